@@ -1,0 +1,587 @@
+#include <Python.h>
+
+#include "config.h"
+#include "krn_py.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../magics/mag_magics.h"
+#include "krn_display.h"
+#include "krn_history.h"
+#include "krn_iopub.h"
+#include "krn_log.h"
+#include "krn_pyjson.h"
+#include "krn_pymod.h"
+
+#define OUTPUT_CACHE 1000 /* Out[] entries kept, as IPython's cache_size */
+
+static struct {
+    PyObject *user_ns; /* __main__.__dict__, borrowed from the module */
+    PyObject *in_list, *out_dict;
+    PyObject *glue;    /* offload_kernel package or NULL when it failed to import */
+    PyObject *compile; /* builtins.compile */
+    PyObject *ast_expr, *ast_module, *ast_interactive;
+    PyObject *share_dir; /* str: frames from here are the kernel's own */
+    const krn_msg *request;
+    bool allow_stdin;
+    int count;  /* In[] number of the cell running */
+    bool quiet; /* silent cell, or a trailing ';' */
+    unsigned long runs; /* every execution, for unique file names */
+    char version[32];
+    char *sys_version;
+} py;
+
+static atomic_int busy;
+
+const char *krn_py_version(void) { return py.version; }
+const char *krn_py_sys_version(void) { return py.sys_version ? py.sys_version : ""; }
+
+void krn_py_set_request(const krn_msg *request, bool allow_stdin)
+{
+    py.request = request;
+    py.allow_stdin = allow_stdin;
+}
+
+const krn_msg *krn_py_request(bool *allow_stdin)
+{
+    *allow_stdin = py.allow_stdin;
+    return py.request;
+}
+
+bool krn_py_busy(void) { return atomic_load(&busy); }
+
+void krn_py_interrupt(void)
+{
+    if (atomic_load(&busy))
+        PyErr_SetInterruptEx(SIGINT);
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    krn_py_interrupt();
+}
+
+/* ---- errors ---- */
+
+static bool is_kernel_frame(PyObject *tb)
+{
+    PyFrameObject *frame = ((PyTracebackObject *)tb)->tb_frame;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int starts = PyUnicode_Tailmatch(code->co_filename, py.share_dir, 0, PY_SSIZE_T_MAX, -1);
+    Py_DECREF(code);
+    return starts == 1;
+}
+
+/* Unlink the kernel's own frames (share/ glue) from a traceback chain. */
+static PyObject *strip_kernel_frames(PyObject *tb)
+{
+    while (tb && tb != Py_None && is_kernel_frame(tb))
+        tb = (PyObject *)((PyTracebackObject *)tb)->tb_next;
+    if (!tb || tb == Py_None)
+        return tb;
+    for (PyTracebackObject *t = (PyTracebackObject *)tb; t->tb_next;) {
+        if (is_kernel_frame((PyObject *)t->tb_next)) {
+            PyTracebackObject *skip = t->tb_next;
+            Py_XINCREF(skip->tb_next);
+            t->tb_next = skip->tb_next;
+            Py_DECREF(skip);
+        } else {
+            t = t->tb_next;
+        }
+    }
+    return tb;
+}
+
+/* The pending exception as error content {ename, evalue, traceback}; clears it. */
+static json_t *error_content(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb && value)
+        PyException_SetTraceback(value, strip_kernel_frames(tb));
+    json_t *lines = json_array();
+    PyObject *mod = PyImport_ImportModule("traceback");
+    PyObject *stripped = value ? PyException_GetTraceback(value) : NULL;
+    PyObject *formatted = mod ? PyObject_CallMethod(mod, "format_exception", "OOO", type, value,
+                                                    stripped ? stripped : Py_None)
+                              : NULL;
+    Py_XDECREF(stripped);
+    if (formatted) {
+        PyObject *sep = PyUnicode_FromString("");
+        PyObject *joined = sep ? PyUnicode_Join(sep, formatted) : NULL;
+        PyObject *split = joined ? PyUnicode_Splitlines(joined, 0) : NULL;
+        for (Py_ssize_t i = 0; split && i < PyList_GET_SIZE(split); i++)
+            json_array_append_new(lines, krn_pyjson_str(PyList_GET_ITEM(split, i)));
+        Py_XDECREF(split);
+        Py_XDECREF(joined);
+        Py_XDECREF(sep);
+    }
+    PyErr_Clear();
+    Py_XDECREF(formatted);
+    Py_XDECREF(mod);
+    PyObject *name = type ? PyObject_GetAttrString(type, "__name__") : NULL;
+    PyObject *str = value ? PyObject_Str(value) : NULL;
+    PyErr_Clear();
+    json_t *content = json_pack("{s:o, s:o, s:o}", "ename", name ? krn_pyjson_str(name) : json_string("Error"),
+                                "evalue", str ? krn_pyjson_str(str) : json_string(""), "traceback", lines);
+    Py_XDECREF(name);
+    Py_XDECREF(str);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return content;
+}
+
+/* ---- displayhook: the value of a cell's trailing expression ---- */
+
+static int set_user(const char *name, PyObject *value)
+{
+    return PyDict_SetItemString(py.user_ns, name, value);
+}
+
+static void remember_output(PyObject *value)
+{
+    PyObject *prev1 = PyDict_GetItemString(py.user_ns, "_");
+    PyObject *prev2 = PyDict_GetItemString(py.user_ns, "__");
+    if (prev2)
+        set_user("___", prev2);
+    if (prev1)
+        set_user("__", prev1);
+    set_user("_", value);
+    char name[32];
+    snprintf(name, sizeof name, "_%d", py.count);
+    set_user(name, value);
+    PyObject *key = PyLong_FromLong(py.count);
+    PyDict_SetItem(py.out_dict, key, value);
+    Py_DECREF(key);
+    /* Bounded memory: forget the output OUTPUT_CACHE cells back. */
+    int old = py.count - OUTPUT_CACHE;
+    if (old > 0) {
+        key = PyLong_FromLong(old);
+        if (PyDict_DelItem(py.out_dict, key))
+            PyErr_Clear();
+        Py_DECREF(key);
+        snprintf(name, sizeof name, "_%d", old);
+        if (PyDict_DelItemString(py.user_ns, name))
+            PyErr_Clear();
+    }
+}
+
+static PyObject *displayhook(PyObject *self, PyObject *value)
+{
+    if (value == Py_None || py.quiet)
+        Py_RETURN_NONE;
+    /* Builtins '_' must not shadow gettext-style code: IPython keeps it in the namespace. */
+    PyObject *data, *md;
+    if (krn_display_format(value, NULL, NULL, &data, &md))
+        return NULL;
+    remember_output(value);
+    PyObject *text = PyDict_GetItemString(data, "text/plain");
+    if (text && PyUnicode_Check(text))
+        krn_history_set_output(py.count, PyUnicode_AsUTF8(text));
+    PyErr_Clear();
+    json_t *content = json_pack("{s:i, s:o, s:o}", "execution_count", py.count, "data",
+                                krn_pyjson(data), "metadata", krn_pyjson(md));
+    Py_DECREF(data);
+    Py_DECREF(md);
+    Py_BEGIN_ALLOW_THREADS krn_iopub_publish("execute_result", content);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+static PyMethodDef displayhook_def = {"displayhook", displayhook, METH_O,
+                                      "Show the value of a cell's last expression."};
+
+/* ---- running a cell ---- */
+
+static void register_source(PyObject *filename, const char *code)
+{
+    /* linecache entries with mtime None are never invalidated: tracebacks and
+     * inspect.getsource see cell code for as long as the kernel lives. */
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
+    PyObject *src = PyUnicode_FromString(code);
+    PyObject *lines = src ? PyObject_CallMethod(src, "splitlines", "O", Py_True) : NULL;
+    PyObject *entry = lines ? Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(src), Py_None, lines,
+                                            filename)
+                            : NULL;
+    if (cache && entry)
+        PyDict_SetItem(cache, filename, entry);
+    PyErr_Clear();
+    Py_XDECREF(entry);
+    Py_XDECREF(lines);
+    Py_XDECREF(src);
+    Py_XDECREF(cache);
+    Py_XDECREF(linecache);
+}
+
+/* A trailing ';' hides the result, as in IPython. */
+static bool ends_with_semicolon(const char *code)
+{
+    size_t n = strlen(code);
+    while (n && (code[n - 1] == ' ' || code[n - 1] == '\t' || code[n - 1] == '\n' || code[n - 1] == '\r'))
+        n--;
+    return n && code[n - 1] == ';';
+}
+
+static int run_code(PyObject *code)
+{
+    PyObject *res = PyEval_EvalCode(code, py.user_ns, py.user_ns);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
+/* Compile the cell as `exec` for all but a trailing expression, which runs as
+ * `single` so that its value reaches the displayhook. */
+static int run_source(const char *source, PyObject *filename)
+{
+    PyCompilerFlags flags = {.cf_flags = PyCF_ONLY_AST, .cf_feature_version = PY_MINOR_VERSION};
+    PyObject *tree = Py_CompileStringObject(source, filename, Py_file_input, &flags, -1);
+    if (!tree)
+        return -1;
+    PyObject *body = PyObject_GetAttrString(tree, "body");
+    int rc = -1;
+    if (!body || !PyList_Check(body))
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(body);
+    PyObject *last = n ? PyList_GET_ITEM(body, n - 1) : NULL;
+    PyObject *head = tree, *tail = NULL;
+    Py_INCREF(head);
+    if (last && PyObject_IsInstance(last, py.ast_expr) == 1) {
+        PyObject *rest = PyList_GetSlice(body, 0, n - 1);
+        PyObject *one = PyList_New(1);
+        Py_INCREF(last);
+        PyList_SET_ITEM(one, 0, last);
+        Py_DECREF(head);
+        head = rest ? PyObject_CallFunction(py.ast_module, "ON", rest, PyList_New(0)) : NULL;
+        tail = PyObject_CallFunction(py.ast_interactive, "O", one);
+        Py_XDECREF(rest);
+        Py_DECREF(one);
+        if (!head || !tail)
+            goto fail_parts;
+    }
+    PyObject *code = PyObject_CallFunction(py.compile, "OOs", head, filename, "exec");
+    rc = code ? run_code(code) : -1;
+    Py_XDECREF(code);
+    if (rc == 0 && tail) {
+        code = PyObject_CallFunction(py.compile, "OOs", tail, filename, "single");
+        rc = code ? run_code(code) : -1;
+        Py_XDECREF(code);
+    }
+fail_parts:
+    Py_XDECREF(head);
+    Py_XDECREF(tail);
+done:
+    Py_XDECREF(body);
+    Py_DECREF(tree);
+    return rc;
+}
+
+static void record_input(const char *code)
+{
+    PyObject *src = PyUnicode_FromString(code);
+    if (!src) {
+        PyErr_Clear();
+        return;
+    }
+    PyList_Append(py.in_list, src);
+    PyObject *i1 = PyDict_GetItemString(py.user_ns, "_i");
+    PyObject *i2 = PyDict_GetItemString(py.user_ns, "_ii");
+    if (i2)
+        set_user("_iii", i2);
+    if (i1)
+        set_user("_ii", i1);
+    set_user("_i", src);
+    char name[32];
+    snprintf(name, sizeof name, "_i%d", py.count);
+    set_user(name, src);
+    Py_DECREF(src);
+    krn_history_add(py.count, code);
+}
+
+static PyObject *call_glue(const char *fn, const char *fmt, ...)
+{
+    if (!py.glue) {
+        PyErr_SetString(PyExc_RuntimeError, "the offload_kernel glue package did not import");
+        return NULL;
+    }
+    PyObject *f = PyObject_GetAttrString(py.glue, fn);
+    if (!f)
+        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *args = Py_VaBuildValue(fmt, ap);
+    va_end(ap);
+    PyObject *res = args ? PyObject_CallObject(f, args) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(f);
+    return res;
+}
+
+/* obj? and obj??: the help text goes to the pager payload. */
+static json_t *help_payload(const char *expr, int detail)
+{
+    PyObject *text = call_glue("help_text", "(siO)", expr, detail, py.user_ns);
+    json_t *payload = json_array();
+    if (text && PyUnicode_Check(text)) {
+        json_array_append_new(payload, json_pack("{s:s, s:{s:o}, s:i}", "source", "page", "data",
+                                                 "text/plain", krn_pyjson_str(text), "start", 0));
+    } else if (text) {
+        PySys_WriteStdout("Object `%.200s` not found.\n", expr);
+    } else {
+        PyErr_Print();
+    }
+    Py_XDECREF(text);
+    return payload;
+}
+
+static void after_cell(void)
+{
+    /* Figures left open at the end of a cell show inline, as in IPython. */
+    PyObject *modules = PyImport_GetModuleDict();
+    if (PyDict_GetItemString(modules, "matplotlib.pyplot")) {
+        PyObject *r = call_glue("post_execute", "()");
+        if (!r)
+            PyErr_Print();
+        Py_XDECREF(r);
+    }
+}
+
+void krn_py_execute(const krn_exec_request *req, krn_exec_result *out)
+{
+    out->ok = true;
+    out->error = NULL;
+    out->payload = json_array();
+    py.count = req->count;
+    py.quiet = req->silent || ends_with_semicolon(req->code);
+    py.runs++;
+    if (req->store_history)
+        record_input(req->code);
+
+    mag_cell cell;
+    mag_transform(req->code, &cell);
+    int rc = 0;
+    if (cell.kind == MAG_HELP) {
+        json_decref(out->payload);
+        out->payload = help_payload(cell.text, cell.detail);
+    } else {
+        char name[48];
+        if (req->store_history)
+            snprintf(name, sizeof name, "<cell %d>", req->count);
+        else
+            snprintf(name, sizeof name, "<cell %d.%lu>", req->count, py.runs);
+        PyObject *filename = PyUnicode_FromString(name);
+        register_source(filename, req->code);
+        atomic_store(&busy, 1);
+        rc = run_source(cell.text, filename);
+        atomic_store(&busy, 0);
+        Py_DECREF(filename);
+    }
+    mag_cell_clear(&cell);
+    if (rc) {
+        out->ok = false;
+        out->error = error_content();
+    }
+    after_cell();
+    /* A Ctrl-C that landed just as the cell finished must not hit the next one. */
+    if (PyErr_CheckSignals())
+        PyErr_Clear();
+}
+
+json_t *krn_py_user_expressions(const json_t *expressions)
+{
+    json_t *result = json_object();
+    const char *name;
+    json_t *expr;
+    json_object_foreach((json_t *)expressions, name, expr)
+    {
+        if (!json_is_string(expr))
+            continue;
+        PyObject *value = PyRun_String(json_string_value(expr), Py_eval_input, py.user_ns, py.user_ns);
+        PyObject *data, *md;
+        if (value && krn_display_format(value, NULL, NULL, &data, &md) == 0) {
+            json_object_set_new(result, name, json_pack("{s:s, s:o, s:o}", "status", "ok", "data",
+                                                        krn_pyjson(data), "metadata", krn_pyjson(md)));
+            Py_DECREF(data);
+            Py_DECREF(md);
+        } else {
+            json_t *err = error_content();
+            json_object_set_new(err, "status", json_string("error"));
+            json_object_set_new(result, name, err);
+        }
+        Py_XDECREF(value);
+    }
+    return result;
+}
+
+/* ---- completion, inspection, is_complete: delegated to the glue ---- */
+
+static json_t *glue_reply(PyObject *res, json_t *fallback)
+{
+    if (res && PyDict_Check(res)) {
+        json_decref(fallback);
+        fallback = krn_pyjson(res);
+    } else {
+        json_t *err = error_content();
+        krn_log(KRN_LOG_WARN, "glue failed: %s: %s", json_string_value(json_object_get(err, "ename")),
+                json_string_value(json_object_get(err, "evalue")));
+        json_decref(err);
+    }
+    Py_XDECREF(res);
+    json_object_set_new(fallback, "status", json_string("ok"));
+    return fallback;
+}
+
+json_t *krn_py_complete(const char *code, int cursor_pos)
+{
+    PyObject *names = PyList_New(0);
+    for (const char *const *m = mag_names(); *m; m++) {
+        PyObject *s = PyUnicode_FromString(*m);
+        PyList_Append(names, s);
+        Py_DECREF(s);
+    }
+    PyObject *res = call_glue("complete", "(siOO)", code, cursor_pos, py.user_ns, names);
+    Py_DECREF(names);
+    return glue_reply(res, json_pack("{s:[], s:i, s:i, s:{}}", "matches", "cursor_start", cursor_pos,
+                                     "cursor_end", cursor_pos, "metadata"));
+}
+
+json_t *krn_py_inspect(const char *code, int cursor_pos, int detail_level)
+{
+    PyObject *res = call_glue("inspect", "(siiO)", code, cursor_pos, detail_level, py.user_ns);
+    return glue_reply(res, json_pack("{s:b, s:{}, s:{}}", "found", 0, "data", "metadata"));
+}
+
+json_t *krn_py_is_complete(const char *code)
+{
+    PyObject *res = call_glue("is_complete", "(s)", code);
+    return glue_reply(res, json_pack("{s:s}", "status", "unknown"));
+}
+
+/* ---- start-up ---- */
+
+static const char *share_dir(void)
+{
+    const char *env = getenv("OFFLOAD_SHARE_DIR");
+    return env && *env ? env : OFFLOAD_PKGDATADIR;
+}
+
+static int setup_namespace(void)
+{
+    PyObject *main_mod = PyImport_AddModule("__main__"); /* borrowed */
+    if (!main_mod)
+        return -1;
+    py.user_ns = PyModule_GetDict(main_mod);
+    py.in_list = Py_BuildValue("[s]", "");
+    py.out_dict = PyDict_New();
+    if (!py.in_list || !py.out_dict || set_user("In", py.in_list) || set_user("Out", py.out_dict) ||
+        set_user("_", Py_None) || set_user("__", Py_None) || set_user("___", Py_None) ||
+        set_user("_i", PyList_GET_ITEM(py.in_list, 0)))
+        return -1;
+    return 0;
+}
+
+static int setup_sys(void)
+{
+    PyObject *out = krn_pymod_stream(KRN_STDOUT), *err = krn_pymod_stream(KRN_STDERR);
+    PyObject *hook = PyCFunction_New(&displayhook_def, NULL);
+    int rc = (!out || !err || !hook || PySys_SetObject("stdout", out) ||
+              PySys_SetObject("stderr", err) || PySys_SetObject("displayhook", hook))
+                 ? -1
+                 : 0;
+    Py_XDECREF(out);
+    Py_XDECREF(err);
+    Py_XDECREF(hook);
+    if (rc)
+        return -1;
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    py.share_dir = PyUnicode_FromString(share_dir());
+    if (!path || !py.share_dir || PyList_Append(path, py.share_dir))
+        return -1;
+    PyObject *builtins = PyEval_GetBuiltins();
+    py.compile = PyDict_GetItemString(builtins, "compile");
+    Py_XINCREF(py.compile);
+    PyObject *ast = PyImport_ImportModule("_ast");
+    if (!ast || !py.compile)
+        return -1;
+    py.ast_expr = PyObject_GetAttrString(ast, "Expr");
+    py.ast_module = PyObject_GetAttrString(ast, "Module");
+    py.ast_interactive = PyObject_GetAttrString(ast, "Interactive");
+    Py_DECREF(ast);
+    return py.ast_expr && py.ast_module && py.ast_interactive ? 0 : -1;
+}
+
+static void load_glue(void)
+{
+    py.glue = PyImport_ImportModule("offload_kernel");
+    PyObject *r = py.glue ? PyObject_CallMethod(py.glue, "install", "O", py.user_ns) : NULL;
+    if (!r) {
+        krn_log(KRN_LOG_ERROR, "offload_kernel glue unavailable (share dir %s): completion, "
+                               "inspection and display() are degraded", share_dir());
+        PyErr_Print();
+    }
+    Py_XDECREF(r);
+}
+
+int krn_py_init(char *err, size_t errlen)
+{
+    if (PyImport_AppendInittab("_offload_kernel", krn_pymod_init) ||
+        PyImport_AppendInittab("_offload_magics", mag_module_init)) {
+        snprintf(err, errlen, "cannot register built-in modules");
+        return -1;
+    }
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.parse_argv = 0;
+    config.install_signal_handlers = 1;
+    char *argv[] = {""};
+    PyStatus st = PyConfig_SetBytesString(&config, &config.executable, OFFLOAD_PYTHON_EXECUTABLE);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesString(&config, &config.program_name, OFFLOAD_PYTHON_EXECUTABLE);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesArgv(&config, 1, argv);
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        snprintf(err, errlen, "cannot start Python (%s): %s", OFFLOAD_PYTHON_EXECUTABLE,
+                 st.err_msg ? st.err_msg : "unknown error");
+        return -1;
+    }
+    /* Python's own SIGINT handler would queue KeyboardInterrupt even while
+     * idle; ours forwards it only while a cell runs. */
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+
+    snprintf(py.version, sizeof py.version, "%d.%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION,
+             PY_MICRO_VERSION);
+    py.sys_version = strdup(Py_GetVersion());
+    if (setup_namespace() || setup_sys()) {
+        PyErr_Print();
+        snprintf(err, errlen, "cannot set up the Python namespace");
+        return -1;
+    }
+    load_glue();
+    return 0;
+}
+
+void krn_py_finalize(void)
+{
+    Py_CLEAR(py.glue);
+    Py_CLEAR(py.compile);
+    Py_CLEAR(py.ast_expr);
+    Py_CLEAR(py.ast_module);
+    Py_CLEAR(py.ast_interactive);
+    Py_CLEAR(py.share_dir);
+    Py_CLEAR(py.in_list);
+    Py_CLEAR(py.out_dict);
+    if (Py_FinalizeEx() < 0)
+        krn_log(KRN_LOG_WARN, "Python finalization reported an error");
+    free(py.sys_version);
+    py.sys_version = NULL;
+}

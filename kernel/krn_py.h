@@ -1,0 +1,55 @@
+/* krn_py: the embedded CPython that runs notebook cells.
+ *
+ * Owns the interpreter, the user namespace (__main__), In/Out and the
+ * _ __ ___ variables, tracebacks, and the calls into the Python glue under
+ * share/offload_kernel (completion, inspection, is_complete, displays).
+ * Called by the request handlers on the main thread, with the GIL held,
+ * except krn_py_interrupt (any thread, even a signal handler). */
+#ifndef KRN_PY_H
+#define KRN_PY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "krn_wire.h"
+
+/* Starts the interpreter; returns holding the GIL. */
+int krn_py_init(char *err, size_t errlen);
+void krn_py_finalize(void);
+/* "3.11.7" and the long sys.version, valid after init. */
+const char *krn_py_version(void);
+const char *krn_py_sys_version(void);
+
+/* The request being served: its header is the parent of input_request, and
+ * its identities route stdin. Borrowed until the next call (NULL = none). */
+void krn_py_set_request(const krn_msg *request, bool allow_stdin);
+/* For input(): the request being served (NULL = none) and whether it allows stdin. */
+const krn_msg *krn_py_request(bool *allow_stdin);
+
+typedef struct {
+    const char *code;
+    int count;          /* the In[] number of this cell */
+    bool silent;        /* no output, no history, no displayhook */
+    bool store_history; /* record in In/history and Out */
+} krn_exec_request;
+
+typedef struct {
+    bool ok;
+    json_t *error;   /* {ename, evalue, traceback} when !ok; owned */
+    json_t *payload; /* array of payload dicts; owned */
+} krn_exec_result;
+
+void krn_py_execute(const krn_exec_request *req, krn_exec_result *out);
+/* user_expressions of an execute_request: name -> mimebundle or error. */
+json_t *krn_py_user_expressions(const json_t *expressions);
+
+json_t *krn_py_complete(const char *code, int cursor_pos);
+json_t *krn_py_inspect(const char *code, int cursor_pos, int detail_level);
+json_t *krn_py_is_complete(const char *code);
+
+/* Raise KeyboardInterrupt in the cell now running; ignored while idle.
+ * Async-signal-safe. */
+void krn_py_interrupt(void);
+bool krn_py_busy(void);
+
+#endif

@@ -1,0 +1,15 @@
+/* krn_pyjson: Python objects to jansson values for message content.
+ * Dicts, lists, tuples, str, int, float, bool and None map directly; NaN and
+ * infinities become null (JSON has none); anything else becomes str(obj).
+ * GIL held. Never fails: errors raised while converting are cleared. */
+#ifndef KRN_PYJSON_H
+#define KRN_PYJSON_H
+
+#include <Python.h>
+#include <jansson.h>
+
+json_t *krn_pyjson(PyObject *obj);
+/* A str's UTF-8 as a JSON string; lone surrogates become U+FFFD. */
+json_t *krn_pyjson_str(PyObject *str);
+
+#endif

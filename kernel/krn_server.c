@@ -1,0 +1,442 @@
+#include "krn_server.h"
+
+#include <Python.h>
+#include <errno.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "krn_history.h"
+#include "krn_iopub.h"
+#include "krn_log.h"
+#include "krn_py.h"
+#include "krn_shell.h"
+
+#define MAX_MESSAGE_BYTES ((size_t)64 << 20) /* larger requests get an error reply */
+#define POLL_MS 1000                        /* how often idle loops look at the parent */
+#define SHUTDOWN_GRACE_S 5                  /* then the process leaves regardless */
+
+static struct {
+    krn_session session;
+    krn_signer *signer;
+    void *ctx;
+    void *shell, *control, *stdin_sock, *hb;
+    pthread_t main_thread, control_thread, hb_thread;
+    pid_t parent_pid;
+    atomic_int stop;     /* set by shutdown_request, parent death */
+    atomic_int restart;
+} srv;
+
+/* ---- frames in and out ---- */
+
+typedef struct {
+    zmq_msg_t *parts;
+    krn_bytes *frames;
+    size_t n, cap, total;
+} inbox;
+
+static void inbox_clear(inbox *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        zmq_msg_close(&in->parts[i]);
+    free(in->parts);
+    free(in->frames);
+    memset(in, 0, sizeof *in);
+}
+
+/* All frames of one message. -1 on a socket error (ETERM when stopping). */
+static int recv_frames(void *sock, inbox *in)
+{
+    memset(in, 0, sizeof *in);
+    for (;;) {
+        if (in->n == in->cap) {
+            size_t cap = in->cap ? in->cap * 2 : 8;
+            zmq_msg_t *parts = realloc(in->parts, cap * sizeof *parts);
+            if (!parts)
+                return -1;
+            in->parts = parts, in->cap = cap;
+        }
+        zmq_msg_t *m = &in->parts[in->n];
+        zmq_msg_init(m);
+        if (zmq_msg_recv(m, sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(m);
+            return in->n ? 0 : -1;
+        }
+        in->n++;
+        in->total += zmq_msg_size(m);
+        if (!zmq_msg_more(m))
+            break;
+    }
+    in->frames = malloc(in->n * sizeof *in->frames);
+    if (!in->frames)
+        return -1;
+    for (size_t i = 0; i < in->n; i++)
+        in->frames[i] = (krn_bytes){zmq_msg_data(&in->parts[i]), zmq_msg_size(&in->parts[i])};
+    return 0;
+}
+
+static void send_frames(void *sock, krn_frames *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (zmq_send(sock, f->data[i], f->len[i], i + 1 < f->n ? ZMQ_SNDMORE : 0) < 0) {
+            krn_log(KRN_LOG_ERROR, "send failed: %s", zmq_strerror(errno));
+            break;
+        }
+    krn_frames_free(f);
+}
+
+/* Send a reply to req on sock; steals content. */
+static void reply(void *sock, const krn_msg *req, const char *reply_type, json_t *content)
+{
+    krn_frames f;
+    if (krn_wire_encode(&srv.session, req->ids, req->nids, reply_type, req->header, NULL, content,
+                        &f) == 0)
+        send_frames(sock, &f);
+}
+
+static void reply_type_for(const char *msg_type, char *out, size_t n)
+{
+    size_t len = strlen(msg_type);
+    if (len > 8 && strcmp(msg_type + len - 8, "_request") == 0)
+        snprintf(out, n, "%.*s_reply", (int)(len - 8), msg_type);
+    else
+        snprintf(out, n, "%s_reply", msg_type);
+}
+
+static json_t *error_reply(const char *ename, const char *evalue)
+{
+    return json_pack("{s:s, s:s, s:s, s:[s]}", "status", "error", "ename", ename, "evalue", evalue,
+                     "traceback", evalue);
+}
+
+/* Receive and parse one message. Returns 1 with *msg filled, 0 when the
+ * message was dropped (already logged and, where possible, answered), -1 on a
+ * socket error. */
+static int next_request(void *sock, const char *channel, krn_msg *msg)
+{
+    inbox in;
+    if (recv_frames(sock, &in))
+        return -1;
+    char err[256];
+    krn_wire_status st = krn_wire_parse(in.frames, in.n, srv.signer, msg, err, sizeof err);
+    size_t total = in.total;
+    inbox_clear(&in);
+    if (st == KRN_WIRE_OK && total > MAX_MESSAGE_BYTES) {
+        st = KRN_WIRE_BAD_JSON;
+        snprintf(err, sizeof err, "message of %zu bytes exceeds the limit of %zu", total,
+                 MAX_MESSAGE_BYTES);
+    }
+    if (st == KRN_WIRE_OK)
+        return 1;
+    krn_log(KRN_LOG_WARN, "%s: dropped a message: %s", channel, err);
+    if (st == KRN_WIRE_BAD_JSON && msg->header) {
+        char type[128];
+        reply_type_for(msg->msg_type, type, sizeof type);
+        reply(sock, msg, type, error_reply("MalformedMessage", err));
+    }
+    krn_msg_clear(msg);
+    return 0;
+}
+
+/* ---- heartbeat: echo, never touching Python ---- */
+
+static void *heartbeat_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, srv.hb, 0) < 0) {
+            zmq_msg_close(&m);
+            if (errno == EINTR)
+                continue;
+            break; /* ETERM: shutting down */
+        }
+        int more = zmq_msg_more(&m);
+        if (zmq_msg_send(&m, srv.hb, more ? ZMQ_SNDMORE : 0) < 0)
+            zmq_msg_close(&m);
+    }
+    return NULL;
+}
+
+/* ---- stopping ---- */
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    sleep(SHUTDOWN_GRACE_S);
+    krn_log(KRN_LOG_WARN, "shutdown took longer than %d s; leaving now", SHUTDOWN_GRACE_S);
+    _exit(0);
+}
+
+static void request_stop(bool restart)
+{
+    if (atomic_exchange(&srv.stop, 1))
+        return;
+    atomic_store(&srv.restart, restart);
+    pthread_t t;
+    if (pthread_create(&t, NULL, watchdog_main, NULL) == 0)
+        pthread_detach(t);
+    /* Wake the main thread: out of a running cell, or out of its poll (the
+     * SIGINT handler does nothing while idle, but the poll returns EINTR). */
+    pthread_kill(srv.main_thread, SIGINT);
+}
+
+static bool parent_gone(void)
+{
+    return srv.parent_pid > 1 && getppid() != srv.parent_pid;
+}
+
+/* ---- control ---- */
+
+static void shutdown_reply(void *sock, const krn_msg *req)
+{
+    bool restart = json_is_true(json_object_get(req->content, "restart"));
+    json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
+    krn_iopub_publish_for(req->header, "shutdown_reply", json_deep_copy(content));
+    reply(sock, req, "shutdown_reply", content);
+    request_stop(restart);
+}
+
+static void serve_control(const krn_msg *req)
+{
+    krn_iopub_status(req->header, "busy");
+    if (strcmp(req->msg_type, "kernel_info_request") == 0) {
+        reply(srv.control, req, "kernel_info_reply", krn_shell_kernel_info());
+    } else if (strcmp(req->msg_type, "shutdown_request") == 0) {
+        shutdown_reply(srv.control, req);
+    } else if (strcmp(req->msg_type, "interrupt_request") == 0) {
+        if (krn_py_busy())
+            pthread_kill(srv.main_thread, SIGINT);
+        reply(srv.control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    } else {
+        char type[128];
+        reply_type_for(req->msg_type, type, sizeof type);
+        krn_log(KRN_LOG_WARN, "control: unknown message type %s", req->msg_type);
+        reply(srv.control, req, type, error_reply("UnknownMessageType", req->msg_type));
+    }
+    krn_iopub_status(req->header, "idle");
+}
+
+static void *control_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&srv.stop)) {
+        zmq_pollitem_t item = {srv.control, 0, ZMQ_POLLIN, 0};
+        int rc = zmq_poll(&item, 1, POLL_MS);
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (parent_gone()) {
+            krn_log(KRN_LOG_WARN, "the parent process is gone; shutting down");
+            request_stop(false);
+            break;
+        }
+        if (rc == 0)
+            continue;
+        krn_msg req;
+        int got;
+        while ((got = next_request(srv.control, "control", &req)) >= 0) {
+            if (got == 1) {
+                serve_control(&req);
+                krn_msg_clear(&req);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---- stdin (main thread, from input()) ---- */
+
+int krn_stdin_request(const krn_msg *parent, const char *prompt, bool password)
+{
+    /* Drop stale replies, for example to an input() that was interrupted. */
+    for (inbox in; recv_frames(srv.stdin_sock, &in) == 0;)
+        inbox_clear(&in);
+    krn_frames f;
+    json_t *content = json_pack("{s:s, s:b}", "prompt", prompt, "password", password);
+    if (!content || krn_wire_encode(&srv.session, parent->ids, parent->nids, "input_request",
+                                    parent->header, NULL, content, &f))
+        return -1;
+    send_frames(srv.stdin_sock, &f);
+    return 0;
+}
+
+int krn_stdin_reply(int timeout_ms, char **value)
+{
+    zmq_pollitem_t item = {srv.stdin_sock, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, timeout_ms);
+    if (rc < 0)
+        return errno == EINTR ? 0 : -1;
+    if (rc == 0)
+        return atomic_load(&srv.stop) ? -1 : 0;
+    krn_msg msg;
+    int got = next_request(srv.stdin_sock, "stdin", &msg);
+    if (got <= 0)
+        return 0;
+    int result = 0;
+    json_t *v = json_object_get(msg.content, "value");
+    if (strcmp(msg.msg_type, "input_reply") == 0 && json_is_string(v)) {
+        *value = strdup(json_string_value(v));
+        result = 1;
+    } else {
+        krn_log(KRN_LOG_WARN, "stdin: ignored %s", msg.msg_type);
+    }
+    krn_msg_clear(&msg);
+    return result;
+}
+
+/* ---- shell (main thread) ---- */
+
+/* stop_on_error: answer every execute_request already queued with "aborted". */
+static void abort_queued(void)
+{
+    krn_msg req;
+    int got;
+    while ((got = next_request(srv.shell, "shell", &req)) >= 0) {
+        if (got == 0)
+            continue;
+        krn_iopub_status(req.header, "busy");
+        if (strcmp(req.msg_type, "execute_request") == 0)
+            reply(srv.shell, &req, "execute_reply", json_pack("{s:s}", "status", "aborted"));
+        else
+            krn_shell_serve(&req, srv.shell, reply);
+        krn_iopub_status(req.header, "idle");
+        krn_msg_clear(&req);
+    }
+}
+
+static void serve_shell(const krn_msg *req)
+{
+    krn_iopub_set_parent(req->header);
+    krn_iopub_status(req->header, "busy");
+    bool abort = false;
+    if (strcmp(req->msg_type, "shutdown_request") == 0)
+        shutdown_reply(srv.shell, req);
+    else if (strcmp(req->msg_type, "interrupt_request") == 0)
+        reply(srv.shell, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
+    else
+        abort = krn_shell_serve(req, srv.shell, reply);
+    krn_iopub_flush();
+    krn_iopub_status(req->header, "idle");
+    if (abort)
+        abort_queued();
+}
+
+static void shell_loop(void)
+{
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while waiting */
+    while (!atomic_load(&srv.stop)) {
+        zmq_pollitem_t item = {srv.shell, 0, ZMQ_POLLIN, 0};
+        int rc = zmq_poll(&item, 1, POLL_MS);
+        if (rc < 0 && errno != EINTR)
+            break;
+        if (rc <= 0)
+            continue;
+        krn_msg req;
+        int got;
+        while (!atomic_load(&srv.stop) && (got = next_request(srv.shell, "shell", &req)) >= 0) {
+            if (got == 0)
+                continue;
+            PyEval_RestoreThread(ts);
+            serve_shell(&req);
+            ts = PyEval_SaveThread();
+            krn_msg_clear(&req);
+        }
+    }
+    PyEval_RestoreThread(ts);
+}
+
+/* ---- set-up ---- */
+
+static void *open_socket(int type, const krn_conn *conn, int port, char *err, size_t errlen)
+{
+    char endpoint[300];
+    krn_conn_endpoint(conn, port, endpoint, sizeof endpoint);
+    void *s = zmq_socket(srv.ctx, type);
+    int linger = 1000, ipv6 = strchr(conn->ip, ':') != NULL;
+    if (s) {
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(s, ZMQ_IPV6, &ipv6, sizeof ipv6);
+    }
+    if (!s || zmq_bind(s, endpoint)) {
+        snprintf(err, errlen, "cannot bind %s: %s", endpoint, zmq_strerror(errno));
+        if (s)
+            zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+int krn_server_run(const krn_conn *conn)
+{
+    char err[512];
+    srv.main_thread = pthread_self();
+    srv.parent_pid = getppid();
+    srv.signer = krn_signer_new(conn->scheme, conn->key, conn->keylen, err, sizeof err);
+    if (!srv.signer) {
+        krn_log(KRN_LOG_ERROR, "%s", err);
+        return 1;
+    }
+    krn_uuid4(srv.session.session);
+    struct passwd *pw = getpwuid(getuid());
+    srv.session.username = pw && pw->pw_name ? pw->pw_name : "kernel";
+    srv.session.signer = srv.signer;
+
+    /* Only the main thread takes SIGINT: every thread made from here on,
+     * ZeroMQ's own included, inherits a mask that blocks it. */
+    sigset_t sigint, old;
+    sigemptyset(&sigint);
+    sigaddset(&sigint, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigint, &old);
+
+    int status = 1;
+    char iopub_ep[300];
+    krn_conn_endpoint(conn, conn->iopub_port, iopub_ep, sizeof iopub_ep);
+    srv.ctx = zmq_ctx_new();
+    if (!srv.ctx || !(srv.shell = open_socket(ZMQ_ROUTER, conn, conn->shell_port, err, sizeof err)) ||
+        !(srv.control = open_socket(ZMQ_ROUTER, conn, conn->control_port, err, sizeof err)) ||
+        !(srv.stdin_sock = open_socket(ZMQ_ROUTER, conn, conn->stdin_port, err, sizeof err)) ||
+        !(srv.hb = open_socket(ZMQ_REP, conn, conn->hb_port, err, sizeof err)) ||
+        krn_iopub_start(srv.ctx, iopub_ep, &srv.session, err, sizeof err) ||
+        krn_iopub_capture_fds(err, sizeof err) || krn_py_init(err, sizeof err)) {
+        krn_log(KRN_LOG_ERROR, "%s", err);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        goto teardown;
+    }
+    krn_shell_init();
+    pthread_create(&srv.hb_thread, NULL, heartbeat_main, NULL);
+    pthread_create(&srv.control_thread, NULL, control_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    krn_iopub_status(NULL, "starting");
+    krn_log(KRN_LOG_INFO, "ready: Python %s, session %s", krn_py_version(), srv.session.session);
+    shell_loop();
+    status = 0;
+    krn_log(KRN_LOG_INFO, "shutting down%s", atomic_load(&srv.restart) ? " for a restart" : "");
+
+    pthread_join(srv.control_thread, NULL); /* its last status goes out before IOPub stops */
+    krn_iopub_stop();
+    zmq_ctx_shutdown(srv.ctx); /* ends the heartbeat's blocking receive */
+    pthread_join(srv.hb_thread, NULL);
+    krn_py_finalize();
+teardown:
+    krn_iopub_stop();
+    void *socks[] = {srv.shell, srv.control, srv.stdin_sock, srv.hb};
+    for (size_t i = 0; i < 4; i++)
+        if (socks[i])
+            zmq_close(socks[i]);
+    if (srv.ctx)
+        zmq_ctx_term(srv.ctx);
+    krn_history_free();
+    krn_signer_free(srv.signer);
+    return status;
+}

@@ -1,0 +1,30 @@
+/* mag_magics: IPython-style magics of the offload kernel.
+ *
+ * mag_transform rewrites a cell before it is compiled: a line `%name args`
+ * becomes a call of _offload_magics.run_line_magic (line numbers are kept), a
+ * first line `%%name args` turns the whole cell into one run_cell_magic call,
+ * and `obj?` / `obj??` becomes a help request. The magics themselves live in
+ * the built-in module _offload_magics, so they run as ordinary Python and
+ * print through the kernel's streams. Called by kernel/ with the GIL held. */
+#ifndef MAG_MAGICS_H
+#define MAG_MAGICS_H
+
+#include <Python.h>
+
+typedef enum { MAG_CODE, MAG_HELP } mag_kind;
+
+typedef struct {
+    mag_kind kind;
+    char *text; /* Python source (MAG_CODE) or the expression to explain (MAG_HELP); owned */
+    int detail; /* MAG_HELP: 0 for obj?, 1 for obj?? */
+} mag_cell;
+
+int mag_transform(const char *cell, mag_cell *out);
+void mag_cell_clear(mag_cell *cell);
+
+/* Every magic name without percent signs, NULL-terminated (for completion). */
+const char *const *mag_names(void);
+
+PyObject *mag_module_init(void); /* _offload_magics, for PyImport_AppendInittab */
+
+#endif
