@@ -32,6 +32,7 @@ static struct {
     pthread_mutex_t lock;
     void *push;
     json_t *parent;
+    bool silent;
     int run_stream; /* 0 = no pending text */
     char *run;
     size_t run_len, run_cap;
@@ -116,6 +117,8 @@ static void send_run_locked(bool hold_partial_char)
 
 static void append_locked(int stream, const char *text, size_t len)
 {
+    if (io.silent)
+        return;
     if (io.run_stream && io.run_stream != stream)
         send_run_locked(false);
     if (io.run_len == 0) {
@@ -197,10 +200,21 @@ void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *c
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_publish(const char *msg_type, json_t *content)
+void krn_iopub_set_silent(bool silent)
 {
     pthread_mutex_lock(&io.lock);
     if (io.push) {
+        drain_pipes_locked();
+        send_run_locked(false);
+    }
+    io.silent = silent;
+    pthread_mutex_unlock(&io.lock);
+}
+
+void krn_iopub_publish(const char *msg_type, json_t *content)
+{
+    pthread_mutex_lock(&io.lock);
+    if (io.push && !io.silent) {
         drain_pipes_locked();
         send_run_locked(false); /* text printed before a display shows before it */
         send_frames_locked(msg_type, io.parent, content);

@@ -14,6 +14,7 @@
 #define KRN_IOPUB_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "krn_wire.h"
@@ -31,6 +32,10 @@ int krn_iopub_capture_fds(char *err, size_t errlen);
 /* Header of the request whose output follows (copied; NULL for none).
  * Pending stream text is flushed under the previous parent first. */
 void krn_iopub_set_parent(const json_t *parent);
+
+/* While a silent execute runs, its output (streams, displays, results) is
+ * dropped; status messages still go out. */
+void krn_iopub_set_silent(bool silent);
 
 /* Publish under the current parent; steals content. */
 void krn_iopub_publish(const char *msg_type, json_t *content);

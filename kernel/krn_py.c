@@ -432,7 +432,8 @@ static json_t *glue_reply(PyObject *res, json_t *fallback)
         json_decref(err);
     }
     Py_XDECREF(res);
-    json_object_set_new(fallback, "status", json_string("ok"));
+    if (!json_object_get(fallback, "status")) /* is_complete's status is its answer */
+        json_object_set_new(fallback, "status", json_string("ok"));
     return fallback;
 }
 

@@ -296,30 +296,36 @@ int krn_stdin_reply(int timeout_ms, char **value)
 
 /* ---- shell (main thread) ---- */
 
-/* stop_on_error: answer every execute_request already queued with "aborted". */
+/* stop_on_error: answer the execute_requests already queued with "aborted",
+ * except those that asked not to be stopped (stop_on_error false); every
+ * other request is served as usual. */
+static void serve_shell(const krn_msg *req, bool aborting);
+
 static void abort_queued(void)
 {
     krn_msg req;
     int got;
     while ((got = next_request(srv.shell, "shell", &req)) >= 0) {
-        if (got == 0)
-            continue;
-        krn_iopub_status(req.header, "busy");
-        if (strcmp(req.msg_type, "execute_request") == 0)
-            reply(srv.shell, &req, "execute_reply", json_pack("{s:s}", "status", "aborted"));
-        else
-            krn_shell_serve(&req, srv.shell, reply);
-        krn_iopub_status(req.header, "idle");
+        if (got == 1)
+            serve_shell(&req, true);
         krn_msg_clear(&req);
     }
 }
 
-static void serve_shell(const krn_msg *req)
+static bool abortable(const krn_msg *req)
+{
+    json_t *stop = json_object_get(req->content, "stop_on_error");
+    return strcmp(req->msg_type, "execute_request") == 0 && !json_is_false(stop);
+}
+
+static void serve_shell(const krn_msg *req, bool aborting)
 {
     krn_iopub_set_parent(req->header);
     krn_iopub_status(req->header, "busy");
     bool abort = false;
-    if (strcmp(req->msg_type, "shutdown_request") == 0)
+    if (aborting && abortable(req))
+        reply(srv.shell, req, "execute_reply", json_pack("{s:s}", "status", "aborted"));
+    else if (strcmp(req->msg_type, "shutdown_request") == 0)
         shutdown_reply(srv.shell, req);
     else if (strcmp(req->msg_type, "interrupt_request") == 0)
         reply(srv.shell, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
@@ -327,7 +333,7 @@ static void serve_shell(const krn_msg *req)
         abort = krn_shell_serve(req, srv.shell, reply);
     krn_iopub_flush();
     krn_iopub_status(req->header, "idle");
-    if (abort)
+    if (abort && !aborting)
         abort_queued();
 }
 
@@ -347,7 +353,7 @@ static void shell_loop(void)
             if (got == 0)
                 continue;
             PyEval_RestoreThread(ts);
-            serve_shell(&req);
+            serve_shell(&req, false);
             ts = PyEval_SaveThread();
             krn_msg_clear(&req);
         }

@@ -60,8 +60,11 @@ static bool execute(const krn_msg *req, void *sock, krn_reply_fn reply)
         krn_iopub_publish("execute_input", json_pack("{s:s, s:i}", "code", run.code,
                                                      "execution_count", run.count));
     krn_py_set_request(req, flag(req->content, "allow_stdin", true));
+    krn_iopub_set_silent(silent);
     krn_exec_result res;
     krn_py_execute(&run, &res);
+    krn_iopub_flush(); /* C stdio output of a silent cell is dropped too */
+    krn_iopub_set_silent(false);
     krn_py_set_request(NULL, false);
     if (run.store_history)
         execution_count++;

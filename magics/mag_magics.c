@@ -326,6 +326,25 @@ calibrated:
 
 static PyObject *magic_lsmagic(PyObject *ns, const char *args, const char *body);
 
+/* %matplotlib [inline]: figures show in the cell (the default here anyway). */
+static PyObject *magic_matplotlib(PyObject *ns, const char *args, const char *body)
+{
+    const char *gui = skip_blank(args);
+    size_t n = strlen(gui);
+    while (n && isspace((unsigned char)gui[n - 1]))
+        n--;
+    if (n && !(n == 6 && strncmp(gui, "inline", 6) == 0))
+        return PyErr_Format(UsageError, "%%matplotlib %.*s: this kernel shows figures inline only; "
+                                        "use %%matplotlib inline", (int)n, gui);
+    PyObject *mpl = PyImport_ImportModule("matplotlib");
+    PyObject *r = mpl ? PyObject_CallMethod(mpl, "use", "s", "module://offload_kernel.mpl_inline") : NULL;
+    Py_XDECREF(mpl);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
 static const struct magic {
     const char *name;
     bool line, cell;
@@ -333,6 +352,7 @@ static const struct magic {
     const char *help;
 } magics[] = {
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
+    {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
     {"time", true, true, magic_time, "run once and print CPU and wall time"},
     {"timeit", true, true, magic_timeit, "time many runs: mean \xc2\xb1 std (-n loops, -r runs)"},
 };

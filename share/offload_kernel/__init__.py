@@ -44,14 +44,9 @@ def is_complete(code):
     return iscomplete.is_complete(code)
 
 
-def _input(prompt=''):
-    # Like the built-in, accept any object as the prompt.
-    return _offload_kernel.input(str(prompt))
-
-
 def _getpass(prompt='Password: ', stream=None):
     # `stream` only matters on a terminal; the frontend draws its own prompt.
-    return _offload_kernel.input(str(prompt), password=True)
+    return _offload_kernel.input(prompt, password=True)
 
 
 def _patch_getpass(module):
@@ -65,7 +60,7 @@ def install(user_ns):
     everything user-visible goes into builtins or is patched on import.
     """
     builtins.display = _display.display
-    builtins.input = _input
+    builtins.input = _offload_kernel.input  # str()s its prompt, like the built-in
     # getpass costs several ms to import, so patch it when the user imports it.
     ipython_shim.when_imported('getpass', _patch_getpass)
     ipython_shim.install()
@@ -78,7 +73,7 @@ def post_execute():
     The C side calls this after each cell once matplotlib.pyplot is imported.
     """
     # Until pyplot has loaded our backend module no figure can use it.
-    if 'matplotlib.pyplot' not in sys.modules or __name__ + '.mpl_inline' not in sys.modules:
+    if __name__ + '.mpl_inline' not in sys.modules:
         return
     import matplotlib
     if matplotlib.get_backend() == MPL_BACKEND:

@@ -16,21 +16,16 @@ def complete(code, cursor_pos, namespace, magic_names):
     cursor_pos = max(0, min(cursor_pos, len(code)))
     word = _word_before(code, cursor_pos)
     start = cursor_pos - len(word)
-    percents = len(code[:start]) - len(code[:start].rstrip('%'))
+    percents = start - len(code[:start].rstrip('%'))
     if percents:
         matches = _magic_matches(code, start, percents, word, magic_names)
         if matches is not None:
             return _reply(matches, start - percents, cursor_pos)
     try:
         import jedi
-    except ImportError:
-        jedi = None
-    if jedi is not None:
-        try:
-            return _jedi_complete(jedi, code, cursor_pos, namespace)
-        except Exception:
-            pass  # jedi has internal errors on odd input; use the plain way
-    return _reply(_plain_matches(code, start, word, namespace), start, cursor_pos)
+        return _jedi_complete(jedi, code, cursor_pos, namespace)
+    except Exception:  # no jedi, or one of its internal errors on odd input
+        return _reply(_plain_matches(code, start, word, namespace), start, cursor_pos)
 
 
 def _reply(matches, cursor_start, cursor_end):

@@ -27,7 +27,7 @@ def _merge(d1, d2):
 
 def publish_display_data(data, metadata=None, source=None, *, transient=None, update=False):
     """Send a raw mimebundle; `source` is ignored, as in IPython (deprecated)."""
-    _offload_kernel.publish(data, metadata or {}, transient, update)
+    _offload_kernel.publish(data, metadata, transient, update)
 
 
 def display(*objs, include=None, exclude=None, metadata=None, transient=None,

@@ -52,15 +52,17 @@ def name_at_cursor(code, cursor_pos):
     name before the cursor.  None if there is none."""
     import io
     import tokenize
-    line_starts = [0]
-    for line in code.splitlines(keepends=True):
-        line_starts.append(line_starts[-1] + len(line))
+    line_starts = [0]  # tokenize's rows are '\n'-separated, as readline splits
+    for line in code.split('\n'):
+        line_starts.append(line_starts[-1] + len(line) + 1)
     dotted, last, calls = [], None, []  # calls: name before each open '('
     try:
         for tok in tokenize.generate_tokens(io.StringIO(code).readline):
             start = line_starts[tok.start[0] - 1] + tok.start[1]
             end = line_starts[tok.end[0] - 1] + tok.end[1]
-            if start > cursor_pos:
+            # As IPython: a token starting at the cursor is after it, except
+            # at the start of a line ('|foo' inspects foo).
+            if start > cursor_pos or (start == cursor_pos and tok.start[1] > 0):
                 break
             if tok.type == tokenize.NAME:
                 # After a '.', extend the dotted name; otherwise start anew.
@@ -87,11 +89,11 @@ def _format(name, obj, detail_level):
     """IPython's pinfo layout, as plain text."""
     import inspect as pyinspect
     is_class = pyinspect.isclass(obj)
-    callable_like = is_class or pyinspect.isroutine(obj)
+    function_like = is_class or pyinspect.isroutine(obj)
     fields = []
     if callable(obj):
+        label = 'Init signature' if is_class else 'Signature' if function_like else 'Call signature'
         try:
-            label = 'Init signature' if is_class else 'Signature' if callable_like else 'Call signature'
             fields.append((label, name + str(pyinspect.signature(obj))))
         except Exception:  # many builtins have none (ValueError)
             pass
@@ -101,16 +103,17 @@ def _format(name, obj, detail_level):
             source = pyinspect.getsource(obj)
         except Exception:  # TypeError for builtins/instances, OSError if no file
             pass
-    body = ('Source', source.rstrip('\n')) if source else \
-        ('Docstring', pyinspect.getdoc(obj) or '<no docstring>')
+    body = [('Source', source.rstrip('\n')) if source else
+            ('Docstring', pyinspect.getdoc(obj) or '<no docstring>')]
     filename = _file_of(pyinspect, obj)
     file_field = [('File', filename)] if filename else []
-    type_field = ('Type', type(obj).__name__)
+    type_field = [('Type', type(obj).__name__)]
     # IPython's two orders: one for functions and classes, one for other objects.
-    if callable_like:
-        fields += [body] + file_field + [type_field]
+    if function_like:
+        fields += body + file_field + type_field
     else:
-        fields += [type_field, ('String form', _string_form(obj, detail_level))] + file_field + [body]
+        string_form = [('String form', _string_form(obj, detail_level))]
+        fields += type_field + string_form + file_field + body
     width = max(len(title) for title, _ in fields) + 2
     return '\n'.join(title + ':\n' + value if '\n' in value else
                      (title + ':').ljust(width) + value

@@ -47,7 +47,7 @@ def is_complete(code):
     ends_in_block = len(tokens) > 1 and tokens[-2].type == tokenize.DEDENT
     last_token = next((token for token in reversed(tokens)
                        if token.type not in (tokenize.DEDENT, tokenize.ENDMARKER)), None)
-    if last_token is not None and last_token.string == ':':  # a block starts: `if x:`, `def f():` ...
+    if last_token is not None and last_token.string == ':':  # `if x:`, `def f():`...
         return _incomplete(last_token.line, deeper=True)
     status = _codeop_status(source)
     if status == 'complete' and ends_in_block \
