@@ -66,7 +66,11 @@ static int recv_frames(void *sock, inbox *in)
         zmq_msg_init(m);
         if (zmq_msg_recv(m, sock, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(m);
-            return in->n ? 0 : -1;
+            if (in->n == 0) { /* nothing queued (EAGAIN) or the socket is closing */
+                inbox_clear(in);
+                return -1;
+            }
+            break;
         }
         in->n++;
         in->total += zmq_msg_size(m);
@@ -216,10 +220,7 @@ static void serve_control(const krn_msg *req)
             pthread_kill(srv.main_thread, SIGINT);
         reply(srv.control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     } else {
-        char type[128];
-        reply_type_for(req->msg_type, type, sizeof type);
-        krn_log(KRN_LOG_WARN, "control: unknown message type %s", req->msg_type);
-        reply(srv.control, req, type, error_reply("UnknownMessageType", req->msg_type));
+        krn_shell_unknown(req, srv.control, reply, "control");
     }
     krn_iopub_status(req->header, "idle");
 }

@@ -134,15 +134,21 @@ bool krn_shell_serve(const krn_msg *req, void *sock, krn_reply_fn reply)
     } else if (strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
         /* for comms we never opened: nothing to do */
     } else {
-        krn_log(KRN_LOG_WARN, "shell: unknown message type %s", t);
-        size_t n = strlen(t);
-        if (n > 8 && strcmp(t + n - 8, "_request") == 0) {
-            char type[128];
-            snprintf(type, sizeof type, "%.*s_reply", (int)(n - 8), t);
-            reply(sock, req, type,
-                  json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
-                            "UnknownMessageType", "evalue", t, "traceback"));
-        }
+        krn_shell_unknown(req, sock, reply, "shell");
     }
     return false;
+}
+
+void krn_shell_unknown(const krn_msg *req, void *sock, krn_reply_fn reply, const char *channel)
+{
+    const char *t = req->msg_type;
+    krn_log(KRN_LOG_WARN, "%s: unknown message type '%s'", channel, t);
+    size_t n = strlen(t);
+    if (n > 8 && strcmp(t + n - 8, "_request") == 0) { /* someone waits for a reply */
+        char type[128];
+        snprintf(type, sizeof type, "%.*s_reply", (int)(n - 8), t);
+        reply(sock, req, type,
+              json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "UnknownMessageType",
+                        "evalue", t, "traceback"));
+    }
 }

@@ -20,4 +20,7 @@ json_t *krn_shell_kernel_info(void);
  * stop_on_error, so the queued execute_requests must be aborted. */
 bool krn_shell_serve(const krn_msg *req, void *sock, krn_reply_fn reply);
 
+/* Logs an unknown message type; a *_request gets an error *_reply. */
+void krn_shell_unknown(const krn_msg *req, void *sock, krn_reply_fn reply, const char *channel);
+
 #endif

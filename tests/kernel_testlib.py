@@ -43,10 +43,11 @@ def strip_ansi(text: str) -> str:
 class Kernel:
     """A started kernel: its manager, a blocking client, and its stderr log."""
 
-    def __init__(self, km, kc, log_path: Path):
+    def __init__(self, km, kc, log_path: Path, log_file=None):
         self.km = km
         self.kc = kc
         self.log_path = log_path
+        self._log_file = log_file  # kept open: restart_kernel launches again with it
 
     @property
     def pid(self) -> int:
@@ -83,11 +84,13 @@ class Kernel:
                 self.km.cleanup_resources()
             except Exception:
                 pass
+            if self._log_file is not None:
+                self._log_file.close()
 
 
 def start_kernel(log_path: Path, extra_env: dict | None = None) -> Kernel:
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "wb")
+    log = open(log_path, "ab", buffering=0)
     kwargs: dict[str, Any] = {"stderr": log}
     if extra_env:
         env = dict(os.environ)
@@ -95,10 +98,11 @@ def start_kernel(log_path: Path, extra_env: dict | None = None) -> Kernel:
         kwargs["env"] = env
     try:
         km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, **kwargs)
-    finally:
-        log.close()  # the child keeps its own descriptor
+    except BaseException:
+        log.close()
+        raise
     kc.allow_stdin = True
-    k = Kernel(km, kc, log_path)
+    k = Kernel(km, kc, log_path, log)
     # Drain what start-up left on the channels (kernel_info reply, status).
     drain(kc)
     return k
@@ -219,6 +223,28 @@ def request(kc, msg_type: str, content: dict, channel: str = "shell", timeout: f
 def outputs(msgs: Iterable[dict]) -> list[dict]:
     """IOPub messages other than status and execute_input."""
     return [m for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+
+
+def merged(msgs: Iterable[dict]) -> list[tuple[str, Any]]:
+    """Outputs as (kind, payload), consecutive stream messages of one name joined:
+    ("stdout"/"stderr", text), ("display_data", data), ("clear_output", wait), ..."""
+    out: list[tuple[str, Any]] = []
+    for m in outputs(msgs):
+        t, c = m["msg_type"], m["content"]
+        if t == "stream":
+            if out and out[-1][0] == c["name"]:
+                out[-1] = (c["name"], out[-1][1] + c["text"])
+            else:
+                out.append((c["name"], c["text"]))
+        elif t == "clear_output":
+            out.append((t, c.get("wait")))
+        elif t in ("display_data", "update_display_data", "execute_result"):
+            out.append((t, c["data"]))
+        elif t == "error":
+            out.append((t, c["ename"]))
+        else:
+            out.append((t, c))
+    return out
 
 
 def of_type(msgs: Iterable[dict], msg_type: str) -> list[dict]:

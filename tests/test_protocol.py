@@ -537,3 +537,41 @@ def test_shutdown_request(fresh_kernel, restart):
     except Exception:
         pytest.fail(f"kernel still running {TIMEOUT} s after shutdown_request")
     assert code == 0, f"kernel exited with status {code} after shutdown_request"
+
+
+def test_two_clients_get_their_own_replies_and_input_requests(kernel):
+    """Replies and input_requests go to the client that asked; IOPub goes to all."""
+    from queue import Empty
+
+    from jupyter_client import BlockingKernelClient
+
+    a = kernel.kc
+    # A client of its own session (km.client() would share a's session, hence a's
+    # socket identity, and the kernel's ROUTER would refuse the second connection).
+    b = BlockingKernelClient(connection_file=kernel.km.connection_file)
+    b.load_connection_file()
+    assert b.session.session != a.session.session
+    b.start_channels()
+    try:
+        b.wait_for_ready(timeout=60)
+        ida = a.execute("'from a'", allow_stdin=False)
+        idb = b.execute("offload_b_in = input('b asks: ')\n'from b'", allow_stdin=True)
+        req = b.get_stdin_msg(timeout=TIMEOUT)
+        assert req["content"]["prompt"] == "b asks: "
+        with pytest.raises(Empty):
+            a.get_stdin_msg(timeout=0.5)
+        b.input("answer")
+        ra = wait_reply(a, ida)
+        rb = b.get_shell_msg(timeout=TIMEOUT)
+        assert rb["parent_header"]["msg_id"] == idb
+        assert ra["content"]["status"] == "ok" and rb["content"]["status"] == "ok"
+        # a never sees b's reply
+        with pytest.raises(Empty):
+            while True:
+                m = a.get_shell_msg(timeout=0.5)
+                assert m["parent_header"].get("msg_id") != idb, "client a got client b's reply"
+        # but b's outputs reach a's IOPub
+        msgs = iopub_for(a, idb)
+        assert any(m["msg_type"] == "execute_result" for m in msgs)
+    finally:
+        b.stop_channels()
