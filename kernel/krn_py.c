@@ -104,6 +104,9 @@ static json_t *error_content(void)
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb && value)
         PyException_SetTraceback(value, strip_kernel_frames(tb));
+    /* A misused magic is the user's typo, not a program failure: no traceback, as IPython. */
+    if (value && mag_is_usage_error(value))
+        PyException_SetTraceback(value, Py_None);
     json_t *lines = json_array();
     PyObject *mod = PyImport_ImportModule("traceback");
     PyObject *stripped = value ? PyException_GetTraceback(value) : NULL;

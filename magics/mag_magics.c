@@ -70,13 +70,12 @@ static const char *skip_blank(const char *s)
     return s;
 }
 
-/* `name?`, `name??`, `?name`, `??name` with a dotted name: a help request. */
-static bool help_request(const char *cell, mag_cell *out)
+/* `name?`, `name??`, `?name`, `??name` with a dotted name, within s[0..len):
+ * a help request. Sets the name's span and the detail level (0 or 1). */
+static bool help_span(const char *s, size_t len, const char **name, size_t *n, int *detail)
 {
-    const char *s = cell;
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t len = strlen(s);
+    while (len && isspace((unsigned char)*s))
+        s++, len--;
     while (len && isspace((unsigned char)s[len - 1]))
         len--;
     size_t pre = 0, post = 0;
@@ -86,21 +85,36 @@ static bool help_request(const char *cell, mag_cell *out)
         post++;
     if ((pre == 0) == (post == 0) || len - pre - post == 0)
         return false;
-    const char *name = s + pre;
-    size_t n = len - pre - post;
-    for (size_t i = 0; i < n; i++)
-        if (!(isalnum((unsigned char)name[i]) || name[i] == '_' || name[i] == '.' ||
-              (unsigned char)name[i] >= 0x80))
+    *name = s + pre;
+    *n = len - pre - post;
+    for (size_t i = 0; i < *n; i++) {
+        unsigned char c = (unsigned char)(*name)[i];
+        if (!(isalnum(c) || c == '_' || c == '.' || c >= 0x80))
             return false;
-    if (isdigit((unsigned char)name[0]) || name[0] == '.')
+    }
+    *detail = (int)(pre > post ? pre : post) - 1;
+    return !isdigit((unsigned char)(*name)[0]) && (*name)[0] != '.';
+}
+
+/* A whole cell that is one help request: the help goes to the pager. */
+static bool help_request(const char *cell, mag_cell *out)
+{
+    const char *name;
+    size_t n;
+    int detail;
+    const char *text = cell + strspn(cell, " \t\r\n");
+    const char *nl = strchr(text, '\n');
+    if (nl && nl[strspn(nl, " \t\r\n")]) /* a second non-blank line: not a lone request */
+        return false;
+    if (!help_span(text, strlen(text), &name, &n, &detail))
         return false;
     out->kind = MAG_HELP;
     out->text = strndup(name, n);
-    out->detail = (pre > post ? pre : post) - 1;
+    out->detail = detail;
     return true;
 }
 
-static void call_line(strbuf *b, const char *indent_end, const char *line, size_t len)
+static void call_line(strbuf *b, const char *line, size_t len)
 {
     const char *name = line + 1;
     size_t nlen = word_len(name);
@@ -113,7 +127,6 @@ static void call_line(strbuf *b, const char *indent_end, const char *line, size_
     puts_(b, ", ");
     put_literal(b, args, alen);
     puts_(b, ")");
-    (void)indent_end;
 }
 
 int mag_transform(const char *cell, mag_cell *out)
@@ -149,10 +162,19 @@ int mag_transform(const char *cell, mag_cell *out)
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
         const char *first = skip_blank(line);
+        const char *name;
+        size_t nlen;
+        int detail;
         if (!in_triple && first < line + len && first[0] == '%' &&
             (isalpha((unsigned char)first[1]) || first[1] == '_')) {
             put(&b, line, (size_t)(first - line));
-            call_line(&b, first, first, (size_t)(line + len - first));
+            call_line(&b, first, (size_t)(line + len - first));
+        } else if (!in_triple && help_span(first, (size_t)(line + len - first), &name, &nlen, &detail)) {
+            put(&b, line, (size_t)(first - line));
+            puts_(&b, "__import__('_offload_magics').run_line_magic(");
+            puts_(&b, detail ? "'pinfo2', " : "'pinfo', ");
+            put_literal(&b, name, nlen);
+            puts_(&b, ")");
         } else {
             put(&b, line, len);
         }
@@ -345,6 +367,25 @@ static PyObject *magic_matplotlib(PyObject *ns, const char *args, const char *bo
     Py_RETURN_NONE;
 }
 
+/* %pinfo / %pinfo2 (what `obj?` / `obj??` become inside a longer cell): print the help. */
+static PyObject *pinfo(PyObject *ns, const char *expr, int detail)
+{
+    PyObject *glue = PyImport_ImportModule("offload_kernel");
+    PyObject *text = glue ? PyObject_CallMethod(glue, "help_text", "siO", expr, detail, ns) : NULL;
+    Py_XDECREF(glue);
+    if (!text)
+        return NULL;
+    if (PyUnicode_Check(text))
+        PySys_FormatStdout("%U\n", text);
+    else
+        PySys_FormatStdout("Object `%s` not found.\n", expr);
+    Py_DECREF(text);
+    Py_RETURN_NONE;
+}
+
+static PyObject *magic_pinfo(PyObject *ns, const char *args, const char *body) { return pinfo(ns, args, 0); }
+static PyObject *magic_pinfo2(PyObject *ns, const char *args, const char *body) { return pinfo(ns, args, 1); }
+
 static const struct magic {
     const char *name;
     bool line, cell;
@@ -353,6 +394,8 @@ static const struct magic {
 } magics[] = {
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
     {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
+    {"pinfo", true, false, magic_pinfo, "help on an object (what obj? runs)"},
+    {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},
     {"time", true, true, magic_time, "run once and print CPU and wall time"},
     {"timeit", true, true, magic_timeit, "time many runs: mean \xc2\xb1 std (-n loops, -r runs)"},
 };
@@ -424,6 +467,8 @@ static struct PyModuleDef moddef = {
     .m_size = -1,
     .m_methods = methods,
 };
+
+int mag_is_usage_error(PyObject *exc) { return UsageError && PyObject_TypeCheck(exc, (PyTypeObject *)UsageError); }
 
 PyObject *mag_module_init(void)
 {

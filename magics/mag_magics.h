@@ -25,6 +25,8 @@ void mag_cell_clear(mag_cell *cell);
 /* Every magic name without percent signs, NULL-terminated (for completion). */
 const char *const *mag_names(void);
 
-PyObject *mag_module_init(void); /* _offload_magics, for PyImport_AppendInittab */
+PyObject *mag_module_init(void);
+/* Is exc a UsageError (a misused or unknown magic)? */
+int mag_is_usage_error(PyObject *exc); /* _offload_magics, for PyImport_AppendInittab */
 
 #endif
