@@ -29,6 +29,8 @@ void krn_history_add(int line, const char *input)
 
 void krn_history_set_output(int line, const char *text)
 {
+    if (!text)
+        return;
     for (size_t i = hist.n; i-- > 0;)
         if (hist.v[i].line == line) {
             free(hist.v[i].output);

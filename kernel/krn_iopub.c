@@ -161,8 +161,10 @@ static void drain_pipes_locked(void)
 void krn_iopub_write(int stream, const char *text, size_t len)
 {
     pthread_mutex_lock(&io.lock);
-    if (io.push)
+    if (io.push) {
+        drain_pipes_locked(); /* what C code wrote to fds 1/2 before this comes first */
         append_locked(stream, text, len);
+    }
     pthread_mutex_unlock(&io.lock);
 }
 

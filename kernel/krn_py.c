@@ -185,9 +185,11 @@ static PyObject *displayhook(PyObject *self, PyObject *value)
         return NULL;
     remember_output(value);
     PyObject *text = PyDict_GetItemString(data, "text/plain");
-    if (text && PyUnicode_Check(text))
-        krn_history_set_output(py.count, PyUnicode_AsUTF8(text));
-    PyErr_Clear();
+    if (text && PyUnicode_Check(text)) {
+        json_t *utf8 = krn_pyjson_str(text); /* lone surrogates replaced */
+        krn_history_set_output(py.count, json_string_value(utf8));
+        json_decref(utf8);
+    }
     json_t *content = json_pack("{s:i, s:o, s:o}", "execution_count", py.count, "data",
                                 krn_pyjson(data), "metadata", krn_pyjson(md));
     Py_DECREF(data);
@@ -292,13 +294,14 @@ static void record_input(const char *code)
         return;
     }
     PyList_Append(py.in_list, src);
-    PyObject *i1 = PyDict_GetItemString(py.user_ns, "_i");
-    PyObject *i2 = PyDict_GetItemString(py.user_ns, "_ii");
-    if (i2)
-        set_user("_iii", i2);
-    if (i1)
-        set_user("_ii", i1);
-    set_user("_i", src);
+    /* As IPython: _i, _ii, _iii are the three previous inputs, _i00 this one. */
+    const char *shift[] = {"_iii", "_ii", "_i", "_i00"};
+    for (int k = 0; k < 3; k++) {
+        PyObject *newer = PyDict_GetItemString(py.user_ns, shift[k + 1]);
+        if (newer)
+            set_user(shift[k], newer);
+    }
+    set_user("_i00", src);
     char name[32];
     snprintf(name, sizeof name, "_i%d", py.count);
     set_user(name, src);
@@ -502,9 +505,14 @@ static int setup_sys(void)
     Py_XDECREF(hook);
     if (rc)
         return -1;
+    /* '' first, as in every Python REPL and kernel: modules beside the notebook import. */
     PyObject *path = PySys_GetObject("path"); /* borrowed */
+    PyObject *cwd = PyUnicode_FromString("");
     py.share_dir = PyUnicode_FromString(share_dir());
-    if (!path || !py.share_dir || PyList_Append(path, py.share_dir))
+    int bad = !path || !cwd || !py.share_dir || PyList_Insert(path, 0, cwd) ||
+              PyList_Append(path, py.share_dir);
+    Py_XDECREF(cwd);
+    if (bad)
         return -1;
     PyObject *builtins = PyEval_GetBuiltins();
     py.compile = PyDict_GetItemString(builtins, "compile");

@@ -104,14 +104,6 @@ static void reply(void *sock, const krn_msg *req, const char *reply_type, json_t
         send_frames(sock, &f);
 }
 
-static void reply_type_for(const char *msg_type, char *out, size_t n)
-{
-    size_t len = strlen(msg_type);
-    if (len > 8 && strcmp(msg_type + len - 8, "_request") == 0)
-        snprintf(out, n, "%.*s_reply", (int)(len - 8), msg_type);
-    else
-        snprintf(out, n, "%s_reply", msg_type);
-}
 
 static json_t *error_reply(const char *ename, const char *evalue)
 {
@@ -139,10 +131,11 @@ static int next_request(void *sock, const char *channel, krn_msg *msg)
     if (st == KRN_WIRE_OK)
         return 1;
     krn_log(KRN_LOG_WARN, "%s: dropped a message: %s", channel, err);
-    if (st == KRN_WIRE_BAD_JSON && msg->header) {
-        char type[128];
-        reply_type_for(msg->msg_type, type, sizeof type);
+    char type[128];
+    if (st == KRN_WIRE_BAD_JSON && krn_reply_type(msg->msg_type, type, sizeof type)) {
+        krn_iopub_status(msg->header, "busy");
         reply(sock, msg, type, error_reply("MalformedMessage", err));
+        krn_iopub_status(msg->header, "idle");
     }
     krn_msg_clear(msg);
     return 0;

@@ -143,12 +143,9 @@ void krn_shell_unknown(const krn_msg *req, void *sock, krn_reply_fn reply, const
 {
     const char *t = req->msg_type;
     krn_log(KRN_LOG_WARN, "%s: unknown message type '%s'", channel, t);
-    size_t n = strlen(t);
-    if (n > 8 && strcmp(t + n - 8, "_request") == 0) { /* someone waits for a reply */
-        char type[128];
-        snprintf(type, sizeof type, "%.*s_reply", (int)(n - 8), t);
+    char type[128];
+    if (krn_reply_type(t, type, sizeof type))
         reply(sock, req, type,
               json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "UnknownMessageType",
                         "evalue", t, "traceback"));
-    }
 }

@@ -92,6 +92,15 @@ void krn_msg_clear(krn_msg *msg)
     memset(msg, 0, sizeof *msg);
 }
 
+bool krn_reply_type(const char *msg_type, char *out, size_t outlen)
+{
+    size_t n = strlen(msg_type);
+    if (n <= 8 || strcmp(msg_type + n - 8, "_request") != 0 || n - 8 + 7 >= outlen)
+        return false;
+    snprintf(out, outlen, "%.*s_reply", (int)(n - 8), msg_type);
+    return true;
+}
+
 void krn_uuid4(char out[37])
 {
     unsigned char b[16];

@@ -10,6 +10,7 @@
 #define KRN_WIRE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "krn_sign.h"
@@ -63,6 +64,9 @@ int krn_wire_encode(const krn_session *session, const krn_bytes *ids, size_t nid
                     const char *msg_type, const json_t *parent, json_t *metadata, json_t *content,
                     krn_frames *out);
 void krn_frames_free(krn_frames *frames);
+
+/* "x_request" -> "x_reply"; false (nothing written) for types that get no reply. */
+bool krn_reply_type(const char *msg_type, char *out, size_t outlen);
 
 void krn_uuid4(char out[37]);
 /* ISO-8601 UTC with six fractional digits: 2026-11-22T10:20:30.123456Z */

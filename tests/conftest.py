@@ -9,7 +9,6 @@ would: jupyter_client, or raw ZeroMQ sockets for the garbage cases.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -68,6 +67,16 @@ def _kernelspec_problem() -> str | None:
     if KERNEL_NAME == "offload" and not (os.path.isabs(exe) and os.access(exe, os.X_OK)) and not shutil.which(exe):
         return f"the 'offload' kernelspec names {exe!r}, which is not an executable: run make in {BUILDDIR}"
     return None
+
+
+def pytest_report_header(config):
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+        return f"kernel under test: {KERNEL_NAME} -> {' '.join(spec.argv)}"
+    except NoSuchKernel:
+        return f"kernel under test: {KERNEL_NAME} (kernelspec not found)"
 
 
 def pytest_sessionstart(session):

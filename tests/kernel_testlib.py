@@ -77,7 +77,8 @@ class Kernel:
             self.kc.stop_channels()
         finally:
             try:
-                self.km.shutdown_kernel(now=True)
+                # graceful, so that the kernel runs its exit path (and sanitizers check it)
+                self.km.shutdown_kernel(now=False)
             except Exception:
                 pass
             try:
@@ -88,10 +89,12 @@ class Kernel:
                 self._log_file.close()
 
 
-def start_kernel(log_path: Path, extra_env: dict | None = None) -> Kernel:
+def start_kernel(log_path: Path, extra_env: dict | None = None, **launch_kw) -> Kernel:
+    """Start a kernel of the spec under test, its stderr going to log_path.
+    launch_kw go to KernelManager.start_kernel (e.g. cwd)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab", buffering=0)
-    kwargs: dict[str, Any] = {"stderr": log}
+    kwargs: dict[str, Any] = {"stderr": log, **launch_kw}
     if extra_env:
         env = dict(os.environ)
         env.update(extra_env)
@@ -102,6 +105,7 @@ def start_kernel(log_path: Path, extra_env: dict | None = None) -> Kernel:
         log.close()
         raise
     kc.allow_stdin = True
+    watch(kc, km)
     k = Kernel(km, kc, log_path, log)
     # Drain what start-up left on the channels (kernel_info reply, status).
     drain(kc)
@@ -131,6 +135,36 @@ def _stashed(kc, channel: str) -> list:
     return _stash.setdefault(id(kc), {"shell": [], "iopub": []})[channel]
 
 
+# Which manager owns a client, so that waits notice a dead kernel at once
+# instead of running into their timeout: {id(kc): km}
+_managers: dict[int, Any] = {}
+
+
+def watch(kc, km) -> None:
+    _managers[id(kc)] = km
+
+
+def check_died(kc) -> None:
+    """Raise if the kernel behind kc has exited (with how it exited)."""
+    km = _managers.get(id(kc))
+    if km is None or not km.has_kernel:
+        return
+    proc = getattr(km.provisioner, "process", None)
+    code = proc.poll() if proc is not None else None
+    if code is not None:
+        how = f"signal {-code} ({_signame(-code)})" if code < 0 else f"exit status {code}"
+        raise AssertionError(f"the kernel process died: {how}")
+
+
+def _signame(n: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return "?"
+
+
 def _get(kc, channel: str, timeout: float):
     if channel == "shell":
         return kc.get_shell_msg(timeout=timeout)
@@ -154,8 +188,11 @@ def wait_reply(kc, msg_id: str, channel: str = "shell", timeout: float = TIMEOUT
         if left <= 0:
             raise AssertionError(f"no {channel} reply to {msg_id} within {timeout} s")
         try:
-            m = _get(kc, channel, timeout=left)
+            m = _get(kc, channel, timeout=min(left, 1.0))
         except Empty:
+            m = None
+        if m is None:
+            check_died(kc)
             continue
         if m["parent_header"].get("msg_id") == msg_id:
             return m
@@ -186,8 +223,11 @@ def iopub_for(kc, msg_id: str, timeout: float = TIMEOUT) -> list[dict]:
                 f"no idle status for {msg_id} within {timeout} s; got {kinds}"
             )
         try:
-            m = kc.get_iopub_msg(timeout=left)
+            m = kc.get_iopub_msg(timeout=min(left, 1.0))
         except Empty:
+            m = None
+        if m is None:
+            check_died(kc)
             continue
         if m["parent_header"].get("msg_id") == msg_id:
             out.append(m)
@@ -317,8 +357,11 @@ def wait_for_stream(kc, msg_id: str, needle: str, name: str = "stdout", timeout:
             if left <= 0:
                 raise AssertionError(f"{needle!r} never appeared on {name} within {timeout} s (got {text!r})")
             try:
-                m = kc.get_iopub_msg(timeout=left)
+                m = kc.get_iopub_msg(timeout=min(left, 1.0))
             except Empty:
+                m = None
+            if m is None:
+                check_died(kc)
                 continue
             seen.append(m)
             if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream" and m["content"]["name"] == name:
@@ -329,10 +372,14 @@ def wait_for_stream(kc, msg_id: str, needle: str, name: str = "stdout", timeout:
 
 
 def wait_stdin_request(kc, timeout: float = TIMEOUT) -> dict:
-    try:
-        return kc.get_stdin_msg(timeout=timeout)
-    except Empty:
-        raise AssertionError(f"no input_request on stdin within {timeout} s") from None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return kc.get_stdin_msg(timeout=1.0)
+        except Empty:
+            pass
+        check_died(kc)
+    raise AssertionError(f"no input_request on stdin within {timeout} s")
 
 
 # ----------------------------------------------------------------------------

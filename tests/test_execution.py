@@ -646,3 +646,21 @@ def test_nul_in_code_is_an_error(kc):
     assert reply["content"]["status"] == "error", reply["content"]
     reply, msgs = execute(kc, "'alive'")
     assert result_text(msgs) == "'alive'"
+
+
+def test_working_directory_and_local_imports(tmp_path):
+    """As in any Python kernel: the kernel runs where the frontend started it
+    (the notebook's folder), and modules next to the notebook import."""
+    from kernel_testlib import start_kernel
+
+    nb_dir = tmp_path / "notebook dir"
+    nb_dir.mkdir()
+    (nb_dir / "offload_local_helper.py").write_text("VALUE = 'local helper'\n")
+    k = start_kernel(tmp_path / "kernel.stderr", cwd=str(nb_dir))
+    try:
+        assert eval_text(k.kc, "__import__('os').getcwd()") == repr(str(nb_dir))
+        reply, msgs = execute(k.kc, "import offload_local_helper\noffload_local_helper.VALUE")
+        assert reply["content"]["status"] == "ok", describe(reply, msgs)
+        assert result_text(msgs) == "'local helper'"
+    finally:
+        k.shutdown()

@@ -6,7 +6,6 @@ checks that it still works afterwards."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 
