@@ -86,7 +86,12 @@ static json_t *utf8_string(const char *s, size_t len)
         bool ok = n > 0 && i + n <= len && !(n > 1 && c < 0xC2) && c != 0;
         for (size_t k = 1; ok && k < n; k++)
             ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-        if (ok && json_stringn(s + i, n)) { /* jansson is the judge of overlongs/surrogates */
+        if (ok) { /* jansson is the judge of overlongs and surrogates */
+            json_t *probe = json_stringn(s + i, n);
+            ok = probe != NULL;
+            json_decref(probe);
+        }
+        if (ok) {
             memcpy(clean + o, s + i, n);
             o += n, i += n;
         } else {

@@ -29,8 +29,7 @@ static struct {
     void *shell, *control, *stdin_sock, *hb;
     pthread_t main_thread, control_thread, hb_thread;
     pid_t parent_pid;
-    atomic_int stop;     /* set by shutdown_request, parent death */
-    atomic_int restart;
+    atomic_int stop; /* set by shutdown_request and parent death */
 } srv;
 
 /* ---- frames in and out ---- */
@@ -50,7 +49,7 @@ static void inbox_clear(inbox *in)
     memset(in, 0, sizeof *in);
 }
 
-/* All frames of one message. -1 on a socket error (ETERM when stopping). */
+/* All frames of one message; -1 when none is queued, the socket is closing or memory ran out. */
 static int recv_frames(void *sock, inbox *in)
 {
     memset(in, 0, sizeof *in);
@@ -58,8 +57,10 @@ static int recv_frames(void *sock, inbox *in)
         if (in->n == in->cap) {
             size_t cap = in->cap ? in->cap * 2 : 8;
             zmq_msg_t *parts = realloc(in->parts, cap * sizeof *parts);
-            if (!parts)
+            if (!parts) {
+                inbox_clear(in);
                 return -1;
+            }
             in->parts = parts, in->cap = cap;
         }
         zmq_msg_t *m = &in->parts[in->n];
@@ -78,8 +79,10 @@ static int recv_frames(void *sock, inbox *in)
             break;
     }
     in->frames = malloc(in->n * sizeof *in->frames);
-    if (!in->frames)
+    if (!in->frames) {
+        inbox_clear(in);
         return -1;
+    }
     for (size_t i = 0; i < in->n; i++)
         in->frames[i] = (krn_bytes){zmq_msg_data(&in->parts[i]), zmq_msg_size(&in->parts[i])};
     return 0;
@@ -103,7 +106,6 @@ static void reply(void *sock, const krn_msg *req, const char *reply_type, json_t
                         &f) == 0)
         send_frames(sock, &f);
 }
-
 
 static json_t *error_reply(const char *ename, const char *evalue)
 {
@@ -172,11 +174,10 @@ static void *watchdog_main(void *arg)
     _exit(0);
 }
 
-static void request_stop(bool restart)
+static void request_stop(void)
 {
     if (atomic_exchange(&srv.stop, 1))
         return;
-    atomic_store(&srv.restart, restart);
     pthread_t t;
     if (pthread_create(&t, NULL, watchdog_main, NULL) == 0)
         pthread_detach(t);
@@ -198,7 +199,8 @@ static void shutdown_reply(void *sock, const krn_msg *req)
     json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
     krn_iopub_publish_for(req->header, "shutdown_reply", json_deep_copy(content));
     reply(sock, req, "shutdown_reply", content);
-    request_stop(restart);
+    krn_log(KRN_LOG_INFO, "shutdown requested%s", restart ? " (the client restarts us)" : "");
+    request_stop();
 }
 
 static void serve_control(const krn_msg *req)
@@ -231,7 +233,7 @@ static void *control_main(void *arg)
         }
         if (parent_gone()) {
             krn_log(KRN_LOG_WARN, "the parent process is gone; shutting down");
-            request_stop(false);
+            request_stop();
             break;
         }
         if (rc == 0)
@@ -421,7 +423,6 @@ int krn_server_run(const krn_conn *conn)
     krn_log(KRN_LOG_INFO, "ready: Python %s, session %s", krn_py_version(), srv.session.session);
     shell_loop();
     status = 0;
-    krn_log(KRN_LOG_INFO, "shutting down%s", atomic_load(&srv.restart) ? " for a restart" : "");
 
     pthread_join(srv.control_thread, NULL); /* its last status goes out before IOPub stops */
     krn_iopub_stop();
