@@ -215,7 +215,10 @@ static void serve_control(const krn_msg *req)
             pthread_kill(srv.main_thread, SIGINT);
         reply(srv.control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     } else {
-        krn_shell_unknown(req, srv.control, reply, "control");
+        krn_answer ans = {.content = NULL};
+        krn_shell_unknown(req, "control", &ans);
+        if (ans.content)
+            reply(srv.control, req, ans.type, ans.content);
     }
     krn_iopub_status(req->header, "idle");
 }
@@ -292,19 +295,33 @@ int krn_stdin_reply(int timeout_ms, char **value)
 
 /* ---- shell (main thread) ---- */
 
-/* stop_on_error: answer the execute_requests already queued with "aborted",
- * except those that asked not to be stopped (stop_on_error false); every
- * other request is served as usual. */
-static void serve_shell(const krn_msg *req, bool aborting);
+/* stop_on_error: the execute_requests already queued when an execute fails
+ * are answered "aborted", except those that asked not to be stopped
+ * (stop_on_error false); other requests are served as usual. "Already
+ * queued" means received before the failed execute's reply went out: a
+ * client can only react to the reply after it, so no later request is lost. */
+typedef struct {
+    krn_msg *v;
+    size_t n, cap;
+} msg_list;
 
-static void abort_queued(void)
+static void set_aside_queued(msg_list *list)
 {
     krn_msg req;
     int got;
     while ((got = next_request(srv.shell, "shell", &req)) >= 0) {
-        if (got == 1)
-            serve_shell(&req, true);
-        krn_msg_clear(&req);
+        if (got == 0)
+            continue;
+        if (list->n == list->cap) {
+            size_t cap = list->cap ? list->cap * 2 : 8;
+            krn_msg *grown = realloc(list->v, cap * sizeof *grown);
+            if (!grown) {
+                krn_msg_clear(&req);
+                break;
+            }
+            list->v = grown, list->cap = cap;
+        }
+        list->v[list->n++] = req;
     }
 }
 
@@ -318,19 +335,30 @@ static void serve_shell(const krn_msg *req, bool aborting)
 {
     krn_iopub_set_parent(req->header);
     krn_iopub_status(req->header, "busy");
-    bool abort = false;
-    if (aborting && abortable(req))
-        reply(srv.shell, req, "execute_reply", json_pack("{s:s}", "status", "aborted"));
-    else if (strcmp(req->msg_type, "shutdown_request") == 0)
+    krn_answer ans = {.content = NULL};
+    if (aborting && abortable(req)) {
+        snprintf(ans.type, sizeof ans.type, "execute_reply");
+        ans.content = json_pack("{s:s}", "status", "aborted");
+    } else if (strcmp(req->msg_type, "shutdown_request") == 0) {
         shutdown_reply(srv.shell, req);
-    else if (strcmp(req->msg_type, "interrupt_request") == 0)
-        reply(srv.shell, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
-    else
-        abort = krn_shell_serve(req, srv.shell, reply);
+    } else if (strcmp(req->msg_type, "interrupt_request") == 0) {
+        snprintf(ans.type, sizeof ans.type, "interrupt_reply");
+        ans.content = json_pack("{s:s}", "status", "ok");
+    } else {
+        krn_shell_serve(req, &ans);
+    }
+    msg_list queued = {NULL, 0, 0};
+    if (ans.abort_queue && !aborting)
+        set_aside_queued(&queued);
     krn_iopub_flush();
+    if (ans.content)
+        reply(srv.shell, req, ans.type, ans.content);
     krn_iopub_status(req->header, "idle");
-    if (abort && !aborting)
-        abort_queued();
+    for (size_t i = 0; i < queued.n; i++) {
+        serve_shell(&queued.v[i], true);
+        krn_msg_clear(&queued.v[i]);
+    }
+    free(queued.v);
 }
 
 static void shell_loop(void)

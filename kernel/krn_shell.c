@@ -39,15 +39,21 @@ static bool flag(const json_t *content, const char *key, bool fallback)
     return json_is_boolean(v) ? json_is_true(v) : fallback;
 }
 
-static bool execute(const krn_msg *req, void *sock, krn_reply_fn reply)
+static void answer(krn_answer *out, const char *type, json_t *content)
+{
+    snprintf(out->type, sizeof out->type, "%s", type);
+    out->content = content;
+}
+
+static void execute(const krn_msg *req, krn_answer *out)
 {
     json_t *code = json_object_get(req->content, "code");
     if (!json_is_string(code)) {
-        reply(sock, req, "execute_reply",
-              json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename", "ValueError",
-                        "evalue", "execute_request needs a string 'code'", "traceback",
-                        "execution_count", execution_count - 1));
-        return false;
+        answer(out, "execute_reply",
+               json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename", "ValueError",
+                         "evalue", "execute_request needs a string 'code'", "traceback",
+                         "execution_count", execution_count - 1));
+        return;
     }
     bool silent = flag(req->content, "silent", false);
     krn_exec_request run = {
@@ -85,9 +91,8 @@ static bool execute(const krn_msg *req, void *sock, krn_reply_fn reply)
         json_object_set_new(content, "user_expressions", json_object());
     }
     json_object_set_new(content, "execution_count", json_integer(execution_count - 1));
-    krn_iopub_flush();
-    reply(sock, req, "execute_reply", content);
-    return !res.ok && flag(req->content, "stop_on_error", true);
+    answer(out, "execute_reply", content);
+    out->abort_queue = !res.ok && flag(req->content, "stop_on_error", true);
 }
 
 static int int_field(const json_t *content, const char *key, int fallback)
@@ -102,50 +107,47 @@ static const char *code_field(const json_t *content)
     return json_is_string(v) ? json_string_value(v) : "";
 }
 
-bool krn_shell_serve(const krn_msg *req, void *sock, krn_reply_fn reply)
+void krn_shell_serve(const krn_msg *req, krn_answer *out)
 {
     const char *t = req->msg_type;
     const json_t *c = req->content;
-    if (strcmp(t, "execute_request") == 0)
-        return execute(req, sock, reply);
-    if (strcmp(t, "kernel_info_request") == 0) {
-        reply(sock, req, "kernel_info_reply", krn_shell_kernel_info());
+    memset(out, 0, sizeof *out);
+    if (strcmp(t, "execute_request") == 0) {
+        execute(req, out);
+    } else if (strcmp(t, "kernel_info_request") == 0) {
+        answer(out, "kernel_info_reply", krn_shell_kernel_info());
     } else if (strcmp(t, "complete_request") == 0) {
         const char *code = code_field(c);
-        int cursor = int_field(c, "cursor_pos", (int)strlen(code));
-        reply(sock, req, "complete_reply", krn_py_complete(code, cursor));
+        answer(out, "complete_reply",
+               krn_py_complete(code, int_field(c, "cursor_pos", (int)strlen(code))));
     } else if (strcmp(t, "inspect_request") == 0) {
         const char *code = code_field(c);
-        reply(sock, req, "inspect_reply",
-              krn_py_inspect(code, int_field(c, "cursor_pos", (int)strlen(code)),
-                             int_field(c, "detail_level", 0)));
+        answer(out, "inspect_reply",
+               krn_py_inspect(code, int_field(c, "cursor_pos", (int)strlen(code)),
+                              int_field(c, "detail_level", 0)));
     } else if (strcmp(t, "is_complete_request") == 0) {
-        reply(sock, req, "is_complete_reply", krn_py_is_complete(code_field(c)));
+        answer(out, "is_complete_reply", krn_py_is_complete(code_field(c)));
     } else if (strcmp(t, "history_request") == 0) {
-        reply(sock, req, "history_reply", krn_history_reply(c));
+        answer(out, "history_reply", krn_history_reply(c));
     } else if (strcmp(t, "comm_info_request") == 0) {
-        reply(sock, req, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
+        answer(out, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
     } else if (strcmp(t, "comm_open") == 0) {
         /* No comm targets are registered: close it so the frontend does not wait. */
         json_t *id = json_object_get(c, "comm_id");
         if (json_is_string(id))
-            krn_iopub_publish("comm_close",
-                              json_pack("{s:O, s:{}}", "comm_id", id, "data"));
+            krn_iopub_publish("comm_close", json_pack("{s:O, s:{}}", "comm_id", id, "data"));
     } else if (strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
         /* for comms we never opened: nothing to do */
     } else {
-        krn_shell_unknown(req, sock, reply, "shell");
+        krn_shell_unknown(req, "shell", out);
     }
-    return false;
 }
 
-void krn_shell_unknown(const krn_msg *req, void *sock, krn_reply_fn reply, const char *channel)
+void krn_shell_unknown(const krn_msg *req, const char *channel, krn_answer *out)
 {
     const char *t = req->msg_type;
     krn_log(KRN_LOG_WARN, "%s: unknown message type '%s'", channel, t);
-    char type[128];
-    if (krn_reply_type(t, type, sizeof type))
-        reply(sock, req, type,
-              json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "UnknownMessageType",
-                        "evalue", t, "traceback"));
+    if (krn_reply_type(t, out->type, sizeof out->type)) /* someone waits for a reply */
+        out->content = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                                 "UnknownMessageType", "evalue", t, "traceback");
 }

@@ -9,18 +9,23 @@
 
 #include "krn_wire.h"
 
-typedef void (*krn_reply_fn)(void *sock, const krn_msg *req, const char *reply_type,
-                             json_t *content);
+/* What to answer: the server sends it (content may be NULL: no reply). */
+typedef struct {
+    char type[64];
+    json_t *content;  /* owned until sent */
+    bool abort_queue; /* an execute failed with stop_on_error */
+} krn_answer;
 
 /* After krn_py_init: fixes the kernel_info content. */
 void krn_shell_init(void);
 /* A new copy of the kernel_info_reply content. */
 json_t *krn_shell_kernel_info(void);
-/* Serves one request; true when it was an execute that failed with
- * stop_on_error, so the queued execute_requests must be aborted. */
-bool krn_shell_serve(const krn_msg *req, void *sock, krn_reply_fn reply);
+/* Serves one request and says what to reply. The server sends the reply
+ * itself so that, after a failed execute, it can first set aside the
+ * requests already queued (those, and only those, are aborted). */
+void krn_shell_serve(const krn_msg *req, krn_answer *out);
 
 /* Logs an unknown message type; a *_request gets an error *_reply. */
-void krn_shell_unknown(const krn_msg *req, void *sock, krn_reply_fn reply, const char *channel);
+void krn_shell_unknown(const krn_msg *req, const char *channel, krn_answer *out);
 
 #endif

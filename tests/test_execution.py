@@ -279,6 +279,23 @@ def test_stop_on_error_false_requests_are_not_aborted(kc):
     assert eval_text(kc, f"'offload_strict_{tag}' in globals()") == "False"
 
 
+def test_request_sent_right_after_an_error_reply_is_not_aborted(kc):
+    # Only requests queued before the failing cell's reply are aborted: a client
+    # that answers the error reply at once must have its next cell run. The
+    # next request goes out the moment the reply arrives, many times over, to
+    # hit the window in which the kernel is still finishing the failed cell.
+    for i in range(30):
+        failing = kc.execute(f"raise ValueError('fails {i}')")
+        reply = kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == failing
+        assert reply["content"]["status"] == "error"
+        follow = kc.execute(f"{i} + 1")
+        reply = kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == follow
+        assert reply["content"]["status"] == "ok", (i, reply["content"])
+    _idle_for_each(kc, [follow])
+
+
 def test_successful_cell_aborts_nothing(kc):
     (first, second), ids = _queue_behind_input(kc, "input('wait: ')\n'fine'", [("'second fine'", True)])
     assert first["content"]["status"] == "ok"

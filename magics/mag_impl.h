@@ -1,0 +1,19 @@
+/* mag_impl: what the files of magics/ share. Internal to magics/. */
+#ifndef MAG_IMPL_H
+#define MAG_IMPL_H
+
+#include "mag_magics.h"
+
+/* A magic: ns is the user namespace, args the rest of the % line, body the
+ * cell below a %% line (NULL for line magics). New reference or NULL. */
+typedef PyObject *(*mag_fn)(PyObject *ns, const char *args, const char *body);
+
+extern PyObject *mag_UsageError; /* _offload_magics.UsageError */
+
+const char *mag_skip_blank(const char *s);
+
+PyObject *mag_time(PyObject *ns, const char *args, const char *body);
+PyObject *mag_timeit(PyObject *ns, const char *args, const char *body);
+
+
+#endif
