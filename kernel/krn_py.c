@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../magics/mag_magics.h"
+#include "mod_module.h"
 #include "krn_display.h"
 #include "krn_history.h"
 #include "krn_iopub.h"
@@ -542,7 +543,8 @@ static void load_glue(void)
 int krn_py_init(char *err, size_t errlen)
 {
     if (PyImport_AppendInittab("_offload_kernel", krn_pymod_init) ||
-        PyImport_AppendInittab("_offload_magics", mag_module_init)) {
+        PyImport_AppendInittab("_offload_magics", mag_module_init) ||
+        PyImport_AppendInittab("offload", PyInit_offload)) {
         snprintf(err, errlen, "cannot register built-in modules");
         return -1;
     }

@@ -14,6 +14,8 @@ const char *mag_skip_blank(const char *s);
 
 PyObject *mag_time(PyObject *ns, const char *args, const char *body);
 PyObject *mag_timeit(PyObject *ns, const char *args, const char *body);
-
+PyObject *mag_lsplatform(PyObject *ns, const char *args, const char *body);
+PyObject *mag_devices(PyObject *ns, const char *args, const char *body);
+PyObject *mag_device(PyObject *ns, const char *args, const char *body);
 
 #endif

@@ -54,7 +54,10 @@ static const struct magic {
     mag_fn fn;
     const char *help;
 } magics[] = {
+    {"device", true, false, mag_device, "show or set the default device: %device [FILTER]"},
+    {"devices", true, false, mag_devices, "the devices, their filter strings and key properties"},
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
+    {"lsplatform", true, false, mag_lsplatform, "platforms and devices: %lsplatform [-v|-vv]"},
     {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
     {"pinfo", true, false, magic_pinfo, "help on an object (what obj? runs)"},
     {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},

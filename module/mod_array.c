@@ -1,0 +1,1297 @@
+/* offload.ndarray: an n-dimensional array in one device's memory, and the
+ * functions that make them (asarray, empty, zeros, ones, full, arange, *_like,
+ * asnumpy).
+ *
+ * Memory: an array holds a reference to an allocation object (mod_alloc) that
+ * owns the device buffer; views (slices, .T, reshape) share it, so the device
+ * memory goes when the last array using it does. An array of size 0 owns no
+ * device memory at all (mod_alloc.buf is NULL).
+ *
+ * Layout is NumPy's: shape, strides in bytes (negative for reversed views),
+ * and the byte offset of element [0,...,0]. Host data always goes through
+ * NumPy arrays: uploads take NumPy's C-contiguous copy of the source; reads
+ * of contiguous arrays land straight in a new NumPy array; a strided view
+ * reads the byte span that covers it and lets NumPy pick the elements out.
+ *
+ * Until device kernels exist, work that needs element-wise device code
+ * (strided copies, dtype casts, fills of non-contiguous views) goes through
+ * the host. Every device transfer runs with the GIL released. */
+#include "mod_module.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- allocations ---- */
+
+struct mod_alloc {
+    PyObject_HEAD ofl_device *dev;
+    ofl_buffer *buf; /* owned; NULL for 0 bytes */
+};
+
+static void alloc_dealloc(mod_alloc *m)
+{
+    ofl_buffer *buf = m->buf;
+    if (buf) { /* ofl_free waits for the device's queue: not under the GIL */
+        Py_BEGIN_ALLOW_THREADS
+        ofl_free(buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyObject_Free(m);
+}
+
+static PyTypeObject AllocType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "offload._Allocation",
+    .tp_basicsize = sizeof(mod_alloc),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Device memory shared by an array and its views.",
+    .tp_dealloc = (destructor)alloc_dealloc,
+};
+
+static mod_alloc *alloc_new(ofl_device *dev, size_t bytes)
+{
+    ofl_buffer *buf = NULL;
+    if (bytes) {
+        ofl_error err;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = ofl_alloc(dev, bytes, &buf, &err);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            mod_raise(&err);
+            return NULL;
+        }
+    }
+    mod_alloc *m = PyObject_New(mod_alloc, &AllocType);
+    if (!m) {
+        ofl_free(buf);
+        return NULL;
+    }
+    m->dev = dev;
+    m->buf = buf;
+    return m;
+}
+
+/* ---- device transfers (n == 0 is a no-op, so empty arrays need no buffer) ---- */
+
+static int dev_read(mod_array *a, Py_ssize_t off, void *dst, Py_ssize_t n)
+{
+    if (n <= 0)
+        return 0;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_read(a->mem->buf, (size_t)off, dst, (size_t)n, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? (mod_raise(&err), -1) : 0;
+}
+
+static int dev_write(mod_array *a, Py_ssize_t off, const void *src, Py_ssize_t n)
+{
+    if (n <= 0)
+        return 0;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_write(a->mem->buf, (size_t)off, src, (size_t)n, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? (mod_raise(&err), -1) : 0;
+}
+
+static int dev_copy(mod_array *dst, Py_ssize_t doff, mod_array *src, Py_ssize_t soff, Py_ssize_t n)
+{
+    if (n <= 0)
+        return 0;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_copy(dst->mem->buf, (size_t)doff, src->mem->buf, (size_t)soff, (size_t)n, &err);
+    Py_END_ALLOW_THREADS
+    return rc ? (mod_raise(&err), -1) : 0;
+}
+
+/* ---- layout ---- */
+
+static Py_ssize_t layout_size(int nd, const Py_ssize_t *shape)
+{
+    Py_ssize_t n = 1;
+    for (int i = 0; i < nd; i++)
+        n *= shape[i];
+    return n;
+}
+
+static Py_ssize_t array_size(const mod_array *a) { return layout_size(a->nd, a->shape); }
+
+bool mod_array_is_c_contiguous(const mod_array *a)
+{
+    Py_ssize_t expect = a->itemsize;
+    if (array_size(a) == 0)
+        return true;
+    for (int i = a->nd - 1; i >= 0; i--) {
+        if (a->shape[i] != 1 && a->strides[i] != expect)
+            return false;
+        expect *= a->shape[i];
+    }
+    return true;
+}
+
+/* The bytes [lo, hi) of the buffer that hold the array's elements. */
+static void array_span(const mod_array *a, Py_ssize_t *lo, Py_ssize_t *hi)
+{
+    *lo = *hi = a->offset;
+    for (int i = 0; i < a->nd; i++) {
+        Py_ssize_t ext = a->strides[i] * (a->shape[i] - 1);
+        if (ext < 0)
+            *lo += ext;
+        else
+            *hi += ext;
+    }
+    *hi += a->itemsize;
+}
+
+ofl_device *mod_array_device(const mod_array *a) { return a->mem->dev; }
+ofl_buffer *mod_array_buffer(const mod_array *a) { return a->mem->buf; }
+
+/* A new array object over mem (which it references) with this layout. */
+static mod_array *view_new(mod_alloc *mem, PyObject *dtype, int nd, const Py_ssize_t *shape,
+                           const Py_ssize_t *strides, Py_ssize_t offset)
+{
+    mod_array *a = PyObject_New(mod_array, &mod_ArrayType);
+    if (!a)
+        return NULL;
+    a->mem = (mod_alloc *)Py_NewRef((PyObject *)mem);
+    a->dtype = Py_NewRef(dtype);
+    a->itemsize = mod_dtype_itemsize(dtype);
+    a->nd = nd;
+    a->offset = offset;
+    a->weakreflist = NULL;
+    for (int i = 0; i < nd; i++) /* not memcpy: a 0-d shape may come as NULL */
+        a->shape[i] = shape[i], a->strides[i] = strides[i];
+    return a;
+}
+
+static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_ssize_t *strides)
+{
+    Py_ssize_t s = itemsize;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape)
+{
+    Py_ssize_t itemsize = mod_dtype_itemsize(dtype), n = itemsize, strides[MOD_MAXDIMS];
+    if (itemsize == 0) /* a caller passed a dtype mod_dtype_new() did not return */
+        return PyErr_Format(PyExc_SystemError, "offload: non-canonical dtype %R", dtype);
+    if (nd > MOD_MAXDIMS)
+        return PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+    for (int i = 0; i < nd; i++) {
+        if (shape[i] < 0)
+            return PyErr_Format(PyExc_ValueError, "negative dimensions are not allowed");
+        if (shape[i] && n > PY_SSIZE_T_MAX / shape[i])
+            return PyErr_Format(PyExc_ValueError, "array is too big: its size overflows");
+        n *= shape[i];
+    }
+    if (layout_size(nd, shape) == 0)
+        n = 0;
+    mod_alloc *mem = alloc_new(dev, (size_t)n);
+    if (!mem)
+        return NULL;
+    c_strides(nd, shape, itemsize, strides);
+    mod_array *a = view_new(mem, dtype, nd, shape, strides, 0);
+    Py_DECREF(mem);
+    return (PyObject *)a;
+}
+
+/* ---- NumPy helpers ---- */
+
+static PyObject *shape_tuple(int nd, const Py_ssize_t *v)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int i = 0; t && i < nd; i++) {
+        PyObject *x = PyLong_FromSsize_t(v[i]);
+        if (!x)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* numpy.empty(shape, dtype) */
+static PyObject *np_empty(int nd, const Py_ssize_t *shape, PyObject *dtype)
+{
+    PyObject *s = shape_tuple(nd, shape);
+    PyObject *args = s ? PyTuple_Pack(2, s, dtype) : NULL;
+    PyObject *r = args ? mod_np_call("empty", args, NULL) : NULL;
+    Py_XDECREF(s);
+    Py_XDECREF(args);
+    return r;
+}
+
+static PyObject *np_bytes(Py_ssize_t n) /* numpy.empty(n, uint8) */
+{
+    PyObject *u8 = mod_dtype_find_borrowed('u', 1);
+    return np_empty(1, &n, u8);
+}
+
+/* A writable pointer into a C-contiguous NumPy array (held by the caller). */
+static int np_buffer(PyObject *arr, Py_buffer *view, bool writable)
+{
+    return PyObject_GetBuffer(arr, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
+}
+
+/* numpy.ndarray(shape, dtype, buffer=buf, offset=offset, strides=strides):
+ * the array's elements inside a host copy of its covering span. */
+static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset)
+{
+    PyObject *shape = shape_tuple(a->nd, a->shape), *strides = shape_tuple(a->nd, a->strides);
+    PyObject *args = shape ? PyTuple_Pack(2, shape, a->dtype) : NULL;
+    PyObject *kw = strides && args ? Py_BuildValue("{sOsnsO}", "buffer", buf, "offset", offset,
+                                                   "strides", strides)
+                                   : NULL;
+    PyObject *r = kw ? mod_np_call("ndarray", args, kw) : NULL;
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+/* obj.name(*args, **kw); args NULL for none */
+static PyObject *call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw)
+{
+    PyObject *f = PyObject_GetAttrString(obj, name);
+    if (!f)
+        return NULL;
+    PyObject *r = args ? PyObject_Call(f, args, kw) : PyObject_CallNoArgs(f);
+    Py_DECREF(f);
+    return r;
+}
+
+/* ---- device -> host ---- */
+
+PyObject *mod_array_asnumpy(mod_array *a)
+{
+    if (mod_array_is_c_contiguous(a)) {
+        PyObject *out = np_empty(a->nd, a->shape, a->dtype);
+        Py_buffer view;
+        if (!out || np_buffer(out, &view, true) < 0) {
+            Py_XDECREF(out);
+            return NULL;
+        }
+        int rc = dev_read(a, a->offset, view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (rc < 0)
+            Py_CLEAR(out);
+        return out;
+    }
+    /* strided: read the covering span, let NumPy pick the elements */
+    Py_ssize_t lo, hi;
+    array_span(a, &lo, &hi);
+    PyObject *buf = np_bytes(hi - lo), *out = NULL;
+    Py_buffer view;
+    if (!buf || np_buffer(buf, &view, true) < 0) {
+        Py_XDECREF(buf);
+        return NULL;
+    }
+    int rc = dev_read(a, lo, view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc == 0)
+        out = np_strided(a, buf, a->offset - lo);
+    Py_DECREF(buf);
+    /* a dense view (.T, [::-1]) keeps its NumPy strides; a sparse one is
+     * compacted so the span's unused bytes are not kept alive */
+    if (out && hi - lo > array_size(a) * a->itemsize) {
+        PyObject *c = call_method(out, "copy", NULL, NULL);
+        Py_SETREF(out, c);
+    }
+    return out;
+}
+
+/* ---- host -> device ---- */
+
+/* A C-contiguous NumPy array of a supported dtype holding obj (converted to
+ * dtype when given). */
+static PyObject *host_array(PyObject *obj, PyObject *dtype)
+{
+    PyObject *args = PyTuple_Pack(1, obj);
+    PyObject *kw = args ? Py_BuildValue("{ss}", "order", "C") : NULL;
+    if (kw && dtype && PyDict_SetItemString(kw, "dtype", dtype) < 0)
+        Py_CLEAR(kw);
+    PyObject *arr = kw ? mod_np_call("asarray", args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!arr || dtype)
+        return arr;
+    /* no dtype given: NumPy inferred it; accept it only if arrays support it
+     * and convert a non-native byte order */
+    PyObject *have = PyObject_GetAttrString(arr, "dtype");
+    PyObject *want = have ? mod_dtype_new(have) : NULL;
+    int same = want ? PyObject_RichCompareBool(have, want, Py_EQ) : -1;
+    if (same == 0) {
+        PyObject *cargs = PyTuple_Pack(1, want);
+        PyObject *c = cargs ? call_method(arr, "astype", cargs, NULL) : NULL;
+        Py_XDECREF(cargs);
+        Py_SETREF(arr, c);
+    } else if (same < 0) {
+        Py_CLEAR(arr);
+    }
+    Py_XDECREF(have);
+    Py_XDECREF(want);
+    return arr;
+}
+
+/* A new device array holding a NumPy array (made C-contiguous first if need be). */
+static PyObject *upload(PyObject *arr, ofl_device *dev)
+{
+    PyObject *host = host_array(arr, NULL); /* arr itself when already fit */
+    PyObject *dtype = host ? mod_dtype_from_array(host) : NULL;
+    Py_buffer view;
+    if (!dtype || np_buffer(host, &view, false) < 0) {
+        Py_XDECREF(host);
+        Py_XDECREF(dtype);
+        return NULL;
+    }
+    PyObject *a = NULL;
+    if (view.ndim > MOD_MAXDIMS)
+        PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+    else
+        a = mod_array_new_empty(dev, dtype, view.ndim, view.shape);
+    if (a && dev_write((mod_array *)a, 0, view.buf, view.len) < 0)
+        Py_CLEAR(a);
+    PyBuffer_Release(&view);
+    Py_DECREF(host);
+    Py_DECREF(dtype);
+    return a;
+}
+
+/* Python floats become float64, as in NumPy, unless the device cannot compute
+ * in float64: then float32 (as dpctl does), so nothing lands on a device in a
+ * type it cannot use. Only for data that had no dtype of its own. */
+static bool untyped(PyObject *obj) /* call it with no exception set */
+{
+    return !mod_array_check(obj) && !PyObject_CheckBuffer(obj) &&
+           !PyObject_HasAttrString(obj, "__array__") &&
+           !PyObject_HasAttrString(obj, "__array_interface__") &&
+           !PyObject_HasAttrString(obj, "dtype");
+}
+
+static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped)
+{
+    PyObject *f64 = mod_dtype_find_borrowed('f', 8);
+    if (!host || !was_untyped || ofl_device_get_info(dev)->has_fp64)
+        return host;
+    PyObject *have = PyObject_GetAttrString(host, "dtype");
+    int is64 = have ? PyObject_RichCompareBool(have, f64, Py_EQ) : -1;
+    Py_XDECREF(have);
+    if (is64 < 0) {
+        Py_DECREF(host);
+        return NULL;
+    }
+    if (is64) {
+        PyObject *args = PyTuple_Pack(1, mod_dtype_find_borrowed('f', 4));
+        PyObject *c = args ? call_method(host, "astype", args, NULL) : NULL;
+        Py_XDECREF(args);
+        Py_SETREF(host, c);
+    }
+    return host;
+}
+
+/* The default floating dtype of a device, as dpctl: float64 where it computes in it. */
+static PyObject *default_float_borrowed(ofl_device *dev)
+{
+    return mod_dtype_find_borrowed('f', ofl_device_get_info(dev)->has_fp64 ? 8 : 4);
+}
+
+/* Writes elem (itemsize bytes) into every element of a fresh C-contiguous
+ * array, a chunk at a time: no host copy of the whole array. */
+static int fill_pattern(mod_array *a, const void *elem)
+{
+    Py_ssize_t total = array_size(a) * a->itemsize;
+    if (total == 0)
+        return 0;
+    Py_ssize_t chunk = (1 << 20) / a->itemsize * a->itemsize;
+    chunk = chunk < total ? chunk : total;
+    char *p = PyMem_Malloc((size_t)chunk);
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < chunk; i += a->itemsize)
+        memcpy(p + i, elem, (size_t)a->itemsize);
+    int rc = 0;
+    for (Py_ssize_t off = 0; rc == 0 && off < total; off += chunk)
+        rc = dev_write(a, a->offset + off, p, chunk < total - off ? chunk : total - off);
+    PyMem_Free(p);
+    return rc;
+}
+
+/* ---- conversions between arrays ---- */
+
+/* A C-contiguous copy of a on dev (its own device or another). */
+static PyObject *array_copy_to(mod_array *a, ofl_device *dev)
+{
+    if (mod_array_is_c_contiguous(a)) { /* one device copy, or through the host between devices */
+        PyObject *c = mod_array_new_empty(dev, a->dtype, a->nd, a->shape);
+        if (c && dev_copy((mod_array *)c, 0, a, a->offset, array_size(a) * a->itemsize) < 0)
+            Py_CLEAR(c);
+        return c;
+    }
+    PyObject *host = mod_array_asnumpy(a); /* strided: the host gathers (no kernels yet) */
+    PyObject *c = host ? upload(host, dev) : NULL;
+    Py_XDECREF(host);
+    return c;
+}
+
+/* a as dtype on dev: through the host (no device kernels yet). */
+static PyObject *array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev)
+{
+    PyObject *host = mod_array_asnumpy(a);
+    PyObject *args = host ? PyTuple_Pack(1, dtype) : NULL;
+    PyObject *c = args ? call_method(host, "astype", args, NULL) : NULL;
+    PyObject *r = c ? upload(c, dev) : NULL;
+    Py_XDECREF(host);
+    Py_XDECREF(args);
+    Py_XDECREF(c);
+    return r;
+}
+
+/* copy= of asarray/astype: None (copy if needed), True (always), False (never). */
+static int parse_copy(PyObject *copy)
+{
+    if (copy == Py_None)
+        return -1;
+    int t = PyObject_IsTrue(copy);
+    return t < 0 ? -2 : t;
+}
+
+static PyObject *copy_needed_error(const char *what)
+{
+    PyErr_Format(PyExc_ValueError,
+                 "copy=False, but %s needs a copy; pass copy=None to copy only when needed", what);
+    return NULL;
+}
+
+/* ---- indexing ---- */
+
+typedef struct {
+    int nd;
+    Py_ssize_t offset, shape[MOD_MAXDIMS], strides[MOD_MAXDIMS];
+} layout;
+
+static int index_error(PyObject *item)
+{
+    PyErr_Format(PyExc_IndexError,
+                 "offload arrays support basic indexing only: integers, slices (:), "
+                 "ellipsis (...) and None; got %.100s (for boolean or integer-array "
+                 "indexing use asnumpy(x)[...])",
+                 Py_TYPE(item)->tp_name);
+    return -1;
+}
+
+/* The layout key selects from a: 1 when it names a single element (an integer
+ * for every axis), 0 for a view, -1 on error. NumPy's rules for basic indexing. */
+static int index_layout(const mod_array *a, PyObject *key, layout *out)
+{
+    PyObject *one[1] = {key};
+    PyObject **items = one;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    int used = 0, ellipses = 0;
+    bool all_int = true;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *it = items[k];
+        if (it == Py_Ellipsis)
+            ellipses++, all_int = false;
+        else if (it == Py_None)
+            all_int = false;
+        else if (PySlice_Check(it))
+            used++, all_int = false;
+        else if (PyIndex_Check(it) && !PyBool_Check(it)) /* also NumPy integers */
+            used++;
+        else
+            return index_error(it);
+    }
+    if (ellipses > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        return -1;
+    }
+    if (used > a->nd) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, but %d were indexed",
+                     a->nd, used);
+        return -1;
+    }
+    int single = all_int && used == a->nd, dim = 0;
+    out->nd = 0;
+    out->offset = a->offset;
+    for (Py_ssize_t k = 0; k <= n; k++) {
+        PyObject *it = k < n ? items[k] : Py_Ellipsis; /* trailing axes: an implied ... */
+        if (k == n && ellipses)
+            break;
+        if (it == Py_Ellipsis || it == Py_None) {
+            int take = it == Py_None ? 0 : a->nd - used;
+            if (out->nd + (it == Py_None ? 1 : take) > MOD_MAXDIMS) {
+                PyErr_Format(PyExc_IndexError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+                return -1;
+            }
+            if (it == Py_None) {
+                out->shape[out->nd] = 1, out->strides[out->nd++] = 0;
+            }
+            for (int j = 0; j < take; j++, dim++, used++)
+                out->shape[out->nd] = a->shape[dim], out->strides[out->nd++] = a->strides[dim];
+        } else if (PySlice_Check(it)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(it, &start, &stop, &step) < 0)
+                return -1;
+            Py_ssize_t len = PySlice_AdjustIndices(a->shape[dim], &start, &stop, step);
+            if (len == 0) /* as NumPy: an empty slice keeps the axis' own stride */
+                start = 0, step = 1;
+            out->offset += start * a->strides[dim];
+            out->shape[out->nd] = len;
+            out->strides[out->nd++] = a->strides[dim] * step;
+            dim++;
+        } else {
+            Py_ssize_t i = PyNumber_AsSsize_t(it, PyExc_IndexError);
+            if (i == -1 && PyErr_Occurred()) {
+                if (!PyErr_ExceptionMatches(PyExc_TypeError)) /* an array's __index__ refusing */
+                    return -1;
+                PyErr_Clear();
+                return index_error(it);
+            }
+            Py_ssize_t size = a->shape[dim];
+            if (i < -size || i >= size) {
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for axis %d with size %zd", i, dim, size);
+                return -1;
+            }
+            out->offset += (i < 0 ? i + size : i) * a->strides[dim];
+            dim++;
+        }
+    }
+    return single;
+}
+
+static mod_array *view_of(mod_array *a, const layout *l)
+{
+    return view_new(a->mem, a->dtype, l->nd, l->shape, l->strides, l->offset);
+}
+
+/* One element, read from the device, as a NumPy scalar (what NumPy returns). */
+static PyObject *read_scalar(mod_array *a, Py_ssize_t offset)
+{
+    PyObject *host = np_empty(0, NULL, a->dtype);
+    Py_buffer view;
+    if (!host || np_buffer(host, &view, true) < 0) {
+        Py_XDECREF(host);
+        return NULL;
+    }
+    int rc = dev_read(a, offset, view.buf, a->itemsize);
+    PyBuffer_Release(&view);
+    PyObject *key = rc < 0 ? NULL : PyTuple_New(0);
+    PyObject *r = key ? PyObject_GetItem(host, key) : NULL; /* host[()]: the scalar */
+    Py_XDECREF(key);
+    Py_DECREF(host);
+    return r;
+}
+
+static PyObject *array_subscript(mod_array *a, PyObject *key)
+{
+    layout l;
+    int single = index_layout(a, key, &l);
+    if (single < 0)
+        return NULL;
+    return single ? read_scalar(a, l.offset) : (PyObject *)view_of(a, &l);
+}
+
+/* Writes value (scalar, array-like or offload array, broadcast as NumPy does)
+ * into the view v. Contiguous views get one write; a strided view reads the
+ * bytes that cover it, NumPy patches them, and the whole span is written
+ * back -- so bytes between its elements are rewritten with what was read
+ * (the same values, unless something else writes them meanwhile: device
+ * work is in-order and this runs under the GIL, so only another process or
+ * a concurrently queued kernel could, and neither exists yet). */
+static int assign(mod_array *v, PyObject *value)
+{
+    if (array_size(v) == 0)
+        return 0;
+    if (mod_array_check(value)) { /* device to device when layouts allow */
+        mod_array *s = (mod_array *)value;
+        bool same_shape =
+            s->nd == v->nd && memcmp(s->shape, v->shape, (size_t)v->nd * sizeof *v->shape) == 0;
+        if (same_shape && s->dtype == v->dtype && s->mem != v->mem &&
+            mod_array_is_c_contiguous(s) && mod_array_is_c_contiguous(v))
+            return dev_copy(v, v->offset, s, s->offset, array_size(v) * v->itemsize);
+    }
+    Py_ssize_t lo = v->offset, hi = v->offset + array_size(v) * v->itemsize;
+    PyObject *buf, *host;
+    bool contiguous = mod_array_is_c_contiguous(v);
+    if (contiguous) {
+        buf = np_empty(v->nd, v->shape, v->dtype);
+        host = buf ? Py_NewRef(buf) : NULL;
+    } else {
+        array_span(v, &lo, &hi);
+        buf = np_bytes(hi - lo);
+        Py_buffer view;
+        if (!buf || np_buffer(buf, &view, true) < 0) {
+            Py_XDECREF(buf);
+            return -1;
+        }
+        int rc = dev_read(v, lo, view.buf, view.len);
+        PyBuffer_Release(&view);
+        host = rc < 0 ? NULL : np_strided(v, buf, v->offset - lo);
+    }
+    /* host[...] = value: NumPy casts and broadcasts */
+    int rc = host ? PyObject_SetItem(host, Py_Ellipsis, value) : -1;
+    Py_buffer view;
+    if (rc == 0 && (rc = np_buffer(buf, &view, false)) == 0) {
+        rc = dev_write(v, lo, view.buf, view.len);
+        PyBuffer_Release(&view);
+    }
+    Py_XDECREF(host);
+    Py_XDECREF(buf);
+    return rc;
+}
+
+static int array_ass_subscript(mod_array *a, PyObject *key, PyObject *value)
+{
+    if (!value) {
+        PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
+        return -1;
+    }
+    layout l;
+    if (index_layout(a, key, &l) < 0)
+        return -1;
+    mod_array *v = view_of(a, &l);
+    if (!v)
+        return -1;
+    int rc = assign(v, value);
+    Py_DECREF(v);
+    return rc;
+}
+
+static Py_ssize_t array_length(mod_array *a)
+{
+    if (a->nd == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of unsized object");
+        return -1;
+    }
+    return a->shape[0];
+}
+
+static PyObject *array_item(mod_array *a, Py_ssize_t i) /* for iteration */
+{
+    PyObject *k = PyLong_FromSsize_t(i);
+    PyObject *r = k ? array_subscript(a, k) : NULL;
+    Py_XDECREF(k);
+    return r;
+}
+
+static PyObject *array_iter(mod_array *a)
+{
+    if (a->nd == 0)
+        return PyErr_Format(PyExc_TypeError, "iteration over a 0-d array");
+    return PySeqIter_New((PyObject *)a);
+}
+
+/* ---- the ndarray type ---- */
+
+static void array_dealloc(mod_array *a)
+{
+    if (a->weakreflist)
+        PyObject_ClearWeakRefs((PyObject *)a);
+    Py_XDECREF(a->dtype);
+    Py_XDECREF(a->mem);
+    PyObject_Free(a);
+}
+
+static PyObject *array_repr(mod_array *a)
+{
+    PyObject *host = mod_array_asnumpy(a);
+    if (!host)
+        return NULL;
+    PyObject *args = PyTuple_Pack(1, host);
+    PyObject *kw = Py_BuildValue("{ssss}", "separator", ", ", "prefix", "ndarray(");
+    PyObject *body = args && kw ? mod_np_call("array2string", args, kw) : NULL;
+    PyObject *r = NULL;
+    if (body) {
+        const ofl_device_info *in = ofl_device_get_info(a->mem->dev);
+        PyObject *shape = array_size(a) == 0 && a->nd != 1 ? shape_tuple(a->nd, a->shape) : NULL;
+        if (shape) /* NumPy names the shape of an empty array, which [] does not show */
+            r = PyUnicode_FromFormat("ndarray(%U, shape=%R, dtype=%s, device=%s)", body, shape,
+                                     mod_dtype_name(a->dtype), in->filter);
+        else if (!PyErr_Occurred())
+            r = PyUnicode_FromFormat("ndarray(%U, dtype=%s, device=%s)", body,
+                                     mod_dtype_name(a->dtype), in->filter);
+        Py_XDECREF(shape);
+    }
+    Py_DECREF(host);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(body);
+    return r;
+}
+
+static PyObject *array_str(mod_array *a)
+{
+    PyObject *host = mod_array_asnumpy(a);
+    PyObject *r = host ? PyObject_Str(host) : NULL;
+    Py_XDECREF(host);
+    return r;
+}
+
+/* bool(x), int(x), float(x), operator.index(x): NumPy's rules, on a host copy */
+static PyObject *via_host(mod_array *a, PyObject *(*convert)(PyObject *))
+{
+    PyObject *host = mod_array_asnumpy(a);
+    PyObject *r = host ? convert(host) : NULL;
+    Py_XDECREF(host);
+    return r;
+}
+static PyObject *array_int(mod_array *a) { return via_host(a, PyNumber_Long); }
+static PyObject *array_float(mod_array *a) { return via_host(a, PyNumber_Float); }
+static PyObject *array_index(mod_array *a) { return via_host(a, PyNumber_Index); }
+static int array_bool(mod_array *a)
+{
+    PyObject *host = mod_array_asnumpy(a);
+    int r = host ? PyObject_IsTrue(host) : -1;
+    Py_XDECREF(host);
+    return r;
+}
+
+static PyObject *get_shape(mod_array *a, void *c) { return shape_tuple(a->nd, a->shape); }
+static PyObject *get_strides(mod_array *a, void *c) { return shape_tuple(a->nd, a->strides); }
+static PyObject *get_dtype(mod_array *a, void *c) { return Py_NewRef(a->dtype); }
+static PyObject *get_ndim(mod_array *a, void *c) { return PyLong_FromLong(a->nd); }
+static PyObject *get_size(mod_array *a, void *c) { return PyLong_FromSsize_t(array_size(a)); }
+static PyObject *get_itemsize(mod_array *a, void *c) { return PyLong_FromSsize_t(a->itemsize); }
+static PyObject *get_nbytes(mod_array *a, void *c)
+{
+    return PyLong_FromSsize_t(array_size(a) * a->itemsize);
+}
+static PyObject *get_device(mod_array *a, void *c) { return mod_device_new(a->mem->dev); }
+static PyObject *get_usm_type(mod_array *a, void *c) { return PyUnicode_FromString("device"); }
+
+static PyObject *get_T(mod_array *a, void *c)
+{
+    layout l = {.nd = a->nd, .offset = a->offset};
+    for (int i = 0; i < a->nd; i++)
+        l.shape[i] = a->shape[a->nd - 1 - i], l.strides[i] = a->strides[a->nd - 1 - i];
+    return (PyObject *)view_of(a, &l);
+}
+
+static PyGetSetDef array_getset[] = {
+    {"shape", (getter)get_shape, NULL, "tuple of dimensions", NULL},
+    {"dtype", (getter)get_dtype, NULL, "element type (a numpy.dtype)", NULL},
+    {"ndim", (getter)get_ndim, NULL, "number of dimensions", NULL},
+    {"size", (getter)get_size, NULL, "number of elements", NULL},
+    {"itemsize", (getter)get_itemsize, NULL, "bytes per element", NULL},
+    {"nbytes", (getter)get_nbytes, NULL, "bytes of the elements (size * itemsize)", NULL},
+    {"strides", (getter)get_strides, NULL, "bytes to step in each dimension, as NumPy's", NULL},
+    {"device", (getter)get_device, NULL, "the Device the data lives on", NULL},
+    {"usm_type", (getter)get_usm_type, NULL, "'device': memory of the device, not shared", NULL},
+    {"T", (getter)get_T, NULL, "view with the axes reversed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *m_asnumpy(mod_array *a, PyObject *unused) { return mod_array_asnumpy(a); }
+
+static PyObject *m_copy(mod_array *a, PyObject *unused) { return array_copy_to(a, a->mem->dev); }
+
+static PyObject *m_tolist(mod_array *a, PyObject *unused)
+{
+    PyObject *host = mod_array_asnumpy(a);
+    PyObject *r = host ? call_method(host, "tolist", NULL, NULL) : NULL;
+    Py_XDECREF(host);
+    return r;
+}
+
+/* to_device(device, /, *, stream=None): the array itself when already there. */
+static PyObject *m_to_device(mod_array *a, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    PyObject *device, *stream = Py_None;
+    ofl_device *dev;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:to_device", kwlist, &device, &stream) ||
+        mod_device_resolve(device, &dev) < 0)
+        return NULL;
+    if (stream != Py_None)
+        return PyErr_Format(PyExc_ValueError, "to_device: streams are not supported; each device "
+                                              "has one in-order queue");
+    return dev == a->mem->dev ? Py_NewRef(a) : array_copy_to(a, dev);
+}
+
+static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist, &dtype, &copy))
+        return NULL;
+    int c = parse_copy(copy);
+    if (c == -2)
+        return NULL;
+    if (c == 0)
+        return copy_needed_error("moving device data to NumPy");
+    PyObject *host = mod_array_asnumpy(a);
+    if (!host || dtype == Py_None)
+        return host;
+    PyObject *cargs = PyTuple_Pack(1, dtype);
+    PyObject *ckw = Py_BuildValue("{sO}", "copy", Py_False);
+    PyObject *r = cargs && ckw ? call_method(host, "astype", cargs, ckw) : NULL;
+    Py_DECREF(host);
+    Py_XDECREF(cargs);
+    Py_XDECREF(ckw);
+    return r;
+}
+
+/* Shape from one argument (an int or a sequence of ints) or several ints. */
+static int parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape)
+{
+    if (PyIndex_Check(obj) && !PySequence_Check(obj)) { /* an int, not a NumPy array */
+        *nd = 1;
+        shape[0] = PyNumber_AsSsize_t(obj, PyExc_ValueError);
+        return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MOD_MAXDIMS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+        return -1;
+    }
+    *nd = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        shape[i] = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_ValueError);
+        if (shape[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* reshape(*shape): a view of a C-contiguous array; others are copied first. */
+static PyObject *m_reshape(mod_array *a, PyObject *args)
+{
+    int nd;
+    Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], known = 1;
+    if (parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd, shape) < 0)
+        return NULL;
+    int unknown = -1;
+    for (int i = 0; i < nd; i++) {
+        if (shape[i] == -1 && unknown < 0)
+            unknown = i;
+        else if (shape[i] < 0)
+            return PyErr_Format(PyExc_ValueError, "reshape: invalid dimension %zd", shape[i]);
+        else
+            known *= shape[i];
+    }
+    Py_ssize_t size = array_size(a);
+    if (unknown >= 0 && known > 0 && size % known == 0)
+        shape[unknown] = size / known, known = size;
+    if (known != size || (unknown >= 0 && shape[unknown] < 0)) {
+        PyObject *t = shape_tuple(nd, shape);
+        if (t)
+            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %R", size,
+                         t);
+        Py_XDECREF(t);
+        return NULL;
+    }
+    PyObject *owner = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : array_copy_to(a, a->mem->dev);
+    if (!owner)
+        return NULL;
+    mod_array *src = (mod_array *)owner;
+    c_strides(nd, shape, a->itemsize, strides);
+    PyObject *r = (PyObject *)view_new(src->mem, a->dtype, nd, shape, strides, src->offset);
+    Py_DECREF(owner);
+    return r;
+}
+
+/* astype(dtype, copy=True): through the host until device kernels exist. */
+static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *spec, *copy = Py_True;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:astype", kwlist, &spec, &copy))
+        return NULL;
+    int c = PyObject_IsTrue(copy);
+    PyObject *dtype = c < 0 ? NULL : mod_dtype_new(spec);
+    if (!dtype)
+        return NULL;
+    PyObject *r = dtype != a->dtype ? array_cast_to(a, dtype, a->mem->dev)
+                  : c               ? array_copy_to(a, a->mem->dev)
+                                    : Py_NewRef(a);
+    Py_DECREF(dtype);
+    return r;
+}
+
+static PyMethodDef array_methods[] = {
+    {"asnumpy", (PyCFunction)m_asnumpy, METH_NOARGS, "asnumpy() -> numpy.ndarray: a host copy"},
+    {"copy", (PyCFunction)m_copy, METH_NOARGS,
+     "copy() -> ndarray: a C-contiguous copy on the same device"},
+    {"to_device", (PyCFunction)(void (*)(void))m_to_device, METH_VARARGS | METH_KEYWORDS,
+     "to_device(device, /, *, stream=None) -> ndarray\n\nThe array on another device (itself if "
+     "already there)."},
+    {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "tolist() -> nested lists of Python scalars"},
+    {"reshape", (PyCFunction)m_reshape, METH_VARARGS,
+     "reshape(*shape) -> ndarray: a view (a copy first when not C-contiguous)"},
+    {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
+     "astype(dtype, copy=True) -> ndarray on the same device"},
+    {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS,
+     "__array__(dtype=None, copy=None) -> numpy.ndarray (always a copy)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw);
+
+static PyMappingMethods array_as_mapping = {
+    .mp_length = (lenfunc)array_length,
+    .mp_subscript = (binaryfunc)array_subscript,
+    .mp_ass_subscript = (objobjargproc)array_ass_subscript,
+};
+
+static PySequenceMethods array_as_sequence = {
+    .sq_length = (lenfunc)array_length,
+    .sq_item = (ssizeargfunc)array_item,
+};
+
+static PyNumberMethods array_as_number = {
+    .nb_bool = (inquiry)array_bool,
+    .nb_int = (unaryfunc)array_int,
+    .nb_float = (unaryfunc)array_float,
+    .nb_index = (unaryfunc)array_index,
+};
+
+PyTypeObject mod_ArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "offload.ndarray",
+    .tp_basicsize = sizeof(mod_array),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ndarray(shape, dtype=None, device=None)\n\nAn n-dimensional array in a device's "
+              "memory (uninitialised when made this way; see asarray, zeros, ...).",
+    .tp_new = array_tp_new,
+    .tp_dealloc = (destructor)array_dealloc,
+    .tp_repr = (reprfunc)array_repr,
+    .tp_str = (reprfunc)array_str,
+    .tp_as_number = &array_as_number,
+    .tp_as_sequence = &array_as_sequence,
+    .tp_as_mapping = &array_as_mapping,
+    .tp_iter = (getiterfunc)array_iter,
+    .tp_weaklistoffset = offsetof(mod_array, weakreflist),
+    .tp_methods = array_methods,
+    .tp_getset = array_getset,
+};
+
+/* ---- module functions ---- */
+
+/* dtype= of a creation function: the device's default float when None. */
+static PyObject *creation_dtype(PyObject *spec, ofl_device *dev)
+{
+    return spec == Py_None ? Py_NewRef(default_float_borrowed(dev)) : mod_dtype_new(spec);
+}
+
+/* The common head of empty/zeros/ones/full: parsed shape, device and dtype. */
+static PyObject *creation_new(PyObject *shape_arg, PyObject *dtype_arg, PyObject *device_arg)
+{
+    int nd;
+    Py_ssize_t shape[MOD_MAXDIMS];
+    ofl_device *dev;
+    if (parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device_arg, &dev) < 0)
+        return NULL;
+    PyObject *dtype = creation_dtype(dtype_arg, dev);
+    PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
+    Py_XDECREF(dtype);
+    return a;
+}
+
+
+/* Fills a fresh array with value (cast to its dtype as numpy.full does);
+ * steals a on failure. */
+static PyObject *fill_with(PyObject *a, PyObject *value)
+{
+    mod_array *arr = (mod_array *)a;
+    PyObject *args = PyTuple_Pack(1, value);
+    PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", arr->dtype) : NULL;
+    PyObject *elem = kw ? mod_np_call("asarray", args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    int rc = -1;
+    if (elem) {
+        PyObject *ndim = PyObject_GetAttrString(elem, "ndim");
+        long n = ndim ? PyLong_AsLong(ndim) : -1;
+        Py_XDECREF(ndim);
+        if (n == 0) {
+            Py_buffer view;
+            if (np_buffer(elem, &view, false) == 0) {
+                rc = fill_pattern(arr, view.buf);
+                PyBuffer_Release(&view);
+            }
+        } else if (n > 0) { /* an array fill value broadcasts, as in NumPy */
+            rc = assign(arr, elem);
+        }
+        Py_DECREF(elem);
+    }
+    if (rc < 0)
+        Py_CLEAR(a);
+    return a;
+}
+
+enum { UNINITIALISED, ZEROS, ONES, FULL };
+
+/* (shape, dtype=None, device=None) -> a new array, filled or not */
+static PyObject *creation(PyObject *args, PyObject *kw, const char *fmt, int fill)
+{
+    static char *kwlist[] = {"shape", "dtype", "device", NULL};
+    static const char zero[16];
+    PyObject *shape, *dtype = Py_None, *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &shape, &dtype, &device))
+        return NULL;
+    PyObject *a = creation_new(shape, dtype, device);
+    if (a && fill == ONES)
+        return fill_with(a, Py_True); /* 1 in the dtype, as NumPy casts it */
+    if (a && fill == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
+        Py_CLEAR(a);
+    return a;
+}
+
+static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    return creation(args, kw, "O|OO:ndarray", UNINITIALISED);
+}
+
+static PyObject *f_empty(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return creation(args, kw, "O|OO:empty", UNINITIALISED);
+}
+
+static PyObject *f_zeros(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return creation(args, kw, "O|OO:zeros", ZEROS);
+}
+
+static PyObject *f_ones(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return creation(args, kw, "O|OO:ones", ONES);
+}
+
+/* The dtype full() infers from a fill value: NumPy's, then fitted to the device. */
+static PyObject *value_dtype(PyObject *value, ofl_device *dev)
+{
+    bool plain = untyped(value);
+    PyObject *host = fit_device(host_array(value, NULL), dev, plain);
+    PyObject *r = host ? mod_dtype_from_array(host) : NULL;
+    Py_XDECREF(host);
+    return r;
+}
+
+static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"shape", "fill_value", "dtype", "device", NULL};
+    PyObject *shape_arg, *value, *dtype_arg = Py_None, *device = Py_None;
+    int nd;
+    Py_ssize_t shape[MOD_MAXDIMS];
+    ofl_device *dev;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:full", kwlist, &shape_arg, &value,
+                                     &dtype_arg, &device) ||
+        parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device, &dev) < 0)
+        return NULL;
+    PyObject *dtype = dtype_arg == Py_None ? value_dtype(value, dev) : mod_dtype_new(dtype_arg);
+    PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
+    Py_XDECREF(dtype);
+    return a ? fill_with(a, value) : NULL;
+}
+
+/* arange(start, /, stop=None, step=1, dtype=None, device=None): NumPy's arange, uploaded. */
+static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"", "stop", "step", "dtype", "device", NULL};
+    PyObject *start, *stop = Py_None, *step = Py_None, *dtype_arg = Py_None, *device = Py_None;
+    ofl_device *dev;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOO:arange", kwlist, &start, &stop, &step,
+                                     &dtype_arg, &device) ||
+        mod_device_resolve(device, &dev) < 0)
+        return NULL;
+    PyObject *dtype = dtype_arg == Py_None ? NULL : mod_dtype_new(dtype_arg);
+    if (!dtype && dtype_arg != Py_None)
+        return NULL;
+    bool plain = untyped(start) && untyped(stop) && untyped(step);
+    PyObject *np_args =
+        step == Py_None ? PyTuple_Pack(2, start, stop) : PyTuple_Pack(3, start, stop, step);
+    PyObject *np_kw = np_args && dtype ? Py_BuildValue("{sO}", "dtype", dtype) : NULL;
+    PyObject *host = np_args && (np_kw || !dtype) ? mod_np_call("arange", np_args, np_kw) : NULL;
+    Py_XDECREF(np_args);
+    Py_XDECREF(np_kw);
+    if (host && !dtype) { /* NumPy chose: check it, and fit it to the device */
+        PyObject *checked = host_array(host, NULL);
+        Py_SETREF(host, checked);
+        host = fit_device(host, dev, plain);
+    }
+    PyObject *a = host ? upload(host, dev) : NULL;
+    Py_XDECREF(host);
+    Py_XDECREF(dtype);
+    return a;
+}
+
+/* asarray(obj, dtype=None, device=None, copy=None) */
+static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"obj", "dtype", "device", "copy", NULL};
+    PyObject *obj, *dtype_arg = Py_None, *device = Py_None, *copy_arg = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:asarray", kwlist, &obj, &dtype_arg, &device,
+                                     &copy_arg))
+        return NULL;
+    int copy = parse_copy(copy_arg);
+    PyObject *dtype = NULL;
+    if (copy == -2 || (dtype_arg != Py_None && !(dtype = mod_dtype_new(dtype_arg))))
+        return NULL;
+    ofl_device *dev;
+    PyObject *r = NULL;
+    if (mod_array_check(obj)) {
+        mod_array *a = (mod_array *)obj;
+        if (device == Py_None)
+            dev = a->mem->dev;
+        else if (mod_device_resolve(device, &dev) < 0)
+            goto done;
+        PyObject *want = dtype ? dtype : a->dtype;
+        if (dev == a->mem->dev && want == a->dtype)
+            r = copy == 1 ? array_copy_to(a, dev) : Py_NewRef(obj);
+        else if (copy == 0)
+            copy_needed_error(dev != a->mem->dev ? "moving the array to another device"
+                                                 : "changing the dtype");
+        else if (want == a->dtype)
+            r = array_copy_to(a, dev);
+        else
+            r = array_cast_to(a, want, dev);
+    } else if (copy == 0) {
+        copy_needed_error("moving host data to a device");
+    } else if (mod_device_resolve(device, &dev) == 0) {
+        bool plain = !dtype && untyped(obj); /* before anything can raise: it clears errors */
+        PyObject *host = fit_device(host_array(obj, dtype), dev, plain);
+        r = host ? upload(host, dev) : NULL;
+        Py_XDECREF(host);
+    }
+done:
+    Py_XDECREF(dtype);
+    return r;
+}
+
+static PyObject *f_asnumpy(PyObject *self, PyObject *obj)
+{
+    if (mod_array_check(obj))
+        return mod_array_asnumpy((mod_array *)obj);
+    PyObject *args = PyTuple_Pack(1, obj);
+    PyObject *r = args ? mod_np_call("asarray", args, NULL) : NULL;
+    Py_XDECREF(args);
+    return r;
+}
+
+/* empty_like / zeros_like / ones_like / full_like(x, [fill_value,] dtype=None, device=None):
+ * shape and dtype of x; the device of x when x is an offload array. */
+static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind)
+{
+    static char *kwlist2[] = {"x", "dtype", "device", NULL};
+    static char *kwlist3[] = {"x", "fill_value", "dtype", "device", NULL};
+    PyObject *x, *value = NULL, *dtype_arg = Py_None, *device = Py_None;
+    int ok = kind == FULL ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist3, &x, &value,
+                                                        &dtype_arg, &device)
+                          : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist2, &x, &dtype_arg,
+                                                        &device);
+    if (!ok)
+        return NULL;
+    ofl_device *dev;
+    PyObject *host = NULL, *dtype = NULL, *a = NULL;
+    mod_array *src = mod_array_check(x) ? (mod_array *)x : NULL;
+    if (!src && !(host = host_array(x, NULL)))
+        return NULL;
+    if (device == Py_None && src)
+        dev = src->mem->dev;
+    else if (mod_device_resolve(device, &dev) < 0)
+        goto done;
+    if (dtype_arg != Py_None)
+        dtype = mod_dtype_new(dtype_arg);
+    else
+        dtype = src ? Py_NewRef(src->dtype) : mod_dtype_from_array(host);
+    if (!dtype)
+        goto done;
+    if (src) {
+        a = mod_array_new_empty(dev, dtype, src->nd, src->shape);
+    } else {
+        Py_buffer view;
+        if (np_buffer(host, &view, false) == 0) {
+            if (view.ndim > MOD_MAXDIMS)
+                PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+            else
+                a = mod_array_new_empty(dev, dtype, view.ndim, view.shape);
+            PyBuffer_Release(&view);
+        }
+    }
+    static const char zero[16];
+    if (a && kind == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
+        Py_CLEAR(a);
+    else if (a && (kind == ONES || kind == FULL))
+        a = fill_with(a, kind == ONES ? Py_True : value);
+done:
+    Py_XDECREF(host);
+    Py_XDECREF(dtype);
+    return a;
+}
+
+static PyObject *f_empty_like(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return like(args, kw, "O|OO:empty_like", UNINITIALISED);
+}
+
+static PyObject *f_zeros_like(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return like(args, kw, "O|OO:zeros_like", ZEROS);
+}
+
+static PyObject *f_ones_like(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return like(args, kw, "O|OO:ones_like", ONES);
+}
+
+static PyObject *f_full_like(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return like(args, kw, "OO|OO:full_like", FULL);
+}
+
+#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+static PyMethodDef array_functions[] = {
+    {"asarray", KWFUNC(f_asarray),
+     "asarray(obj, dtype=None, device=None, copy=None) -> ndarray\n\nobj (array-like, buffer, "
+     "scalar or offload array) on a device (default: the default device, or obj's own)."},
+    {"empty", KWFUNC(f_empty), "empty(shape, dtype=None, device=None) -> uninitialised ndarray"},
+    {"zeros", KWFUNC(f_zeros), "zeros(shape, dtype=None, device=None) -> ndarray"},
+    {"ones", KWFUNC(f_ones), "ones(shape, dtype=None, device=None) -> ndarray"},
+    {"full", KWFUNC(f_full), "full(shape, fill_value, dtype=None, device=None) -> ndarray"},
+    {"arange", KWFUNC(f_arange),
+     "arange(start, /, stop=None, step=1, dtype=None, device=None) -> ndarray"},
+    {"empty_like", KWFUNC(f_empty_like), "empty_like(x, dtype=None, device=None) -> ndarray"},
+    {"zeros_like", KWFUNC(f_zeros_like), "zeros_like(x, dtype=None, device=None) -> ndarray"},
+    {"ones_like", KWFUNC(f_ones_like), "ones_like(x, dtype=None, device=None) -> ndarray"},
+    {"full_like", KWFUNC(f_full_like),
+     "full_like(x, fill_value, dtype=None, device=None) -> ndarray"},
+    {"asnumpy", (PyCFunction)f_asnumpy, METH_O, "asnumpy(x) -> numpy.ndarray: a host copy of x"},
+    {NULL, NULL, 0, NULL},
+};
+
+int mod_array_init(void)
+{
+    if (PyType_Ready(&AllocType) < 0 || PyType_Ready(&mod_ArrayType) < 0)
+        return -1;
+    return 0;
+}
+
+int mod_array_add_functions(PyObject *module)
+{
+    return PyModule_AddFunctions(module, array_functions);
+}

@@ -1,0 +1,592 @@
+/* offload.Device and the device functions: get_devices, default_device,
+ * set_default_device, lsplatform, _lsplatform_html.
+ *
+ * A Device is a thin handle on a runtime device, which lives until process
+ * exit. There is one Device object per device (a cache), so Device("cpu") is
+ * Device("opencl:cpu:0") when both name the same device; equality and hash go
+ * by the underlying device as well, for subclasses or future changes. */
+#include "mod_module.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ofl_device *default_override; /* set_default_device(); NULL: the runtime's default */
+
+/* ---- the runtime, called without the GIL (discovery can take a while) ---- */
+
+static ofl_device *const *devices(size_t *n, const char **why_none)
+{
+    ofl_device *const *list;
+    Py_BEGIN_ALLOW_THREADS
+    list = ofl_devices(n, why_none);
+    Py_END_ALLOW_THREADS
+    return list;
+}
+
+static int select_device(const char *filter, ofl_device **out)
+{
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = filter ? ofl_select(filter, out, &err) : ofl_default_device(out, &err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        mod_raise(&err);
+    return rc ? -1 : 0;
+}
+
+int mod_device_default(ofl_device **out)
+{
+    if (default_override) {
+        *out = default_override;
+        return 0;
+    }
+    return select_device(NULL, out);
+}
+
+/* ---- the Device cache ---- */
+
+static struct {
+    ofl_device *dev;
+    PyObject *obj; /* owned by the cache, for the process */
+} cache[64];
+
+PyObject *mod_device_new(ofl_device *dev)
+{
+    size_t i;
+    for (i = 0; i < sizeof cache / sizeof cache[0] && cache[i].dev; i++)
+        if (cache[i].dev == dev)
+            return Py_NewRef(cache[i].obj);
+    mod_device *d = PyObject_New(mod_device, &mod_DeviceType);
+    if (!d)
+        return NULL;
+    d->dev = dev;
+    if (i < sizeof cache / sizeof cache[0]) { /* a full cache only costs identity */
+        cache[i].dev = dev;
+        cache[i].obj = Py_NewRef((PyObject *)d);
+    }
+    return (PyObject *)d;
+}
+
+int mod_device_resolve(PyObject *arg, ofl_device **out)
+{
+    if (arg == NULL || arg == Py_None)
+        return mod_device_default(out);
+    if (mod_device_check(arg)) {
+        *out = ((mod_device *)arg)->dev;
+        return 0;
+    }
+    if (PyUnicode_Check(arg)) {
+        const char *f = PyUnicode_AsUTF8(arg);
+        return f ? select_device(f, out) : -1;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "device must be a filter string such as 'gpu' or 'opencl:cpu:0', an "
+                 "offload.Device, or None, not %.100s",
+                 Py_TYPE(arg)->tp_name);
+    return -1;
+}
+
+/* ---- attributes: one table serves the getters and lsplatform ---- */
+
+/* X(id, attribute name, docstring), in the order lsplatform -vv shows them;
+ * those after PLATFORM are conveniences it leaves out. */
+#define DEVICE_ATTRS(X)                                                                            \
+    X(NAME, "name", "device name")                                                                 \
+    X(VENDOR, "vendor", "vendor name")                                                             \
+    X(BACKEND, "backend", "'opencl' or 'cuda'")                                                    \
+    X(DEVICE_TYPE, "device_type", "'gpu', 'cpu', 'accelerator' or 'custom'")                       \
+    X(FILTER, "filter_string", "canonical filter string, e.g. 'cuda:gpu:0'")                       \
+    X(DRIVER_VERSION, "driver_version", "driver version")                                          \
+    X(VERSION, "version", "'OpenCL 3.0 ...' or 'CUDA 12.4'")                                       \
+    X(MAX_COMPUTE_UNITS, "max_compute_units", "compute units (cores, SMs, EUs)")                   \
+    X(MAX_WORK_GROUP_SIZE, "max_work_group_size", "largest work-group")                            \
+    X(MAX_WORK_ITEM_SIZES, "max_work_item_sizes", "largest work-group per dimension (3-tuple)")    \
+    X(GLOBAL_MEM_SIZE, "global_mem_size", "device memory in bytes")                                \
+    X(LOCAL_MEM_SIZE, "local_mem_size", "local (shared) memory per work-group in bytes")           \
+    X(MAX_MEM_ALLOC_SIZE, "max_mem_alloc_size", "largest single allocation in bytes")              \
+    X(HAS_FP64, "has_fp64", "computes in float64")                                                 \
+    X(HAS_FP16, "has_fp16", "computes in float16")                                                 \
+    X(HAS_ATOMIC64, "has_atomic64", "has 64-bit atomics")                                          \
+    X(IL_VERSION, "il_version", "SPIR-V versions accepted ('' when none)")                         \
+    X(PLATFORM, "platform", "OpenCL platform name, or 'CUDA'")                                     \
+    X(IS_CPU, "is_cpu", "device_type == 'cpu'")                                                    \
+    X(IS_GPU, "is_gpu", "device_type == 'gpu'")                                                    \
+    X(IS_ACCELERATOR, "is_accelerator", "device_type == 'accelerator'")
+
+#define X_ENUM(id, name, doc) A_##id,
+#define X_NAME(id, name, doc) name,
+enum { DEVICE_ATTRS(X_ENUM) A_COUNT };
+static const char *const attr_names[A_COUNT] = {DEVICE_ATTRS(X_NAME)};
+
+/* lsplatform -v: the properties that tell devices apart at a glance */
+static const int key_attrs[] = {A_VENDOR,          A_VERSION,       A_DRIVER_VERSION,
+                                A_MAX_COMPUTE_UNITS, A_GLOBAL_MEM_SIZE, A_HAS_FP64, A_HAS_FP16};
+
+static const char *backend_name(ofl_backend b) { return b == OFL_CUDA ? "cuda" : "opencl"; }
+
+static const char *type_name(ofl_device_type t)
+{
+    switch (t) {
+    case OFL_CPU: return "cpu";
+    case OFL_GPU: return "gpu";
+    case OFL_ACCELERATOR: return "accelerator";
+    case OFL_CUSTOM: return "custom";
+    }
+    return "unknown";
+}
+
+static PyObject *attr_new(const ofl_device_info *in, int which)
+{
+    switch (which) {
+    case A_NAME: return PyUnicode_FromString(in->name);
+    case A_VENDOR: return PyUnicode_FromString(in->vendor);
+    case A_BACKEND: return PyUnicode_FromString(backend_name(in->backend));
+    case A_DEVICE_TYPE: return PyUnicode_FromString(type_name(in->type));
+    case A_FILTER: return PyUnicode_FromString(in->filter);
+    case A_DRIVER_VERSION: return PyUnicode_FromString(in->driver_version);
+    case A_VERSION: return PyUnicode_FromString(in->version);
+    case A_MAX_COMPUTE_UNITS: return PyLong_FromUnsignedLong(in->max_compute_units);
+    case A_MAX_WORK_GROUP_SIZE: return PyLong_FromSize_t(in->max_work_group_size);
+    case A_MAX_WORK_ITEM_SIZES:
+        return Py_BuildValue("(nnn)", (Py_ssize_t)in->max_work_item_sizes[0],
+                             (Py_ssize_t)in->max_work_item_sizes[1],
+                             (Py_ssize_t)in->max_work_item_sizes[2]);
+    case A_GLOBAL_MEM_SIZE: return PyLong_FromUnsignedLongLong(in->global_mem_size);
+    case A_LOCAL_MEM_SIZE: return PyLong_FromUnsignedLongLong(in->local_mem_size);
+    case A_MAX_MEM_ALLOC_SIZE: return PyLong_FromUnsignedLongLong(in->max_mem_alloc_size);
+    case A_HAS_FP64: return PyBool_FromLong(in->has_fp64);
+    case A_HAS_FP16: return PyBool_FromLong(in->has_fp16);
+    case A_HAS_ATOMIC64: return PyBool_FromLong(in->has_atomic64);
+    case A_IL_VERSION: return PyUnicode_FromString(in->il_version);
+    case A_PLATFORM: return PyUnicode_FromString(in->platform);
+    case A_IS_CPU: return PyBool_FromLong(in->type == OFL_CPU);
+    case A_IS_GPU: return PyBool_FromLong(in->type == OFL_GPU);
+    case A_IS_ACCELERATOR: return PyBool_FromLong(in->type == OFL_ACCELERATOR);
+    }
+    Py_RETURN_NONE;
+}
+
+static void human_size(uint64_t v, char *out, size_t n)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)v;
+    int u = 0;
+    while (x >= 1024 && u < 4)
+        x /= 1024, u++;
+    if (u == 0)
+        snprintf(out, n, "%llu bytes", (unsigned long long)v);
+    else
+        snprintf(out, n, "%.4g %s", x, unit[u]);
+}
+
+/* The attribute as lsplatform shows it: sizes human-readable, bools yes/no. */
+static void attr_text(const ofl_device_info *in, int which, char *out, size_t n)
+{
+    switch (which) {
+    case A_MAX_COMPUTE_UNITS: snprintf(out, n, "%u", in->max_compute_units); return;
+    case A_MAX_WORK_GROUP_SIZE: snprintf(out, n, "%zu", in->max_work_group_size); return;
+    case A_MAX_WORK_ITEM_SIZES:
+        snprintf(out, n, "(%zu, %zu, %zu)", in->max_work_item_sizes[0], in->max_work_item_sizes[1],
+                 in->max_work_item_sizes[2]);
+        return;
+    case A_GLOBAL_MEM_SIZE: human_size(in->global_mem_size, out, n); return;
+    case A_LOCAL_MEM_SIZE: human_size(in->local_mem_size, out, n); return;
+    case A_MAX_MEM_ALLOC_SIZE: human_size(in->max_mem_alloc_size, out, n); return;
+    case A_HAS_FP64: snprintf(out, n, "%s", in->has_fp64 ? "yes" : "no"); return;
+    case A_HAS_FP16: snprintf(out, n, "%s", in->has_fp16 ? "yes" : "no"); return;
+    case A_HAS_ATOMIC64: snprintf(out, n, "%s", in->has_atomic64 ? "yes" : "no"); return;
+    case A_IL_VERSION:
+        snprintf(out, n, "%s", in->il_version[0] ? in->il_version : "(none)");
+        return;
+    }
+    PyObject *v = attr_new(in, which); /* the string attributes */
+    const char *s = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    snprintf(out, n, "%s", s ? s : "?");
+    if (!s)
+        PyErr_Clear();
+    Py_XDECREF(v);
+}
+
+/* ---- the Device type ---- */
+
+static PyObject *device_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"filter", NULL};
+    PyObject *filter = Py_None;
+    ofl_device *dev;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Device", kwlist, &filter) ||
+        mod_device_resolve(filter, &dev) < 0)
+        return NULL;
+    return mod_device_new(dev);
+}
+
+static PyObject *device_repr(mod_device *self)
+{
+    return PyUnicode_FromFormat("Device(%s)", ofl_device_get_info(self->dev)->filter);
+}
+
+static Py_hash_t device_hash(mod_device *self)
+{
+    Py_hash_t h = (Py_hash_t)((uintptr_t)self->dev >> 4);
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *device_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (!mod_device_check(a) || !mod_device_check(b) || (op != Py_EQ && op != Py_NE))
+        Py_RETURN_NOTIMPLEMENTED;
+    bool same = ((mod_device *)a)->dev == ((mod_device *)b)->dev;
+    return PyBool_FromLong(op == Py_EQ ? same : !same);
+}
+
+static PyObject *device_get(mod_device *self, void *which)
+{
+    return attr_new(ofl_device_get_info(self->dev), (int)(intptr_t)which);
+}
+
+/* Pickles as its filter string, so a worker process gets its own device. */
+static PyObject *device_reduce(mod_device *self, PyObject *unused)
+{
+    const char *filter = ofl_device_get_info(self->dev)->filter;
+    return Py_BuildValue("(O(s))", (PyObject *)Py_TYPE(self), filter);
+}
+
+static PyMethodDef device_methods[] = {
+    {"__reduce__", (PyCFunction)device_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+#define X_GETSET(id, name, doc) {name, (getter)device_get, NULL, doc, (void *)(intptr_t)A_##id},
+static PyGetSetDef device_getset[] = {
+    DEVICE_ATTRS(X_GETSET)
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject mod_DeviceType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "offload.Device",
+    .tp_basicsize = sizeof(mod_device),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Device(filter=None)\n\nA device chosen by a filter string 'backend:type:index' "
+              "(every part optional; a comma list is tried in order: 'gpu,cpu'), a Device, or "
+              "None for the default device.",
+    .tp_new = device_tp_new,
+    .tp_repr = (reprfunc)device_repr,
+    .tp_hash = (hashfunc)device_hash,
+    .tp_richcompare = device_richcompare,
+    .tp_methods = device_methods,
+    .tp_getset = device_getset,
+};
+
+/* ---- module functions ---- */
+
+/* Matches a get_devices() argument: None or "all" is everything. */
+static int parse_choice(PyObject *arg, const char *what, const char *const *names, int *out)
+{
+    *out = 0;
+    if (arg == Py_None)
+        return 0;
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!s) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s must be a string or None, not %.100s", what,
+                         Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    if (strcasecmp(s, "all") == 0)
+        return 0;
+    for (int i = 0; names[i]; i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = i + 1;
+            return 0;
+        }
+    PyErr_Format(PyExc_ValueError, "unknown %s %R; expected one of %s or 'all'", what, arg,
+                 what[0] == 'b' ? "'opencl', 'cuda'" : "'gpu', 'cpu', 'accelerator', 'custom'");
+    return -1;
+}
+
+static PyObject *get_devices(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"backend", "device_type", NULL};
+    static const char *const backends[] = {"opencl", "cuda", NULL};
+    static const char *const types[] = {"cpu", "gpu", "accelerator", "custom", NULL};
+    static const ofl_device_type type_of[] = {0, OFL_CPU, OFL_GPU, OFL_ACCELERATOR, OFL_CUSTOM};
+    PyObject *b = Py_None, *t = Py_None;
+    int bi, ti;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:get_devices", kwlist, &b, &t) ||
+        parse_choice(b, "backend", backends, &bi) < 0 ||
+        parse_choice(t, "device_type", types, &ti) < 0)
+        return NULL;
+    size_t n;
+    const char *why;
+    ofl_device *const *list = devices(&n, &why);
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < n; i++) {
+        const ofl_device_info *in = ofl_device_get_info(list[i]);
+        if ((bi && (int)in->backend != bi) || (ti && in->type != type_of[ti]))
+            continue;
+        PyObject *d = mod_device_new(list[i]);
+        if (!d || PyList_Append(out, d) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(d);
+    }
+    return out;
+}
+
+static PyObject *default_device(PyObject *self, PyObject *unused)
+{
+    ofl_device *dev;
+    return mod_device_default(&dev) < 0 ? NULL : mod_device_new(dev);
+}
+
+static PyObject *set_default_device(PyObject *self, PyObject *arg)
+{
+    ofl_device *dev = NULL;
+    if (arg != Py_None && mod_device_resolve(arg, &dev) < 0)
+        return NULL;
+    default_override = dev; /* None: back to $OFFLOAD_DEVICE / first GPU / first CPU */
+    Py_RETURN_NONE;
+}
+
+/* ---- lsplatform: text and HTML from one walk over the devices ---- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = b->oom ? -1 : vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+            return;
+        if ((size_t)k < b->cap - b->len) {
+            b->len += (size_t)k;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)k + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p, b->cap = cap;
+    }
+}
+
+static void sb_html(sbuf *b, const char *s)
+{
+    for (; *s; s++)
+        switch (*s) {
+        case '&': sb_printf(b, "&amp;"); break;
+        case '<': sb_printf(b, "&lt;"); break;
+        case '>': sb_printf(b, "&gt;"); break;
+        case '"': sb_printf(b, "&quot;"); break;
+        default: sb_printf(b, "%c", *s);
+        }
+}
+
+/* The attributes shown at a verbosity: none beyond the device line at 0. */
+static size_t shown_attrs(int verbosity, const int **ids)
+{
+    static int all[A_PLATFORM + 1];
+    for (int i = 0; i <= A_PLATFORM; i++)
+        all[i] = i;
+    if (verbosity <= 0)
+        return 0;
+    if (verbosity == 1) {
+        *ids = key_attrs;
+        return sizeof key_attrs / sizeof key_attrs[0];
+    }
+    *ids = all;
+    return A_PLATFORM + 1;
+}
+
+static ofl_device *default_or_null(void)
+{
+    ofl_device *dev = NULL;
+    if (mod_device_default(&dev) < 0) /* a bad $OFFLOAD_DEVICE must not break a listing */
+        PyErr_Clear();
+    return dev;
+}
+
+/* The index of the first device on the same platform (and backend) as list[i]. */
+static size_t first_of_platform(ofl_device *const *list, size_t i)
+{
+    const ofl_device_info *in = ofl_device_get_info(list[i]);
+    for (size_t j = 0; j < i; j++) {
+        const ofl_device_info *dj = ofl_device_get_info(list[j]);
+        if (dj->backend == in->backend && strcmp(dj->platform, in->platform) == 0)
+            return j;
+    }
+    return i;
+}
+
+static void text_listing(sbuf *b, int verbosity)
+{
+    size_t n;
+    const char *why;
+    ofl_device *const *list = devices(&n, &why);
+    if (n == 0) {
+        sb_printf(b, "No devices: %s\n", why ? why : "none found");
+        return;
+    }
+    ofl_device *def = default_or_null();
+    int width = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = (int)strlen(ofl_device_get_info(list[i])->filter);
+        width = w > width ? w : width;
+    }
+    const int *ids = NULL;
+    size_t nattrs = shown_attrs(verbosity, &ids);
+    for (size_t i = 0; i < n; i++) {
+        const ofl_device_info *in = ofl_device_get_info(list[i]);
+        if (verbosity == 0) { /* one line per device, in the runtime's order */
+            sb_printf(b, "%-*s  %s  [%s]%s\n", width, in->filter, in->name, in->platform,
+                      list[i] == def ? "  (default)" : "");
+            continue;
+        }
+        /* grouped by platform, platforms in order of their first device */
+        if (first_of_platform(list, i) != i)
+            continue;
+        sb_printf(b, "%sPlatform: %s (%s)\n", i ? "\n" : "", in->platform,
+                  backend_name(in->backend));
+        for (size_t j = i; j < n; j++) {
+            const ofl_device_info *dj = ofl_device_get_info(list[j]);
+            if (first_of_platform(list, j) != i)
+                continue;
+            sb_printf(b, "  %-*s  %s%s\n", width, dj->filter, dj->name,
+                      list[j] == def ? "  (default)" : "");
+            for (size_t k = 0; k < nattrs; k++) {
+                char v[512];
+                attr_text(dj, ids[k], v, sizeof v);
+                sb_printf(b, "      %-20s %s\n", attr_names[ids[k]], v);
+            }
+        }
+    }
+}
+
+/* One row per device; at verbosity 2 the table turns (attributes down, devices across). */
+static void html_listing(sbuf *b, int verbosity)
+{
+    size_t n;
+    const char *why;
+    ofl_device *const *list = devices(&n, &why);
+    if (n == 0) {
+        sb_printf(b, "<p><b>No devices:</b> ");
+        sb_html(b, why ? why : "none found");
+        sb_printf(b, "</p>");
+        return;
+    }
+    ofl_device *def = default_or_null();
+    const int *ids = NULL;
+    size_t nattrs = shown_attrs(verbosity, &ids);
+    char v[512];
+    sb_printf(b, "<table class=\"offload-lsplatform\">\n");
+    if (verbosity >= 2) {
+        sb_printf(b, "<tr><th></th>");
+        for (size_t i = 0; i < n; i++) {
+            sb_printf(b, "<th>");
+            sb_html(b, ofl_device_get_info(list[i])->filter);
+            sb_printf(b, "%s</th>", list[i] == def ? " (default)" : "");
+        }
+        sb_printf(b, "</tr>\n");
+        for (size_t k = 0; k < nattrs; k++) {
+            sb_printf(b, "<tr><th style=\"text-align:left\">%s</th>", attr_names[ids[k]]);
+            for (size_t i = 0; i < n; i++) {
+                attr_text(ofl_device_get_info(list[i]), ids[k], v, sizeof v);
+                sb_printf(b, "<td style=\"text-align:left\">");
+                sb_html(b, v);
+                sb_printf(b, "</td>");
+            }
+            sb_printf(b, "</tr>\n");
+        }
+    } else {
+        sb_printf(b, "<tr><th>device</th><th>name</th><th>platform</th>");
+        for (size_t k = 0; k < nattrs; k++)
+            sb_printf(b, "<th>%s</th>", attr_names[ids[k]]);
+        sb_printf(b, "</tr>\n");
+        for (size_t i = 0; i < n; i++) {
+            const ofl_device_info *in = ofl_device_get_info(list[i]);
+            sb_printf(b, "<tr><td><code>");
+            sb_html(b, in->filter);
+            sb_printf(b, "</code>%s</td><td style=\"text-align:left\">",
+                      list[i] == def ? " (default)" : "");
+            sb_html(b, in->name);
+            sb_printf(b, "</td><td style=\"text-align:left\">");
+            sb_html(b, in->platform);
+            sb_printf(b, "</td>");
+            for (size_t k = 0; k < nattrs; k++) {
+                attr_text(in, ids[k], v, sizeof v);
+                sb_printf(b, "<td>");
+                sb_html(b, v);
+                sb_printf(b, "</td>");
+            }
+            sb_printf(b, "</tr>\n");
+        }
+    }
+    sb_printf(b, "</table>\n");
+}
+
+static PyObject *listing(PyObject *args, PyObject *kw, const char *fmt, bool html)
+{
+    static char *kwlist[] = {"verbosity", NULL};
+    int verbosity = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &verbosity))
+        return NULL;
+    sbuf b = {0};
+    (html ? html_listing : text_listing)(&b, verbosity);
+    PyObject *s = b.oom ? PyErr_NoMemory()
+                        : PyUnicode_DecodeUTF8(b.p ? b.p : "", (Py_ssize_t)b.len, "replace");
+    free(b.p);
+    return s;
+}
+
+/* Printed through sys.stdout, so the Jupyter kernel's capture sees it. */
+static PyObject *lsplatform(PyObject *self, PyObject *args, PyObject *kw)
+{
+    PyObject *s = listing(args, kw, "|i:lsplatform", false);
+    if (!s)
+        return NULL;
+    PyObject *out = PySys_GetObject("stdout"); /* borrowed */
+    int rc = out && out != Py_None ? PyFile_WriteObject(s, out, Py_PRINT_RAW) : 0;
+    Py_DECREF(s);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *lsplatform_html(PyObject *self, PyObject *args, PyObject *kw)
+{
+    return listing(args, kw, "|i:_lsplatform_html", true);
+}
+
+static PyMethodDef device_functions[] = {
+    {"get_devices", (PyCFunction)(void (*)(void))get_devices, METH_VARARGS | METH_KEYWORDS,
+     "get_devices(backend=None, device_type=None) -> list of Device\n\nEvery device, GPUs first; "
+     "backend 'opencl' or 'cuda', device_type 'gpu', 'cpu', 'accelerator' or 'custom' narrow it."},
+    {"default_device", default_device, METH_NOARGS,
+     "default_device() -> Device\n\nset_default_device()'s choice, else $OFFLOAD_DEVICE, else the "
+     "first GPU, else the first CPU."},
+    {"set_default_device", set_default_device, METH_O,
+     "set_default_device(f)\n\nMake f (a filter string or Device) the default device; None "
+     "restores the automatic choice."},
+    {"lsplatform", (PyCFunction)(void (*)(void))lsplatform, METH_VARARGS | METH_KEYWORDS,
+     "lsplatform(verbosity=0)\n\nPrint the platforms and devices: 0 one line per device, 1 with "
+     "key properties, 2 with every attribute."},
+    {"_lsplatform_html", (PyCFunction)(void (*)(void))lsplatform_html, METH_VARARGS | METH_KEYWORDS,
+     "_lsplatform_html(verbosity=0) -> str\n\nlsplatform as an HTML table (for %lsplatform)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int mod_device_add_functions(PyObject *module)
+{
+    return PyModule_AddFunctions(module, device_functions);
+}

@@ -1,0 +1,101 @@
+/* module: the `offload` Python module -- devices, device arrays, and (later)
+ * device kernels -- as a CPython extension over the runtime (offload/).
+ *
+ * Built twice from these sources: into the Jupyter kernel binary (which calls
+ * PyImport_AppendInittab("offload", PyInit_offload)) and as an ordinary
+ * extension module. Single-phase init: one instance per process, so the state
+ * below is plain statics.
+ *
+ * Reference rule: a function returning PyObject * returns a new reference,
+ * unless its name ends in _borrowed. Runtime errors (ofl_error) become Python
+ * exceptions here and nowhere else: mod_raise() is the one place.
+ *
+ * NumPy is imported when `offload` is (about 60 ms, paid when the user imports
+ * offload, not at kernel start): dtypes are numpy.dtype objects, the dtype
+ * aliases are NumPy's scalar types, and host data goes through NumPy arrays.
+ * Only NumPy's Python API is used, so no NumPy headers are needed to build. */
+#ifndef MOD_MODULE_H
+#define MOD_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include "ofl_runtime.h"
+
+#define MOD_MAXDIMS 32 /* NumPy 1.x's limit; kernels use 1-3 */
+
+PyMODINIT_FUNC PyInit_offload(void);
+
+/* ---- mod_module.c: exceptions, NumPy, shared helpers ---- */
+
+extern PyObject *mod_DeviceNotFoundError;     /* LookupError */
+extern PyObject *mod_DeviceError;             /* RuntimeError */
+extern PyObject *mod_ExecutionPlacementError; /* Exception */
+
+/* Sets the Python exception matching err->code with the runtime's message;
+ * returns NULL so callers can `return mod_raise(&err);`. */
+PyObject *mod_raise(const ofl_error *err);
+PyObject *mod_numpy_borrowed(void); /* the numpy module, imported at init */
+/* numpy.<name>(*args, **kw) -- a short way to call NumPy's API. */
+PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw);
+
+/* ---- mod_dtype.c: the element types arrays support ---- */
+
+int mod_dtype_init(void); /* at module init, after NumPy; -1 with an exception */
+int mod_dtype_add_aliases(PyObject *module); /* offload.float32 = numpy.float32, ... */
+/* The canonical (native byte order) numpy.dtype for spec (anything numpy.dtype()
+ * accepts), or TypeError naming the supported dtypes. */
+PyObject *mod_dtype_new(PyObject *spec);
+PyObject *mod_dtype_from_array(PyObject *arr); /* mod_dtype_new(arr.dtype) */
+/* The canonical dtype matching kind ('b' 'i' 'u' 'f') and itemsize, or NULL. */
+PyObject *mod_dtype_find_borrowed(char kind, Py_ssize_t itemsize);
+/* A canonical dtype's short name ("float32") and itemsize. */
+const char *mod_dtype_name(PyObject *dtype);
+Py_ssize_t mod_dtype_itemsize(PyObject *dtype);
+
+/* ---- mod_device.c: offload.Device ---- */
+
+typedef struct {
+    PyObject_HEAD ofl_device *dev; /* lives until process exit */
+} mod_device;
+
+extern PyTypeObject mod_DeviceType;
+#define mod_device_check(o) PyObject_TypeCheck(o, &mod_DeviceType)
+
+/* The Device object for dev: one per device, cached for the process. */
+PyObject *mod_device_new(ofl_device *dev);
+/* Resolves a device argument: None (the default device), a filter string, or a
+ * Device. 0, or -1 with an exception set. */
+int mod_device_resolve(PyObject *arg, ofl_device **out);
+int mod_device_default(ofl_device **out); /* set_default_device's, else the runtime's */
+int mod_device_add_functions(PyObject *module);
+
+/* ---- mod_array.c: offload.ndarray ---- */
+
+typedef struct mod_alloc mod_alloc; /* device memory; views share one */
+
+typedef struct {
+    PyObject_HEAD mod_alloc *mem; /* owned */
+    PyObject *dtype;              /* canonical numpy.dtype, owned */
+    Py_ssize_t itemsize;
+    int nd;
+    Py_ssize_t offset;            /* bytes from the buffer's start to element [0,...,0] */
+    Py_ssize_t shape[MOD_MAXDIMS];
+    Py_ssize_t strides[MOD_MAXDIMS]; /* in bytes, as NumPy's; may be negative */
+    PyObject *weakreflist;
+} mod_array;
+
+extern PyTypeObject mod_ArrayType;
+#define mod_array_check(o) PyObject_TypeCheck(o, &mod_ArrayType)
+
+/* A new C-contiguous, uninitialised array. */
+PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape);
+ofl_device *mod_array_device(const mod_array *a);
+ofl_buffer *mod_array_buffer(const mod_array *a); /* NULL for an empty array */
+bool mod_array_is_c_contiguous(const mod_array *a);
+PyObject *mod_array_asnumpy(mod_array *a); /* waits for pending work on its device */
+int mod_array_add_functions(PyObject *module);
+int mod_array_init(void);
+
+#endif

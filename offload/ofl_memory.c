@@ -1,0 +1,200 @@
+/* ofl_memory: buffers, copies, synchronisation and events, independent of the
+ * backend: argument and range checks, the device's lock, opening a device at
+ * its first use, copies between devices through the host. The backends do
+ * the rest (see ofl_backend.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofl_backend.h"
+
+/* Host bounce buffer for copies between devices: big enough to keep the
+ * transfers efficient, small enough not to double a large array in RAM. */
+#define BOUNCE (64u << 20)
+
+int ofl_device_lock(ofl_device *dev, ofl_error *err) {
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    pthread_mutex_lock(&dev->lock);
+    if (!dev->opened) {
+        int rc = dev->ops->open(dev, err);
+        if (rc) {
+            pthread_mutex_unlock(&dev->lock);
+            return rc;
+        }
+        dev->opened = true;
+    }
+    return 0;
+}
+
+void ofl_device_unlock(ofl_device *dev) { pthread_mutex_unlock(&dev->lock); }
+
+int ofl_alloc(ofl_device *dev, size_t bytes, ofl_buffer **out, ofl_error *err) {
+    *out = NULL;
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    const ofl_device_info *in = &dev->info;
+    if (bytes > in->max_mem_alloc_size) {
+        char want[32], most[32];
+        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY,
+                        "cannot allocate %s on %s (%s): one allocation there may be at "
+                        "most %s (max_mem_alloc_size)",
+                        ofl_size_str(bytes, want, sizeof want), in->filter, in->name,
+                        ofl_size_str(in->max_mem_alloc_size, most, sizeof most));
+    }
+    ofl_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer");
+    buf->dev = dev;
+    buf->size = bytes;
+    int rc = ofl_device_lock(dev, err);
+    if (rc == 0) {
+        rc = dev->ops->alloc(dev, bytes ? bytes : 1, buf, err); /* drivers refuse 0 */
+        ofl_device_unlock(dev);
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    return 0;
+}
+
+void ofl_free(ofl_buffer *buf) {
+    if (!buf) return;
+    ofl_device *dev = buf->dev;
+    pthread_mutex_lock(&dev->lock); /* a buffer exists only on an opened device */
+    /* Queued work may still use the buffer; its failure is reported by the
+     * next ofl_synchronize or read, not here. */
+    dev->ops->synchronize(dev, NULL);
+    dev->ops->free(buf);
+    pthread_mutex_unlock(&dev->lock);
+    free(buf);
+}
+
+ofl_device *ofl_buffer_device(const ofl_buffer *buf) { return buf ? buf->dev : NULL; }
+size_t ofl_buffer_size(const ofl_buffer *buf) { return buf ? buf->size : 0; }
+
+uint64_t ofl_buffer_address(const ofl_buffer *buf) {
+    return buf && buf->dev->info.backend == OFL_CUDA ? (uint64_t)buf->h.ptr : 0;
+}
+
+static int check_range(const ofl_buffer *buf, size_t off, size_t n, const char *what,
+                       ofl_error *err) {
+    if (!buf) return ofl_fail(err, OFL_ERR_INVALID, "%s: no buffer given", what);
+    if (off > buf->size || n > buf->size - off)
+        return ofl_fail(err, OFL_ERR_INVALID,
+                        "%s: bytes %zu to %zu are outside the %zu-byte buffer on %s (%s)",
+                        what, off, off + n, buf->size, buf->dev->info.filter,
+                        buf->dev->info.name);
+    return 0;
+}
+
+int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err) {
+    int rc = check_range(dst, offset, bytes, "write", err);
+    if (rc || bytes == 0) return rc;
+    if (!src) return ofl_fail(err, OFL_ERR_INVALID, "write: no source given");
+    if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
+    rc = dst->dev->ops->write(dst, offset, src, bytes, err);
+    ofl_device_unlock(dst->dev);
+    return rc;
+}
+
+int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err) {
+    int rc = check_range(src, offset, bytes, "read", err);
+    if (rc || bytes == 0) return rc;
+    if (!dst) return ofl_fail(err, OFL_ERR_INVALID, "read: no destination given");
+    if ((rc = ofl_device_lock(src->dev, err)) != 0) return rc;
+    rc = src->dev->ops->read(src, offset, dst, bytes, err);
+    ofl_device_unlock(src->dev);
+    return rc;
+}
+
+/* Through host memory, in pieces; backwards when the regions overlap with the
+ * destination after the source, so that the result is memmove's. */
+static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff,
+                         size_t n, ofl_error *err) {
+    size_t chunk = n < BOUNCE ? n : BOUNCE;
+    char *tmp = malloc(chunk);
+    if (!tmp) {
+        char sz[32];
+        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY,
+                        "out of host memory for a %s copy buffer between %s and %s",
+                        ofl_size_str(chunk, sz, sizeof sz), src->dev->info.filter,
+                        dst->dev->info.filter);
+    }
+    bool backward = dst == src && doff > soff;
+    int rc = 0;
+    for (size_t done = 0; done < n && rc == 0; done += chunk) {
+        size_t k = n - done < chunk ? n - done : chunk;
+        size_t at = backward ? n - done - k : done;
+        rc = ofl_read(src, soff + at, tmp, k, err);
+        if (rc == 0) rc = ofl_write(dst, doff + at, tmp, k, err);
+    }
+    free(tmp);
+    return rc;
+}
+
+int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset,
+             size_t bytes, ofl_error *err) {
+    int rc = check_range(dst, dst_offset, bytes, "copy to", err);
+    if (rc == 0) rc = check_range(src, src_offset, bytes, "copy from", err);
+    if (rc || bytes == 0 || (dst == src && dst_offset == src_offset)) return rc;
+    bool overlap = dst == src && dst_offset < src_offset + bytes &&
+                   src_offset < dst_offset + bytes; /* drivers refuse or misbehave */
+    if (dst->dev != src->dev || overlap)
+        return copy_via_host(dst, dst_offset, src, src_offset, bytes, err);
+    if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
+    rc = dst->dev->ops->copy(dst, dst_offset, src, src_offset, bytes, err);
+    ofl_device_unlock(dst->dev);
+    return rc;
+}
+
+int ofl_synchronize(ofl_device *dev, ofl_error *err) {
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    pthread_mutex_lock(&dev->lock);
+    int rc = dev->opened ? dev->ops->synchronize(dev, err) : 0; /* nothing queued yet */
+    pthread_mutex_unlock(&dev->lock);
+    return rc;
+}
+
+/* ---- events ---- */
+
+int ofl_event_begin(ofl_device *dev, ofl_event **out, ofl_error *err) {
+    *out = NULL;
+    ofl_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory for an event");
+    ev->dev = dev;
+    int rc = ofl_device_lock(dev, err);
+    if (rc == 0) {
+        rc = dev->ops->mark(ev, false, err);
+        ofl_device_unlock(dev);
+    }
+    if (rc) {
+        if (dev) dev->ops->event_release(ev);
+        free(ev);
+        return rc;
+    }
+    *out = ev;
+    return 0;
+}
+
+int ofl_event_end(ofl_event *ev, ofl_error *err) {
+    if (!ev) return ofl_fail(err, OFL_ERR_INVALID, "no event given");
+    int rc = ofl_device_lock(ev->dev, err);
+    if (rc) return rc;
+    rc = ev->dev->ops->mark(ev, true, err);
+    ofl_device_unlock(ev->dev);
+    return rc;
+}
+
+int ofl_event_wait(ofl_event *ev, ofl_error *err) {
+    if (!ev) return ofl_fail(err, OFL_ERR_INVALID, "no event given");
+    return ev->dev->ops->event_wait(ev, err);
+}
+
+double ofl_event_elapsed(ofl_event *ev) { return ev ? ev->dev->ops->event_elapsed(ev) : -1.0; }
+
+void ofl_event_release(ofl_event *ev) {
+    if (!ev) return;
+    ev->dev->ops->event_release(ev);
+    free(ev);
+}

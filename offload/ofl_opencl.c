@@ -1,0 +1,348 @@
+/* ofl_opencl: the OpenCL backend, through the ICD loader -- every platform
+ * and device the machine has (PoCL on the CPU, Intel, NVIDIA, ...). One
+ * context and one in-order profiling queue per device, made at first use. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofl_backend.h"
+
+/* Extension queries, defined here because older cl_ext.h may lack them. */
+#ifndef CL_DEVICE_UUID_KHR
+#define CL_DEVICE_UUID_KHR 0x106A
+#endif
+#ifndef CL_DEVICE_PCI_BUS_INFO_KHR
+#define CL_DEVICE_PCI_BUS_INFO_KHR 0x410F
+#endif
+#define CL_DEVICE_PCI_BUS_ID_NV 0x4008
+#define CL_DEVICE_PCI_SLOT_ID_NV 0x4009
+#define CL_DEVICE_PCI_DOMAIN_ID_NV 0x400A
+#ifndef CL_PLATFORM_NOT_FOUND_KHR
+#define CL_PLATFORM_NOT_FOUND_KHR -1001
+#endif
+
+/* ---- error names ---- */
+
+static const char *cl_error_name(cl_int rc) {
+    static const char *names[] = {
+        "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE",
+        "CL_COMPILER_NOT_AVAILABLE", "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+        "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY", "CL_PROFILING_INFO_NOT_AVAILABLE",
+        "CL_MEM_COPY_OVERLAP", "CL_IMAGE_FORMAT_MISMATCH", "CL_IMAGE_FORMAT_NOT_SUPPORTED",
+        "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE", "CL_MISALIGNED_SUB_BUFFER_OFFSET",
+        "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", "CL_COMPILE_PROGRAM_FAILURE",
+        "CL_LINKER_NOT_AVAILABLE", "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+        "CL_KERNEL_ARG_INFO_NOT_AVAILABLE", /* 0 .. -19 */
+    };
+    static const char *invalid[] = {
+        "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM",
+        "CL_INVALID_DEVICE", "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES",
+        "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR", "CL_INVALID_MEM_OBJECT",
+        "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE", "CL_INVALID_SAMPLER",
+        "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS", "CL_INVALID_PROGRAM",
+        "CL_INVALID_PROGRAM_EXECUTABLE", "CL_INVALID_KERNEL_NAME",
+        "CL_INVALID_KERNEL_DEFINITION", "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX",
+        "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS",
+        "CL_INVALID_WORK_DIMENSION", "CL_INVALID_WORK_GROUP_SIZE",
+        "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET", "CL_INVALID_EVENT_WAIT_LIST",
+        "CL_INVALID_EVENT", "CL_INVALID_OPERATION", "CL_INVALID_GL_OBJECT",
+        "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL", "CL_INVALID_GLOBAL_WORK_SIZE",
+        "CL_INVALID_PROPERTY", "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS",
+        "CL_INVALID_LINKER_OPTIONS", "CL_INVALID_DEVICE_PARTITION_COUNT",
+        "CL_INVALID_PIPE_SIZE", "CL_INVALID_DEVICE_QUEUE", "CL_INVALID_SPEC_ID",
+        "CL_MAX_SIZE_RESTRICTION_EXCEEDED", /* -30 .. -72 */
+    };
+    if (rc <= 0 && rc > -(cl_int)(sizeof names / sizeof *names)) return names[-rc];
+    if (rc <= -30 && rc > -30 - (cl_int)(sizeof invalid / sizeof *invalid))
+        return invalid[-30 - rc];
+    if (rc == CL_PLATFORM_NOT_FOUND_KHR) return "CL_PLATFORM_NOT_FOUND_KHR";
+    return "an unknown OpenCL error";
+}
+
+static bool is_oom(cl_int rc) {
+    return rc == CL_MEM_OBJECT_ALLOCATION_FAILURE || rc == CL_OUT_OF_RESOURCES ||
+           rc == CL_OUT_OF_HOST_MEMORY || rc == CL_INVALID_BUFFER_SIZE;
+}
+
+static int cl_fail(ofl_error *err, const ofl_device *dev, const char *call, cl_int rc) {
+    return ofl_fail(err, OFL_ERR_DEVICE, "%s (%s): %s failed with %s (%d)", dev->info.filter,
+                    dev->info.name, call, cl_error_name(rc), rc);
+}
+
+/* ---- discovery ---- */
+
+/* A string query, whatever its length; NULL when it fails. Caller frees. */
+static char *query_str(cl_device_id d, cl_platform_id p, cl_uint param) {
+    size_t n = 0;
+    cl_int rc = d ? clGetDeviceInfo(d, param, 0, NULL, &n)
+                  : clGetPlatformInfo(p, param, 0, NULL, &n);
+    char *s = rc == CL_SUCCESS ? malloc(n + 1) : NULL;
+    if (!s) return NULL;
+    rc = d ? clGetDeviceInfo(d, param, n, s, NULL) : clGetPlatformInfo(p, param, n, s, NULL);
+    if (rc != CL_SUCCESS) {
+        free(s);
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
+}
+
+/* Copies a query's answer into a fixed field, without surrounding spaces
+ * (some drivers pad device names). */
+static void get_str(cl_device_id d, cl_platform_id p, cl_uint param, char *out, size_t len) {
+    char *s = query_str(d, p, param), *b = s;
+    out[0] = '\0';
+    if (!s) return;
+    while (*b == ' ') b++;
+    size_t n = strlen(b);
+    while (n && (b[n - 1] == ' ' || b[n - 1] == '\n')) n--;
+    snprintf(out, len, "%.*s", (int)n, b);
+    free(s);
+}
+
+static uint64_t get_num(cl_device_id d, cl_device_info param, size_t size) {
+    union { cl_uint u; cl_ulong ul; size_t z; cl_bitfield b; } v;
+    memset(&v, 0, sizeof v);
+    if (clGetDeviceInfo(d, param, size, &v, NULL) != CL_SUCCESS) return 0;
+    return size == sizeof(cl_uint) ? v.u : size == sizeof(size_t) ? (uint64_t)v.z : v.ul;
+}
+
+static bool has_ext(const char *exts, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = exts; p && (p = strstr(p, name)) != NULL; p += n)
+        if ((p == exts || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+    return false;
+}
+
+/* "OpenCL 2.1 ..." -> 210; 0 when unreadable. */
+static int parse_version(const char *s) {
+    int major = 0, minor = 0;
+    if (sscanf(s, "OpenCL %d.%d", &major, &minor) != 2) return 0;
+    return major * 100 + minor * 10;
+}
+
+static void identify(ofl_device *dev, cl_device_id d, const char *exts) {
+    ofl_device_info *in = &dev->info;
+    if (has_ext(exts, "cl_khr_device_uuid") &&
+        clGetDeviceInfo(d, CL_DEVICE_UUID_KHR, 16, dev->uuid, NULL) == CL_SUCCESS)
+        dev->has_uuid = true;
+    cl_uint pci[4]; /* cl_device_pci_bus_info_khr: domain, bus, device, function */
+    cl_uint bus, slot, domain;
+    if (has_ext(exts, "cl_khr_pci_bus_info") &&
+        clGetDeviceInfo(d, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof pci, pci, NULL) == CL_SUCCESS) {
+        dev->has_pci = true;
+        dev->pci_domain = (int)pci[0], dev->pci_bus = pci[1];
+        dev->pci_dev = pci[2], dev->pci_fn = pci[3];
+    } else if (has_ext(exts, "cl_nv_device_attribute_query") &&
+               clGetDeviceInfo(d, CL_DEVICE_PCI_BUS_ID_NV, sizeof bus, &bus, NULL) == 0 &&
+               clGetDeviceInfo(d, CL_DEVICE_PCI_SLOT_ID_NV, sizeof slot, &slot, NULL) == 0) {
+        /* NVIDIA packs device and function into the slot id; older drivers
+         * do not answer the domain query, so the domain may stay unknown */
+        dev->has_pci = true;
+        dev->pci_bus = bus & 0xff, dev->pci_dev = (slot >> 3) & 0xff, dev->pci_fn = slot & 7;
+        if (clGetDeviceInfo(d, CL_DEVICE_PCI_DOMAIN_ID_NV, sizeof domain, &domain, NULL) == 0)
+            dev->pci_domain = (int)domain;
+    }
+    if (dev->has_pci)
+        snprintf(in->pci_bus_id, sizeof in->pci_bus_id, "%04x:%02x:%02x.%x",
+                 dev->pci_domain < 0 ? 0 : (unsigned)dev->pci_domain, dev->pci_bus,
+                 dev->pci_dev, dev->pci_fn);
+}
+
+static ofl_device *describe(cl_platform_id p, cl_device_id d, const char *platform_name,
+                            int platform_version) {
+    ofl_device *dev = ofl_device_new(&ofl_opencl_ops);
+    if (!dev) return NULL;
+    ofl_device_info *in = &dev->info;
+    dev->h.cl.platform = p, dev->h.cl.id = d, dev->h.cl.platform_version = platform_version;
+    in->backend = OFL_OPENCL;
+    snprintf(in->platform, sizeof in->platform, "%s", platform_name);
+    get_str(d, NULL, CL_DEVICE_NAME, in->name, sizeof in->name);
+    get_str(d, NULL, CL_DEVICE_VENDOR, in->vendor, sizeof in->vendor);
+    get_str(d, NULL, CL_DRIVER_VERSION, in->driver_version, sizeof in->driver_version);
+    get_str(d, NULL, CL_DEVICE_VERSION, in->version, sizeof in->version);
+    /* CL_DEVICE_IL_VERSION is 2.1+; a 1.x device answers CL_INVALID_VALUE,
+     * which get_str turns into "" (no IL) */
+    get_str(d, NULL, CL_DEVICE_IL_VERSION, in->il_version, sizeof in->il_version);
+
+    cl_device_type t = get_num(d, CL_DEVICE_TYPE, sizeof(cl_device_type));
+    in->type = t & CL_DEVICE_TYPE_GPU           ? OFL_GPU
+               : t & CL_DEVICE_TYPE_CPU         ? OFL_CPU
+               : t & CL_DEVICE_TYPE_ACCELERATOR ? OFL_ACCELERATOR
+                                                : OFL_CUSTOM;
+    in->max_compute_units = (unsigned)get_num(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cl_uint));
+    in->max_work_group_size = get_num(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(size_t));
+    size_t sizes[16] = {0};
+    cl_uint dims = (cl_uint)get_num(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof(cl_uint));
+    if (dims > 16) dims = 16;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), sizes, NULL);
+    for (int i = 0; i < 3; i++) in->max_work_item_sizes[i] = (cl_uint)i < dims ? sizes[i] : 1;
+    in->global_mem_size = get_num(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(cl_ulong));
+    in->local_mem_size = get_num(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(cl_ulong));
+    in->max_mem_alloc_size = get_num(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(cl_ulong));
+
+    char *exts = query_str(d, NULL, CL_DEVICE_EXTENSIONS);
+    in->has_fp64 = has_ext(exts, "cl_khr_fp64") ||
+                   get_num(d, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(cl_device_fp_config)) != 0;
+    in->has_fp16 = has_ext(exts, "cl_khr_fp16");
+    in->has_atomic64 = has_ext(exts, "cl_khr_int64_base_atomics");
+    in->has_spir = has_ext(exts, "cl_khr_spir");
+    identify(dev, d, exts);
+    free(exts);
+    return dev;
+}
+
+void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen) {
+    cl_uint np = 0;
+    cl_int rc = clGetPlatformIDs(0, NULL, &np);
+    note[0] = '\0';
+    if (rc != CL_SUCCESS || np == 0) {
+        snprintf(note, notelen, "no OpenCL platform (no driver registered in /etc/OpenCL/vendors)");
+        return;
+    }
+    cl_platform_id *ps = calloc(np, sizeof *ps);
+    if (!ps || clGetPlatformIDs(np, ps, NULL) != CL_SUCCESS) np = 0;
+    size_t before = list->n;
+    for (cl_uint i = 0; i < np; i++) {
+        char name[256], version[128];
+        get_str(NULL, ps[i], CL_PLATFORM_NAME, name, sizeof name);
+        get_str(NULL, ps[i], CL_PLATFORM_VERSION, version, sizeof version);
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
+            continue; /* CL_DEVICE_NOT_FOUND: a platform with nothing plugged in */
+        cl_device_id *ds = calloc(nd, sizeof *ds);
+        if (ds && clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, nd, ds, NULL) == CL_SUCCESS) {
+            for (cl_uint j = 0; j < nd; j++) {
+                ofl_device *dev = describe(ps[i], ds[j], name, parse_version(version));
+                if (dev) ofl_devlist_add(list, dev);
+            }
+        }
+        free(ds);
+    }
+    free(ps);
+    if (list->n == before)
+        snprintf(note, notelen, "OpenCL platforms found, but they list no devices");
+}
+
+/* ---- the queue ---- */
+
+static int cl_open(ofl_device *dev, ofl_error *err) {
+    cl_int rc;
+    cl_device_id d = dev->h.cl.id;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     (cl_context_properties)dev->h.cl.platform, 0};
+    cl_context ctx = clCreateContext(props, 1, &d, NULL, NULL, &rc);
+    if (!ctx) return cl_fail(err, dev, "clCreateContext", rc);
+    cl_command_queue q;
+    if (dev->h.cl.platform_version >= 200) {
+        cl_queue_properties qp[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+        q = clCreateCommandQueueWithProperties(ctx, d, qp, &rc);
+    } else { /* a 1.x platform lacks the 2.0 entry point */
+        q = clCreateCommandQueue(ctx, d, CL_QUEUE_PROFILING_ENABLE, &rc);
+    }
+    if (!q) {
+        clReleaseContext(ctx);
+        return cl_fail(err, dev, "clCreateCommandQueue", rc);
+    }
+    dev->h.cl.ctx = ctx, dev->h.cl.queue = q;
+    return 0;
+}
+
+static int cl_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
+    cl_int rc;
+    buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (buf->h.mem) return 0;
+    if (is_oom(rc)) {
+        char sz[32];
+        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "cannot allocate %s on %s (%s): %s",
+                        ofl_size_str(bytes, sz, sizeof sz), dev->info.filter, dev->info.name,
+                        cl_error_name(rc));
+    }
+    return cl_fail(err, dev, "clCreateBuffer", rc);
+}
+
+static void cl_free(ofl_buffer *buf) { clReleaseMemObject(buf->h.mem); }
+
+/* PoCL and others back a buffer with memory only at its first use, so an
+ * allocation that "succeeded" can fail at the first write or copy. */
+static int transfer_fail(ofl_error *err, const ofl_buffer *buf, const char *call, cl_int rc) {
+    if (!is_oom(rc)) return cl_fail(err, buf->dev, call, rc);
+    char sz[32];
+    return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY,
+                    "%s (%s) could not find memory for a %s buffer at its first use "
+                    "(this OpenCL driver allocates lazily): %s failed with %s",
+                    buf->dev->info.filter, buf->dev->info.name,
+                    ofl_size_str(buf->size, sz, sizeof sz), call, cl_error_name(rc));
+}
+
+static int cl_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_error *err) {
+    cl_int rc = clEnqueueWriteBuffer(dst->dev->h.cl.queue, dst->h.mem, CL_TRUE, off, n, src,
+                                     0, NULL, NULL);
+    return rc ? transfer_fail(err, dst, "clEnqueueWriteBuffer", rc) : 0;
+}
+
+static int cl_read(ofl_buffer *src, size_t off, void *dst, size_t n, ofl_error *err) {
+    cl_int rc = clEnqueueReadBuffer(src->dev->h.cl.queue, src->h.mem, CL_TRUE, off, n, dst,
+                                    0, NULL, NULL);
+    return rc ? transfer_fail(err, src, "clEnqueueReadBuffer", rc) : 0;
+}
+
+static int cl_copy(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
+                   ofl_error *err) {
+    cl_command_queue q = dst->dev->h.cl.queue;
+    cl_int rc = clEnqueueCopyBuffer(q, src->h.mem, dst->h.mem, soff, doff, n, 0, NULL, NULL);
+    if (rc == CL_SUCCESS) rc = clFinish(q); /* copies are blocking (ofl_runtime.h) */
+    return rc ? transfer_fail(err, dst, "clEnqueueCopyBuffer", rc) : 0;
+}
+
+static int cl_synchronize(ofl_device *dev, ofl_error *err) {
+    cl_int rc = clFinish(dev->h.cl.queue);
+    return rc ? cl_fail(err, dev, "clFinish", rc) : 0;
+}
+
+/* ---- events ---- */
+
+static int cl_mark(ofl_event *ev, bool end, ofl_error *err) {
+    cl_event e;
+    cl_int rc = clEnqueueMarkerWithWaitList(ev->dev->h.cl.queue, 0, NULL, &e);
+    if (rc) return cl_fail(err, ev->dev, "clEnqueueMarkerWithWaitList", rc);
+    if (end) {
+        if (ev->h.cl.last && ev->h.cl.last != ev->h.cl.first) clReleaseEvent(ev->h.cl.last);
+        ev->h.cl.last = e;
+    } else {
+        ev->h.cl.first = e;
+    }
+    return 0;
+}
+
+static int cl_event_wait(ofl_event *ev, ofl_error *err) {
+    cl_event e = ev->h.cl.last ? ev->h.cl.last : ev->h.cl.first;
+    if (!e) return 0;
+    cl_int rc = clWaitForEvents(1, &e), status = CL_COMPLETE;
+    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (rc == CL_SUCCESS && status < 0) rc = status; /* the command's own error */
+    return rc ? cl_fail(err, ev->dev, "a queued command", rc) : 0;
+}
+
+static double cl_event_elapsed(ofl_event *ev) {
+    cl_event first = ev->h.cl.first, last = ev->h.cl.last;
+    if (!first || !last) return -1.0;
+    /* one command: its own start to end; two markers: end of one to the other */
+    cl_profiling_info from = first == last ? CL_PROFILING_COMMAND_START : CL_PROFILING_COMMAND_END;
+    cl_ulong t0 = 0, t1 = 0;
+    if (clGetEventProfilingInfo(first, from, sizeof t0, &t0, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
+        return -1.0;
+    return t1 >= t0 ? (double)(t1 - t0) * 1e-9 : 0.0;
+}
+
+static void cl_event_release(ofl_event *ev) {
+    if (ev->h.cl.last && ev->h.cl.last != ev->h.cl.first) clReleaseEvent(ev->h.cl.last);
+    if (ev->h.cl.first) clReleaseEvent(ev->h.cl.first);
+    ev->h.cl.first = ev->h.cl.last = NULL;
+}
+
+const ofl_backend_ops ofl_opencl_ops = {
+    "opencl", cl_open, cl_alloc, cl_free, cl_write, cl_read, cl_copy, cl_synchronize,
+    cl_mark, cl_event_wait, cl_event_elapsed, cl_event_release,
+};

@@ -1,0 +1,202 @@
+/* ofl_registry: the list of devices. Discovery runs once, at the first call
+ * that needs it: both backends list their devices, an NVIDIA GPU that OpenCL
+ * also lists is kept once (as cuda), and the rest are ordered GPUs first
+ * (CUDA, then OpenCL), then CPUs, then accelerators and custom devices, and
+ * named by canonical filter strings ("opencl:cpu:0"). Also the small helpers
+ * every file uses for error messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofl_backend.h"
+
+static ofl_device **devices;
+static size_t ndevices;
+static char note_cl[256], note_cu[256], why_none[1024];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* ---- helpers for messages ---- */
+
+int ofl_fail(ofl_error *err, ofl_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void ofl_append(ofl_error *err, const char *fmt, ...) {
+    if (!err) return;
+    size_t used = strlen(err->msg);
+    if (used + 1 >= sizeof err->msg) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg + used, sizeof err->msg - used, fmt, ap);
+    va_end(ap);
+}
+
+const char *ofl_size_str(uint64_t bytes, char *buf, size_t len) {
+    static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes / 1024;
+    int u = 0;
+    while (v >= 1024 && u < 5) v /= 1024, u++;
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+const char *ofl_type_word(ofl_device_type type) {
+    switch (type) {
+    case OFL_CPU: return "cpu";
+    case OFL_GPU: return "gpu";
+    case OFL_ACCELERATOR: return "accelerator";
+    case OFL_CUSTOM: return "custom";
+    }
+    return "?";
+}
+
+const char *ofl_backend_word(ofl_backend backend) {
+    return backend == OFL_CUDA ? "cuda" : backend == OFL_OPENCL ? "opencl" : "?";
+}
+
+/* ---- the device list ---- */
+
+ofl_device *ofl_device_new(const ofl_backend_ops *ops) {
+    ofl_device *dev = calloc(1, sizeof *dev);
+    if (!dev) return NULL;
+    if (pthread_mutex_init(&dev->lock, NULL) != 0) {
+        free(dev);
+        return NULL;
+    }
+    dev->ops = ops;
+    dev->pci_domain = -1;
+    return dev;
+}
+
+void ofl_device_delete(ofl_device *dev) {
+    if (!dev) return;
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+}
+
+bool ofl_devlist_add(ofl_devlist *list, ofl_device *dev) {
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 8;
+        ofl_device **v = realloc(list->v, cap * sizeof *v);
+        if (!v) {
+            ofl_device_delete(dev);
+            return false;
+        }
+        list->v = v, list->cap = cap;
+    }
+    list->v[list->n++] = dev;
+    return true;
+}
+
+const char *ofl_backend_note(ofl_backend backend) {
+    size_t n;
+    ofl_devices(&n, NULL);
+    return backend == OFL_CUDA ? note_cu : note_cl;
+}
+
+/* Is the OpenCL device cl the CUDA device cu? UUID first (exact), then PCI
+ * address, then -- for an NVIDIA driver that answers neither -- the name. */
+static bool same_gpu(const ofl_device *cl, const ofl_device *cu) {
+    if (cl->has_uuid && cu->has_uuid) return memcmp(cl->uuid, cu->uuid, 16) == 0;
+    if (cl->has_pci && cu->has_pci)
+        return cl->pci_bus == cu->pci_bus && cl->pci_dev == cu->pci_dev &&
+               cl->pci_fn == cu->pci_fn &&
+               (cl->pci_domain < 0 || cl->pci_domain == cu->pci_domain);
+    return strstr(cl->info.vendor, "NVIDIA") && strcmp(cl->info.name, cu->info.name) == 0;
+}
+
+static bool listed_by_cuda(const ofl_device *cl, const ofl_devlist *cu) {
+    if (cl->info.type != OFL_GPU) return false;
+    for (size_t i = 0; i < cu->n; i++)
+        if (same_gpu(cl, cu->v[i])) return true;
+    return false;
+}
+
+static void discover(void) {
+    ofl_devlist cu = {0}, cl = {0};
+    ofl_cuda_discover(&cu, note_cu, sizeof note_cu);
+    ofl_opencl_discover(&cl, note_cl, sizeof note_cl);
+
+    size_t kept = 0;
+    for (size_t i = 0; i < cl.n; i++) {
+        if (listed_by_cuda(cl.v[i], &cu))
+            ofl_device_delete(cl.v[i]);
+        else
+            cl.v[kept++] = cl.v[i];
+    }
+    cl.n = kept;
+
+    devices = calloc(cu.n + cl.n + 1, sizeof *devices);
+    static const ofl_device_type order[] = {OFL_GPU, OFL_CPU, OFL_ACCELERATOR, OFL_CUSTOM};
+    for (size_t t = 0; devices && t < 4; t++) {
+        const ofl_devlist *lists[] = {&cu, &cl};
+        for (size_t l = 0; l < 2; l++) {
+            for (size_t i = 0; i < lists[l]->n; i++) {
+                ofl_device *dev = lists[l]->v[i];
+                if (dev->info.type != order[t]) continue;
+                int index = 0;
+                for (size_t j = 0; j < ndevices; j++)
+                    index += devices[j]->info.backend == dev->info.backend &&
+                             devices[j]->info.type == dev->info.type;
+                dev->info.index = index;
+                snprintf(dev->info.filter, sizeof dev->info.filter, "%s:%s:%d",
+                         ofl_backend_word(dev->info.backend), ofl_type_word(dev->info.type),
+                         index);
+                devices[ndevices++] = dev;
+            }
+        }
+    }
+    free(cu.v);
+    free(cl.v);
+
+    if (ndevices == 0)
+        snprintf(why_none, sizeof why_none,
+                 "%s; %s. Install pocl-opencl-icd (Debian) for the CPU, and a GPU "
+                 "driver: the NVIDIA driver for CUDA, intel-opencl-icd for Intel GPUs.",
+                 note_cl[0] ? note_cl : "no OpenCL device",
+                 note_cu[0] ? note_cu : "no CUDA device");
+    else if (note_cl[0] || note_cu[0])
+        snprintf(why_none, sizeof why_none, "%s%s%s", note_cl,
+                 note_cl[0] && note_cu[0] ? "; " : "", note_cu);
+}
+
+ofl_device *const *ofl_devices(size_t *count, const char **why) {
+    pthread_once(&once, discover);
+    if (count) *count = ndevices;
+    if (why) *why = why_none;
+    return devices;
+}
+
+const ofl_device_info *ofl_device_get_info(const ofl_device *dev) {
+    return dev ? &dev->info : NULL;
+}
+
+void ofl_describe_devices(char *out, size_t outlen) {
+    size_t n, used = 0;
+    const char *why;
+    ofl_device *const *devs = ofl_devices(&n, &why);
+    if (!out || outlen == 0) return;
+    out[0] = '\0';
+    if (n == 0) {
+        snprintf(out, outlen, "  (none: %s)", why);
+        return;
+    }
+    for (size_t i = 0; i < n && used < outlen; i++) {
+        const ofl_device_info *in = &devs[i]->info;
+        int k = snprintf(out + used, outlen - used, "%s  %-14s %s (%s)", i ? "\n" : "",
+                         in->filter, in->name, in->platform);
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+}

@@ -1,0 +1,132 @@
+/* ofl_runtime: the device runtime -- every device of the machine behind one
+ * small C API: discovery, properties, selection by filter string, one
+ * in-order profiling queue per device, memory, copies, events.
+ *
+ * Backends: OpenCL through the ICD loader (every platform and device), and
+ * CUDA through the driver API, loaded with dlopen("libcuda.so.1") at first
+ * use (no driver = no CUDA devices, never an error; nothing CUDA at link
+ * time). An NVIDIA GPU that NVIDIA's OpenCL platform also lists is kept once,
+ * as cuda (matched by PCI bus id, else UUID).
+ *
+ * Knows nothing of Python. Callers: the offload Python module (module/) and,
+ * later, the JIT's launcher. Thread-safe: discovery runs once under a lock;
+ * each device's queue is used under that device's lock. Errors are values:
+ * every fallible call returns 0 or an OFL_ERR_* code and fills an ofl_error. */
+#ifndef OFL_RUNTIME_H
+#define OFL_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    OFL_OK = 0,
+    OFL_ERR_BAD_FILTER,    /* malformed filter string (Python: ValueError) */
+    OFL_ERR_NOT_FOUND,     /* no device matches (Python: DeviceNotFoundError) */
+    OFL_ERR_OUT_OF_MEMORY, /* the device cannot satisfy an allocation (MemoryError) */
+    OFL_ERR_DEVICE,        /* the driver reported a failure (Python: DeviceError) */
+    OFL_ERR_INVALID,       /* bad argument: range, size, offset (ValueError) */
+} ofl_status;
+
+typedef struct {
+    ofl_status code;
+    char msg[1024]; /* a whole sentence for the user: names device, sizes, fixes */
+} ofl_error;
+
+typedef enum { OFL_OPENCL = 1, OFL_CUDA = 2 } ofl_backend;
+typedef enum { OFL_CPU = 1, OFL_GPU = 2, OFL_ACCELERATOR = 4, OFL_CUSTOM = 8 } ofl_device_type;
+
+typedef struct ofl_device ofl_device; /* lives until process exit */
+typedef struct ofl_buffer ofl_buffer; /* device memory; freed with ofl_free */
+typedef struct ofl_event ofl_event;   /* a completed-or-pending command */
+
+typedef struct {
+    char name[256], vendor[256];
+    char driver_version[128];
+    char version[128];    /* "OpenCL 3.0 PoCL ..." or "CUDA 13.0" */
+    char il_version[128]; /* CL_DEVICE_IL_VERSION ("" when none; "" for CUDA) */
+    char platform[256];   /* OpenCL platform name; "CUDA" */
+    ofl_backend backend;
+    ofl_device_type type;
+    int index;            /* position among devices of the same backend and type */
+    char filter[64];      /* canonical filter string: "cuda:gpu:0", "opencl:cpu:0" */
+    unsigned max_compute_units;
+    size_t max_work_group_size;
+    size_t max_work_item_sizes[3];
+    uint64_t global_mem_size, local_mem_size, max_mem_alloc_size;
+    bool has_fp64, has_fp16, has_atomic64;
+    bool has_spir;        /* cl_khr_spir (SPIR 1.2 bitcode) */
+    char pci_bus_id[32];  /* "0000:3b:00.0" or "" */
+    int cuda_cc_major, cuda_cc_minor; /* compute capability; 0 for OpenCL */
+} ofl_device_info;
+
+/* ---- devices ---- */
+
+/* All devices, in order: GPUs first (CUDA, then OpenCL), then CPUs, then others.
+ * Discovery happens at the first call; *why_none explains an empty list
+ * ("no OpenCL platform (install pocl-opencl-icd ...) and no CUDA driver"); with
+ * devices it names the backends that have none, or is "". Either may be NULL. */
+ofl_device *const *ofl_devices(size_t *count, const char **why_none);
+const ofl_device_info *ofl_device_get_info(const ofl_device *dev);
+
+/* filter = "backend:type:index" with every part optional ("gpu", "cuda",
+ * "opencl:cpu", "gpu:1", "cuda:gpu:0", "1"), or a comma list tried in order
+ * ("gpu,cpu"). Case-insensitive, spaces ignored around parts. As dpctl's
+ * backend:device_type:relative_id:
+ *   filter  = term { "," term }
+ *   term    = part [ ":" part [ ":" part ] ]   -- parts in the order below
+ *   backend = "opencl" | "cuda"
+ *   type    = "cpu" | "gpu" | "accelerator" | "accel" | "custom"
+ *   index   = digits  -- counts the devices of ofl_devices() that match the
+ *                        term's backend and type, from 0 ("gpu:1": the 2nd GPU
+ *                        of any backend; "1": the 2nd device)
+ * So "gpu:0", "opencl:0" and "0" are good; these are OFL_ERR_BAD_FILTER, with
+ * a message naming the fault and the grammar: "" (use NULL for the default),
+ * an empty part or entry ("gpu::0", ":0", "gpu:", "gpu,,cpu"), an unknown word
+ * ("level_zero", "host", "-1"), parts out of order or repeated ("gpu:opencl",
+ * "gpu:cpu"), anything after the index ("0:gpu"). Every term is checked before
+ * any is tried ("gpu,bogus" is bad even with a GPU). A term without an index
+ * matches the first such device; the first term that matches wins. NULL selects
+ * ofl_default_device(). A bad filter or no match lists the devices that exist
+ * (and, with none, what to install). */
+int ofl_select(const char *filter, ofl_device **out, ofl_error *err);
+/* Checks the grammar only (OFL_ERR_BAD_FILTER); no discovery. */
+int ofl_filter_check(const char *filter, ofl_error *err);
+/* $OFFLOAD_DEVICE if set and not blank, else the first GPU, else the first CPU
+ * (else the first device). Errors from $OFFLOAD_DEVICE start "OFFLOAD_DEVICE=". */
+int ofl_default_device(ofl_device **out, ofl_error *err);
+/* One line per device for error messages: "  opencl:cpu:0   pthread-... (PoCL)",
+ * lines joined by '\n' with none at the end; "  (none: why)" with no devices. */
+void ofl_describe_devices(char *out, size_t outlen);
+
+/* ---- memory and copies (blocking unless said otherwise) ---- */
+
+/* 0 bytes is fine. More than max_mem_alloc_size (refused before asking the
+ * driver) or more than the device has: OFL_ERR_OUT_OF_MEMORY naming the device
+ * and the size. The device's context and queue are made at its first use. */
+int ofl_alloc(ofl_device *dev, size_t bytes, ofl_buffer **out, ofl_error *err);
+void ofl_free(ofl_buffer *buf); /* waits for the device's queue first; NULL ok */
+ofl_device *ofl_buffer_device(const ofl_buffer *buf);
+size_t ofl_buffer_size(const ofl_buffer *buf);
+/* CUDA: the CUdeviceptr, for __cuda_array_interface__ and DLPack; 0 for OpenCL. */
+uint64_t ofl_buffer_address(const ofl_buffer *buf);
+
+int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);
+int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err);
+/* Any two buffers: same device directly, different devices through the host;
+ * overlapping regions of one buffer copy as memmove does. */
+int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset,
+             size_t bytes, ofl_error *err);
+
+/* Waits for everything queued on the device; reports a failure of queued work. */
+int ofl_synchronize(ofl_device *dev, ofl_error *err);
+
+/* ---- events ---- */
+
+int ofl_event_wait(ofl_event *ev, ofl_error *err);
+/* Seconds between start and end on the device clock (after a wait); negative
+ * when the device gave no timestamps. */
+double ofl_event_elapsed(ofl_event *ev);
+void ofl_event_release(ofl_event *ev);
+
+#endif
