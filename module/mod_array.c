@@ -26,6 +26,7 @@
 struct mod_alloc {
     PyObject_HEAD ofl_device *dev;
     ofl_buffer *buf; /* owned; NULL for 0 bytes */
+    PyObject *owner; /* foreign memory (mod_array_wrap): what keeps it alive; else NULL */
 };
 
 static void alloc_dealloc(mod_alloc *m)
@@ -36,6 +37,7 @@ static void alloc_dealloc(mod_alloc *m)
         ofl_free(buf);
         Py_END_ALLOW_THREADS
     }
+    Py_XDECREF(m->owner); /* after ofl_free: our queued work no longer uses the memory */
     PyObject_Free(m);
 }
 
@@ -69,6 +71,7 @@ static mod_alloc *alloc_new(ofl_device *dev, size_t bytes)
     }
     m->dev = dev;
     m->buf = buf;
+    m->owner = NULL;
     return m;
 }
 
@@ -200,6 +203,22 @@ PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py
         return NULL;
     c_strides(nd, shape, itemsize, strides);
     mod_array *a = view_new(mem, dtype, nd, shape, strides, 0);
+    Py_DECREF(mem);
+    return (PyObject *)a;
+}
+
+PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int nd,
+                         const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t offset)
+{
+    mod_alloc *mem = PyObject_New(mod_alloc, &AllocType);
+    if (!mem) {
+        ofl_free(buf);
+        return NULL;
+    }
+    mem->dev = ofl_buffer_device(buf);
+    mem->buf = buf;
+    mem->owner = Py_NewRef(owner);
+    mod_array *a = view_new(mem, dtype, nd, shape, strides, offset);
     Py_DECREF(mem);
     return (PyObject *)a;
 }
@@ -366,6 +385,8 @@ static PyObject *upload(PyObject *arr, ofl_device *dev)
     Py_DECREF(dtype);
     return a;
 }
+
+PyObject *mod_array_from_host(PyObject *host, ofl_device *dev) { return upload(host, dev); }
 
 /* Python floats become float64, as in NumPy, unless the device cannot compute
  * in float64: then float32 (as dpctl does), so nothing lands on a device in a
@@ -796,6 +817,8 @@ static PyGetSetDef array_getset[] = {
     {"device", (getter)get_device, NULL, "the Device the data lives on", NULL},
     {"usm_type", (getter)get_usm_type, NULL, "'device': memory of the device, not shared", NULL},
     {"T", (getter)get_T, NULL, "view with the axes reversed", NULL},
+    {"__cuda_array_interface__", (getter)mod_cuda_array_interface, NULL,
+     "CUDA Array Interface v3 (CUDA arrays only: AttributeError elsewhere)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -947,6 +970,11 @@ static PyMethodDef array_methods[] = {
      "astype(dtype, copy=True) -> ndarray on the same device"},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS,
      "__array__(dtype=None, copy=None) -> numpy.ndarray (always a copy)"},
+    {"__dlpack__", (PyCFunction)(void (*)(void))mod_dlpack_export, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
+     "CUDA arrays are shared; others are exported as a host copy (copy=False refuses)."},
+    {"__dlpack_device__", (PyCFunction)mod_dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> (2, ordinal) for CUDA arrays, else (1, 0): exported as host copies"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1154,7 +1182,22 @@ static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     ofl_device *dev;
     PyObject *r = NULL;
-    if (mod_array_check(obj)) {
+    /* CuPy, torch.cuda ...: shared through DLPack, never a trip through the host */
+    int cuda = mod_array_check(obj) ? 0 : mod_dlpack_is_cuda(obj);
+    if (cuda < 0)
+        goto done;
+    if (cuda) {
+        PyObject *src = mod_dlpack_import(obj, device, copy_arg);
+        mod_array *a = (mod_array *)src;
+        if (!src || !dtype || dtype == a->dtype)
+            r = src;
+        else if (copy == 0)
+            copy_needed_error("changing the dtype");
+        else
+            r = array_cast_to(a, dtype, a->mem->dev);
+        if (r != src)
+            Py_XDECREF(src);
+    } else if (mod_array_check(obj)) {
         mod_array *a = (mod_array *)obj;
         if (device == Py_None)
             dev = a->mem->dev;

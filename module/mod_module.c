@@ -101,7 +101,7 @@ static struct PyModuleDef module_def = {
     .m_doc = "offload: devices, device arrays and device kernels for Python.\n\n"
              "Devices: get_devices, Device, default_device, set_default_device, lsplatform.\n"
              "Arrays: ndarray, asarray, empty, zeros, ones, full, arange, *_like, asnumpy,\n"
-             "synchronize. Errors: DeviceNotFoundError, DeviceError, ExecutionPlacementError.",
+             "from_dlpack, synchronize. Errors: DeviceNotFoundError, DeviceError, ExecutionPlacementError.",
     .m_size = -1,
     .m_methods = module_methods,
 };
@@ -142,7 +142,7 @@ PyMODINIT_FUNC PyInit_offload(void)
         PyModule_AddObjectRef(m, "ndarray", (PyObject *)&mod_ArrayType) < 0 ||
         PyModule_AddStringConstant(m, "__version__", PACKAGE_VERSION) < 0 ||
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
-        mod_array_add_functions(m) < 0)
+        mod_array_add_functions(m) < 0 || mod_dlpack_add_functions(m) < 0)
         goto fail;
     return m;
 fail:

@@ -97,5 +97,23 @@ bool mod_array_is_c_contiguous(const mod_array *a);
 PyObject *mod_array_asnumpy(mod_array *a); /* waits for pending work on its device */
 int mod_array_add_functions(PyObject *module);
 int mod_array_init(void);
+/* An array over foreign memory: takes buf (from ofl_buffer_wrap; freed even on
+ * failure) and a reference to owner, which keeps the memory alive and is
+ * released after the last view dies and the device's queue has drained. */
+PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int nd,
+                         const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t offset);
+/* A new device array holding a copy of host (anything numpy.asarray takes). */
+PyObject *mod_array_from_host(PyObject *host, ofl_device *dev);
+
+/* ---- mod_dlpack.c: DLPack export and import, __cuda_array_interface__ ---- */
+
+PyObject *mod_dlpack_export(mod_array *a, PyObject *args, PyObject *kw); /* __dlpack__ */
+PyObject *mod_dlpack_device(mod_array *a, PyObject *unused);             /* __dlpack_device__ */
+PyObject *mod_cuda_array_interface(mod_array *a, void *closure);        /* the property */
+/* from_dlpack(obj, device=device, copy=copy): obj has __dlpack__ or is a capsule. */
+PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy);
+/* 1 when obj exports DLPack from CUDA memory, 0 when not, -1 with an exception. */
+int mod_dlpack_is_cuda(PyObject *obj);
+int mod_dlpack_add_functions(PyObject *module);
 
 #endif

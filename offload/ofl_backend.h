@@ -68,6 +68,7 @@ struct ofl_device {
 struct ofl_buffer {
     ofl_device *dev;
     size_t size; /* as asked; a zero-size buffer holds one byte underneath */
+    bool foreign; /* ofl_buffer_wrap: the memory is someone else's, never freed here */
     union {
         cl_mem mem;
         CUdeviceptr ptr;

@@ -65,7 +65,7 @@ void ofl_free(ofl_buffer *buf) {
     /* Queued work may still use the buffer; its failure is reported by the
      * next ofl_synchronize or read, not here. */
     dev->ops->synchronize(dev, NULL);
-    dev->ops->free(buf);
+    if (!buf->foreign) dev->ops->free(buf);
     pthread_mutex_unlock(&dev->lock);
     free(buf);
 }
@@ -75,6 +75,33 @@ size_t ofl_buffer_size(const ofl_buffer *buf) { return buf ? buf->size : 0; }
 
 uint64_t ofl_buffer_address(const ofl_buffer *buf) {
     return buf && buf->dev->info.backend == OFL_CUDA ? (uint64_t)buf->h.ptr : 0;
+}
+
+int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer **out,
+                    ofl_error *err) {
+    *out = NULL;
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    if (dev->info.backend != OFL_CUDA)
+        return ofl_fail(err, OFL_ERR_INVALID,
+                        "%s (%s): only CUDA memory can be wrapped (OpenCL memory has no address)",
+                        dev->info.filter, dev->info.name);
+    if (!address && bytes)
+        return ofl_fail(err, OFL_ERR_INVALID, "%s: cannot wrap a null address", dev->info.filter);
+    ofl_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory wrapping a buffer");
+    int rc = ofl_device_lock(dev, err); /* opens it: copies and ofl_free need its context */
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    ofl_device_unlock(dev);
+    buf->dev = dev;
+    buf->size = bytes;
+    buf->foreign = true;
+    buf->h.ptr = (CUdeviceptr)address;
+    *out = buf;
+    return 0;
 }
 
 static int check_range(const ofl_buffer *buf, size_t off, size_t n, const char *what,

@@ -110,6 +110,14 @@ ofl_device *ofl_buffer_device(const ofl_buffer *buf);
 size_t ofl_buffer_size(const ofl_buffer *buf);
 /* CUDA: the CUdeviceptr, for __cuda_array_interface__ and DLPack; 0 for OpenCL. */
 uint64_t ofl_buffer_address(const ofl_buffer *buf);
+/* Wraps CUDA device memory that something else allocated (a DLPack producer's
+ * CUdeviceptr, valid in dev's primary context) as a buffer of `bytes` bytes, so
+ * reads, writes, copies and launches can use it. ofl_free of it waits for the
+ * device's queue (queued work may still use the memory) and frees only the
+ * ofl_buffer: the memory's owner must outlive it. CUDA only -- OpenCL memory
+ * has no address -- else OFL_ERR_INVALID. Opens the device at first use. */
+int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer **out,
+                    ofl_error *err);
 
 int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);
 int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err);

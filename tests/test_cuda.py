@@ -1,0 +1,368 @@
+"""CUDA devices: discovery, copies of every dtype, strided round trips,
+__cuda_array_interface__ with CuPy and numba-cuda, DLPack with CuPy and
+PyTorch.
+
+Runs only where offload finds a CUDA device (the lent GPU machine); skipped,
+with the reason, everywhere else. CuPy, numba-cuda and PyTorch tests are
+skipped where those packages are not installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from offload_fixtures import DTYPES, SLICES, check_equal, load_offload, random_array, run_python
+
+
+@pytest.fixture(scope="module")
+def ol():
+    mod = load_offload()  # a missing extension is a failure, not a skip
+    if not mod.get_devices(backend="cuda"):
+        try:
+            mod.Device("cuda")
+            why = "?"
+        except Exception as e:  # the runtime says why (no driver, no GPU)
+            lines = str(e).splitlines()
+            why = next((ln.strip() for ln in lines if "CUDA" in ln and ln is not lines[0]), lines[0])
+        pytest.skip(f"no CUDA device here (offload.get_devices(backend='cuda') is empty: {why})")
+    return mod
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_cuda(ol):
+    """Every test here is skipped (with the reason) where offload finds no CUDA device."""
+
+
+@pytest.fixture(scope="module")
+def gpu(ol):
+    return ol.get_devices(backend="cuda")[0]
+
+
+@pytest.fixture(scope="module")
+def cupy():
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # pragma: no cover
+        pytest.skip(f"CuPy cannot use the GPU: {e}")
+    return cp
+
+
+@pytest.fixture(scope="module")
+def numba_cuda():
+    pytest.importorskip("numba", reason="numba is not installed")
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack  # numba-cuda 0.30.4 still uses it (removed in NumPy 2.4)
+    try:
+        from numba import cuda
+    except ImportError as e:
+        pytest.skip(f"numba.cuda is not importable: {e}")
+    if not cuda.is_available():
+        pytest.skip("numba.cuda finds no GPU")
+    return cuda
+
+
+@pytest.fixture(scope="module")
+def torch():
+    t = pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not t.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA support here")
+    return t
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def test_cuda_discovery(ol, gpu):
+    devs = ol.get_devices(backend="cuda")
+    for i, d in enumerate(devs):
+        assert d.backend == "cuda"
+        assert d.device_type == "gpu"
+        assert d.filter_string == f"cuda:gpu:{i}"
+        assert repr(d) == f"Device(cuda:gpu:{i})"
+    assert gpu.name and "nvidia" in (gpu.vendor + gpu.name).lower(), (gpu.vendor, gpu.name)
+    assert gpu.version.startswith("CUDA"), gpu.version
+    assert gpu.driver_version
+    assert gpu.il_version == ""
+    assert gpu.max_compute_units >= 1
+    assert gpu.max_work_group_size >= 256
+    assert len(gpu.max_work_item_sizes) == 3 and gpu.max_work_item_sizes[0] >= 256
+    assert gpu.global_mem_size >= 1 << 30
+    assert 0 < gpu.max_mem_alloc_size <= gpu.global_mem_size
+    assert gpu.local_mem_size >= 16 << 10
+    assert gpu.has_fp64 is True and gpu.has_atomic64 is True
+    assert isinstance(gpu.has_fp16, bool)
+
+
+def test_cuda_matches_nvidia_smi(gpu):
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        pytest.skip("nvidia-smi is not installed")
+    out = subprocess.run(
+        [smi, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+        capture_output=True, text=True, timeout=30,
+    ).stdout.strip().splitlines()
+    name, mib = (s.strip() for s in out[0].split(","))
+    assert gpu.name == name
+    assert abs(gpu.global_mem_size / 2**20 - float(mib)) < 0.02 * float(mib)
+
+
+def test_cuda_filters(ol, gpu):
+    assert ol.Device("cuda") == gpu
+    assert ol.Device("cuda:gpu:0") == gpu
+    assert ol.Device("cuda:0") == gpu
+    assert ol.Device("gpu") == gpu, "GPUs are listed CUDA first"
+    assert ol.Device("CUDA:GPU") == gpu
+    assert ol.Device("cuda:gpu,cpu") == gpu
+    n = len(ol.get_devices(backend="cuda"))
+    with pytest.raises(ol.DeviceNotFoundError) as ei:
+        ol.Device(f"cuda:gpu:{n}")
+    assert "cuda:gpu:0" in str(ei.value)
+    with pytest.raises(ValueError):
+        ol.Device("cuda:gpu:x")
+
+
+def test_default_device_is_the_gpu():
+    r = run_python("import offload\nresult['f'] = offload.default_device().filter_string", env={"OFFLOAD_DEVICE": None})
+    assert r["f"] == "cuda:gpu:0"
+
+
+def test_nvidia_gpu_listed_once(ol):
+    """A GPU that NVIDIA's OpenCL platform also lists appears once, as cuda."""
+    cuda_names = {d.name for d in ol.get_devices(backend="cuda")}
+    ocl_nvidia = [d for d in ol.get_devices(backend="opencl") if d.name in cuda_names]
+    assert not ocl_nvidia, f"listed twice: {ocl_nvidia}"
+
+
+# ---------------------------------------------------------------- copies
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, ), (100003,), (31, 17), (4, 5, 6)], ids=["1", "1d", "2d", "3d"])
+def test_cuda_round_trip_every_dtype(ol, gpu, dtype, shape):
+    a = random_array(dtype, shape, seed=21)
+    x = ol.asarray(a, device=gpu)
+    assert x.device == gpu
+    check_equal(ol.asnumpy(x), a, "asnumpy")
+    check_equal(np.asarray(x), a, "np.asarray")
+    check_equal(x.copy(), a, "copy on the GPU")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64", "bool"])
+@pytest.mark.parametrize("case", SLICES, ids=[c[0] for c in SLICES])
+def test_cuda_strided_round_trips(ol, gpu, case, dtype):
+    name, base, f = case
+    a = base.astype(dtype)
+    x = ol.asarray(a, device=gpu)
+    v = f(x)
+    want = f(a)
+    assert v.shape == want.shape, name
+    if want.size:
+        assert v.strides == want.strides, name
+    check_equal(ol.asnumpy(v), want.copy(), name)
+    check_equal(v.copy(), want.copy(), f"{name}.copy()")
+
+
+def test_cuda_creation_and_setitem(ol, gpu):
+    check_equal(ol.zeros((3, 4), dtype="float32", device=gpu), np.zeros((3, 4), "float32"))
+    check_equal(ol.ones(5, dtype="int64", device=gpu), np.ones(5, "int64"))
+    check_equal(ol.full((2, 2), 7.5, device=gpu), np.full((2, 2), 7.5))
+    check_equal(ol.arange(0, 100, 3, dtype="int32", device=gpu), np.arange(0, 100, 3, dtype="int32"))
+    a = random_array("float32", (8, 9), seed=22)
+    x = ol.asarray(a, device=gpu)
+    x[::2, 1::3] = 0
+    a[::2, 1::3] = 0
+    x[5] = np.arange(9, dtype="float32")
+    a[5] = np.arange(9, dtype="float32")
+    check_equal(x, a)
+    y = x.copy()
+    x[...] = np.nan
+    check_equal(y, a, "copy independent of the original")
+
+
+def test_cuda_cpu_transfers(ol, gpu):
+    cpus = ol.get_devices(device_type="cpu")
+    if not cpus:
+        pytest.skip("no CPU device (PoCL) on this machine")
+    a = random_array("float64", (50, 40), seed=23)
+    x = ol.asarray(a, device=gpu)
+    c = x.to_device(cpus[0])
+    assert c.device == cpus[0]
+    check_equal(c, a)
+    g = c[::-1, ::3].to_device(gpu)
+    assert g.device == gpu
+    check_equal(g, a[::-1, ::3].copy())
+    check_equal(x.to_device("cuda"), a)
+
+
+def test_cuda_placement_error(ol, gpu):
+    cpus = ol.get_devices(device_type="cpu")
+    if not cpus:
+        pytest.skip("no CPU device (PoCL) on this machine")
+    x = ol.zeros(3, device=gpu)
+    y = ol.zeros(3, device=cpus[0])
+    with pytest.raises(ol.ExecutionPlacementError) as ei:
+        ol._check_same_device(x, y)
+    assert gpu.filter_string in str(ei.value) and cpus[0].filter_string in str(ei.value), str(ei.value)
+
+
+def test_cuda_oversize_allocation(ol, gpu):
+    with pytest.raises(MemoryError) as ei:
+        ol.empty(1 << 50, dtype="u1", device=gpu)
+    assert "cuda:gpu:0" in str(ei.value) or gpu.name in str(ei.value), str(ei.value)
+    check_equal(ol.arange(4, device=gpu), np.arange(4))
+
+
+def test_cuda_memory_is_freed(ol, gpu):
+    """Twice the GPU's memory, 512 MB at a time, allocated and dropped."""
+    chunk = 512 << 20
+    for _ in range(2 * gpu.global_mem_size // chunk + 2):
+        x = ol.zeros(chunk, dtype="uint8", device=gpu)
+        del x
+    check_equal(ol.ones(3, device=gpu), np.ones(3))
+
+
+# ---------------------------------------------------------------- __cuda_array_interface__
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cuda_array_interface_fields(ol, gpu, dtype):
+    x = ol.asarray(random_array(dtype, (6, 5), seed=24), device=gpu)
+    cai = x.__cuda_array_interface__
+    assert cai["shape"] == (6, 5)
+    assert cai["typestr"] == np.dtype(dtype).str
+    ptr, readonly = cai["data"]
+    assert isinstance(ptr, int) and ptr != 0 and readonly is False
+    assert cai["version"] >= 2
+    assert cai.get("strides") in (None, (5 * x.itemsize, x.itemsize))
+    v = x[1:, ::-2]
+    vc = v.__cuda_array_interface__
+    assert vc["shape"] == (5, 3)
+    assert vc["strides"] == (5 * x.itemsize, -2 * x.itemsize)
+    assert vc["data"][0] == ptr + (1 * 5 + 4) * x.itemsize
+
+
+def test_cuda_array_interface_empty(ol, gpu):
+    cai = ol.zeros((0, 3), device=gpu).__cuda_array_interface__
+    assert cai["shape"] == (0, 3)
+    assert cai["data"][0] == 0  # the protocol: 0 for a zero-size array
+
+
+def test_no_cuda_array_interface_on_opencl(ol):
+    cpus = ol.get_devices(backend="opencl")
+    if not cpus:
+        pytest.skip("no OpenCL device on this machine")
+    x = ol.zeros(3, device=cpus[0])
+    assert not hasattr(x, "__cuda_array_interface__")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cupy_shares_memory(ol, gpu, cupy, dtype):
+    a = random_array(dtype, (40, 30), seed=25)
+    x = ol.asarray(a, device=gpu)
+    c = cupy.asarray(x)
+    assert c.data.ptr == x.__cuda_array_interface__["data"][0], "cupy.asarray copied the data"
+    check_equal(cupy.asnumpy(c), a, "read through CuPy")
+    # write through CuPy, read through offload
+    c[3:7] = c[10:14]
+    c[:, 0] = 1
+    cupy.cuda.runtime.deviceSynchronize()
+    a[3:7] = a[10:14]
+    a[:, 0] = 1
+    check_equal(ol.asnumpy(x), a, "written through CuPy, read through offload")
+
+
+def test_cupy_strided_views(ol, gpu, cupy):
+    a = random_array("float32", (20, 30), seed=26)
+    x = ol.asarray(a, device=gpu)
+    for f in (lambda t: t[::2], lambda t: t[1:, ::-3], lambda t: t.T, lambda t: t[5]):
+        c = cupy.asarray(f(x))
+        check_equal(cupy.asnumpy(c), f(a).copy(), "CuPy view of an offload view")
+    c = cupy.asarray(x[::-2, 1::4])
+    c[...] = -5
+    cupy.cuda.runtime.deviceSynchronize()
+    a[::-2, 1::4] = -5
+    check_equal(x, a, "written through a CuPy view of an offload view")
+
+
+def test_offload_reads_cupy_array(ol, gpu, cupy):
+    """offload.asarray of a CuPy array (through __cuda_array_interface__ or DLPack)."""
+    c = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
+    x = ol.asarray(c)
+    assert x.device == gpu
+    check_equal(x, np.arange(12, dtype="float32").reshape(3, 4))
+
+
+def test_numba_cuda_shares_memory(ol, gpu, numba_cuda):
+    a = random_array("float64", (16, 8), seed=27)
+    x = ol.asarray(a, device=gpu)
+    d = numba_cuda.as_cuda_array(x)
+    assert d.shape == (16, 8)
+    check_equal(d.copy_to_host(), a, "read through numba")
+    d[2:4] = np.full((2, 8), 3.25)
+    numba_cuda.synchronize()
+    a[2:4] = 3.25
+    check_equal(ol.asnumpy(x), a, "written through numba, read through offload")
+    v = numba_cuda.as_cuda_array(x[1::3, ::2])
+    check_equal(np.ascontiguousarray(v.copy_to_host()), a[1::3, ::2].copy(), "numba view of an offload view")
+
+
+# ---------------------------------------------------------------- DLPack
+
+
+def test_cuda_dlpack_device(ol, gpu):
+    x = ol.zeros(3, device=gpu)
+    assert x.__dlpack_device__() == (2, int(gpu.filter_string.rsplit(":", 1)[1]))  # kDLCUDA
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cupy_from_dlpack(ol, gpu, cupy, dtype):
+    a = random_array(dtype, (9, 7), seed=28)
+    x = ol.asarray(a, device=gpu)
+    c = cupy.from_dlpack(x)
+    check_equal(cupy.asnumpy(c), a, "cupy.from_dlpack")
+    c[0] = c[1]
+    cupy.cuda.runtime.deviceSynchronize()
+    a[0] = a[1]
+    check_equal(x, a, "cupy.from_dlpack shares memory")
+    y = ol.from_dlpack(cupy.asarray(a[::-1]))
+    assert y.device == gpu
+    check_equal(y, a[::-1].copy(), "offload.from_dlpack(cupy)")
+
+
+def test_cupy_from_dlpack_strided(ol, gpu, cupy):
+    a = random_array("int32", (10, 12), seed=29)
+    x = ol.asarray(a, device=gpu)
+    c = cupy.from_dlpack(x[1::3, ::-2])
+    check_equal(cupy.asnumpy(c), a[1::3, ::-2].copy())
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "int32", "int64", "float32", "float64"])
+def test_torch_from_dlpack(ol, gpu, torch, dtype):
+    a = random_array(dtype, (6, 11), seed=30)
+    x = ol.asarray(a, device=gpu)
+    t = torch.from_dlpack(x)
+    assert t.is_cuda
+    check_equal(t.cpu().numpy(), a, "torch.from_dlpack")
+    t[2] = t[3]
+    torch.cuda.synchronize()
+    a[2] = a[3]
+    check_equal(x, a, "torch.from_dlpack shares memory")
+    tt = torch.from_numpy(np.ascontiguousarray(a[:, ::-1])).cuda()
+    torch.cuda.synchronize()
+    y = ol.from_dlpack(tt)
+    assert y.device == gpu
+    check_equal(y, a[:, ::-1].copy(), "offload.from_dlpack(torch)")
+
+
+def test_torch_from_dlpack_strided(ol, gpu, torch):
+    a = random_array("float32", (8, 10), seed=31)
+    x = ol.asarray(a, device=gpu)
+    t = torch.from_dlpack(x.T)
+    check_equal(t.cpu().numpy(), a.T.copy())
+    assert re.match(r"cuda", str(t.device))
