@@ -225,7 +225,7 @@ PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int 
 
 /* ---- NumPy helpers ---- */
 
-static PyObject *shape_tuple(int nd, const Py_ssize_t *v)
+PyObject *mod_int_tuple(int nd, const Py_ssize_t *v)
 {
     PyObject *t = PyTuple_New(nd);
     for (int i = 0; t && i < nd; i++) {
@@ -241,7 +241,7 @@ static PyObject *shape_tuple(int nd, const Py_ssize_t *v)
 /* numpy.empty(shape, dtype) */
 static PyObject *np_empty(int nd, const Py_ssize_t *shape, PyObject *dtype)
 {
-    PyObject *s = shape_tuple(nd, shape);
+    PyObject *s = mod_int_tuple(nd, shape);
     PyObject *args = s ? PyTuple_Pack(2, s, dtype) : NULL;
     PyObject *r = args ? mod_np_call("empty", args, NULL) : NULL;
     Py_XDECREF(s);
@@ -265,7 +265,7 @@ static int np_buffer(PyObject *arr, Py_buffer *view, bool writable)
  * the array's elements inside a host copy of its covering span. */
 static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset)
 {
-    PyObject *shape = shape_tuple(a->nd, a->shape), *strides = shape_tuple(a->nd, a->strides);
+    PyObject *shape = mod_int_tuple(a->nd, a->shape), *strides = mod_int_tuple(a->nd, a->strides);
     PyObject *args = shape ? PyTuple_Pack(2, shape, a->dtype) : NULL;
     PyObject *kw = strides && args ? Py_BuildValue("{sOsnsO}", "buffer", buf, "offset", offset,
                                                    "strides", strides)
@@ -742,7 +742,7 @@ static PyObject *array_repr(mod_array *a)
     PyObject *r = NULL;
     if (body) {
         const ofl_device_info *in = ofl_device_get_info(a->mem->dev);
-        PyObject *shape = array_size(a) == 0 && a->nd != 1 ? shape_tuple(a->nd, a->shape) : NULL;
+        PyObject *shape = array_size(a) == 0 && a->nd != 1 ? mod_int_tuple(a->nd, a->shape) : NULL;
         if (shape) /* NumPy names the shape of an empty array, which [] does not show */
             r = PyUnicode_FromFormat("ndarray(%U, shape=%R, dtype=%s, device=%s)", body, shape,
                                      mod_dtype_name(a->dtype), in->filter);
@@ -785,8 +785,8 @@ static int array_bool(mod_array *a)
     return r;
 }
 
-static PyObject *get_shape(mod_array *a, void *c) { return shape_tuple(a->nd, a->shape); }
-static PyObject *get_strides(mod_array *a, void *c) { return shape_tuple(a->nd, a->strides); }
+static PyObject *get_shape(mod_array *a, void *c) { return mod_int_tuple(a->nd, a->shape); }
+static PyObject *get_strides(mod_array *a, void *c) { return mod_int_tuple(a->nd, a->strides); }
 static PyObject *get_dtype(mod_array *a, void *c) { return Py_NewRef(a->dtype); }
 static PyObject *get_ndim(mod_array *a, void *c) { return PyLong_FromLong(a->nd); }
 static PyObject *get_size(mod_array *a, void *c) { return PyLong_FromSsize_t(array_size(a)); }
@@ -921,7 +921,7 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
     if (unknown >= 0 && known > 0 && size % known == 0)
         shape[unknown] = size / known, known = size;
     if (known != size || (unknown >= 0 && shape[unknown] < 0)) {
-        PyObject *t = shape_tuple(nd, shape);
+        PyObject *t = mod_int_tuple(nd, shape);
         if (t)
             PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %R", size,
                          t);

@@ -126,20 +126,6 @@ static int wait_device(ofl_device *dev)
     return rc ? (mod_raise(&err), -1) : 0;
 }
 
-/* A Python tuple of n integers. */
-static PyObject *int_tuple(int n, const Py_ssize_t *v)
-{
-    PyObject *t = PyTuple_New(n);
-    for (int i = 0; t && i < n; i++) {
-        PyObject *x = PyLong_FromSsize_t(v[i]);
-        if (!x)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 /* ---- export ---- */
 
 /* One allocation per export: both tensor forms (one is used), the reference
@@ -359,9 +345,9 @@ PyObject *mod_cuda_array_interface(mod_array *a, void *closure)
         return NULL;
     ofl_buffer *buf = mod_array_buffer(a);
     unsigned long long ptr = buf ? ofl_buffer_address(buf) + (uint64_t)a->offset : 0;
-    PyObject *shape = int_tuple(a->nd, a->shape);
+    PyObject *shape = mod_int_tuple(a->nd, a->shape);
     PyObject *strides = mod_array_is_c_contiguous(a) ? Py_NewRef(Py_None)
-                                                     : int_tuple(a->nd, a->strides);
+                                                     : mod_int_tuple(a->nd, a->strides);
     PyObject *typestr = PyObject_GetAttrString(a->dtype, "str"); /* '<f4', '|b1' */
     PyObject *r = NULL;
     if (shape && strides && typestr)
@@ -482,7 +468,7 @@ static PyObject *import_host(const DLTensor *t, const tensor_layout *l, ofl_devi
         return PyErr_Format(PyExc_BufferError, "from_dlpack: the tensor's data pointer is NULL");
     char *p = (char *)t->data + t->byte_offset;
     PyObject *mv = PyMemoryView_FromMemory(p + l->lo, l->hi - l->lo, PyBUF_READ);
-    PyObject *shape = int_tuple(l->nd, l->shape), *strides = int_tuple(l->nd, l->strides);
+    PyObject *shape = mod_int_tuple(l->nd, l->shape), *strides = mod_int_tuple(l->nd, l->strides);
     PyObject *args = shape ? PyTuple_Pack(2, shape, l->dtype) : NULL;
     PyObject *kw = mv && strides && args ? Py_BuildValue("{sOsnsO}", "buffer", mv, "offset",
                                                          -l->lo, "strides", strides)

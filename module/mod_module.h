@@ -90,6 +90,8 @@ extern PyTypeObject mod_ArrayType;
 #define mod_array_check(o) PyObject_TypeCheck(o, &mod_ArrayType)
 
 /* A new C-contiguous, uninitialised array. */
+/* A new tuple of nd integers (shapes, strides). */
+PyObject *mod_int_tuple(int nd, const Py_ssize_t *v);
 PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape);
 ofl_device *mod_array_device(const mod_array *a);
 ofl_buffer *mod_array_buffer(const mod_array *a); /* NULL for an empty array */
