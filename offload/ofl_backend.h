@@ -61,6 +61,8 @@ struct ofl_device {
             CUdevice dev;
             CUcontext ctx; /* the primary context, retained at open */
             CUstream stream;
+            void *stage[2];    /* pinned chunks for large uploads (ofl_cuda.c); NULL until used */
+            CUevent staged[2]; /* each chunk's upload has left it */
         } cu;
     } h;
 };

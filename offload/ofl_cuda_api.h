@@ -70,6 +70,7 @@ typedef struct {
     CUresult (*cuMemGetInfo)(size_t *free, size_t *total);            /* _v2 */
     CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);           /* _v2 */
     CUresult (*cuMemFree)(CUdeviceptr ptr);                           /* _v2 */
+    CUresult (*cuMemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
     CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t n, CUstream s); /* _v2 */
     CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t n, CUstream s);       /* _v2 */
     CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s); /* _v2 */

@@ -168,6 +168,18 @@ def test_cuda_strided_round_trips(ol, gpu, case, dtype):
     check_equal(v.copy(), want.copy(), f"{name}.copy()")
 
 
+@pytest.mark.parametrize("nbytes", [(32 << 20) + 1, (100 << 20) + 12345, (64 << 20) - 3])
+def test_cuda_large_transfers_of_odd_sizes(ol, gpu, nbytes):
+    # Transfers of 32 MiB and more go through pinned chunks filled by several
+    # threads: every byte, whatever the size and alignment, must arrive.
+    host = np.random.default_rng().integers(0, 256, nbytes, dtype=np.uint8)
+    assert np.array_equal(ol.asnumpy(ol.asarray(host, device=gpu)), host)
+    assert np.array_equal(ol.asnumpy(ol.asarray(host[7:], device=gpu)), host[7:])
+    # and downloads of views that start inside the allocation
+    x = ol.asarray(host, device=gpu)
+    assert np.array_equal(ol.asnumpy(x[5:]), host[5:])
+
+
 def test_cuda_creation_and_setitem(ol, gpu):
     check_equal(ol.zeros((3, 4), dtype="float32", device=gpu), np.zeros((3, 4), "float32"))
     check_equal(ol.ones(5, dtype="int64", device=gpu), np.ones(5, "int64"))

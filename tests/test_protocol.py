@@ -129,6 +129,9 @@ def test_starting_status_at_most_once(tmp_path):
             kc.kernel_info()
             try:
                 kc.get_shell_msg(timeout=1)
+                # Subscribing is asynchronous: only an IOPub message proves
+                # that this client's subscription has reached the kernel.
+                iopub.append(kc.get_iopub_msg(timeout=1))
                 break
             except Empty:
                 pass
