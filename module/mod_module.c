@@ -2,12 +2,7 @@
  * functions that belong to no one type. */
 #include "mod_module.h"
 
-#if defined(HAVE_CONFIG_H)
 #include "config.h"
-#endif
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0.1.0"
-#endif
 
 PyObject *mod_DeviceNotFoundError, *mod_DeviceError, *mod_ExecutionPlacementError;
 static PyObject *numpy; /* owned for the process */
