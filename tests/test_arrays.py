@@ -455,6 +455,26 @@ def test_setitem_arrays(ol, src_kind):
         check_equal(x, a, f"x[{index}] = {src_kind} array")
 
 
+@pytest.mark.parametrize("layout", ["same", "big-endian", "fortran", "other-dtype", "read-only", "noncontig"])
+def test_setitem_numpy_layouts(ol, layout):
+    # A C-contiguous source of the view's dtype and shape is written from its own
+    # buffer; every other layout must still arrive converted like NumPy does.
+    a = random_array("float32", (6, 5), seed=21)
+    x = ol.asarray(a)
+    v = random_array("float32", (3, 5), seed=22)
+    src = {
+        "same": v,
+        "big-endian": v.astype(">f4"),
+        "fortran": np.asfortranarray(v),
+        "other-dtype": v.astype(np.float64),
+        "read-only": np.frombuffer(v.tobytes(), np.float32).reshape(3, 5),
+        "noncontig": np.repeat(v, 2, axis=1)[:, ::2],
+    }[layout]
+    x[2:5] = src
+    a[2:5] = src
+    check_equal(x, a, f"x[2:5] = {layout} source")
+
+
 def test_setitem_from_strided_offload_view(ol):
     a = random_array("int32", (10, 10), seed=2)
     b = random_array("int32", (10, 10), seed=3)
