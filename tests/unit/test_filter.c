@@ -12,31 +12,7 @@
 
 #include "ofl_backend.h"
 #include "ofl_runtime.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: %s: CHECK failed: %s\n", __FILE__, __LINE__,      \
-                    __func__, #cond);                                                \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_HAS(text, part)                                                        \
-    do {                                                                             \
-        const char *t_ = (text), *p_ = (part);                                       \
-        if (t_ && p_ && strstr(t_, p_)) {                                            \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: %s: \"%s\" not found in \"%s\"\n", __FILE__,       \
-                    __LINE__, __func__, p_ ? p_ : "(null)", t_ ? t_ : "(null)");      \
-        }                                                                            \
-    } while (0)
+#include "unit.h"
 
 static ofl_device *const *devs;
 static size_t ndevs;
@@ -446,6 +422,5 @@ int main(void) {
     } else {
         printf("no device for the memory tests: %s\n", err.msg);
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return unit_finish();
 }

@@ -10,32 +10,7 @@
 
 #include "krn_sign.h"
 #include "krn_wire.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: %s: CHECK failed: %s\n", __FILE__, __LINE__,      \
-                    __func__, #cond);                                                \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STR(a, b)                                                              \
-    do {                                                                             \
-        const char *a_ = (a), *b_ = (b);                                             \
-        if (a_ && b_ && strcmp(a_, b_) == 0) {                                       \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: %s: CHECK_STR failed: %s == %s (\"%s\" vs \"%s\")\n", \
-                    __FILE__, __LINE__, __func__, #a, #b, a_ ? a_ : "(null)",         \
-                    b_ ? b_ : "(null)");                                             \
-        }                                                                            \
-    } while (0)
+#include "unit.h"
 
 static krn_bytes B(const char *s) { return (krn_bytes){s, strlen(s)}; }
 
@@ -720,6 +695,5 @@ int main(void)
     test_header();
     test_encode_parse_round_trip();
     test_encode_defaults_and_unsigned();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return unit_finish();
 }
