@@ -137,4 +137,47 @@ int ofl_event_wait(ofl_event *ev, ofl_error *err);
 double ofl_event_elapsed(ofl_event *ev);
 void ofl_event_release(ofl_event *ev);
 
+/* ---- programs and launches ---- */
+
+/* The form a device takes device code in: SPIR-V where the OpenCL device lists
+ * an IL version, else SPIR 1.2 bitcode where it has cl_khr_spir, PTX for CUDA;
+ * OFL_BIN_NONE when it takes none of them (the JIT cannot target it). */
+typedef enum { OFL_BIN_NONE = 0, OFL_BIN_SPIRV, OFL_BIN_SPIR12, OFL_BIN_PTX } ofl_binary_kind;
+ofl_binary_kind ofl_device_binary_kind(const ofl_device *dev);
+
+/* One kernel entry point loaded on one device: an OpenCL program + cl_kernel,
+ * or a CUmodule + CUfunction. */
+typedef struct ofl_program ofl_program;
+
+/* Builds `bin` (size bytes; PTX text need not end with '\0') for dev and finds
+ * the kernel `entry`. A build failure is OFL_ERR_DEVICE with the driver's build
+ * log in the message. Opens the device at first use. */
+int ofl_program_build(ofl_device *dev, ofl_binary_kind kind, const void *bin, size_t size,
+                      const char *entry, ofl_program **out, ofl_error *err);
+void ofl_program_release(ofl_program *prog); /* NULL ok */
+ofl_device *ofl_program_device(const ofl_program *prog);
+/* The largest work-group this kernel can be launched with on its device. */
+size_t ofl_program_max_work_group_size(const ofl_program *prog);
+
+/* A kernel argument: a buffer (passed as the device pointer / cl_mem; the
+ * kernel adds any offset itself), or `size` bytes of plain value. */
+typedef struct {
+    const ofl_buffer *buffer; /* non-NULL: a buffer argument */
+    const void *value;        /* else: the value's bytes */
+    size_t size;
+} ofl_arg;
+
+/* Queues prog over ndim (1..3) hardware dimensions, dimension 0 the fastest
+ * (CUDA x, OpenCL dimension 0). local == NULL: the runtime picks the work-group
+ * size for the device and rounds each global[d] up to a multiple of it (the
+ * kernel guards the tail); otherwise global[d] must be a multiple of local[d].
+ * Every buffer must live on the program's device (else OFL_ERR_INVALID naming
+ * both devices). Asynchronous: returns once queued. ev_out non-NULL: an event
+ * with device timestamps around the launch (ofl_event_release it). A launch that
+ * fails to queue is OFL_ERR_DEVICE naming the kernel and the device; a fault
+ * while it runs surfaces at the next wait on that device (ofl_synchronize,
+ * ofl_read, ofl_event_wait) as OFL_ERR_DEVICE naming the last kernel launched. */
+int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const size_t *local,
+               const ofl_arg *args, size_t nargs, ofl_event **ev_out, ofl_error *err);
+
 #endif

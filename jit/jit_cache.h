@@ -1,0 +1,35 @@
+/* jit_cache: compiled device code kept on disk between processes, under
+ * $XDG_CACHE_HOME/offload (default ~/.cache/offload), one file per entry.
+ *
+ * The caller builds the key: any bytes that identify the artifact (source hash,
+ * argument types, target, compiler version, device). The file name is the
+ * SHA-256 of the key; the file holds the key again, the payload and a SHA-256 of
+ * both, so a collision, a truncated or a corrupt file is a miss (and the bad
+ * file is removed), never wrong code. Entries are written to a temporary file in
+ * the same directory and renamed into place, so concurrent processes never see
+ * half an entry and the last writer wins. OFFLOAD_CACHE=0 (or "off", "no",
+ * "false") turns the cache off: every load misses and stores do nothing.
+ * An unwritable directory is not an error: the cache just stays empty.
+ *
+ * Called by the JIT's driver (jit_compile.c) only. Thread-safe. Knows nothing
+ * of Python or LLVM. */
+#ifndef JIT_CACHE_H
+#define JIT_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* false when OFFLOAD_CACHE turns the cache off (read at every call: cheap). */
+bool jit_cache_enabled(void);
+/* The directory entries go to (created at the first store), e.g. for %kernels and
+ * error messages. Never NULL. */
+const char *jit_cache_dir(char *buf, size_t buflen);
+/* 1 and *data (malloc'ed, caller frees) / *size on a hit; 0 on a miss. */
+int jit_cache_load(const void *key, size_t keylen, void **data, size_t *size);
+/* 0 when stored (or the cache is off); -1 when it could not be written (ignored
+ * by callers: the cache is an optimisation). */
+int jit_cache_store(const void *key, size_t keylen, const void *data, size_t size);
+/* Removes every entry (tests, `offload.clear_cache()`); returns how many. */
+int jit_cache_clear(void);
+
+#endif
