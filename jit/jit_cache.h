@@ -22,14 +22,21 @@
 /* false when OFFLOAD_CACHE turns the cache off (read at every call: cheap). */
 bool jit_cache_enabled(void);
 /* The directory entries go to (created at the first store), e.g. for %kernels and
- * error messages. Never NULL. */
+ * error messages. XDG_CACHE_HOME counts only when absolute (XDG spec). Never NULL:
+ * "" when there is no cache (neither XDG_CACHE_HOME nor HOME) or buf is too small,
+ * since a truncated path would name another directory. */
 const char *jit_cache_dir(char *buf, size_t buflen);
-/* 1 and *data (malloc'ed, caller frees) / *size on a hit; 0 on a miss. */
+/* 1 and *data (malloc'ed, caller frees; non-NULL even for 0 bytes) / *size on a
+ * hit; 0 on a miss. A corrupt entry is removed on the way; an entry of another
+ * format version or of a colliding key is left for the next store to replace. */
 int jit_cache_load(const void *key, size_t keylen, void **data, size_t *size);
-/* 0 when stored (or the cache is off); -1 when it could not be written (ignored
- * by callers: the cache is an optimisation). */
+/* 0 when stored (or the cache is off); -1 when it could not be written, including
+ * when there is no cache directory (ignored by callers: the cache is an
+ * optimisation). The file is 0600, new directories 0700. */
 int jit_cache_store(const void *key, size_t keylen, const void *data, size_t size);
-/* Removes every entry (tests, `offload.clear_cache()`); returns how many. */
+/* Removes every entry (tests, `offload.clear_cache()`), whatever OFFLOAD_CACHE
+ * says, and temp files whose writer died; returns how many entries (0 when there
+ * is no directory, -1 when it cannot be read). */
 int jit_cache_clear(void);
 
 #endif
