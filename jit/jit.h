@@ -1,1 +1,84 @@
-/* placeholder */
+/* jit: Python functions to device code -- the JIT's face to the offload module.
+ *
+ *   jit_func_parse   the function's source (inspect + ast, walked from C) into a
+ *                    tree with names resolved; globals and closure numbers are
+ *                    read here, once, as numba does at first compile
+ *   jit_compile      types the tree for one signature (NEP 50 promotion),
+ *                    generates LLVM IR and lowers it for one target: SPIR-V,
+ *                    SPIR 1.2 bitcode (via SPIR-V) or PTX; cached in memory by
+ *                    the caller and on disk here
+ *
+ * How a kernel's parameters arrive (the launcher packs them in this order):
+ *   for each argument after the item:
+ *     array  -> global pointer to its buffer, i64 byte offset of element 0,
+ *               i64 shape[ndim], i64 strides[ndim] (bytes)
+ *     scalar -> its value: the dtype's width; weak int as i64, weak float as
+ *               f64 (f32 on a target without fp64), bool as i8
+ *   then i64 range[range_ndim] (the Range the user asked for; the grid may be
+ *   larger and the kernel guards the tail).
+ * Range dimension d is hardware dimension range_ndim-1-d: the last (fastest in
+ * SYCL's row-major order) is CUDA x / OpenCL 0.
+ *
+ * Called by module/ with the GIL held. Knows nothing of devices: the caller
+ * describes the target. */
+#ifndef JIT_H
+#define JIT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include "jit_backend.h"
+#include "jit_types.h"
+
+typedef struct jit_func jit_func;
+
+typedef struct {
+    bool compile_error;    /* the user's code (CompileError); else an internal failure */
+    char filename[512];
+    int line, col;         /* 1-based; 0 when not about a place in the source */
+    char msg[4096];        /* whole message: place, source line, caret, hint */
+} jit_error;
+
+typedef enum { JIT_SPIRV = 1, JIT_SPIR12 = 2, JIT_PTX = 3 } jit_form;
+
+typedef struct {
+    jit_form form;
+    int sm;              /* PTX: compute capability, e.g. 80 */
+    bool fp64;           /* the device computes in float64 */
+    const char *device;  /* identity for the disk cache: name, driver version */
+} jit_target;
+
+enum {
+    JIT_WANT_LLVM = 1,   /* fill artifact.llvm_text (optimised IR) */
+    JIT_WANT_SPIRV = 2,  /* fill artifact.spirv_text (disassembly) */
+    JIT_NO_DISK = 4,     /* bypass the disk cache (inspection) */
+};
+
+typedef struct {
+    jit_blob code;        /* what the device loads (PTX text is '\0'-terminated) */
+    char entry[160];      /* the kernel's symbol */
+    char *llvm_text, *spirv_text; /* malloc'ed when asked for, else NULL */
+    bool disk_hit;
+    double ms;            /* wall time of jit_compile */
+} jit_artifact;
+
+/* NULL with err set (compile_error for the user's mistakes). Holds a reference
+ * to pyfunc. Kernels take the work item first; device functions return values. */
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err);
+void jit_func_free(jit_func *f);
+const char *jit_func_name(const jit_func *f);
+int jit_func_nparams(const jit_func *f); /* including the item for a kernel */
+/* The device function behind an @ol.device_func object, parsed at its first
+ * use (the module registers how to recognise them). */
+void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *));
+
+/* args: the types of the arguments after the item. */
+int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim,
+                const jit_target *t, unsigned flags, jit_artifact *out, jit_error *err);
+void jit_artifact_free(jit_artifact *a);
+
+/* "(float32, array(float32, 1d, C)) Range(1)" */
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, char *buf, size_t len);
+
+#endif

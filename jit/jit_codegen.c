@@ -1,1 +1,968 @@
-/* placeholder: written this session */
+/* jit_codegen: typed tree -> LLVM IR.
+ *
+ * Numbers live in allocas (LLVM's mem2reg makes them registers); arrays are
+ * (pointer, byte offset, shape, strides) held here, never in memory, which is
+ * why an array variable is assigned once. Control flow that ends a block
+ * (break, continue, return) leaves the builder in a fresh unreachable block,
+ * so the walk never has to ask whether the current block is closed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_codegen.h"
+
+typedef struct {
+    LLVMValueRef base, offset, shape[3], strides[3];
+    jit_type t;
+} cg_array;
+
+typedef struct cg_devfn {
+    jit_func *f;
+    jit_type args[16];
+    int nargs;
+    jit_type ret;
+    LLVMValueRef fn;
+    LLVMTypeRef fty;
+} cg_devfn;
+
+typedef struct {
+    jit_tgt tg;
+    LLVMBuilderRef b;
+    const jit_target *target;
+    LLVMTypeRef i1, i8, i32, i64, f32, f64, gptr, voidt;
+    jit_error *err;
+    cg_devfn *devfns;
+    int ndevfns;
+    int depth;
+} cg_module;
+
+typedef struct {
+    cg_module *m;
+    jit_func *f;
+    LLVMValueRef fn;
+    LLVMValueRef *vars;  /* allocas of number variables */
+    cg_array *arrays;    /* array variables */
+    LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
+    int range_ndim;
+    LLVMBasicBlockRef brk[64], cont[64];
+    int nloops;
+    LLVMBasicBlockRef ret_block;
+    LLVMValueRef ret_slot;
+    jit_type ret_type;
+} cg;
+
+static int fail(cg *c, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(cg *c, const jit_node *n, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return jit_error_at(c->m->err, c->f, n ? n->line : 0, n ? n->col : 0, "%s", what);
+}
+
+/* ---- types and conversions ---- */
+
+/* The dtype a value of type t is computed in on this target. */
+static jit_dtype dt_of(cg *c, jit_type t) {
+    if (t.kind == JT_WEAK_INT) return JIT_I64;
+    if (t.kind == JT_WEAK_FLOAT) return c->m->target->fp64 ? JIT_F64 : JIT_F32;
+    return (jit_dtype)t.dtype;
+}
+
+static LLVMTypeRef ltype_dt(cg *c, jit_dtype d) {
+    switch (d) {
+    case JIT_BOOL: return c->m->i1;
+    case JIT_I8: case JIT_U8: return c->m->i8;
+    case JIT_I16: case JIT_U16: return LLVMInt16TypeInContext(c->m->tg.ctx);
+    case JIT_I32: case JIT_U32: return c->m->i32;
+    case JIT_F32: return c->m->f32;
+    case JIT_F64: return c->m->f64;
+    default: return c->m->i64;
+    }
+}
+static LLVMTypeRef ltype(cg *c, jit_type t) { return ltype_dt(c, dt_of(c, t)); }
+/* in memory (array elements, parameters): bool is a byte */
+static LLVMTypeRef mtype_dt(cg *c, jit_dtype d) { return d == JIT_BOOL ? c->m->i8 : ltype_dt(c, d); }
+
+static LLVMValueRef conv_dt(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to) {
+    LLVMBuilderRef b = c->m->b;
+    if (from == to) return v;
+    LLVMTypeRef tt = ltype_dt(c, to);
+    bool ff = jit_dtype_is_float(from), tf = jit_dtype_is_float(to);
+    if (to == JIT_BOOL)
+        return ff ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "")
+                  : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+    if (from == JIT_BOOL) return tf ? LLVMBuildUIToFP(b, v, tt, "") : LLVMBuildZExt(b, v, tt, "");
+    if (ff && tf) return jit_dtype_bits(to) > jit_dtype_bits(from) ? LLVMBuildFPExt(b, v, tt, "")
+                                                                   : LLVMBuildFPTrunc(b, v, tt, "");
+    if (ff) { /* C-like truncation; through int64 so negative values wrap into small unsigned types */
+        if (to == JIT_U64) return LLVMBuildFPToUI(b, v, tt, "");
+        LLVMValueRef w = LLVMBuildFPToSI(b, v, c->m->i64, "");
+        return to == JIT_I64 ? w : LLVMBuildTrunc(b, w, tt, "");
+    }
+    if (tf) return jit_dtype_is_signed(from) ? LLVMBuildSIToFP(b, v, tt, "") : LLVMBuildUIToFP(b, v, tt, "");
+    int fb = jit_dtype_bits(from), tb = jit_dtype_bits(to);
+    if (fb == tb) return v;
+    if (tb < fb) return LLVMBuildTrunc(b, v, tt, "");
+    return jit_dtype_is_signed(from) ? LLVMBuildSExt(b, v, tt, "") : LLVMBuildZExt(b, v, tt, "");
+}
+
+static LLVMValueRef conv(cg *c, LLVMValueRef v, jit_type from, jit_type to) {
+    return conv_dt(c, v, dt_of(c, from), dt_of(c, to));
+}
+
+static LLVMValueRef i64c(cg *c, long long v) { return LLVMConstInt(c->m->i64, (unsigned long long)v, 1); }
+
+static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef t, const char *name) {
+    LLVMBuilderRef tmp = LLVMCreateBuilderInContext(c->m->tg.ctx);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(c->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(tmp, first);
+    else LLVMPositionBuilderAtEnd(tmp, entry);
+    LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
+    LLVMDisposeBuilder(tmp);
+    return a;
+}
+
+static LLVMBasicBlockRef block(cg *c, const char *name) {
+    return LLVMAppendBasicBlockInContext(c->m->tg.ctx, c->fn, name);
+}
+
+/* After a terminator: continue in a block nothing jumps to. */
+static void dead_block(cg *c) { LLVMPositionBuilderAtEnd(c->m->b, block(c, "dead")); }
+
+/* ---- expressions ---- */
+
+static LLVMValueRef expr(cg *c, jit_node *n);
+static int array_of(cg *c, jit_node *n, cg_array *out);
+
+static LLVMValueRef truth(cg *c, jit_node *n) {
+    LLVMValueRef v = expr(c, n);
+    return v ? conv_dt(c, v, dt_of(c, n->type), JIT_BOOL) : NULL;
+}
+
+static bool const_nonneg(const jit_node *n) {
+    return n->kind == N_CONST && n->type.kind != JT_WEAK_FLOAT && n->v.i >= 0;
+}
+
+static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef idx[3];
+    for (int k = 0; k < a->t.ndim; k++) {
+        jit_node *kn = n->kids[k];
+        LLVMValueRef v = expr(c, kn);
+        if (!v) return NULL;
+        jit_dtype d = dt_of(c, kn->type);
+        v = conv_dt(c, v, d, d == JIT_U64 || d == JIT_BOOL ? d : JIT_I64);
+        if (d == JIT_BOOL || (!jit_dtype_is_signed(d) && d != JIT_I64)) v = LLVMBuildZExt(b, v, c->m->i64, "");
+        else if (d == JIT_U64) v = v;
+        if (jit_dtype_is_signed(d) && !const_nonneg(kn)) /* Python's a[-1] */
+            v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""),
+                                LLVMBuildAdd(b, v, a->shape[k], ""), v, "");
+        idx[k] = v;
+    }
+    int isz = jit_dtype_size(a->t.dtype);
+    LLVMValueRef byte;
+    if (a->t.layout == JIT_LAYOUT_C) {
+        LLVMValueRef lin = idx[0];
+        for (int k = 1; k < a->t.ndim; k++)
+            lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, a->shape[k], ""), idx[k], "");
+        LLVMValueRef base = LLVMBuildGEP2(b, c->m->i8, a->base, &a->offset, 1, "");
+        return LLVMBuildGEP2(b, mtype_dt(c, a->t.dtype), base, &lin, 1, "elem");
+    }
+    byte = a->offset;
+    for (int k = 0; k < a->t.ndim; k++) byte = LLVMBuildAdd(b, byte, LLVMBuildMul(b, idx[k], a->strides[k], ""), "");
+    (void)isz;
+    return LLVMBuildGEP2(b, c->m->i8, a->base, &byte, 1, "elem");
+}
+
+static LLVMValueRef load_elem(cg *c, LLVMValueRef p, jit_dtype d) {
+    LLVMValueRef v = LLVMBuildLoad2(c->m->b, mtype_dt(c, d), p, "");
+    LLVMSetAlignment(v, (unsigned)jit_dtype_size(d));
+    if (d == JIT_BOOL) v = LLVMBuildICmp(c->m->b, LLVMIntNE, v, LLVMConstInt(c->m->i8, 0, 0), "");
+    return v;
+}
+
+static void store_elem(cg *c, LLVMValueRef p, LLVMValueRef v, jit_dtype d) {
+    if (d == JIT_BOOL) v = LLVMBuildZExt(c->m->b, v, c->m->i8, "");
+    LLVMValueRef s = LLVMBuildStore(c->m->b, v, p);
+    LLVMSetAlignment(s, (unsigned)jit_dtype_size(d));
+}
+
+/* Integer floor division and modulo as NumPy: by zero gives 0, the remainder
+ * takes the divisor's sign, INT_MIN // -1 wraps instead of trapping. */
+static LLVMValueRef int_divmod(cg *c, LLVMValueRef a, LLVMValueRef bv, bool is_signed, bool mod) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef bz = LLVMBuildICmp(b, LLVMIntEQ, bv, zero, "");
+    if (!is_signed) {
+        LLVMValueRef safe = LLVMBuildSelect(b, bz, one, bv, "");
+        LLVMValueRef r = mod ? LLVMBuildURem(b, a, safe, "") : LLVMBuildUDiv(b, a, safe, "");
+        return LLVMBuildSelect(b, bz, zero, r, "");
+    }
+    LLVMValueRef minus1 = LLVMConstAllOnes(t);
+    LLVMValueRef bm1 = LLVMBuildICmp(b, LLVMIntEQ, bv, minus1, "");
+    LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, bz, bm1, ""), one, bv, "");
+    LLVMValueRef q = LLVMBuildSDiv(b, a, safe, ""), r = LLVMBuildSRem(b, a, safe, "");
+    /* floor: when the remainder is non-zero and its sign differs from the divisor's */
+    LLVMValueRef adjust = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
+                                       LLVMBuildICmp(b, LLVMIntNE, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
+                                                     LLVMBuildICmp(b, LLVMIntSLT, safe, zero, ""), ""), "");
+    LLVMValueRef res;
+    if (mod) {
+        res = LLVMBuildSelect(b, adjust, LLVMBuildAdd(b, r, safe, ""), r, "");
+        res = LLVMBuildSelect(b, bm1, zero, res, "");
+    } else {
+        res = LLVMBuildSelect(b, adjust, LLVMBuildSub(b, q, one, ""), q, "");
+        res = LLVMBuildSelect(b, bm1, LLVMBuildNeg(b, a, ""), res, "");
+    }
+    return LLVMBuildSelect(b, bz, zero, res, "");
+}
+
+/* a ** n for integers by squaring; negative n gives 0 (NumPy raises; kernels cannot). */
+static LLVMValueRef int_pow(cg *c, LLVMValueRef a, LLVMValueRef n, bool is_signed) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "ipow"), done = block(c, "ipow.done");
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef n0 = is_signed ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, n, zero, ""), zero, n, "") : n;
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n0, zero, ""), done, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef acc = LLVMBuildPhi(b, t, "acc"), base = LLVMBuildPhi(b, t, "base"), e = LLVMBuildPhi(b, t, "e");
+    LLVMValueRef odd = LLVMBuildTrunc(b, e, c->m->i1, "");
+    LLVMValueRef acc2 = LLVMBuildSelect(b, odd, LLVMBuildMul(b, acc, base, ""), acc, "");
+    LLVMValueRef base2 = LLVMBuildMul(b, base, base, "");
+    LLVMValueRef e2 = LLVMBuildLShr(b, e, one, "");
+    LLVMBasicBlockRef loop_end = LLVMGetInsertBlock(b);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, e2, zero, ""), done, loop);
+    LLVMValueRef in_acc[2] = {one, acc2}, in_base[2] = {a, base2}, in_e[2] = {n0, e2};
+    LLVMBasicBlockRef from[2] = {pre, loop_end};
+    LLVMAddIncoming(acc, in_acc, from, 2);
+    LLVMAddIncoming(base, in_base, from, 2);
+    LLVMAddIncoming(e, in_e, from, 2);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef r = LLVMBuildPhi(b, t, "ipow");
+    LLVMValueRef in_r[2] = {one, acc2};
+    LLVMAddIncoming(r, in_r, from, 2);
+    if (is_signed) /* negative exponents: 0 */
+        r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, n, zero, ""), zero, r, "");
+    return r;
+}
+
+static LLVMValueRef math1(cg *c, const char *name, jit_dtype d, LLVMValueRef x) {
+    return jit_target_math(&c->m->tg, name, d == JIT_F64, &x, 1);
+}
+
+/* The arithmetic of op on two values already converted to dtype d. */
+static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = c->m->b;
+    bool fl = jit_dtype_is_float(d), sg = jit_dtype_is_signed(d);
+    if (d == JIT_BOOL) { /* & | ^ on bools; the rest were promoted to int64 */
+        switch (op) {
+        case OP_BITAND: return LLVMBuildAnd(b, x, y, "");
+        case OP_BITOR: return LLVMBuildOr(b, x, y, "");
+        case OP_BITXOR: return LLVMBuildXor(b, x, y, "");
+        default: break;
+        }
+    }
+    switch (op) {
+    case OP_ADD: return fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
+    case OP_SUB: return fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildSub(b, x, y, "");
+    case OP_MUL: return fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildMul(b, x, y, "");
+    case OP_DIV: return LLVMBuildFDiv(b, x, y, "");
+    case OP_FLOORDIV:
+        if (!fl) return int_divmod(c, x, y, sg, false);
+        return math1(c, "floor", d, LLVMBuildFDiv(b, x, y, ""));
+    case OP_MOD: {
+        if (!fl) return int_divmod(c, x, y, sg, true);
+        LLVMValueRef r = LLVMBuildFRem(b, x, y, ""), zero = LLVMConstReal(LLVMTypeOf(x), 0);
+        LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, r, zero, ""),
+                                        LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
+                                                     LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
+        return LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+    }
+    case OP_POW:
+        if (!fl) return int_pow(c, x, y, sg);
+        {
+            LLVMValueRef args[2] = {x, y};
+            return jit_target_math(&c->m->tg, "pow", d == JIT_F64, args, 2);
+        }
+    case OP_BITAND: return LLVMBuildAnd(b, x, y, "");
+    case OP_BITOR: return LLVMBuildOr(b, x, y, "");
+    case OP_BITXOR: return LLVMBuildXor(b, x, y, "");
+    case OP_LSHIFT: case OP_RSHIFT: {
+        /* NumPy: shifting by the width or more gives 0 (or -1 for negative >>) */
+        LLVMTypeRef t = LLVMTypeOf(x);
+        LLVMValueRef bits = LLVMConstInt(t, (unsigned long long)jit_dtype_bits(d), 0);
+        LLVMValueRef big = LLVMBuildICmp(b, sg ? LLVMIntSGE : LLVMIntUGE, y, bits, "");
+        if (sg) big = LLVMBuildOr(b, big, LLVMBuildICmp(b, LLVMIntSLT, y, LLVMConstInt(t, 0, 0), ""), "");
+        LLVMValueRef safe = LLVMBuildSelect(b, big, LLVMConstInt(t, 0, 0), y, "");
+        if (op == OP_LSHIFT)
+            return LLVMBuildSelect(b, big, LLVMConstInt(t, 0, 0), LLVMBuildShl(b, x, safe, ""), "");
+        LLVMValueRef r = sg ? LLVMBuildAShr(b, x, safe, "") : LLVMBuildLShr(b, x, safe, "");
+        LLVMValueRef fill = sg ? LLVMBuildAShr(b, x, LLVMConstInt(t, (unsigned long long)jit_dtype_bits(d) - 1, 0), "")
+                               : LLVMConstInt(t, 0, 0);
+        return LLVMBuildSelect(b, big, fill, r, "");
+    }
+    default:
+        fail(c, at, "internal: operator %d", op);
+        return NULL;
+    }
+}
+
+static LLVMValueRef compare(cg *c, int op, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = c->m->b;
+    if (jit_dtype_is_float(d)) {
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        return LLVMBuildFCmp(b, fp[op - OP_EQ], x, y, "");
+    }
+    bool sg = jit_dtype_is_signed(d);
+    static const LLVMIntPredicate si[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+    static const LLVMIntPredicate ui[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+    return LLVMBuildICmp(b, sg ? si[op - OP_EQ] : ui[op - OP_EQ], x, y, "");
+}
+
+static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn, LLVMValueRef x, LLVMValueRef y) {
+    jit_type rt = n->type;
+    if (op == OP_POW && jit_is_floating(rt) && bn->kind == N_CONST && bn->type.kind == JT_WEAK_INT &&
+        (bn->v.i == 2 || bn->v.i == 3)) { /* x**2, x**3: multiplications, as compilers do */
+        LLVMValueRef v = conv(c, x, an->type, rt);
+        LLVMValueRef sq = LLVMBuildFMul(c->m->b, v, v, "");
+        return bn->v.i == 2 ? sq : LLVMBuildFMul(c->m->b, sq, v, "");
+    }
+    jit_dtype d = dt_of(c, rt);
+    return arith(c, n, op, d, conv(c, x, an->type, rt), conv(c, y, bn->type, rt));
+}
+
+static LLVMValueRef short_circuit(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMBasicBlockRef done = block(c, n->op == OP_AND ? "and.done" : "or.done");
+    LLVMValueRef vals[16];
+    LLVMBasicBlockRef from[16];
+    int k = 0;
+    for (int i = 0; i < n->nkids; i++) {
+        LLVMValueRef v = truth(c, n->kids[i]);
+        if (!v) return NULL;
+        if (k < 16) { vals[k] = v; from[k] = LLVMGetInsertBlock(b); k++; }
+        if (i + 1 == n->nkids) { LLVMBuildBr(b, done); break; }
+        LLVMBasicBlockRef next = block(c, "bool.next");
+        if (n->op == OP_AND) LLVMBuildCondBr(b, v, next, done);
+        else LLVMBuildCondBr(b, v, done, next);
+        LLVMPositionBuilderAtEnd(b, next);
+    }
+    if (n->nkids > 16) return fail(c, n, "too many operands for and/or"), NULL;
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
+    LLVMAddIncoming(phi, vals, from, (unsigned)k);
+    return phi;
+}
+
+static LLVMValueRef call_devfn(cg *c, jit_node *n);
+
+static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
+    LLVMBuilderRef b = c->m->b;
+    jit_type rt = n->type;
+    LLVMValueRef a[8];
+    for (int i = 0; i < n->nkids && i < 8; i++)
+        if (n->kids[i]->type.kind != JT_ARRAY && !(a[i] = expr(c, n->kids[i]))) return NULL;
+    jit_type t0 = n->nkids ? n->kids[0]->type : rt;
+    jit_dtype d0 = dt_of(c, t0);
+    switch (bi) {
+    case B_LEN: {
+        cg_array arr;
+        return array_of(c, n->kids[0], &arr) < 0 ? NULL : arr.shape[0];
+    }
+    case B_INT: case B_FLOAT: case B_BOOL:
+        if (!n->nkids) return LLVMConstNull(ltype(c, rt));
+        return conv(c, a[0], t0, rt);
+    case B_ABS: {
+        LLVMValueRef v = conv(c, a[0], t0, rt);
+        jit_dtype d = dt_of(c, rt);
+        if (jit_dtype_is_float(d)) return math1(c, "fabs", d, v);
+        if (!jit_dtype_is_signed(d)) return v;
+        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), ""),
+                               LLVMBuildNeg(b, v, ""), v, "");
+    }
+    case B_MIN: case B_MAX: {
+        jit_dtype d = dt_of(c, rt);
+        LLVMValueRef r = conv(c, a[0], t0, rt);
+        for (int i = 1; i < n->nkids; i++) { /* Python keeps the first of equal values */
+            LLVMValueRef v = conv(c, a[i], n->kids[i]->type, rt);
+            LLVMValueRef better = compare(c, bi == B_MIN ? OP_LT : OP_GT, d, v, r);
+            r = LLVMBuildSelect(b, better, v, r, "");
+        }
+        return r;
+    }
+    case B_ROUND: case B_CEIL: case B_FLOOR: case B_TRUNC: {
+        if (!jit_dtype_is_float(d0)) return conv(c, a[0], t0, rt);
+        const char *fn = bi == B_ROUND ? "rint" : bi == B_CEIL ? "ceil" : bi == B_FLOOR ? "floor" : "trunc";
+        return conv_dt(c, math1(c, fn, d0, a[0]), d0, dt_of(c, rt));
+    }
+    case B_ISNAN: case B_ISINF: {
+        if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);
+        if (bi == B_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+        LLVMValueRef inf = LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0);
+        return LLVMBuildFCmp(b, LLVMRealOEQ, math1(c, "fabs", d0, a[0]), inf, "");
+    }
+    case B_LDEXP: {
+        jit_dtype d = dt_of(c, rt);
+        LLVMValueRef args[2] = {conv(c, a[0], t0, rt), conv_dt(c, a[1], dt_of(c, n->kids[1]->type), JIT_I32)};
+        return jit_target_math(&c->m->tg, "ldexp", d == JIT_F64, args, 2);
+    }
+    default: break;
+    }
+    /* the floating math.* family: arguments in the result's float type */
+    extern const char *const jit_builtin_names[];
+    const char *name = jit_builtin_names[bi];
+    if (bi == B_GAMMA) name = "tgamma";
+    jit_dtype d = dt_of(c, rt);
+    LLVMValueRef args[2];
+    for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
+    if (bi == B_SQRT && !c->m->tg.ptx) return math1(c, "sqrt", d, args[0]);
+    return jit_target_math(&c->m->tg, name, d == JIT_F64, args, n->nkids);
+}
+
+static LLVMValueRef call(cg *c, jit_node *n) {
+    jit_node *fn = n->a;
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN) return call_builtin(c, n, fn->v.ref.id);
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_DTYPE) {
+        if (!n->nkids) return LLVMConstNull(ltype(c, n->type));
+        LLVMValueRef v = expr(c, n->kids[0]);
+        return v ? conv(c, v, n->kids[0]->type, n->type) : NULL;
+    }
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_DEVFUNC) return call_devfn(c, n);
+    if (fn->kind == N_ATTR) { /* item methods */
+        LLVMBuilderRef b = c->m->b;
+        const char *m = fn->v.name;
+        if (!strcmp(m, "get_id")) return c->uid[n->v.i];
+        if (!strcmp(m, "get_range")) return c->range[n->v.i];
+        LLVMValueRef lin = c->uid[0];
+        for (int d = 1; d < c->range_ndim; d++)
+            lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, c->range[d], ""), c->uid[d], "");
+        return lin;
+    }
+    fail(c, n, "internal: call");
+    return NULL;
+}
+
+static LLVMValueRef expr(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    switch ((jit_node_kind)n->kind) {
+    case N_CONST: {
+        jit_dtype d = dt_of(c, n->type);
+        LLVMTypeRef t = ltype_dt(c, d);
+        if (n->type.kind == JT_WEAK_FLOAT || jit_dtype_is_float(d)) return LLVMConstReal(t, n->v.f);
+        return LLVMConstInt(t, (unsigned long long)n->v.i, jit_dtype_is_signed(d));
+    }
+    case N_VAR:
+        if (n->type.kind == JT_ARRAY || n->type.kind == JT_ITEM) return fail(c, n, "an array is not a number here"), NULL;
+        return LLVMBuildLoad2(b, ltype(c, c->f->var_types[n->v.var]), c->vars[n->v.var], c->f->vars[n->v.var].name);
+    case N_BINOP: {
+        LLVMValueRef x = expr(c, n->a), y = x ? expr(c, n->b) : NULL;
+        return y ? binop(c, n, n->op, n->a, n->b, x, y) : NULL;
+    }
+    case N_UNARY: {
+        LLVMValueRef x = expr(c, n->a);
+        if (!x) return NULL;
+        if (n->op == OP_NOT) return LLVMBuildNot(b, conv_dt(c, x, dt_of(c, n->a->type), JIT_BOOL), "");
+        x = conv(c, x, n->a->type, n->type);
+        jit_dtype d = dt_of(c, n->type);
+        if (n->op == OP_POS) return x;
+        if (n->op == OP_NEG) return jit_dtype_is_float(d) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
+        return LLVMBuildNot(b, x, ""); /* ~ on ints and bools */
+    }
+    case N_COMPARE: {
+        LLVMValueRef prev = expr(c, n->kids[0]), all = NULL;
+        if (!prev) return NULL;
+        for (int i = 1; i < n->nkids; i++) {
+            LLVMValueRef next = expr(c, n->kids[i]);
+            if (!next) return NULL;
+            jit_type pt = jit_promote(n->kids[i - 1]->type, n->kids[i]->type);
+            LLVMValueRef r = compare(c, n->ops[i - 1], dt_of(c, pt), conv(c, prev, n->kids[i - 1]->type, pt),
+                                     conv(c, next, n->kids[i]->type, pt));
+            all = all ? LLVMBuildAnd(b, all, r, "") : r;
+            prev = next;
+        }
+        return all;
+    }
+    case N_BOOLOP:
+        return short_circuit(c, n);
+    case N_IFEXP: {
+        LLVMValueRef cond = truth(c, n->a);
+        if (!cond) return NULL;
+        LLVMBasicBlockRef tb = block(c, "ifexp.then"), eb = block(c, "ifexp.else"), done = block(c, "ifexp");
+        LLVMBuildCondBr(b, cond, tb, eb);
+        LLVMPositionBuilderAtEnd(b, tb);
+        LLVMValueRef tv = expr(c, n->b);
+        if (!tv) return NULL;
+        tv = conv(c, tv, n->b->type, n->type);
+        LLVMBasicBlockRef tend = LLVMGetInsertBlock(b);
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, eb);
+        LLVMValueRef ev = expr(c, n->c);
+        if (!ev) return NULL;
+        ev = conv(c, ev, n->c->type, n->type);
+        LLVMBasicBlockRef eend = LLVMGetInsertBlock(b);
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        LLVMValueRef phi = LLVMBuildPhi(b, ltype(c, n->type), "");
+        LLVMValueRef v[2] = {tv, ev};
+        LLVMBasicBlockRef from[2] = {tend, eend};
+        LLVMAddIncoming(phi, v, from, 2);
+        return phi;
+    }
+    case N_CALL:
+        return call(c, n);
+    case N_ATTR: {
+        cg_array a;
+        if (array_of(c, n->a, &a) < 0) return NULL;
+        if (!strcmp(n->v.name, "ndim")) return i64c(c, a.t.ndim);
+        LLVMValueRef size = a.shape[0];
+        for (int k = 1; k < a.t.ndim; k++) size = LLVMBuildMul(b, size, a.shape[k], "");
+        return size;
+    }
+    case N_INDEX: {
+        if (n->a->type.kind == JT_TUPLE) { /* a.shape[d] */
+            cg_array a;
+            if (array_of(c, n->a->a, &a) < 0) return NULL;
+            int64_t d = n->kids[0]->kind == N_CONST ? n->kids[0]->v.i : -n->kids[0]->a->v.i;
+            if (d < 0) d += a.t.ndim;
+            return a.shape[d];
+        }
+        cg_array a;
+        if (array_of(c, n->a, &a) < 0) return NULL;
+        LLVMValueRef p = element_ptr(c, n, &a);
+        return p ? load_elem(c, p, a.t.dtype) : NULL;
+    }
+    default:
+        fail(c, n, "internal: expression kind %d", n->kind);
+        return NULL;
+    }
+}
+
+static int array_of(cg *c, jit_node *n, cg_array *out) {
+    if (n->kind == N_VAR && n->type.kind == JT_ARRAY && c->arrays[n->v.var].base) {
+        *out = c->arrays[n->v.var];
+        return 0;
+    }
+    return fail(c, n, "internal: not an array here");
+}
+
+/* ---- device functions: one LLVM function per (function, argument types) ---- */
+
+static int emit_function_body(cg *c);
+
+static int param_count(jit_type t) { return t.kind == JT_ARRAY ? 2 + 2 * t.ndim : 1; }
+
+static void param_types(cg *c, jit_type t, LLVMTypeRef *out) {
+    if (t.kind == JT_ARRAY) {
+        out[0] = c->m->gptr;
+        for (int k = 0; k < 1 + 2 * t.ndim; k++) out[1 + k] = c->m->i64;
+    } else {
+        out[0] = t.kind == JT_SCALAR ? mtype_dt(c, t.dtype) : ltype(c, t);
+    }
+}
+
+/* Binds parameter values (from LLVMGetParam) to the function's variable v. */
+static void bind_param(cg *c, int v, jit_type t, LLVMValueRef *p) {
+    if (t.kind == JT_ARRAY) {
+        cg_array *a = &c->arrays[v];
+        a->t = t;
+        a->base = p[0];
+        a->offset = p[1];
+        for (int k = 0; k < t.ndim; k++) {
+            a->shape[k] = p[2 + k];
+            a->strides[k] = p[2 + t.ndim + k];
+        }
+        return;
+    }
+    LLVMValueRef val = p[0];
+    if (t.kind == JT_SCALAR && t.dtype == JIT_BOOL) val = LLVMBuildICmp(c->m->b, LLVMIntNE, val, LLVMConstInt(c->m->i8, 0, 0), "");
+    LLVMBuildStore(c->m->b, conv(c, val, t, c->f->var_types[v]), c->vars[v]);
+}
+
+static void make_allocas(cg *c) {
+    for (int v = 0; v < c->f->nvars; v++) {
+        jit_type t = c->f->var_types[v];
+        if (t.kind == JT_ARRAY || t.kind == JT_ITEM || t.kind == JT_UNKNOWN) continue;
+        c->vars[v] = entry_alloca(c, ltype(c, t), c->f->vars[v].name);
+    }
+}
+
+static LLVMValueRef call_devfn(cg *c, jit_node *n) {
+    cg_module *m = c->m;
+    jit_func *callee = n->a->v.ref.func;
+    jit_type at[16];
+    if (n->nkids > 16) return fail(c, n, "a device function takes at most 16 arguments"), NULL;
+    for (int i = 0; i < n->nkids; i++) at[i] = n->kids[i]->type;
+    cg_devfn *df = NULL;
+    for (int i = 0; i < m->ndevfns; i++)
+        if (m->devfns[i].f == callee && m->devfns[i].nargs == n->nkids &&
+            !memcmp(m->devfns[i].args, at, sizeof(jit_type) * (size_t)n->nkids))
+            df = &m->devfns[i];
+    if (!df) {
+        if (m->depth > 16) return fail(c, n, "device functions nest too deeply"), NULL;
+        jit_type ret;
+        if (jit_infer(callee, at, &ret, m->err) < 0) return NULL;
+        cg_devfn *nd = realloc(m->devfns, (size_t)(m->ndevfns + 1) * sizeof *nd);
+        if (!nd) return fail(c, n, "out of memory"), NULL;
+        m->devfns = nd;
+        df = &nd[m->ndevfns++];
+        memset(df, 0, sizeof *df);
+        df->f = callee;
+        df->nargs = n->nkids;
+        memcpy(df->args, at, sizeof(jit_type) * (size_t)n->nkids);
+        df->ret = ret;
+        LLVMTypeRef pts[16 * 8];
+        int np = 0;
+        for (int i = 0; i < n->nkids; i++) {
+            param_types(c, at[i], pts + np);
+            np += param_count(at[i]);
+        }
+        LLVMTypeRef rt = ret.kind == JT_NONE ? m->voidt : ltype(c, ret);
+        df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
+        char name[256];
+        snprintf(name, sizeof name, "ofl_devfn_%s_%d", callee->name, m->ndevfns);
+        for (char *p = name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+        df->fn = LLVMAddFunction(m->tg.mod, name, df->fty);
+        LLVMSetLinkage(df->fn, LLVMInternalLinkage);
+        jit_target_mark_function(&m->tg, df->fn);
+        unsigned k = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        LLVMAddAttributeAtIndex(df->fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->tg.ctx, k, 0));
+        /* generate its body with a builder of its own, then come back */
+        LLVMBuilderRef saved = m->b;
+        m->b = LLVMCreateBuilderInContext(m->tg.ctx);
+        m->tg.b = m->b;
+        m->depth++;
+        cg sub = {.m = m, .f = callee, .fn = df->fn, .ret_type = ret};
+        sub.vars = calloc((size_t)callee->nvars + 1, sizeof *sub.vars);
+        sub.arrays = calloc((size_t)callee->nvars + 1, sizeof *sub.arrays);
+        LLVMPositionBuilderAtEnd(m->b, block(&sub, "entry"));
+        make_allocas(&sub);
+        if (ret.kind != JT_NONE) sub.ret_slot = entry_alloca(&sub, rt, "ret");
+        int pi = 0;
+        LLVMValueRef pv[8];
+        for (int i = 0; i < n->nkids; i++) {
+            for (int k = 0; k < param_count(at[i]); k++) pv[k] = LLVMGetParam(df->fn, (unsigned)(pi + k));
+            bind_param(&sub, i, at[i], pv);
+            pi += param_count(at[i]);
+        }
+        int rc = emit_function_body(&sub);
+        free(sub.vars);
+        free(sub.arrays);
+        m->depth--;
+        LLVMDisposeBuilder(m->b);
+        m->b = saved;
+        m->tg.b = saved;
+        if (rc < 0) return NULL;
+    }
+    LLVMValueRef args[16 * 8];
+    int na = 0;
+    for (int i = 0; i < n->nkids; i++) {
+        if (at[i].kind == JT_ARRAY) {
+            cg_array a;
+            if (array_of(c, n->kids[i], &a) < 0) return NULL;
+            args[na++] = a.base;
+            args[na++] = a.offset;
+            for (int k = 0; k < a.t.ndim; k++) args[na++] = a.shape[k];
+            for (int k = 0; k < a.t.ndim; k++) args[na++] = a.strides[k];
+        } else {
+            LLVMValueRef v = expr(c, n->kids[i]);
+            if (!v) return NULL;
+            if (at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL) v = LLVMBuildZExt(m->b, v, m->i8, "");
+            args[na++] = v;
+        }
+    }
+    LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
+    jit_target_mark_call(&m->tg, r);
+    if (df->ret.kind == JT_NONE) return LLVMConstInt(m->i1, 0, 0); /* a statement call; the value is unused */
+    n->type = df->ret;
+    return r;
+}
+
+/* ---- statements ---- */
+
+static int stmts(cg *c, jit_node **body, int n);
+
+static int store_var(cg *c, jit_node *t, LLVMValueRef v, jit_type vt) {
+    jit_type dst = c->f->var_types[t->v.var];
+    LLVMBuildStore(c->m->b, conv(c, v, vt, dst), c->vars[t->v.var]);
+    return 0;
+}
+
+static int assign(cg *c, jit_node *t, jit_node *value, LLVMValueRef v, jit_type vt) {
+    if (t->kind == N_VAR) {
+        if (vt.kind == JT_ARRAY) {
+            cg_array a;
+            if (array_of(c, value, &a) < 0) return -1;
+            a.t = c->f->var_types[t->v.var];
+            c->arrays[t->v.var] = a;
+            return 0;
+        }
+        return store_var(c, t, v, vt);
+    }
+    cg_array a;
+    if (array_of(c, t->a, &a) < 0) return -1;
+    LLVMValueRef p = element_ptr(c, t, &a);
+    if (!p) return -1;
+    store_elem(c, p, conv_dt(c, v, dt_of(c, vt), a.t.dtype), a.t.dtype);
+    return 0;
+}
+
+static int stmt(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    switch ((jit_node_kind)n->kind) {
+    case S_ASSIGN: {
+        jit_node *val = n->a;
+        if (val->kind == N_TUPLE) { /* evaluate every value, then assign: a, b = b, a */
+            LLVMValueRef vs[16];
+            if (val->nkids > 16) return fail(c, n, "at most 16 values can be unpacked");
+            for (int i = 0; i < val->nkids; i++)
+                if (val->kids[i]->type.kind != JT_ARRAY && !(vs[i] = expr(c, val->kids[i]))) return -1;
+            for (int t = 0; t < n->nkids; t++)
+                for (int i = 0; i < val->nkids; i++)
+                    if (assign(c, n->kids[t]->kids[i], val->kids[i], vs[i], val->kids[i]->type) < 0) return -1;
+            return 0;
+        }
+        if (val->type.kind == JT_TUPLE) { /* n, m = a.shape */
+            cg_array a;
+            if (array_of(c, val->a, &a) < 0) return -1;
+            for (int t = 0; t < n->nkids; t++)
+                for (int i = 0; i < n->kids[t]->nkids; i++)
+                    if (assign(c, n->kids[t]->kids[i], NULL, a.shape[i], jit_weak_int()) < 0) return -1;
+            return 0;
+        }
+        LLVMValueRef v = NULL;
+        if (val->type.kind != JT_ARRAY && !(v = expr(c, val))) return -1;
+        for (int t = 0; t < n->nkids; t++)
+            if (assign(c, n->kids[t], val, v, val->type) < 0) return -1;
+        return 0;
+    }
+    case S_AUGASSIGN: {
+        jit_node *t = n->a;
+        if (t->kind == N_VAR) {
+            LLVMValueRef cur = expr(c, t), v = cur ? expr(c, n->b) : NULL;
+            if (!v) return -1;
+            jit_node tmp = *n; /* the operation's type is the promotion of both */
+            tmp.type = jit_promote(t->type, n->b->type);
+            if (n->op == OP_DIV) tmp.type = jit_true_divide(t->type, n->b->type);
+            LLVMValueRef r = binop(c, &tmp, n->op, t, n->b, cur, v);
+            return r ? store_var(c, t, r, tmp.type) : -1;
+        }
+        cg_array a;
+        if (array_of(c, t->a, &a) < 0) return -1;
+        LLVMValueRef p = element_ptr(c, t, &a);
+        if (!p) return -1;
+        LLVMValueRef cur = load_elem(c, p, a.t.dtype), v = expr(c, n->b);
+        if (!v) return -1;
+        jit_type et = jit_scalar(a.t.dtype);
+        jit_node tmp = *n, elem = *t;
+        elem.type = et;
+        tmp.type = n->op == OP_DIV ? jit_true_divide(et, n->b->type) : jit_promote(et, n->b->type);
+        if (et.dtype == JIT_BOOL && n->b->type.kind == JT_SCALAR && n->b->type.dtype == JIT_BOOL &&
+            n->op != OP_BITAND && n->op != OP_BITOR && n->op != OP_BITXOR)
+            tmp.type = jit_scalar(JIT_I64);
+        LLVMValueRef r = binop(c, &tmp, n->op, &elem, n->b, cur, v);
+        if (!r) return -1;
+        store_elem(c, p, conv_dt(c, r, dt_of(c, tmp.type), a.t.dtype), a.t.dtype);
+        return 0;
+    }
+    case S_EXPR:
+        return expr(c, n->a) ? 0 : -1;
+    case S_PASS:
+        return 0;
+    case S_IF: {
+        LLVMValueRef cond = truth(c, n->a);
+        if (!cond) return -1;
+        LLVMBasicBlockRef tb = block(c, "then"), eb = block(c, "else"), done = block(c, "endif");
+        LLVMBuildCondBr(b, cond, tb, eb);
+        LLVMPositionBuilderAtEnd(b, tb);
+        if (stmts(c, n->body, n->nbody) < 0) return -1;
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, eb);
+        if (stmts(c, n->orelse, n->norelse) < 0) return -1;
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        return 0;
+    }
+    case S_WHILE: {
+        LLVMBasicBlockRef cb = block(c, "while.cond"), bb = block(c, "while.body"), done = block(c, "while.end");
+        LLVMBuildBr(b, cb);
+        LLVMPositionBuilderAtEnd(b, cb);
+        LLVMValueRef cond = truth(c, n->a);
+        if (!cond) return -1;
+        LLVMBuildCondBr(b, cond, bb, done);
+        LLVMPositionBuilderAtEnd(b, bb);
+        if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
+        c->brk[c->nloops] = done;
+        c->cont[c->nloops++] = cb;
+        int rc = stmts(c, n->body, n->nbody);
+        c->nloops--;
+        if (rc < 0) return -1;
+        LLVMBuildBr(b, cb);
+        LLVMPositionBuilderAtEnd(b, done);
+        return 0;
+    }
+    case S_FOR: {
+        jit_type lt_ = c->f->var_types[n->a->v.var];
+        LLVMTypeRef t = ltype(c, lt_);
+        bool sg = jit_dtype_is_signed(dt_of(c, lt_));
+        LLVMValueRef args[3];
+        for (int i = 0; i < n->nkids; i++) {
+            LLVMValueRef v = expr(c, n->kids[i]);
+            if (!v) return -1;
+            args[i] = conv(c, v, n->kids[i]->type, lt_);
+        }
+        LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
+        LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
+        LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
+        /* a counter of our own: assigning the loop variable in the body does not change the iteration */
+        LLVMValueRef ctr = entry_alloca(c, t, "range.i");
+        LLVMBuildStore(b, start, ctr);
+        LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"), inc = block(c, "for.inc"),
+                          done = block(c, "for.end");
+        LLVMBuildBr(b, cb);
+        LLVMPositionBuilderAtEnd(b, cb);
+        LLVMValueRef i = LLVMBuildLoad2(b, t, ctr, "");
+        LLVMValueRef up = LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, i, stop, "");
+        LLVMValueRef cond = up;
+        bool const_step = n->nkids < 3 || LLVMIsAConstantInt(step);
+        if (!const_step || (sg && LLVMConstIntGetSExtValue(step) < 0)) {
+            LLVMValueRef down = LLVMBuildICmp(b, LLVMIntSGT, i, stop, "");
+            if (const_step) cond = down;
+            else {
+                LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, LLVMConstInt(t, 0, 0), "");
+                LLVMValueRef neg = sg ? LLVMBuildICmp(b, LLVMIntSLT, step, LLVMConstInt(t, 0, 0), "")
+                                      : LLVMConstInt(c->m->i1, 0, 0);
+                cond = LLVMBuildOr(b, LLVMBuildAnd(b, pos, up, ""), LLVMBuildAnd(b, neg, down, ""), "");
+            }
+        } else if (const_step && LLVMConstIntGetZExtValue(step) == 0) {
+            cond = LLVMConstInt(c->m->i1, 0, 0); /* range(..., 0): Python raises; nothing runs */
+        }
+        LLVMBuildCondBr(b, cond, bb, done);
+        LLVMPositionBuilderAtEnd(b, bb);
+        LLVMBuildStore(b, i, c->vars[n->a->v.var]);
+        if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
+        c->brk[c->nloops] = done;
+        c->cont[c->nloops++] = inc;
+        int rc = stmts(c, n->body, n->nbody);
+        c->nloops--;
+        if (rc < 0) return -1;
+        LLVMBuildBr(b, inc);
+        LLVMPositionBuilderAtEnd(b, inc);
+        LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), step, ""), ctr);
+        LLVMBuildBr(b, cb);
+        LLVMPositionBuilderAtEnd(b, done);
+        return 0;
+    }
+    case S_BREAK: case S_CONTINUE:
+        if (!c->nloops) return fail(c, n, "'%s' outside a loop", n->kind == S_BREAK ? "break" : "continue");
+        LLVMBuildBr(b, n->kind == S_BREAK ? c->brk[c->nloops - 1] : c->cont[c->nloops - 1]);
+        dead_block(c);
+        return 0;
+    case S_RETURN:
+        if (n->a && c->ret_slot) {
+            LLVMValueRef v = expr(c, n->a);
+            if (!v) return -1;
+            LLVMBuildStore(b, conv(c, v, n->a->type, c->ret_type), c->ret_slot);
+        }
+        LLVMBuildBr(b, c->ret_block);
+        dead_block(c);
+        return 0;
+    default:
+        return fail(c, n, "internal: statement kind %d", n->kind);
+    }
+}
+
+static int stmts(cg *c, jit_node **body, int n) {
+    for (int i = 0; i < n; i++)
+        if (stmt(c, body[i]) < 0) return -1;
+    return 0;
+}
+
+/* The body, then the single return block. The builder is in the entry block. */
+static int emit_function_body(cg *c) {
+    LLVMBuilderRef b = c->m->b;
+    c->ret_block = block(c, "return");
+    if (stmts(c, c->f->body, c->f->nbody) < 0) return -1;
+    LLVMBuildBr(b, c->ret_block);
+    LLVMPositionBuilderAtEnd(b, c->ret_block);
+    if (c->ret_slot) LLVMBuildRet(b, LLVMBuildLoad2(b, ltype(c, c->ret_type), c->ret_slot, ""));
+    else LLVMBuildRetVoid(b);
+    return 0;
+}
+
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                LLVMContextRef ctx, LLVMModuleRef *out, char *entry, size_t entrylen, jit_error *err) {
+    cg_module m = {.target = t, .err = err};
+    m.tg.ctx = ctx;
+    m.tg.ptx = t->form == JIT_PTX;
+    m.tg.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
+    m.b = m.tg.b = LLVMCreateBuilderInContext(ctx);
+    m.i1 = LLVMInt1TypeInContext(ctx);
+    m.i8 = LLVMInt8TypeInContext(ctx);
+    m.i32 = LLVMInt32TypeInContext(ctx);
+    m.i64 = LLVMInt64TypeInContext(ctx);
+    m.f32 = LLVMFloatTypeInContext(ctx);
+    m.f64 = LLVMDoubleTypeInContext(ctx);
+    m.gptr = LLVMPointerTypeInContext(ctx, 1);
+    m.voidt = LLVMVoidTypeInContext(ctx);
+    jit_target_setup(&m.tg);
+
+    snprintf(entry, entrylen, "ofl_%s", f->name);
+    for (char *p = entry; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+
+    cg c = {.m = &m, .f = f, .range_ndim = range_ndim};
+    LLVMTypeRef pts[512];
+    int np = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (np + param_count(args[i]) > 500) { fail(&c, NULL, "too many kernel arguments"); goto fail; }
+        param_types(&c, args[i], pts + np);
+        np += param_count(args[i]);
+    }
+    for (int d = 0; d < range_ndim; d++) pts[np++] = m.i64;
+    c.fn = LLVMAddFunction(m.tg.mod, entry, LLVMFunctionType(m.voidt, pts, (unsigned)np, 0));
+    jit_target_mark_kernel(&m.tg, c.fn);
+    c.vars = calloc((size_t)f->nvars + 1, sizeof *c.vars);
+    c.arrays = calloc((size_t)f->nvars + 1, sizeof *c.arrays);
+    LLVMPositionBuilderAtEnd(m.b, block(&c, "entry"));
+    make_allocas(&c);
+    int pi = 0;
+    for (int i = 0; i < nargs; i++) {
+        LLVMValueRef pv[8];
+        for (int k = 0; k < param_count(args[i]); k++) pv[k] = LLVMGetParam(c.fn, (unsigned)(pi + k));
+        bind_param(&c, i + 1, args[i], pv);
+        pi += param_count(args[i]);
+    }
+    /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop here */
+    LLVMValueRef outside = NULL;
+    for (int d = 0; d < range_ndim; d++) {
+        c.range[d] = LLVMGetParam(c.fn, (unsigned)(pi + d));
+        c.uid[d] = jit_target_global_id(&m.tg, range_ndim - 1 - d);
+        LLVMValueRef o = LLVMBuildICmp(m.b, LLVMIntUGE, c.uid[d], c.range[d], "");
+        outside = outside ? LLVMBuildOr(m.b, outside, o, "") : o;
+    }
+    LLVMBasicBlockRef body = block(&c, "body"), early = block(&c, "tail");
+    LLVMBuildCondBr(m.b, outside, early, body);
+    LLVMPositionBuilderAtEnd(m.b, early);
+    LLVMBuildRetVoid(m.b);
+    LLVMPositionBuilderAtEnd(m.b, body);
+    int rc = emit_function_body(&c);
+    free(c.vars);
+    free(c.arrays);
+    if (rc < 0) goto fail;
+    free(m.devfns);
+    LLVMDisposeBuilder(m.b);
+    *out = m.tg.mod;
+    return 0;
+fail:
+    free(m.devfns);
+    LLVMDisposeBuilder(m.b);
+    LLVMDisposeModule(m.tg.mod);
+    return -1;
+}

@@ -1,1 +1,37 @@
-/* placeholder */
+/* jit_codegen: a typed jit_tree -> an LLVM module for one target.
+ *
+ * jit_codegen.c walks the tree; jit_target.c holds what differs between the
+ * SPIR (OpenCL) and NVPTX (CUDA) targets: triple, data layout, how a work
+ * item finds its id, how kernels are marked, and the names of math functions
+ * (OpenCL builtins vs libdevice). Internal to jit/. */
+#ifndef JIT_CODEGEN_H
+#define JIT_CODEGEN_H
+
+#include <llvm-c/Core.h>
+
+#include "jit_tree.h"
+
+/* Builds the kernel f (already typed by jit_infer for item + args) into a new
+ * module in ctx; entry gets the kernel's symbol. */
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                LLVMContextRef ctx, LLVMModuleRef *out, char *entry, size_t entrylen, jit_error *err);
+
+/* ---- jit_target.c ---- */
+typedef struct {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    bool ptx;
+} jit_tgt;
+
+void jit_target_setup(jit_tgt *t);                      /* triple, data layout, module metadata */
+void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn);
+void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function */
+void jit_target_mark_call(jit_tgt *t, LLVMValueRef call);
+/* The global id of hardware dimension hw (0 fastest), as i64. */
+LLVMValueRef jit_target_global_id(jit_tgt *t, int hw);
+/* A math function of the OpenCL/libdevice family on float (f64 false) or double
+ * arguments: name is the C name ("sin", "atan2", "ldexp", "tgamma", "rint"). */
+LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs);
+
+#endif

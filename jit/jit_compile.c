@@ -1,1 +1,162 @@
-/* placeholder: written this session */
+/* jit_compile: the JIT's driver -- infer, generate, lower, cache on disk. */
+#include <llvm-c/Analysis.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "jit_cache.h"
+#include "jit_codegen.h"
+
+/* Bump when generated code changes for the same source and types: old disk
+ * entries then stop matching. */
+#define JIT_CODE_VERSION "4"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, char *buf, size_t len) {
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < nargs && n < len; i++) {
+        char t[64];
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", jit_type_str(args[i], t, sizeof t));
+    }
+    if (n < len) snprintf(buf + n, len - n, ") over Range(%dd)", range_ndim);
+}
+
+static void internal(jit_error *err, const char *what, const char *detail) {
+    err->compile_error = false;
+    err->line = err->col = 0;
+    int n = snprintf(err->msg, sizeof err->msg, "%s", what);
+    if (detail && *detail && n > 0 && (size_t)n + 2 < sizeof err->msg)
+        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %.3000s", detail);
+}
+
+/* float64 on a device without it: refuse before anything reaches the driver. */
+static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err);
+
+static int node_fp64(jit_func *f, jit_node *x, jit_error *err) {
+    if (!x) return 0;
+    if ((x->type.kind == JT_SCALAR || x->type.kind == JT_ARRAY) && x->type.dtype == JIT_F64)
+        return jit_error_at(err, f, x->line, x->col,
+                            "this computes in float64, which the device cannot do (it has no fp64 support)\n"
+                            "Use float32 arrays and np.float32(...) constants; Python float literals "
+                            "already take the other operand's type.");
+    if (node_fp64(f, x->a, err) < 0 || node_fp64(f, x->b, err) < 0 || node_fp64(f, x->c, err) < 0) return -1;
+    for (int i = 0; i < x->nkids; i++)
+        if (node_fp64(f, x->kids[i], err) < 0) return -1;
+    return check_fp64(f, x->body, x->nbody, err) < 0 || check_fp64(f, x->orelse, x->norelse, err) < 0 ? -1 : 0;
+}
+
+static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
+    for (int i = 0; i < n; i++)
+        if (node_fp64(f, body[i], err) < 0) return -1;
+    return 0;
+}
+
+static void entry_name(const jit_func *f, char *entry, size_t len) {
+    snprintf(entry, len, "ofl_%s", f->name);
+    for (char *p = entry; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+}
+
+int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                unsigned flags, jit_artifact *out, jit_error *err) {
+    double t0 = now_ms();
+    memset(out, 0, sizeof *out);
+    memset(err, 0, sizeof *err);
+    if (nargs + 1 != f->nparams) {
+        internal(err, "wrong number of arguments", NULL);
+        snprintf(err->msg, sizeof err->msg, "%s() takes %d argument%s after the item, got %d", f->name,
+                 f->nparams - 1, f->nparams == 2 ? "" : "s", nargs);
+        err->compile_error = true;
+        return -1;
+    }
+    if (range_ndim < 1 || range_ndim > 3) {
+        internal(err, "a Range has 1 to 3 dimensions", NULL);
+        return -1;
+    }
+    jit_type params[257];
+    if (nargs > 256) { internal(err, "too many arguments", NULL); return -1; }
+    params[0] = (jit_type){JT_ITEM, 0, (unsigned char)range_ndim, 0};
+    memcpy(params + 1, args, sizeof *args * (size_t)nargs);
+    if (jit_infer(f, params, NULL, err) < 0) return -1;
+    if (!t->fp64 && check_fp64(f, f->body, f->nbody, err) < 0) return -1;
+    entry_name(f, out->entry, sizeof out->entry);
+
+    /* the disk cache key: everything the code depends on */
+    char key[2048], sig[1024];
+    jit_signature_str(args, nargs, range_ndim, sig, sizeof sig);
+    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d|%s|",
+                        PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
+                        (int)t->fp64, t->device ? t->device : "");
+    if (klen < 0 || klen + 32 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
+    memcpy(key + klen, f->source_hash, 32);
+    klen += 32;
+    bool want_text = flags & (JIT_WANT_LLVM | JIT_WANT_SPIRV);
+    if (!want_text && !(flags & JIT_NO_DISK) &&
+        jit_cache_load(key, (size_t)klen, &out->code.data, &out->code.size) == 1) {
+        out->disk_hit = true;
+        out->ms = now_ms() - t0;
+        return 0;
+    }
+
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = NULL;
+    char msg[3000];
+    int rc = -1;
+    if (jit_codegen(f, args, nargs, range_ndim, t, ctx, &mod, out->entry, sizeof out->entry, err) < 0) goto done;
+    char *verr = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &verr)) {
+        internal(err, "offload generated invalid LLVM IR (a compiler bug; please report it)", verr);
+        LLVMDisposeMessage(verr);
+        goto done;
+    }
+    LLVMDisposeMessage(verr);
+    if (flags & JIT_WANT_LLVM) {
+        if (jit_optimize(mod, msg, sizeof msg) < 0) { internal(err, "LLVM optimisation failed", msg); goto done; }
+        char *ir = LLVMPrintModuleToString(mod);
+        out->llvm_text = strdup(ir);
+        LLVMDisposeMessage(ir);
+    }
+    if (t->form == JIT_PTX) {
+        if (jit_emit_ptx(mod, jit_ptx_sm(t->sm), &out->code, msg, sizeof msg) < 0) {
+            internal(err, "PTX generation failed", msg);
+            goto done;
+        }
+    } else {
+        jit_blob spirv = {0};
+        if (jit_emit_spirv(mod, &spirv, msg, sizeof msg) < 0) {
+            internal(err, "SPIR-V generation failed", msg);
+            goto done;
+        }
+        jit_blob text = {0};
+        if ((flags & JIT_WANT_SPIRV) && jit_spirv_disassemble(&spirv, &text, msg, sizeof msg) == 0)
+            out->spirv_text = text.data;
+        if (t->form == JIT_SPIR12) {
+            int r = jit_spirv_to_spir12(&spirv, &out->code, msg, sizeof msg);
+            jit_blob_free(&spirv);
+            if (r < 0) { internal(err, "SPIR-V to SPIR 1.2 translation failed", msg); goto done; }
+        } else {
+            out->code = spirv;
+        }
+    }
+    if (!want_text && !(flags & JIT_NO_DISK)) jit_cache_store(key, (size_t)klen, out->code.data, out->code.size);
+    rc = 0;
+done:
+    if (mod) LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    if (rc < 0) jit_artifact_free(out);
+    out->ms = now_ms() - t0;
+    return rc;
+}
+
+void jit_artifact_free(jit_artifact *a) {
+    jit_blob_free(&a->code);
+    free(a->llvm_text);
+    free(a->spirv_text);
+    a->llvm_text = a->spirv_text = NULL;
+}

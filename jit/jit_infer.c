@@ -1,1 +1,513 @@
-/* placeholder: written this session */
+/* jit_infer: types every node of a function for one signature.
+ *
+ * Local variables take the NumPy promotion of everything assigned to them
+ * (`s = 0` then `s += x[i]` with float32 x makes s float32), so the walk is
+ * repeated until no variable's type changes; errors are reported only by the
+ * last walk, when every type is final. Arrays and the item never unify with
+ * numbers: that is the "type conflict" error, naming both lines. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_tree.h"
+
+typedef struct {
+    jit_func *f;
+    jit_error *err;
+    bool report;     /* the final walk: errors are real */
+    bool changed;
+    int *def_line, *def_col; /* where each variable got the kind it has */
+    jit_type ret;    /* device functions: the join of the returns */
+    bool ret_seen, bare_return;
+    int depth;       /* device-function nesting, to stop recursion */
+} infer;
+
+#define TS(t) jit_type_str((t), (char[64]){0}, 64)
+
+static int err_at(infer *s, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int err_at(infer *s, const jit_node *n, const char *fmt, ...) {
+    if (!s->report) return -1;
+    char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return jit_error_at(s->err, s->f, n->line, n->col, "%s", what);
+}
+
+static const jit_type unknown = {0};
+
+static bool known(jit_type t) { return t.kind != JT_UNKNOWN; }
+
+/* The join of a variable's type with a newly assigned one; -1 on a conflict. */
+static int join(jit_type cur, jit_type t, jit_type *out) {
+    if (!known(cur)) { *out = t; return 0; }
+    if (!known(t)) { *out = cur; return 0; }
+    if (jit_is_number(cur) && jit_is_number(t)) { *out = jit_promote(cur, t); return 0; }
+    if (cur.kind == JT_ARRAY && t.kind == JT_ARRAY && cur.dtype == t.dtype && cur.ndim == t.ndim) {
+        *out = cur;
+        if (cur.layout != t.layout) out->layout = JIT_LAYOUT_ANY;
+        return 0;
+    }
+    if (jit_type_eq(cur, t)) { *out = cur; return 0; }
+    return -1;
+}
+
+static int assign_var(infer *s, const jit_node *at, int var, jit_type t) {
+    jit_type *cur = &s->f->var_types[var];
+    jit_type j;
+    if (join(*cur, t, &j) < 0)
+        return err_at(s, at, "type conflict: '%s' is %s (line %d) but is assigned %s here (line %d)\n"
+                      "A variable keeps one kind of value: use a new name for the other one.",
+                      s->f->vars[var].name, TS(*cur), s->def_line[var], TS(t), at->line);
+    if (!known(*cur) || (cur->kind != j.kind)) {
+        s->def_line[var] = at->line;
+        s->def_col[var] = at->col;
+    }
+    if (!jit_type_eq(*cur, j)) {
+        if (known(*cur) && (cur->kind == JT_ARRAY || j.kind == JT_ARRAY) && var >= 0 &&
+            !(cur->kind == JT_ARRAY && j.kind == JT_ARRAY))
+            return err_at(s, at, "internal: array join");
+        *cur = j;
+        s->changed = true;
+    }
+    return 0;
+}
+
+static jit_type expr(infer *s, jit_node *n);
+
+static jit_type need_number(infer *s, jit_node *n, const char *what) {
+    jit_type t = expr(s, n);
+    if (known(t) && !jit_is_number(t)) {
+        err_at(s, n, "%s needs a number, not %s", what, TS(t));
+        return (jit_type){JT_NONE, 0, 0, 0};
+    }
+    return t;
+}
+
+static int const_int(const jit_node *n, int64_t *v) {
+    if (n->kind == N_CONST && n->type.kind == JT_WEAK_INT) { *v = n->v.i; return 0; }
+    if (n->kind == N_UNARY && n->op == OP_NEG && n->a->kind == N_CONST && n->a->type.kind == JT_WEAK_INT) {
+        *v = -n->a->v.i;
+        return 0;
+    }
+    return -1;
+}
+
+static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b) {
+    if (!known(a) || !known(b)) return unknown;
+    if (!jit_is_number(a) || !jit_is_number(b)) {
+        err_at(s, n, "unsupported operand types for an arithmetic operator: %s and %s\n"
+               "Index arrays to get their elements: a[i].", TS(a), TS(b));
+        return (jit_type){JT_NONE, 0, 0, 0};
+    }
+    bool abool = a.kind == JT_SCALAR && a.dtype == JIT_BOOL, bbool = b.kind == JT_SCALAR && b.dtype == JIT_BOOL;
+    switch (op) {
+    case OP_DIV:
+        return jit_true_divide(a, b);
+    case OP_LSHIFT: case OP_RSHIFT: case OP_BITAND: case OP_BITOR: case OP_BITXOR:
+        if (jit_is_floating(a) || jit_is_floating(b)) {
+            err_at(s, n, "bitwise operators need integers or bools, not %s and %s", TS(a), TS(b));
+            return (jit_type){JT_NONE, 0, 0, 0};
+        }
+        if (abool && bbool && (op == OP_LSHIFT || op == OP_RSHIFT)) return jit_scalar(JIT_I64);
+        return jit_promote(a, b);
+    default:
+        if (abool && bbool) return jit_scalar(JIT_I64); /* True + True == 2, as in Python */
+        return jit_promote(a, b);
+    }
+}
+
+static jit_type call(infer *s, jit_node *n);
+
+static jit_type expr(infer *s, jit_node *n) {
+    jit_type t = unknown;
+    switch ((jit_node_kind)n->kind) {
+    case N_CONST:
+        t = n->type;
+        break;
+    case N_VAR:
+        t = s->f->var_types[n->v.var];
+        break;
+    case N_REF:
+        err_at(s, n, "this names a %s, which is not a value in a kernel",
+               n->v.ref.kind == REF_MODULE ? "module" : n->v.ref.kind == REF_DTYPE ? "type" : "function");
+        t = (jit_type){JT_NONE, 0, 0, 0};
+        break;
+    case N_BINOP: {
+        jit_type a = expr(s, n->a), b = expr(s, n->b);
+        t = binop_type(s, n, n->op, a, b);
+        break;
+    }
+    case N_UNARY: {
+        jit_type a = expr(s, n->a);
+        if (!known(a)) break;
+        if (!jit_is_number(a)) {
+            err_at(s, n, "unsupported operand type for a unary operator: %s", TS(a));
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        } else if (n->op == OP_NOT) {
+            t = jit_scalar(JIT_BOOL);
+        } else if (n->op == OP_INVERT && jit_is_floating(a)) {
+            err_at(s, n, "~ needs an integer or a bool, not %s", TS(a));
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        } else if (a.kind == JT_SCALAR && a.dtype == JIT_BOOL && n->op != OP_INVERT) {
+            t = jit_scalar(JIT_I64); /* -True == -1 */
+        } else {
+            t = a;
+        }
+        break;
+    }
+    case N_COMPARE: {
+        bool ok = true;
+        for (int i = 0; i < n->nkids; i++) {
+            jit_type k = need_number(s, n->kids[i], "a comparison");
+            ok = ok && known(k);
+        }
+        t = jit_scalar(JIT_BOOL);
+        break;
+    }
+    case N_BOOLOP:
+        for (int i = 0; i < n->nkids; i++) need_number(s, n->kids[i], "and/or");
+        t = jit_scalar(JIT_BOOL);
+        break;
+    case N_IFEXP: {
+        need_number(s, n->a, "a condition");
+        jit_type b = expr(s, n->b), c = expr(s, n->c);
+        if (!known(b) || !known(c)) { t = known(b) ? b : c; break; }
+        if (join(b, c, &t) < 0) {
+            err_at(s, n, "the two values of this conditional expression are %s and %s", TS(b), TS(c));
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        }
+        break;
+    }
+    case N_CALL:
+        t = call(s, n);
+        break;
+    case N_ATTR: {
+        jit_type a = expr(s, n->a);
+        if (!known(a)) break;
+        const char *name = n->v.name;
+        if (a.kind == JT_ARRAY && !strcmp(name, "shape")) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0};
+        else if (a.kind == JT_ARRAY && (!strcmp(name, "ndim") || !strcmp(name, "size"))) t = jit_weak_int();
+        else {
+            err_at(s, n, "%s has no attribute '%s' in kernels\n%s", TS(a), name,
+                   a.kind == JT_ARRAY ? "Arrays offer shape, ndim and size." :
+                   a.kind == JT_ITEM ? "The item offers get_id(d), get_range(d) and get_linear_id()." : "");
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        }
+        break;
+    }
+    case N_INDEX: {
+        jit_type a = expr(s, n->a);
+        for (int i = 0; i < n->nkids; i++) {
+            jit_type k = expr(s, n->kids[i]);
+            if (known(k) && !jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL) && s->report) {
+                err_at(s, n->kids[i], "array indices must be integers, not %s%s", TS(k),
+                       jit_is_floating(k) ? "\nConvert with int(...)." : "");
+                return (jit_type){JT_NONE, 0, 0, 0};
+            }
+        }
+        if (!known(a)) break;
+        if (a.kind == JT_TUPLE) {
+            int64_t d;
+            if (n->nkids != 1 || const_int(n->kids[0], &d) < 0 || d < -(int64_t)a.ndim || d >= a.ndim) {
+                err_at(s, n, "shape is indexed with a constant between 0 and %d here", a.ndim - 1);
+                t = (jit_type){JT_NONE, 0, 0, 0};
+            } else {
+                t = jit_weak_int();
+            }
+        } else if (a.kind != JT_ARRAY) {
+            err_at(s, n, "%s cannot be indexed", TS(a));
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        } else if (n->nkids != a.ndim) {
+            err_at(s, n, "%s needs %d indices, got %d\n%s", TS(a), a.ndim, n->nkids,
+                   n->nkids < a.ndim ? "Index every dimension: a[i, j]; rows and slices are not supported "
+                                       "inside kernels." : "Too many indices for this array.");
+            t = (jit_type){JT_NONE, 0, 0, 0};
+        } else {
+            t = jit_scalar(a.dtype);
+        }
+        break;
+    }
+    case N_TUPLE:
+        err_at(s, n, "tuples can only be unpacked (a, b = b, a) in kernels");
+        t = (jit_type){JT_NONE, 0, 0, 0};
+        break;
+    default:
+        break;
+    }
+    n->type = t;
+    return t;
+}
+
+static int argc_is(infer *s, jit_node *n, const char *name, int lo, int hi) {
+    if (n->nkids >= lo && n->nkids <= hi) return 0;
+    if (lo == hi) return err_at(s, n, "%s() takes %d argument%s, got %d", name, lo, lo == 1 ? "" : "s", n->nkids);
+    return err_at(s, n, "%s() takes %d to %d arguments, got %d", name, lo, hi, n->nkids);
+}
+
+extern const char *const jit_builtin_names[];
+
+static jit_type call_builtin(infer *s, jit_node *n, int b) {
+    const char *name = jit_builtin_names[b];
+    jit_type none = {JT_NONE, 0, 0, 0};
+    jit_type a[3] = {unknown, unknown, unknown};
+    if (b == B_LEN) {
+        if (argc_is(s, n, name, 1, 1) < 0) return none;
+        jit_type x = expr(s, n->kids[0]);
+        if (known(x) && x.kind != JT_ARRAY) { err_at(s, n, "len() needs an array, not %s", TS(x)); return none; }
+        return jit_weak_int();
+    }
+    if (b == B_RANGE) {
+        err_at(s, n, "range() can only be used in a for loop");
+        return none;
+    }
+    int lo = 1, hi = 1;
+    if (b == B_MIN || b == B_MAX) lo = 2, hi = 8;
+    else if (b == B_ATAN2 || b == B_COPYSIGN || b == B_POW || b == B_FMOD || b == B_LDEXP || b == B_HYPOT) lo = hi = 2;
+    else if (b == B_INT || b == B_FLOAT || b == B_BOOL) lo = 0;
+    else if (b == B_ROUND) hi = 1;
+    if (argc_is(s, n, name, lo, hi) < 0) return none;
+    jit_type all = unknown;
+    for (int i = 0; i < n->nkids; i++) {
+        jit_type k = need_number(s, n->kids[i], name);
+        if (i < 3) a[i] = k;
+        if (!known(k)) return unknown;
+        if (k.kind == JT_NONE) return none;
+        all = i == 0 ? k : jit_promote(all, k);
+    }
+    switch (b) {
+    case B_ABS: return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
+    case B_MIN: case B_MAX: return all;
+    case B_INT: case B_ROUND: return jit_weak_int();
+    case B_FLOAT: return jit_weak_float();
+    case B_BOOL: return jit_scalar(JIT_BOOL);
+    case B_ISNAN: case B_ISINF: return jit_scalar(JIT_BOOL);
+    case B_CEIL: case B_FLOOR: case B_TRUNC:
+        return jit_is_floating(a[0]) ? jit_weak_int() : a[0];
+    case B_LDEXP:
+        if (!jit_is_integral(a[1]) && !(a[1].kind == JT_SCALAR && a[1].dtype == JIT_BOOL)) {
+            err_at(s, n->kids[1], "ldexp's exponent must be an integer, not %s", TS(a[1]));
+            return none;
+        }
+        return jit_float_of(a[0]);
+    default:
+        return jit_float_of(all);
+    }
+}
+
+static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee);
+
+static jit_type call(infer *s, jit_node *n) {
+    jit_node *fn = n->a;
+    jit_type none = {JT_NONE, 0, 0, 0};
+    if (fn->kind == N_REF) {
+        switch (fn->v.ref.kind) {
+        case REF_BUILTIN: return call_builtin(s, n, fn->v.ref.id);
+        case REF_DTYPE: {
+            if (argc_is(s, n, jit_dtype_name(fn->v.ref.id), 0, 1) < 0) return none;
+            if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id)))) return unknown;
+            return jit_scalar(fn->v.ref.id);
+        }
+        case REF_DEVFUNC: return infer_devfunc(s, n, fn->v.ref.func);
+        default:
+            err_at(s, n, "a module cannot be called");
+            return none;
+        }
+    }
+    if (fn->kind == N_ATTR) {
+        jit_type obj = expr(s, fn->a);
+        if (!known(obj)) return unknown;
+        const char *m = fn->v.name;
+        if (obj.kind == JT_ITEM) {
+            bool takes_dim = !strcmp(m, "get_id") || !strcmp(m, "get_range");
+            if (takes_dim || !strcmp(m, "get_linear_id")) {
+                if (argc_is(s, n, m, takes_dim, takes_dim) < 0) return none;
+                int64_t d = 0;
+                if (takes_dim && (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim)) {
+                    err_at(s, n->kids[0], "item.%s() takes a constant dimension between 0 and %d "
+                           "(the kernel was launched over a %d-D range)\nWrite item.%s(0)%s.",
+                           m, obj.ndim - 1, obj.ndim, m, obj.ndim > 1 ? ", item.get_id(1), ..." : "");
+                    return none;
+                }
+                n->v.i = d;
+                return jit_weak_int();
+            }
+            err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
+            return none;
+        }
+        err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), m);
+        return none;
+    }
+    jit_type t = expr(s, fn);
+    if (known(t)) err_at(s, n, "%s cannot be called", TS(t));
+    return none;
+}
+
+static int walk(infer *s, jit_node **body, int n);
+
+static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err, int depth);
+
+static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee) {
+    jit_type none = {JT_NONE, 0, 0, 0};
+    if (n->nkids != callee->nparams) {
+        err_at(s, n, "%s() takes %d argument%s, got %d", callee->name, callee->nparams,
+               callee->nparams == 1 ? "" : "s", n->nkids);
+        return none;
+    }
+    jit_type args[64];
+    if (n->nkids > 64) { err_at(s, n, "too many arguments"); return none; }
+    for (int i = 0; i < n->nkids; i++) {
+        args[i] = expr(s, n->kids[i]);
+        if (!known(args[i])) return unknown;
+        if (args[i].kind == JT_ITEM || args[i].kind == JT_NONE || args[i].kind == JT_TUPLE) {
+            err_at(s, n->kids[i], "%s cannot be passed to a device function", TS(args[i]));
+            return none;
+        }
+    }
+    if (s->depth > 16) { err_at(s, n, "device functions nest too deeply (recursion?)"); return none; }
+    jit_type r;
+    jit_error sub;
+    if (run(callee, args, &r, &sub, s->depth + 1) < 0) {
+        if (s->report) *s->err = sub;
+        return none;
+    }
+    return r;
+}
+
+static int assign_target(infer *s, jit_node *t, jit_type vt, jit_node *at) {
+    if (t->kind == N_VAR) {
+        if (vt.kind == JT_NONE) return err_at(s, at, "this call returns no value");
+        if ((vt.kind == JT_ARRAY || s->f->var_types[t->v.var].kind == JT_ARRAY) && s->report &&
+            (t->v.var < s->f->nparams || s->def_line[t->v.var] != t->line))
+            return err_at(s, t, "array variables cannot be reassigned in kernels\nUse a new name.");
+        return assign_var(s, t, t->v.var, vt);
+    }
+    /* an array element */
+    jit_type et = expr(s, t);
+    if (known(vt) && known(et) && !jit_is_number(vt))
+        return err_at(s, at, "cannot store %s into an element of %s", TS(vt), TS(t->a->type));
+    return 0;
+}
+
+static int stmt(infer *s, jit_node *n) {
+    switch ((jit_node_kind)n->kind) {
+    case S_ASSIGN:
+        for (int i = 0; i < n->nkids; i++) {
+            jit_node *t = n->kids[i];
+            if (t->kind == N_TUPLE) {
+                if (n->a->kind == N_TUPLE) {
+                    if (n->a->nkids != t->nkids)
+                        return err_at(s, n, "cannot unpack %d values into %d names", n->a->nkids, t->nkids);
+                    for (int k = 0; k < t->nkids; k++)
+                        if (assign_target(s, t->kids[k], expr(s, n->a->kids[k]), n->a->kids[k]) < 0 && s->report)
+                            return -1;
+                    n->a->type = (jit_type){JT_TUPLE, 0, (unsigned char)t->nkids, 0};
+                } else {
+                    jit_type v = expr(s, n->a);
+                    if (!known(v)) continue;
+                    if (v.kind != JT_TUPLE || v.ndim != t->nkids)
+                        return err_at(s, n, "cannot unpack %s into %d names", TS(v), t->nkids);
+                    for (int k = 0; k < t->nkids; k++)
+                        if (assign_target(s, t->kids[k], jit_weak_int(), n->a) < 0 && s->report) return -1;
+                }
+            } else if (assign_target(s, t, expr(s, n->a), n->a) < 0 && s->report) {
+                return -1;
+            }
+        }
+        return 0;
+    case S_AUGASSIGN: {
+        jit_type cur = expr(s, n->a), v = expr(s, n->b);
+        jit_type r = binop_type(s, n, n->op, cur, v);
+        if (!known(r)) return 0;
+        if (r.kind == JT_NONE) return -1;
+        if (n->a->kind == N_VAR) return assign_var(s, n, n->a->v.var, r);
+        return 0;
+    }
+    case S_EXPR:
+        expr(s, n->a);
+        return 0;
+    case S_IF: case S_WHILE:
+        need_number(s, n->a, "a condition");
+        return walk(s, n->body, n->nbody) < 0 || walk(s, n->orelse, n->norelse) < 0 ? -1 : 0;
+    case S_FOR: {
+        jit_type t = unknown;
+        for (int i = 0; i < n->nkids; i++) {
+            jit_type k = expr(s, n->kids[i]);
+            if (!known(k)) { t = unknown; break; }
+            if (!jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL))
+                return err_at(s, n->kids[i], "range() needs integers, not %s", TS(k));
+            t = i == 0 ? k : jit_promote(t, k);
+        }
+        if (known(t) && assign_var(s, n->a, n->a->v.var, t) < 0) return -1;
+        n->a->type = s->f->var_types[n->a->v.var];
+        return walk(s, n->body, n->nbody);
+    }
+    case S_RETURN:
+        if (!n->a) { s->bare_return = true; return 0; }
+        {
+            jit_type t = expr(s, n->a);
+            if (!known(t)) return 0;
+            if (t.kind != JT_SCALAR && t.kind != JT_WEAK_INT && t.kind != JT_WEAK_FLOAT)
+                return err_at(s, n->a, "a device function can return a number, not %s", TS(t));
+            jit_type j;
+            join(s->ret_seen ? s->ret : unknown, t, &j);
+            s->ret = j;
+            s->ret_seen = true;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int walk(infer *s, jit_node **body, int n) {
+    for (int i = 0; i < n; i++)
+        if (stmt(s, body[i]) < 0 && s->report) return -1;
+    return 0;
+}
+
+static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err, int depth) {
+    free(f->var_types);
+    f->var_types = calloc((size_t)f->nvars + 1, sizeof *f->var_types);
+    int *lines = calloc((size_t)f->nvars * 2 + 2, sizeof *lines);
+    if (!f->var_types || !lines) { free(lines); snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    infer s = {.f = f, .err = err, .def_line = lines, .def_col = lines + f->nvars + 1, .depth = depth};
+    for (int i = 0; i < f->nparams; i++) {
+        f->var_types[i] = params[i];
+        lines[i] = f->vars[i].line;
+    }
+    int rounds = 0;
+    do {
+        s.changed = false;
+        s.ret_seen = s.bare_return = false;
+        s.ret = unknown;
+        walk(&s, f->body, f->nbody);
+    } while (s.changed && ++rounds < 64);
+    s.report = true;
+    s.ret_seen = s.bare_return = false;
+    s.ret = unknown;
+    int rc = walk(&s, f->body, f->nbody);
+    if (rc == 0) /* a variable whose type never became known is read before any assignment */
+        for (int v = f->nparams; v < f->nvars; v++)
+            if (!known(f->var_types[v])) {
+                rc = jit_error_at(err, f, f->vars[v].line, f->vars[v].col,
+                                  "the type of '%s' cannot be inferred: it is read before it is assigned",
+                                  f->vars[v].name);
+                break;
+            }
+    if (rc == 0 && !f->is_kernel) {
+        if (s.ret_seen && s.bare_return)
+            rc = jit_error_at(err, f, f->vars[0].line, 1, "'%s' returns a value on some paths and nothing on others",
+                              f->name);
+        *ret = s.ret_seen ? s.ret : (jit_type){JT_NONE, 0, 0, 0};
+    }
+    free(lines);
+    return rc;
+}
+
+int jit_infer(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err) {
+    jit_type r;
+    return run(f, params, ret ? ret : &r, err, 0);
+}

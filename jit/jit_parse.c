@@ -1,1 +1,937 @@
-/* placeholder: written this session */
+/* jit_parse: a Python function's source -> jit_tree.
+ *
+ * The source comes from inspect (so notebook cells work through linecache),
+ * is parsed by the `ast` module and walked here. Names are resolved once:
+ * anything assigned in the function is a local variable (Python's rule), the
+ * rest is looked up in the closure, the globals and the builtins and becomes a
+ * constant (numbers) or a compile-time reference (math, numpy dtypes, device
+ * functions). Anything else is a CompileError pointing at the construct. */
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jit_tree.h"
+
+/* ---- arena and errors ---- */
+
+void *jit_arena_alloc(jit_func *f, size_t n) {
+    enum { BLOCK = 64 * 1024 };
+    n = (n + 15) & ~(size_t)15;
+    if (n > BLOCK) return NULL;
+    if (!f->nblocks || f->used + n > BLOCK) {
+        void **nb = realloc(f->blocks, (size_t)(f->nblocks + 1) * sizeof *nb);
+        if (!nb) return NULL;
+        f->blocks = nb;
+        if (!(f->blocks[f->nblocks] = malloc(BLOCK))) return NULL;
+        f->nblocks++;
+        f->used = 0;
+    }
+    void *p = (char *)f->blocks[f->nblocks - 1] + f->used;
+    f->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const char *fmt, ...) {
+    char what[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    err->compile_error = true;
+    err->line = line;
+    err->col = col;
+    snprintf(err->filename, sizeof err->filename, "%s", f->filename);
+    /* First line of `what` is the message, the rest a hint after the caret. */
+    char *hint = strchr(what, '\n');
+    if (hint) *hint++ = '\0';
+    int n = snprintf(err->msg, sizeof err->msg, "%s:%d:%d: %s", f->filename, line, col, what);
+    int idx = line - f->first_line;
+    if (idx >= 0 && idx < f->nlines && n < (int)sizeof err->msg) {
+        const char *src = f->lines[idx];
+        int indent = 0;
+        while (src[indent] == ' ' || src[indent] == '\t') indent++;
+        int len = (int)strcspn(src + indent, "\r\n");
+        int caret = col - 1 - indent;
+        if (caret < 0) caret = 0;
+        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %.*s\n    %*s^", len,
+                      src + indent, caret, "");
+    }
+    if (hint && n < (int)sizeof err->msg)
+        snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n%s", hint);
+    return -1;
+}
+
+static int internal_error(jit_error *err, const char *what) {
+    err->compile_error = false;
+    err->line = err->col = 0;
+    err->filename[0] = '\0';
+    /* the Python exception that caused it, if any, says more */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    snprintf(err->msg, sizeof err->msg, "%s%s%s", what, s ? ": " : "",
+             s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "");
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return -1;
+}
+
+/* ---- the walk ---- */
+
+typedef struct {
+    jit_func *f;
+    jit_error *err;
+    int line0;  /* file line of the parsed text's line 1, minus 1 */
+    int indent; /* columns removed by dedenting */
+    PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed */
+    EVP_MD_CTX *hash;
+} parser;
+
+/* The dtype classes and modules recognised by identity, looked up once. */
+static PyObject *mod_math, *mod_numpy, *mod_builtins, *numpy_generic;
+static PyTypeObject *devfunc_type;
+static PyObject *(*devfunc_pyfunc)(PyObject *);
+
+void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *)) {
+    devfunc_type = type;
+    devfunc_pyfunc = get_pyfunc;
+}
+
+const char *const jit_builtin_names[B_NBUILTINS] = {
+    "abs", "min", "max", "int", "float", "bool", "round", "len", "range",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
+    "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
+    "pow", "fmod", "erf", "erfc", "gamma", "lgamma", "ldexp", "hypot",
+};
+static PyObject *builtin_objs[B_NBUILTINS];
+
+static int init_known(void) {
+    if (mod_math) return 0;
+    if (!(mod_math = PyImport_ImportModule("math")) ||
+        !(mod_numpy = PyImport_ImportModule("numpy")) ||
+        !(mod_builtins = PyImport_ImportModule("builtins")) ||
+        !(numpy_generic = PyObject_GetAttrString(mod_numpy, "generic")))
+        return -1;
+    for (int b = 0; b < B_NBUILTINS; b++) {
+        PyObject *from = b < B_FIRST_MATH ? mod_builtins : mod_math;
+        if (b == B_EXP2 && !PyObject_HasAttrString(mod_math, "exp2")) continue; /* Python < 3.11 */
+        if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) return -1;
+    }
+    return 0;
+}
+
+static const char *node_type(PyObject *node) {
+    const char *n = Py_TYPE(node)->tp_name;
+    const char *dot = strrchr(n, '.');
+    return dot ? dot + 1 : n;
+}
+static bool is(PyObject *node, const char *type) { return strcmp(node_type(node), type) == 0; }
+
+static long attr_long(PyObject *node, const char *name) {
+    PyObject *v = PyObject_GetAttrString(node, name);
+    long r = v && v != Py_None ? PyLong_AsLong(v) : 0;
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return r;
+}
+
+static void where(parser *p, PyObject *node, int *line, int *col) {
+    *line = p->line0 + (int)attr_long(node, "lineno");
+    *col = (int)attr_long(node, "col_offset") + p->indent + 1;
+}
+
+static int fail(parser *p, PyObject *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(parser *p, PyObject *node, const char *fmt, ...) {
+    char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int line, col;
+    where(p, node, &line, &col);
+    return jit_error_at(p->err, p->f, line, col, "%s", what);
+}
+
+static jit_node *new_node(parser *p, PyObject *src, jit_node_kind kind) {
+    jit_node *n = jit_arena_alloc(p->f, sizeof *n);
+    if (!n) { internal_error(p->err, "out of memory"); return NULL; }
+    n->kind = (uint8_t)kind;
+    if (src) where(p, src, &n->line, &n->col);
+    return n;
+}
+
+static char *arena_strdup(jit_func *f, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = jit_arena_alloc(f, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void hash_text(parser *p, const char *s) { EVP_DigestUpdate(p->hash, s, strlen(s) + 1); }
+
+static jit_node *expr(parser *p, PyObject *node);
+static int stmts(parser *p, PyObject *list, jit_node ***out, int *count);
+
+/* Converts a Python list of expressions. */
+static int expr_list(parser *p, PyObject *list, jit_node ***out, int *count) {
+    Py_ssize_t n = PyList_Check(list) ? PyList_GET_SIZE(list) : 0;
+    *count = (int)n;
+    *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!((*out)[i] = expr(p, PyList_GET_ITEM(list, i)))) return -1;
+    return 0;
+}
+
+static jit_node *child(parser *p, PyObject *node, const char *field) {
+    PyObject *c = PyObject_GetAttrString(node, field);
+    if (!c) { internal_error(p->err, "malformed ast"); return NULL; }
+    jit_node *r = expr(p, c);
+    Py_DECREF(c);
+    return r;
+}
+
+static int local_index(parser *p, const char *name) {
+    for (int i = 0; i < p->f->nvars; i++)
+        if (strcmp(p->f->vars[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int add_local(parser *p, const char *name, PyObject *at) {
+    if (local_index(p, name) >= 0) return 0;
+    jit_func *f = p->f;
+    jit_var *nv = realloc(f->vars, (size_t)(f->nvars + 1) * sizeof *nv);
+    if (!nv) return internal_error(p->err, "out of memory");
+    f->vars = nv;
+    nv[f->nvars].name = arena_strdup(f, name);
+    if (at) where(p, at, &nv[f->nvars].line, &nv[f->nvars].col);
+    else nv[f->nvars].line = nv[f->nvars].col = 0;
+    f->nvars++;
+    return 0;
+}
+
+/* Every name the function stores to is local (Python's scoping rule). */
+static int collect_stores(parser *p, PyObject *node) {
+    if (PyList_Check(node)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(node); i++)
+            if (collect_stores(p, PyList_GET_ITEM(node, i)) < 0) return -1;
+        return 0;
+    }
+    if (is(node, "Name")) {
+        PyObject *ctx = PyObject_GetAttrString(node, "ctx");
+        bool store = ctx && is(ctx, "Store");
+        Py_XDECREF(ctx);
+        if (!store) return 0;
+        PyObject *id = PyObject_GetAttrString(node, "id");
+        int rc = id ? add_local(p, PyUnicode_AsUTF8(id), node) : -1;
+        Py_XDECREF(id);
+        return rc;
+    }
+    static const char *const fields[] = {"targets", "target", "elts", "body", "orelse", NULL};
+    if (!(is(node, "Assign") || is(node, "AugAssign") || is(node, "AnnAssign") || is(node, "For") ||
+          is(node, "While") || is(node, "If") || is(node, "Tuple") || is(node, "List")))
+        return 0;
+    for (int i = 0; fields[i]; i++) {
+        PyObject *c = PyObject_GetAttrString(node, fields[i]);
+        if (!c) { PyErr_Clear(); continue; }
+        int rc = collect_stores(p, c);
+        Py_DECREF(c);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err);
+
+/* A compile-time object (a global, a closure cell, a module attribute) as a node. */
+static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject *obj) {
+    jit_node *n = new_node(p, at, N_CONST);
+    if (!n) return NULL;
+    char note[256];
+    if (PyBool_Check(obj)) {
+        n->type = jit_scalar(JIT_BOOL);
+        n->v.i = obj == Py_True;
+        snprintf(note, sizeof note, "%s=%d", name, (int)n->v.i);
+    } else if (PyLong_Check(obj)) {
+        int overflow;
+        n->v.i = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow) {
+            fail(p, at, "'%s' is an integer too large for 64 bits", name);
+            return NULL;
+        }
+        n->type = jit_weak_int();
+        snprintf(note, sizeof note, "%s=%lld", name, (long long)n->v.i);
+    } else if (PyFloat_Check(obj)) {
+        n->type = jit_weak_float();
+        n->v.f = PyFloat_AS_DOUBLE(obj);
+        snprintf(note, sizeof note, "%s=%.17g", name, n->v.f);
+    } else if (PyObject_IsInstance(obj, numpy_generic) == 1) {
+        PyObject *dt = PyObject_GetAttrString(obj, "dtype");
+        PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+        PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
+        int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+        Py_XDECREF(dt);
+        Py_XDECREF(kind);
+        Py_XDECREF(size);
+        PyErr_Clear();
+        if (d < 0) {
+            fail(p, at, "'%s' is a NumPy scalar of a type kernels do not support\n"
+                 "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
+            return NULL;
+        }
+        n->type = jit_scalar((jit_dtype)d);
+        PyObject *v = jit_dtype_is_float(d) ? PyNumber_Float(obj) : PyNumber_Long(obj);
+        if (!v) { internal_error(p->err, "reading a NumPy scalar"); return NULL; }
+        if (jit_dtype_is_float(d)) n->v.f = PyFloat_AS_DOUBLE(v);
+        else if (d == JIT_U64) n->v.i = (int64_t)PyLong_AsUnsignedLongLong(v);
+        else n->v.i = PyLong_AsLongLong(v);
+        Py_DECREF(v);
+        snprintf(note, sizeof note, "%s=%s:%.17g/%lld", name, jit_dtype_name(d), n->v.f, (long long)n->v.i);
+    } else {
+        n->kind = N_REF;
+        snprintf(note, sizeof note, "%s=ref", name);
+        if (obj == mod_math || obj == mod_numpy || (PyModule_Check(obj) &&
+            strcmp(PyModule_GetName(obj) ? PyModule_GetName(obj) : "", "offload") == 0)) {
+            PyErr_Clear();
+            n->v.ref.kind = REF_MODULE;
+            n->v.ref.id = obj == mod_math ? 0 : obj == mod_numpy ? 1 : 2;
+        } else if (PyType_Check(obj) && PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
+            PyObject *dt = PyObject_CallMethod(mod_numpy, "dtype", "O", obj);
+            PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+            PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
+            int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+            Py_XDECREF(dt);
+            Py_XDECREF(kind);
+            Py_XDECREF(size);
+            PyErr_Clear();
+            if (d < 0) {
+                fail(p, at, "'%s' is a NumPy type kernels do not support\n"
+                     "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
+                return NULL;
+            }
+            n->v.ref.kind = REF_DTYPE;
+            n->v.ref.id = (uint8_t)d;
+            snprintf(note, sizeof note, "%s=dtype%d", name, d);
+        } else if (devfunc_type && PyObject_TypeCheck(obj, devfunc_type)) {
+            PyObject *fn = devfunc_pyfunc(obj); /* borrowed */
+            jit_func *callee = NULL;
+            for (int i = 0; i < p->f->ncallees; i++)
+                if (p->f->callees[i]->pyfunc == fn) callee = p->f->callees[i];
+            if (!callee) {
+                if (fn == p->f->pyfunc) {
+                    fail(p, at, "'%s' calls itself; device functions cannot be recursive", name);
+                    return NULL;
+                }
+                jit_func **nc = realloc(p->f->callees, (size_t)(p->f->ncallees + 1) * sizeof *nc);
+                if (!nc) { internal_error(p->err, "out of memory"); return NULL; }
+                p->f->callees = nc;
+                if (!(callee = parse_function(fn, false, p->err))) return NULL;
+                nc[p->f->ncallees++] = callee;
+            }
+            n->v.ref.kind = REF_DEVFUNC;
+            n->v.ref.func = callee;
+            EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
+        } else {
+            int b;
+            for (b = 0; b < B_NBUILTINS; b++)
+                if (builtin_objs[b] && obj == builtin_objs[b]) break;
+            if (b == B_NBUILTINS) {
+                fail(p, at, "'%s' is a %s, which a kernel cannot use\n"
+                     "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
+                     "closures, and call math functions, dtypes (np.float32) and @offload.device_func "
+                     "functions.", name, Py_TYPE(obj)->tp_name);
+                return NULL;
+            }
+            n->v.ref.kind = REF_BUILTIN;
+            n->v.ref.id = (uint8_t)b;
+            snprintf(note, sizeof note, "%s=builtin%d", name, b);
+        }
+    }
+    hash_text(p, note);
+    return n;
+}
+
+static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
+    PyObject *obj = NULL; /* borrowed */
+    if (p->closure_names) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(p->closure_names); i++)
+            if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(p->closure_names, i)), name) == 0) {
+                obj = PyCell_GET(PyTuple_GET_ITEM(p->closure_cells, i));
+                if (!obj) {
+                    fail(p, at, "the closure variable '%s' is not set yet", name);
+                    return NULL;
+                }
+            }
+    }
+    if (!obj) obj = PyDict_GetItemString(p->globals, name);
+    if (!obj && p->builtins) obj = PyDict_Check(p->builtins) ? PyDict_GetItemString(p->builtins, name)
+                                                                : PyObject_GetAttrString(p->builtins, name);
+    if (!obj) {
+        PyErr_Clear();
+        fail(p, at, "name '%s' is not defined", name);
+        return NULL;
+    }
+    if (!PyDict_Check(p->builtins) && PyObject_HasAttrString(p->builtins, name)) {
+        /* GetAttrString gave a new reference; builtins outlive the compile */
+        Py_DECREF(obj);
+    }
+    return from_object(p, at, name, obj);
+}
+
+static const struct { const char *py; jit_op op; } binops[] = {
+    {"Add", OP_ADD}, {"Sub", OP_SUB}, {"Mult", OP_MUL}, {"Div", OP_DIV},
+    {"FloorDiv", OP_FLOORDIV}, {"Mod", OP_MOD}, {"Pow", OP_POW}, {"LShift", OP_LSHIFT},
+    {"RShift", OP_RSHIFT}, {"BitAnd", OP_BITAND}, {"BitOr", OP_BITOR}, {"BitXor", OP_BITXOR},
+    {"USub", OP_NEG}, {"UAdd", OP_POS}, {"Invert", OP_INVERT}, {"Not", OP_NOT},
+    {"Eq", OP_EQ}, {"NotEq", OP_NE}, {"Lt", OP_LT}, {"LtE", OP_LE}, {"Gt", OP_GT},
+    {"GtE", OP_GE}, {"And", OP_AND}, {"Or", OP_OR},
+};
+
+static int op_of(parser *p, PyObject *node, const char *field, PyObject *at) {
+    PyObject *o = PyObject_GetAttrString(node, field);
+    if (!o) return internal_error(p->err, "malformed ast");
+    const char *t = node_type(o);
+    Py_DECREF(o);
+    for (size_t i = 0; i < sizeof binops / sizeof *binops; i++)
+        if (strcmp(binops[i].py, t) == 0) return (int)binops[i].op;
+    return fail(p, at, "the operator %s is not supported in kernels\n"
+                "Kernels support + - * / // %% ** << >> & | ^ ~ and comparisons.",
+                strcmp(t, "MatMult") == 0 ? "@" : strcmp(t, "Is") == 0 ? "'is'" :
+                strcmp(t, "IsNot") == 0 ? "'is not'" : strcmp(t, "In") == 0 ? "'in'" :
+                strcmp(t, "NotIn") == 0 ? "'not in'" : t);
+}
+
+static const struct { const char *py, *what, *hint; } unsupported[] = {
+    {"List", "a list", "Kernels work on arrays passed as arguments; use scalars or index an array."},
+    {"Dict", "a dict", "Kernels work on numbers and arrays."},
+    {"Set", "a set", "Kernels work on numbers and arrays."},
+    {"ListComp", "a list comprehension", "Write a for loop over range(...)."},
+    {"SetComp", "a set comprehension", "Write a for loop over range(...)."},
+    {"DictComp", "a dict comprehension", "Write a for loop over range(...)."},
+    {"GeneratorExp", "a generator expression", "Write a for loop over range(...)."},
+    {"Lambda", "a lambda", "Use an @offload.device_func function."},
+    {"JoinedStr", "an f-string", "Kernels work on numbers and arrays."},
+    {"Await", "await", "Kernels are not coroutines."},
+    {"Yield", "yield", "Kernels write their results into arrays."},
+    {"YieldFrom", "yield from", "Kernels write their results into arrays."},
+    {"NamedExpr", "the walrus operator :=", "Assign in a statement of its own."},
+    {"Starred", "a starred expression", "Pass arguments one by one."},
+    {"Slice", "a slice", "Index single elements (a[i, j]); pass views (a[::2]) as arguments."},
+};
+
+static jit_node *unsupported_expr(parser *p, PyObject *node) {
+    const char *t = node_type(node);
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (strcmp(unsupported[i].py, t) == 0) {
+            fail(p, node, "%s is not supported in kernels\n%s", unsupported[i].what, unsupported[i].hint);
+            return NULL;
+        }
+    fail(p, node, "this expression (%s) is not supported in kernels", t);
+    return NULL;
+}
+
+static jit_node *expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    if (is(node, "Constant")) {
+        PyObject *v = PyObject_GetAttrString(node, "value");
+        if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
+        if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
+            n = from_object(p, node, "literal", v);
+        } else {
+            fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
+                 v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
+        }
+        Py_DECREF(v);
+        return n;
+    }
+    if (is(node, "Name")) {
+        PyObject *id = PyObject_GetAttrString(node, "id");
+        const char *name = id ? PyUnicode_AsUTF8(id) : "?";
+        int var = local_index(p, name);
+        if (var >= 0) {
+            if ((n = new_node(p, node, N_VAR))) n->v.var = var;
+        } else {
+            n = resolve_global(p, node, name);
+        }
+        Py_XDECREF(id);
+        return n;
+    }
+    if (is(node, "BinOp") || is(node, "UnaryOp")) {
+        bool unary = is(node, "UnaryOp");
+        int op = op_of(p, node, "op", node);
+        if (op < 0 || !(n = new_node(p, node, unary ? N_UNARY : N_BINOP))) return NULL;
+        n->op = (uint8_t)op;
+        if (unary) return (n->a = child(p, node, "operand")) ? n : NULL;
+        return (n->a = child(p, node, "left")) && (n->b = child(p, node, "right")) ? n : NULL;
+    }
+    if (is(node, "BoolOp")) {
+        int op = op_of(p, node, "op", node);
+        PyObject *vals = PyObject_GetAttrString(node, "values");
+        if (op < 0 || !vals || !(n = new_node(p, node, N_BOOLOP))) { Py_XDECREF(vals); return NULL; }
+        n->op = (uint8_t)op;
+        int rc = expr_list(p, vals, &n->kids, &n->nkids);
+        Py_DECREF(vals);
+        return rc < 0 ? NULL : n;
+    }
+    if (is(node, "Compare")) {
+        PyObject *ops = PyObject_GetAttrString(node, "ops");
+        PyObject *cmps = PyObject_GetAttrString(node, "comparators");
+        if (!ops || !cmps || !(n = new_node(p, node, N_COMPARE))) goto cmp_done;
+        Py_ssize_t k = PyList_GET_SIZE(ops);
+        n->nkids = (int)k + 1;
+        n->kids = jit_arena_alloc(p->f, (size_t)n->nkids * sizeof *n->kids);
+        n->ops = jit_arena_alloc(p->f, (size_t)k);
+        if (!(n->kids[0] = child(p, node, "left"))) { n = NULL; goto cmp_done; }
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *o = PyList_GET_ITEM(ops, i);
+            const char *t = node_type(o);
+            int op = -1;
+            for (size_t j = 0; j < sizeof binops / sizeof *binops; j++)
+                if (strcmp(binops[j].py, t) == 0 && binops[j].op >= OP_EQ && binops[j].op <= OP_GE)
+                    op = (int)binops[j].op;
+            if (op < 0) {
+                fail(p, node, "the comparison '%s' is not supported in kernels\n"
+                     "Kernels compare numbers with == != < <= > >=.",
+                     strcmp(t, "Is") == 0 ? "is" : strcmp(t, "IsNot") == 0 ? "is not" :
+                     strcmp(t, "In") == 0 ? "in" : "not in");
+                n = NULL;
+                goto cmp_done;
+            }
+            n->ops[i] = (uint8_t)op;
+            if (!(n->kids[i + 1] = expr(p, PyList_GET_ITEM(cmps, i)))) { n = NULL; goto cmp_done; }
+        }
+    cmp_done:
+        Py_XDECREF(ops);
+        Py_XDECREF(cmps);
+        return n;
+    }
+    if (is(node, "IfExp")) {
+        if (!(n = new_node(p, node, N_IFEXP))) return NULL;
+        return (n->a = child(p, node, "test")) && (n->b = child(p, node, "body")) &&
+                       (n->c = child(p, node, "orelse")) ? n : NULL;
+    }
+    if (is(node, "Call")) {
+        PyObject *kw = PyObject_GetAttrString(node, "keywords");
+        if (kw && PyList_GET_SIZE(kw) > 0) {
+            PyObject *k0 = PyList_GET_ITEM(kw, 0);
+            Py_DECREF(kw);
+            fail(p, k0, "keyword arguments are not supported in kernel calls\nPass arguments by position.");
+            return NULL;
+        }
+        Py_XDECREF(kw);
+        PyObject *args = PyObject_GetAttrString(node, "args");
+        if (!args || !(n = new_node(p, node, N_CALL))) { Py_XDECREF(args); return NULL; }
+        int rc = (n->a = child(p, node, "func")) ? expr_list(p, args, &n->kids, &n->nkids) : -1;
+        Py_DECREF(args);
+        return rc < 0 ? NULL : n;
+    }
+    if (is(node, "Attribute")) {
+        jit_node *obj = child(p, node, "value");
+        PyObject *attr = PyObject_GetAttrString(node, "attr");
+        if (!obj || !attr) { Py_XDECREF(attr); return NULL; }
+        const char *name = PyUnicode_AsUTF8(attr);
+        if (obj->kind == N_REF && obj->v.ref.kind == REF_MODULE) {
+            PyObject *mod = obj->v.ref.id == 0 ? mod_math : obj->v.ref.id == 1 ? mod_numpy
+                                                                                : PyImport_ImportModule("offload");
+            PyObject *val = mod ? PyObject_GetAttrString(mod, name) : NULL;
+            if (obj->v.ref.id == 2) Py_XDECREF(mod);
+            if (!val) {
+                PyErr_Clear();
+                fail(p, node, "%s.%s does not exist", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
+            } else {
+                char full[128];
+                snprintf(full, sizeof full, "%s.%s", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
+                n = from_object(p, node, full, val);
+                Py_DECREF(val);
+            }
+            Py_DECREF(attr);
+            return n;
+        }
+        if ((n = new_node(p, node, N_ATTR))) {
+            n->a = obj;
+            n->v.name = arena_strdup(p->f, name);
+        }
+        Py_DECREF(attr);
+        return n;
+    }
+    if (is(node, "Subscript")) {
+        PyObject *sl = PyObject_GetAttrString(node, "slice");
+        if (!sl || !(n = new_node(p, node, N_INDEX)) || !(n->a = child(p, node, "value"))) {
+            Py_XDECREF(sl);
+            return NULL;
+        }
+        int rc;
+        if (is(sl, "Tuple")) {
+            PyObject *elts = PyObject_GetAttrString(sl, "elts");
+            rc = elts ? expr_list(p, elts, &n->kids, &n->nkids) : -1;
+            Py_XDECREF(elts);
+        } else {
+            n->nkids = 1;
+            n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
+            rc = (n->kids[0] = expr(p, sl)) ? 0 : -1;
+        }
+        Py_DECREF(sl);
+        return rc < 0 ? NULL : n;
+    }
+    if (is(node, "Tuple")) {
+        PyObject *elts = PyObject_GetAttrString(node, "elts");
+        if (!elts || !(n = new_node(p, node, N_TUPLE))) { Py_XDECREF(elts); return NULL; }
+        int rc = expr_list(p, elts, &n->kids, &n->nkids);
+        Py_DECREF(elts);
+        return rc < 0 ? NULL : n;
+    }
+    return unsupported_expr(p, node);
+}
+
+static const struct { const char *py, *what, *hint; } unsupported_stmts[] = {
+    {"Try", "try/except", "Kernels cannot raise or catch exceptions."},
+    {"TryStar", "try/except*", "Kernels cannot raise or catch exceptions."},
+    {"Raise", "raise", "Kernels cannot raise exceptions; write an error flag into an array."},
+    {"With", "a with statement", "Kernels have no context managers."},
+    {"AsyncWith", "async with", "Kernels are not coroutines."},
+    {"AsyncFor", "async for", "Kernels are not coroutines."},
+    {"FunctionDef", "a nested function", "Define an @offload.device_func at module level."},
+    {"AsyncFunctionDef", "a nested function", "Define an @offload.device_func at module level."},
+    {"ClassDef", "a class definition", "Kernels work on numbers and arrays."},
+    {"Delete", "del", "Kernel variables live until the kernel returns."},
+    {"Global", "a global statement", "Kernels read globals at compile time and cannot assign them."},
+    {"Nonlocal", "a nonlocal statement", "Kernels read closure variables at compile time and cannot assign them."},
+    {"Import", "import", "Import at module level; kernels can use math and numpy dtypes."},
+    {"ImportFrom", "import", "Import at module level; kernels can use math and numpy dtypes."},
+    {"Assert", "assert", "Kernels cannot raise exceptions."},
+    {"Match", "match", "Use if/elif/else."},
+};
+
+static int target_ok(parser *p, jit_node *t, PyObject *at) {
+    if (t->kind == N_VAR || t->kind == N_INDEX) return 0;
+    if (t->kind == N_TUPLE) {
+        for (int i = 0; i < t->nkids; i++)
+            if (t->kids[i]->kind == N_TUPLE || target_ok(p, t->kids[i], at) < 0) {
+                if (t->kids[i]->kind == N_TUPLE)
+                    return jit_error_at(p->err, p->f, t->kids[i]->line, t->kids[i]->col,
+                                        "nested tuple assignment is not supported in kernels");
+                return -1;
+            }
+        return 0;
+    }
+    return jit_error_at(p->err, p->f, t->line, t->col,
+                        "cannot assign to this in a kernel\nAssign to local variables or array elements (a[i] = ...).");
+}
+
+static jit_node *stmt(parser *p, PyObject *node) {
+    const char *t = node_type(node);
+    jit_node *n = NULL;
+    if (!strcmp(t, "Assign") || !strcmp(t, "AnnAssign")) {
+        bool ann = t[0] == 'A' && t[1] == 'n';
+        PyObject *targets = ann ? NULL : PyObject_GetAttrString(node, "targets");
+        if (!(n = new_node(p, node, S_ASSIGN))) { Py_XDECREF(targets); return NULL; }
+        if (ann) {
+            PyObject *v = PyObject_GetAttrString(node, "value");
+            bool has = v && v != Py_None;
+            Py_XDECREF(v);
+            if (!has) { n->kind = S_PASS; return n; } /* a bare annotation does nothing */
+            n->nkids = 1;
+            n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
+            if (!(n->kids[0] = child(p, node, "target"))) return NULL;
+        } else {
+            int rc = expr_list(p, targets, &n->kids, &n->nkids);
+            Py_XDECREF(targets);
+            if (rc < 0) return NULL;
+        }
+        for (int i = 0; i < n->nkids; i++)
+            if (target_ok(p, n->kids[i], node) < 0) return NULL;
+        return (n->a = child(p, node, "value")) ? n : NULL;
+    }
+    if (!strcmp(t, "AugAssign")) {
+        int op = op_of(p, node, "op", node);
+        if (op < 0 || !(n = new_node(p, node, S_AUGASSIGN))) return NULL;
+        n->op = (uint8_t)op;
+        if (!(n->a = child(p, node, "target")) || !(n->b = child(p, node, "value"))) return NULL;
+        if (n->a->kind == N_TUPLE) {
+            jit_error_at(p->err, p->f, n->a->line, n->a->col, "augmented assignment to a tuple is not valid");
+            return NULL;
+        }
+        return target_ok(p, n->a, node) < 0 ? NULL : n;
+    }
+    if (!strcmp(t, "Expr")) {
+        PyObject *v = PyObject_GetAttrString(node, "value");
+        bool docstring = v && is(v, "Constant");
+        if (docstring) {
+            PyObject *c = PyObject_GetAttrString(v, "value");
+            docstring = c && PyUnicode_Check(c);
+            Py_XDECREF(c);
+        }
+        Py_XDECREF(v);
+        if (!(n = new_node(p, node, docstring ? S_PASS : S_EXPR))) return NULL;
+        return docstring || (n->a = child(p, node, "value")) ? n : NULL;
+    }
+    if (!strcmp(t, "If") || !strcmp(t, "While") || !strcmp(t, "For")) {
+        PyObject *orelse = PyObject_GetAttrString(node, "orelse");
+        PyObject *body = PyObject_GetAttrString(node, "body");
+        jit_node_kind kind = t[0] == 'I' ? S_IF : t[0] == 'W' ? S_WHILE : S_FOR;
+        if (!orelse || !body || !(n = new_node(p, node, kind))) goto done;
+        if (kind != S_IF && PyList_GET_SIZE(orelse) > 0) {
+            fail(p, node, "%s-else is not supported in kernels\nUse a flag variable set before break.",
+                 kind == S_FOR ? "for" : "while");
+            n = NULL;
+            goto done;
+        }
+        if (kind == S_FOR) {
+            PyObject *target = PyObject_GetAttrString(node, "target");
+            PyObject *iter = PyObject_GetAttrString(node, "iter");
+            jit_node *call = iter ? expr(p, iter) : NULL;
+            if (call && (call->kind != N_CALL || call->a->kind != N_REF || call->a->v.ref.kind != REF_BUILTIN ||
+                         call->a->v.ref.id != B_RANGE)) {
+                jit_error_at(p->err, p->f, call->line, call->col,
+                             "kernels can only loop over range(...)\n"
+                             "Write: for i in range(len(a)): ... a[i] ...");
+                call = NULL;
+            } else if (call && (call->nkids < 1 || call->nkids > 3)) {
+                jit_error_at(p->err, p->f, call->line, call->col, "range() takes 1 to 3 arguments, not %d", call->nkids);
+                call = NULL;
+            }
+            n->a = call && target ? expr(p, target) : NULL;
+            if (n->a && n->a->kind != N_VAR) {
+                jit_error_at(p->err, p->f, n->a->line, n->a->col,
+                             "the loop variable must be a plain name\nWrite: for i in range(...):");
+                n->a = NULL;
+            }
+            if (n->a) {
+                n->kids = call->kids;
+                n->nkids = call->nkids;
+            }
+            Py_XDECREF(target);
+            Py_XDECREF(iter);
+            if (!n->a) { n = NULL; goto done; }
+        } else if (!(n->a = child(p, node, "test"))) {
+            n = NULL;
+            goto done;
+        }
+        if (stmts(p, body, &n->body, &n->nbody) < 0 ||
+            (kind == S_IF && stmts(p, orelse, &n->orelse, &n->norelse) < 0))
+            n = NULL;
+    done:
+        Py_XDECREF(orelse);
+        Py_XDECREF(body);
+        return n;
+    }
+    if (!strcmp(t, "Break") || !strcmp(t, "Continue") || !strcmp(t, "Pass"))
+        return new_node(p, node, t[0] == 'B' ? S_BREAK : t[0] == 'C' ? S_CONTINUE : S_PASS);
+    if (!strcmp(t, "Return")) {
+        PyObject *v = PyObject_GetAttrString(node, "value");
+        if (!v || !(n = new_node(p, node, S_RETURN))) { Py_XDECREF(v); return NULL; }
+        if (v != Py_None && !(n->a = expr(p, v))) n = NULL;
+        Py_DECREF(v);
+        if (n && n->a && p->f->is_kernel) {
+            jit_error_at(p->err, p->f, n->a->line, n->a->col,
+                         "a kernel cannot return a value\nWrite results into an array argument; "
+                         "@offload.device_func functions may return values.");
+            return NULL;
+        }
+        return n;
+    }
+    for (size_t i = 0; i < sizeof unsupported_stmts / sizeof *unsupported_stmts; i++)
+        if (!strcmp(unsupported_stmts[i].py, t)) {
+            fail(p, node, "%s is not supported in kernels\n%s", unsupported_stmts[i].what, unsupported_stmts[i].hint);
+            return NULL;
+        }
+    fail(p, node, "this statement (%s) is not supported in kernels", t);
+    return NULL;
+}
+
+static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    *count = (int)n;
+    *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!((*out)[i] = stmt(p, PyList_GET_ITEM(list, i)))) return -1;
+    return 0;
+}
+
+/* ---- the function ---- */
+
+static int parse_def(parser *p, PyObject *def, PyObject *pyfunc) {
+    jit_func *f = p->f;
+    PyObject *args = PyObject_GetAttrString(def, "args");
+    if (!args) return internal_error(p->err, "malformed ast");
+    static const char *const bad[] = {"posonlyargs", "kwonlyargs", "defaults", NULL};
+    for (int i = 0; bad[i]; i++) {
+        PyObject *l = PyObject_GetAttrString(args, bad[i]);
+        Py_ssize_t n = l ? PyList_GET_SIZE(l) : 0;
+        Py_XDECREF(l);
+        if (n) {
+            Py_DECREF(args);
+            return fail(p, def, "'%s': %s are not supported for kernels\nUse plain positional parameters.",
+                        f->name, i == 2 ? "default values" : i == 0 ? "positional-only parameters"
+                                                                     : "keyword-only parameters");
+        }
+    }
+    PyObject *va = PyObject_GetAttrString(args, "vararg"), *kw = PyObject_GetAttrString(args, "kwarg");
+    bool star = (va && va != Py_None) || (kw && kw != Py_None);
+    Py_XDECREF(va);
+    Py_XDECREF(kw);
+    if (star) {
+        Py_DECREF(args);
+        return fail(p, def, "'%s': *args and **kwargs are not supported for kernels", f->name);
+    }
+    PyObject *params = PyObject_GetAttrString(args, "args");
+    Py_DECREF(args);
+    for (Py_ssize_t i = 0; params && i < PyList_GET_SIZE(params); i++) {
+        PyObject *a = PyList_GET_ITEM(params, i);
+        PyObject *name = PyObject_GetAttrString(a, "arg");
+        int rc = name ? add_local(p, PyUnicode_AsUTF8(name), a) : -1;
+        Py_XDECREF(name);
+        if (rc < 0) { Py_DECREF(params); return -1; }
+    }
+    Py_XDECREF(params);
+    f->nparams = f->nvars;
+    if (f->is_kernel && f->nparams == 0)
+        return fail(p, def, "kernel '%s' has no parameters\n"
+                    "A kernel's first parameter is the work item: def %s(item, ...):", f->name, f->name);
+    PyObject *body = PyObject_GetAttrString(def, "body");
+    int rc = body ? collect_stores(p, body) : -1;
+    if (rc == 0) rc = stmts(p, body, &f->body, &f->nbody);
+    Py_XDECREF(body);
+    (void)pyfunc;
+    return rc;
+}
+
+/* Source lines of pyfunc via inspect, dedented for ast.parse. */
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err) {
+    if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
+    jit_func *f = calloc(1, sizeof *f);
+    if (!f) { internal_error(err, "out of memory"); return NULL; }
+    Py_INCREF(pyfunc);
+    f->pyfunc = pyfunc;
+    f->is_kernel = is_kernel;
+    parser p = {.f = f, .err = err};
+    PyObject *inspect = NULL, *srclines = NULL, *ast = NULL, *tree = NULL, *code = NULL, *text = NULL;
+    int rc = -1;
+    PyObject *qual = PyObject_GetAttrString(pyfunc, "__qualname__");
+    f->name = strdup(qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "kernel");
+    Py_XDECREF(qual);
+    PyErr_Clear();
+    code = PyObject_GetAttrString(pyfunc, "__code__");
+    if (!code) {
+        PyErr_Clear();
+        snprintf(err->msg, sizeof err->msg, "offload.kernel needs a Python function, not %s",
+                 Py_TYPE(pyfunc)->tp_name);
+        err->compile_error = false;
+        goto out;
+    }
+    PyObject *fn = PyObject_GetAttrString(code, "co_filename");
+    f->filename = strdup(fn ? PyUnicode_AsUTF8(fn) : "<unknown>");
+    Py_XDECREF(fn);
+    if (!(inspect = PyImport_ImportModule("inspect")) ||
+        !(srclines = PyObject_CallMethod(inspect, "getsourcelines", "O", pyfunc))) {
+        PyErr_Clear();
+        err->compile_error = true;
+        err->line = err->col = 0;
+        snprintf(err->filename, sizeof err->filename, "%s", f->filename);
+        snprintf(err->msg, sizeof err->msg,
+                 "cannot find the source of '%s' (%s): kernels are compiled from their Python source\n"
+                 "Define the function in a file or a notebook cell (not with exec or in the plain REPL).",
+                 f->name, f->filename);
+        goto out;
+    }
+    PyObject *lines = PyTuple_GET_ITEM(srclines, 0);
+    f->first_line = (int)PyLong_AsLong(PyTuple_GET_ITEM(srclines, 1));
+    if (f->first_line < 1) f->first_line = 1;
+    f->nlines = (int)PyList_GET_SIZE(lines);
+    f->lines = calloc((size_t)f->nlines + 1, sizeof *f->lines);
+    size_t total = 0;
+    for (int i = 0; i < f->nlines; i++) {
+        f->lines[i] = strdup(PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i)));
+        total += strlen(f->lines[i]) + 1;
+    }
+    /* dedent by the first line's indentation (a method or a nested function) */
+    const char *l0 = f->nlines ? f->lines[0] : "";
+    while (l0[p.indent] == ' ' || l0[p.indent] == '\t') p.indent++;
+    char *src = malloc(total + 1), *w = src;
+    for (int i = 0; i < f->nlines; i++) {
+        const char *l = f->lines[i];
+        int k = 0;
+        while (k < p.indent && (l[k] == ' ' || l[k] == '\t')) k++;
+        size_t len = strlen(l + k);
+        memcpy(w, l + k, len);
+        w += len;
+        if (len == 0 || w[-1] != '\n') *w++ = '\n';
+    }
+    *w = '\0';
+    p.line0 = f->first_line - 1;
+    p.hash = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(p.hash, EVP_sha256(), NULL);
+    EVP_DigestUpdate(p.hash, src, strlen(src));
+    text = PyUnicode_FromString(src);
+    free(src);
+    if (!text || !(ast = PyImport_ImportModule("ast")) ||
+        !(tree = PyObject_CallMethod(ast, "parse", "O", text))) {
+        internal_error(err, "cannot parse the kernel's source");
+        goto out;
+    }
+    PyObject *body = PyObject_GetAttrString(tree, "body");
+    PyObject *def = body && PyList_GET_SIZE(body) ? PyList_GET_ITEM(body, 0) : NULL;
+    if (!def || !is(def, "FunctionDef")) {
+        Py_XDECREF(body);
+        snprintf(err->msg, sizeof err->msg, "'%s' is not a plain function (def ...)%s", f->name,
+                 def && is(def, "AsyncFunctionDef") ? ": async functions cannot be kernels" : "");
+        err->compile_error = true;
+        goto out;
+    }
+    p.globals = PyObject_GetAttrString(pyfunc, "__globals__");
+    Py_XDECREF(p.globals); /* the function keeps it alive */
+    p.builtins = p.globals ? PyDict_GetItemString(p.globals, "__builtins__") : NULL;
+    if (!p.builtins) p.builtins = PyEval_GetBuiltins();
+    p.closure_names = PyObject_GetAttrString(code, "co_freevars");
+    Py_XDECREF(p.closure_names);
+    PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
+    p.closure_cells = cells && cells != Py_None ? cells : NULL;
+    if (!p.closure_cells) p.closure_names = NULL;
+    rc = parse_def(&p, def, pyfunc);
+    Py_XDECREF(cells);
+    Py_DECREF(body);
+    unsigned len = 0;
+    EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
+out:
+    if (p.hash) EVP_MD_CTX_free(p.hash);
+    Py_XDECREF(inspect);
+    Py_XDECREF(srclines);
+    Py_XDECREF(ast);
+    Py_XDECREF(tree);
+    Py_XDECREF(code);
+    Py_XDECREF(text);
+    if (rc < 0) {
+        jit_func_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
+    memset(err, 0, sizeof *err);
+    return parse_function(pyfunc, is_kernel, err);
+}
+
+void jit_func_free(jit_func *f) {
+    if (!f) return;
+    for (int i = 0; i < f->ncallees; i++) jit_func_free(f->callees[i]);
+    free(f->callees);
+    for (int i = 0; i < f->nblocks; i++) free(f->blocks[i]);
+    free(f->blocks);
+    for (int i = 0; f->lines && i < f->nlines; i++) free(f->lines[i]);
+    free(f->lines);
+    free(f->vars);
+    free(f->var_types);
+    free(f->name);
+    free(f->filename);
+    Py_XDECREF(f->pyfunc);
+    free(f);
+}
+
+const char *jit_func_name(const jit_func *f) { return f->name; }
+int jit_func_nparams(const jit_func *f) { return f->nparams; }

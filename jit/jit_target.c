@@ -1,1 +1,111 @@
-/* placeholder: written this session */
+/* jit_target: what differs between the SPIR (OpenCL) and NVPTX (CUDA) targets. */
+#include <stdio.h>
+#include <string.h>
+
+#include "jit_codegen.h"
+
+#define SPIR_CALLCONV_KERNEL 76 /* LLVMSPIRKERNELCallConv */
+#define SPIR_CALLCONV_FUNC 75   /* LLVMSPIRFUNCCallConv */
+#define PTX_CALLCONV_KERNEL 71  /* LLVMPTXKernelCallConv */
+
+void jit_target_setup(jit_tgt *t) {
+    if (t->ptx) {
+        LLVMSetTarget(t->mod, "nvptx64-nvidia-cuda");
+        LLVMSetDataLayout(t->mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+        return;
+    }
+    LLVMSetTarget(t->mod, "spir64-unknown-unknown");
+    LLVMSetDataLayout(t->mod, "e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
+                              "v512:512-v1024:1024-n8:16:32:64");
+    /* OpenCL C 1.2 / SPIR 1.2: what the translator records and PoCL expects */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
+    LLVMMetadataRef ver[2] = {LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),
+                              LLVMValueAsMetadata(LLVMConstInt(i32, 2, 0))};
+    LLVMValueRef node = LLVMMetadataAsValue(t->ctx, LLVMMDNodeInContext2(t->ctx, ver, 2));
+    LLVMAddNamedMetadataOperand(t->mod, "opencl.ocl.version", node);
+    LLVMAddNamedMetadataOperand(t->mod, "opencl.spir.version", node);
+}
+
+void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn) {
+    if (!t->ptx) {
+        LLVMSetFunctionCallConv(fn, SPIR_CALLCONV_KERNEL);
+        return;
+    }
+    LLVMSetFunctionCallConv(fn, PTX_CALLCONV_KERNEL);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
+    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(t->ctx, "kernel", 6),
+                              LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
+    LLVMAddNamedMetadataOperand(t->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(t->ctx, LLVMMDNodeInContext2(t->ctx, ann, 3)));
+}
+
+void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn) {
+    if (!t->ptx) LLVMSetFunctionCallConv(fn, SPIR_CALLCONV_FUNC);
+}
+
+void jit_target_mark_call(jit_tgt *t, LLVMValueRef call) {
+    if (!t->ptx) LLVMSetInstructionCallConv(call, SPIR_CALLCONV_FUNC);
+}
+
+static LLVMValueRef declare(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
+                            LLVMTypeRef *fty) {
+    *fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(t->mod, name, *fty);
+        jit_target_mark_function(t, fn);
+        /* pure functions of their arguments: lets LLVM hoist and fold them */
+        unsigned k = LLVMGetEnumAttributeKindForName("readnone", 8);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+        k = LLVMGetEnumAttributeKindForName("nounwind", 8);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+    }
+    return fn;
+}
+
+static LLVMValueRef call(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt, LLVMValueRef *args,
+                         int n) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = declare(t, name, ret, pt, n, &fty);
+    LLVMValueRef c = LLVMBuildCall2(t->b, fty, fn, args, (unsigned)n, "");
+    jit_target_mark_call(t, c);
+    return c;
+}
+
+LLVMValueRef jit_target_global_id(jit_tgt *t, int hw) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
+    if (!t->ptx) {
+        LLVMValueRef d = LLVMConstInt(i32, (unsigned long long)hw, 0);
+        return call(t, "_Z13get_global_idj", i64, &i32, &d, 1);
+    }
+    static const char xyz[] = "xyz";
+    char name[64];
+    LLVMValueRef v[3];
+    static const char *const regs[3] = {"ctaid", "ntid", "tid"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", regs[i], xyz[hw]);
+        LLVMTypeRef fty;
+        LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
+        fty = LLVMFunctionType(i32, NULL, 0, 0);
+        if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
+        v[i] = LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), i64, "");
+    }
+    /* in 64 bits: a grid of 2^31 blocks of 1024 overflows 32 */
+    return LLVMBuildAdd(t->b, LLVMBuildMul(t->b, v[0], v[1], ""), v[2], "gid");
+}
+
+LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs) {
+    LLVMTypeRef ft = f64 ? LLVMDoubleTypeInContext(t->ctx) : LLVMFloatTypeInContext(t->ctx);
+    LLVMTypeRef pt[3] = {ft, ft, ft};
+    bool ldexp = strcmp(name, "ldexp") == 0;
+    if (ldexp) pt[1] = LLVMInt32TypeInContext(t->ctx);
+    char sym[64];
+    if (t->ptx) {
+        snprintf(sym, sizeof sym, "__nv_%s%s", name, f64 ? "" : "f");
+    } else { /* Itanium mangling of the OpenCL builtin: _Z<len><name><f|d>... */
+        int n = snprintf(sym, sizeof sym, "_Z%zu%s", strlen(name), name);
+        for (int i = 0; i < nargs; i++) sym[n++] = i == 1 && ldexp ? 'i' : f64 ? 'd' : 'f';
+        sym[n] = '\0';
+    }
+    return call(t, sym, ft, pt, args, nargs);
+}

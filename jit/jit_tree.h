@@ -1,1 +1,130 @@
-/* placeholder */
+/* jit_tree: the JIT's typed tree -- a Python function after parsing.
+ *
+ * jit_parse.c builds it from the function's `ast` (names resolved: locals are
+ * variable numbers, globals and closure cells become constants or compile-time
+ * references); jit_infer.c fills in every node's type for one signature;
+ * jit_codegen.c turns it into LLVM IR. Nodes live in the function's arena and
+ * die with it. Internal to jit/. */
+#ifndef JIT_TREE_H
+#define JIT_TREE_H
+
+#include <stdint.h>
+
+#include "jit.h"
+#include "jit_types.h"
+
+typedef enum {
+    /* expressions */
+    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype) */
+    N_VAR,     /* v.var */
+    N_REF,     /* a compile-time thing: v.ref */
+    N_BINOP,   /* a op b */
+    N_UNARY,   /* op a */
+    N_COMPARE, /* kids[0] ops[0] kids[1] ops[1] kids[2] ... (chained) */
+    N_BOOLOP,  /* kids joined by op (OP_AND / OP_OR), short-circuit */
+    N_IFEXP,   /* b if a else c */
+    N_CALL,    /* a(kids...) */
+    N_ATTR,    /* a.v.name */
+    N_INDEX,   /* a[kids...] */
+    N_TUPLE,   /* (kids...) */
+    /* statements */
+    S_ASSIGN,    /* kids (targets) = a; a target is N_VAR, N_INDEX or N_TUPLE of them */
+    S_AUGASSIGN, /* a op= b */
+    S_EXPR,      /* a */
+    S_IF,        /* if a: body else: orelse */
+    S_FOR,       /* for a (N_VAR) in range(kids...): body */
+    S_WHILE,     /* while a: body */
+    S_BREAK, S_CONTINUE,
+    S_RETURN,    /* return [a] */
+    S_PASS,
+} jit_node_kind;
+
+typedef enum {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
+    OP_LSHIFT, OP_RSHIFT, OP_BITAND, OP_BITOR, OP_BITXOR,
+    OP_NEG, OP_POS, OP_INVERT, OP_NOT,
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
+    OP_AND, OP_OR,
+} jit_op;
+
+/* Things a kernel can name that are not values. */
+typedef enum {
+    REF_MODULE,  /* math, numpy, offload: only for attribute access */
+    REF_BUILTIN, /* v.ref.id: a jit_builtin */
+    REF_DTYPE,   /* np.float32 / ol.float32 used as a cast */
+    REF_DEVFUNC, /* an @ol.device_func: v.ref.func */
+} jit_ref_kind;
+
+typedef enum {
+    /* Python builtins */
+    B_ABS, B_MIN, B_MAX, B_INT, B_FLOAT, B_BOOL, B_ROUND, B_LEN, B_RANGE,
+    /* math.* (keep in the order of jit_target.c's table) */
+    B_SIN, B_COS, B_TAN, B_ASIN, B_ACOS, B_ATAN, B_ATAN2, B_SINH, B_COSH, B_TANH,
+    B_ASINH, B_ACOSH, B_ATANH, B_ISNAN, B_ISINF, B_CEIL, B_FLOOR, B_TRUNC, B_FABS,
+    B_SQRT, B_EXP, B_EXPM1, B_EXP2, B_LOG, B_LOG10, B_LOG1P, B_LOG2, B_COPYSIGN,
+    B_POW, B_FMOD, B_ERF, B_ERFC, B_GAMMA, B_LGAMMA, B_LDEXP, B_HYPOT,
+    B_NBUILTINS
+} jit_builtin;
+#define B_FIRST_MATH B_SIN
+
+typedef struct jit_func jit_func;
+typedef struct jit_node jit_node;
+
+struct jit_node {
+    uint8_t kind, op;
+    int line, col;  /* 1-based, in the file */
+    jit_type type;  /* set by jit_infer */
+    jit_node *a, *b, *c;
+    jit_node **kids;
+    int nkids;
+    uint8_t *ops;   /* N_COMPARE: nkids - 1 operators */
+    jit_node **body, **orelse;
+    int nbody, norelse;
+    union {
+        int64_t i;
+        double f;
+        int var;
+        const char *name;
+        struct {
+            uint8_t kind, id; /* jit_ref_kind; jit_builtin or jit_dtype or module (0 math, 1 numpy, 2 offload) */
+            jit_func *func;
+        } ref;
+    } v;
+};
+
+typedef struct {
+    const char *name;
+    int line, col;   /* first assignment, for error messages */
+} jit_var;
+
+struct jit_func {
+    PyObject *pyfunc;          /* owned */
+    char *name, *filename;     /* malloc'ed */
+    char **lines;              /* the file's lines of this function, for carets */
+    int first_line, nlines;
+    int nparams;               /* variables 0..nparams-1 are the parameters */
+    jit_var *vars;
+    int nvars;
+    jit_node **body;
+    int nbody;
+    bool is_kernel;
+    unsigned char source_hash[32]; /* SHA-256 of the source and the constants read */
+    /* arena */
+    void **blocks;
+    int nblocks;
+    size_t used;
+    jit_type *var_types;       /* set by jit_infer for the signature being compiled */
+    jit_func **callees;        /* device functions named, parsed once (owned) */
+    int ncallees;
+};
+
+/* jit_parse.c */
+void *jit_arena_alloc(jit_func *f, size_t n); /* zeroed */
+int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* jit_infer.c: types every node for these parameter types (the kernel's item
+ * first); ret gets the return type of a device function. */
+int jit_infer(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err);
+
+#endif
