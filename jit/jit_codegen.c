@@ -6,6 +6,7 @@
  * (break, continue, return) leaves the builder in a fresh unreachable block,
  * so the walk never has to ask whether the current block is closed. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -943,7 +944,9 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMValueRef outside = NULL;
     for (int d = 0; d < range_ndim; d++) {
         c.range[d] = LLVMGetParam(c.fn, (unsigned)(pi + d));
-        c.uid[d] = jit_target_global_id(&m.tg, range_ndim - 1 - d);
+        /* ids are below 2^63: clearing the sign bit tells LLVM, which then drops the
+         * negative-index wrap-around wherever an index derives from an id */
+        c.uid[d] = LLVMBuildAnd(m.b, jit_target_global_id(&m.tg, range_ndim - 1 - d), i64c(&c, INT64_MAX), "id");
         LLVMValueRef o = LLVMBuildICmp(m.b, LLVMIntUGE, c.uid[d], c.range[d], "");
         outside = outside ? LLVMBuildOr(m.b, outside, o, "") : o;
     }

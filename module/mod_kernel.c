@@ -1,1 +1,696 @@
-/* placeholder: written this session */
+/* mod_kernel: @offload.kernel and @offload.device_func objects -- argument
+ * types, specialisation, compiling through the JIT, and launching.
+ *
+ * A Kernel keeps its specialisations (device, range rank, argument types ->
+ * loaded program) in a small array, searched from the one used last: the
+ * common loop that launches one kernel with the same kinds of arguments finds
+ * it at the first compare, without building any key or Python object. */
+#include <string.h>
+
+#include "jit.h"
+#include "mod_kernel.h"
+
+PyObject *mod_CompileError;
+
+#define MAX_ARGS 64
+
+typedef struct {
+    ofl_device *dev;
+    int range_ndim, nargs;
+    jit_type types[MAX_ARGS];
+    ofl_program *prog;   /* owned */
+    jit_blob code;       /* kept to rebuild after a CUDA context reset */
+    char entry[160];
+    char signature[512];
+    double compile_ms;
+    bool disk_hit;
+    unsigned long long launches;
+} spec;
+
+typedef struct {
+    PyObject_HEAD PyObject *pyfunc;
+    jit_func *jf;        /* parsed at the first compile */
+    spec *specs;
+    int nspecs, last;
+    long compiles, memory_hits, disk_hits;
+    PyObject *weakreflist;
+} mod_kernel;
+
+typedef struct {
+    PyObject_HEAD PyObject *pyfunc;
+} mod_devfunc;
+
+static PyTypeObject KernelType, DevFuncType, LaunchType;
+
+/* ---- errors ---- */
+
+static void raise_jit(const jit_error *err) {
+    if (!err->compile_error) {
+        PyErr_SetString(mod_DeviceError, err->msg);
+        return;
+    }
+    PyObject *e = PyObject_CallFunction(mod_CompileError, "s", err->msg);
+    if (!e) return;
+    PyObject *fn = PyUnicode_FromString(err->filename), *ln = PyLong_FromLong(err->line),
+             *cn = PyLong_FromLong(err->col);
+    if (fn && ln && cn) {
+        PyObject_SetAttrString(e, "filename", fn);
+        PyObject_SetAttrString(e, "lineno", ln);
+        PyObject_SetAttrString(e, "colno", cn);
+    }
+    Py_XDECREF(fn);
+    Py_XDECREF(ln);
+    Py_XDECREF(cn);
+    PyErr_SetObject(mod_CompileError, e);
+    Py_DECREF(e);
+}
+
+/* ---- argument types ---- */
+
+static PyObject *dtype_objs[JIT_NDTYPES]; /* canonical numpy.dtype per jit dtype, borrowed */
+static PyObject *np_ndarray, *np_generic;
+
+static int init_types(void) {
+    if (np_ndarray) return 0;
+    static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
+    for (int d = 0; d < JIT_NDTYPES; d++)
+        dtype_objs[d] = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
+    PyObject *np = mod_numpy_borrowed();
+    np_ndarray = PyObject_GetAttrString(np, "ndarray");
+    np_generic = PyObject_GetAttrString(np, "generic");
+    return np_ndarray && np_generic ? 0 : -1;
+}
+
+static int dtype_of(PyObject *dtype) {
+    for (int d = 0; d < JIT_NDTYPES; d++)
+        if (dtype_objs[d] == dtype) return d;
+    PyObject *canon = mod_dtype_new(dtype); /* byte-swapped or an alias */
+    if (!canon) { PyErr_Clear(); return -1; }
+    int r = -1;
+    for (int d = 0; d < JIT_NDTYPES; d++)
+        if (dtype_objs[d] == canon) r = d;
+    Py_DECREF(canon);
+    return r;
+}
+
+static int numpy_scalar_type(PyObject *o, jit_type *t) {
+    PyObject *dt = PyObject_GetAttrString(o, "dtype");
+    int d = dt ? dtype_of(dt) : -1;
+    Py_XDECREF(dt);
+    PyErr_Clear();
+    if (d < 0) return -1;
+    *t = jit_scalar((jit_dtype)d);
+    return 0;
+}
+
+/* The JIT type of argument i; host NumPy arrays are typed as the device copy
+ * will be (C-contiguous). -1 with TypeError for anything else. */
+static int arg_type(PyObject *o, int i, jit_type *t) {
+    if (mod_array_check(o)) {
+        mod_array *a = (mod_array *)o;
+        int d = dtype_of(a->dtype);
+        if (d < 0 || a->nd < 1 || a->nd > 3) {
+            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
+                         "int8-64, uint8-64, float32 or float64, not a %d-D %s array", i + 1, a->nd,
+                         mod_dtype_name(a->dtype));
+            return -1;
+        }
+        *t = jit_array((jit_dtype)d, a->nd, mod_array_is_c_contiguous(a) ? JIT_LAYOUT_C : JIT_LAYOUT_ANY);
+        return 0;
+    }
+    if (PyBool_Check(o)) { *t = jit_scalar(JIT_BOOL); return 0; }
+    if (PyLong_Check(o)) { *t = jit_weak_int(); return 0; }
+    if (PyFloat_Check(o)) { *t = jit_weak_float(); return 0; }
+    if (PyObject_TypeCheck(o, (PyTypeObject *)np_ndarray)) {
+        PyObject *dt = PyObject_GetAttrString(o, "dtype");
+        int d = dt ? dtype_of(dt) : -1;
+        Py_XDECREF(dt);
+        PyObject *ndo = PyObject_GetAttrString(o, "ndim");
+        int nd = ndo ? (int)PyLong_AsLong(ndo) : 0;
+        Py_XDECREF(ndo);
+        PyErr_Clear();
+        if (d < 0 || nd < 1 || nd > 3) {
+            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
+                         "int8-64, uint8-64, float32 or float64", i + 1);
+            return -1;
+        }
+        *t = jit_array((jit_dtype)d, nd, JIT_LAYOUT_C);
+        return 0;
+    }
+    if (PyObject_TypeCheck(o, (PyTypeObject *)np_generic) && numpy_scalar_type(o, t) == 0) return 0;
+    PyErr_Format(PyExc_TypeError, "argument %d: a kernel takes offload or NumPy arrays and numbers, not %s",
+                 i + 1, Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* The device the arrays live on (compute follows data), else the default. */
+static int args_device(PyObject *const *args, Py_ssize_t n, ofl_device **dev) {
+    *dev = NULL;
+    int first = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!mod_array_check(args[i])) continue;
+        ofl_device *d = mod_array_device((mod_array *)args[i]);
+        if (!*dev) {
+            *dev = d;
+            first = (int)i;
+        } else if (d != *dev) {
+            PyErr_Format(mod_ExecutionPlacementError,
+                         "kernel arguments live on two devices: argument %d on %s and argument %zd on %s; "
+                         "move one with .to_device(...)", first + 1, ofl_device_get_info(*dev)->filter, i + 1,
+                         ofl_device_get_info(d)->filter);
+            return -1;
+        }
+    }
+    return *dev ? 0 : mod_device_default(dev);
+}
+
+/* ---- compiling ---- */
+
+static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
+    const ofl_device_info *info = ofl_device_get_info(dev);
+    ofl_binary_kind kind = ofl_device_binary_kind(dev);
+    t->form = kind == OFL_BIN_SPIRV ? JIT_SPIRV : kind == OFL_BIN_SPIR12 ? JIT_SPIR12 : JIT_PTX;
+    t->sm = info->cuda_cc_major * 10 + info->cuda_cc_minor;
+    t->fp64 = info->has_fp64;
+    snprintf(ident, len, "%s|%s|%s", info->name, info->driver_version, info->version);
+    t->device = ident;
+    if (kind == OFL_BIN_NONE) {
+        PyErr_Format(mod_DeviceError, "%s (%s) takes neither SPIR-V nor SPIR 1.2 nor PTX, so offload "
+                     "cannot compile kernels for it", info->filter, info->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int ensure_parsed(mod_kernel *k) {
+    if (k->jf) return 0;
+    jit_error err;
+    if (!(k->jf = jit_func_parse(k->pyfunc, true, &err))) {
+        raise_jit(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static int build_program(spec *s) {
+    ofl_error err;
+    ofl_binary_kind kind = ofl_device_binary_kind(s->dev);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, &s->prog, &err);
+    Py_END_ALLOW_THREADS if (rc != 0) {
+        mod_raise(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, const jit_type *types, int nargs) {
+    for (int probe = 0; probe < k->nspecs; probe++) {
+        int i = (k->last + probe) % k->nspecs;
+        spec *s = &k->specs[i];
+        if (s->dev == dev && s->range_ndim == range_ndim && s->nargs == nargs &&
+            !memcmp(s->types, types, sizeof *types * (size_t)nargs)) {
+            k->last = i;
+            k->memory_hits++;
+            if (ofl_program_is_stale(s->prog)) { /* its CUDA context was reset after a fault */
+                ofl_program_release(s->prog);
+                s->prog = NULL;
+                if (build_program(s) < 0) return NULL;
+            }
+            return s;
+        }
+    }
+    if (ensure_parsed(k) < 0) return NULL;
+    if (nargs + 1 != jit_func_nparams(k->jf)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %d", jit_func_name(k->jf),
+                     jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", nargs);
+        return NULL;
+    }
+    jit_target t;
+    char ident[700];
+    if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
+    jit_artifact art;
+    jit_error err;
+    if (jit_compile(k->jf, types, nargs, range_ndim, &t, 0, &art, &err) < 0) {
+        raise_jit(&err);
+        return NULL;
+    }
+    spec *ns = realloc(k->specs, sizeof *ns * (size_t)(k->nspecs + 1));
+    if (!ns) {
+        jit_artifact_free(&art);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    k->specs = ns;
+    spec *s = &ns[k->nspecs];
+    memset(s, 0, sizeof *s);
+    s->dev = dev;
+    s->range_ndim = range_ndim;
+    s->nargs = nargs;
+    memcpy(s->types, types, sizeof *types * (size_t)nargs);
+    s->code = art.code;
+    art.code.data = NULL;
+    snprintf(s->entry, sizeof s->entry, "%s", art.entry);
+    s->disk_hit = art.disk_hit;
+    jit_artifact_free(&art);
+    jit_signature_str(types, nargs, range_ndim, s->signature, sizeof s->signature);
+    if (build_program(s) < 0) {
+        jit_blob_free(&s->code);
+        return NULL;
+    }
+    s->compile_ms = art.ms;
+    k->last = k->nspecs++;
+    if (s->disk_hit) k->disk_hits++;
+    else k->compiles++;
+    return s;
+}
+
+/* ---- launching ---- */
+
+typedef union {
+    int64_t i64;
+    double f64;
+    float f32;
+    int32_t i32;
+    int16_t i16;
+    int8_t i8;
+} slot;
+
+/* Launches k over range with args; NumPy arrays go to the device and back.
+ * ev_out non-NULL: an asynchronous launch with an event. */
+static PyObject *launch(mod_kernel *k, const mod_range *range, PyObject *const *args, Py_ssize_t nargs,
+                        bool want_event) {
+    if (init_types() < 0) return NULL;
+    if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
+    jit_type types[MAX_ARGS];
+    PyObject *dev_args[MAX_ARGS]; /* borrowed, or owned device copies of NumPy arrays */
+    bool copied[MAX_ARGS] = {0};
+    PyObject *result = NULL;
+    int ncopied = 0;
+    ofl_device *dev;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (arg_type(args[i], (int)i, &types[i]) < 0) return NULL;
+    if (args_device(args, nargs, &dev) < 0) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        dev_args[i] = args[i];
+        if (types[i].kind == JT_ARRAY && !mod_array_check(args[i])) {
+            if (!(dev_args[i] = mod_array_from_host(args[i], dev))) goto out;
+            copied[i] = true;
+            ncopied++;
+        }
+    }
+    spec *s = specialise(k, dev, range->ndim, types, (int)nargs);
+    if (!s) goto out;
+
+    ofl_arg largs[MAX_ARGS * 8 + 3];
+    int64_t ints[MAX_ARGS * 8 + 3];
+    slot vals[MAX_ARGS];
+    size_t na = 0, ni = 0;
+    static const int64_t null_ptr = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        jit_type t = types[i];
+        if (t.kind == JT_ARRAY) {
+            mod_array *a = (mod_array *)dev_args[i];
+            ofl_buffer *buf = mod_array_buffer(a);
+            largs[na++] = buf ? (ofl_arg){.buffer = buf} : (ofl_arg){.value = &null_ptr, .size = sizeof null_ptr};
+            ints[ni] = a->offset;
+            largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
+            for (int d = 0; d < a->nd; d++) {
+                ints[ni] = a->shape[d];
+                largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
+            }
+            for (int d = 0; d < a->nd; d++) {
+                ints[ni] = a->strides[d];
+                largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
+            }
+            continue;
+        }
+        slot *v = &vals[i];
+        PyObject *o = args[i];
+        size_t size = 8;
+        if (t.kind == JT_WEAK_INT) {
+            int overflow;
+            v->i64 = PyLong_AsLongLongAndOverflow(o, &overflow);
+            if (overflow) {
+                PyErr_Format(PyExc_OverflowError, "argument %zd does not fit in 64 bits", i + 1);
+                goto out;
+            }
+        } else if (t.kind == JT_WEAK_FLOAT) {
+            double d = PyFloat_AS_DOUBLE(o);
+            if (ofl_device_get_info(dev)->has_fp64) v->f64 = d;
+            else v->f32 = (float)d, size = 4;
+        } else {
+            jit_dtype d = (jit_dtype)t.dtype;
+            size = (size_t)jit_dtype_size(d);
+            if (jit_dtype_is_float(d)) {
+                double x = PyFloat_AsDouble(o);
+                if (d == JIT_F32) v->f32 = (float)x;
+                else v->f64 = x;
+            } else {
+                PyObject *l = PyNumber_Long(o);
+                if (!l) goto out;
+                unsigned long long u = d == JIT_U64 ? PyLong_AsUnsignedLongLong(l) : (unsigned long long)PyLong_AsLongLong(l);
+                Py_DECREF(l);
+                if (PyErr_Occurred()) goto out;
+                memcpy(v, &u, sizeof u); /* little-endian: the low bytes are the narrow value */
+            }
+        }
+        largs[na++] = (ofl_arg){.value = v, .size = size};
+    }
+    size_t global[3];
+    for (int d = 0; d < range->ndim; d++) {
+        ints[ni] = range->size[d];
+        largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
+        /* the last dimension is the fastest; an empty range still launches one guarded work item */
+        global[range->ndim - 1 - d] = range->size[d] ? (size_t)range->size[d] : 1;
+    }
+    ofl_event *ev = NULL;
+    ofl_error err;
+    if (ofl_launch(s->prog, (unsigned)range->ndim, global, NULL, largs, na, want_event ? &ev : NULL, &err) != 0) {
+        mod_raise(&err);
+        goto out;
+    }
+    s->launches++;
+    if (ncopied) { /* results back into the caller's NumPy arrays (this waits for the kernel) */
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            if (!copied[i]) continue;
+            PyObject *host = mod_array_asnumpy((mod_array *)dev_args[i]);
+            int rc = host ? PyObject_SetItem(args[i], Py_Ellipsis, host) : -1;
+            Py_XDECREF(host);
+            if (rc < 0) {
+                /* read-only NumPy inputs cannot take results back: fine, they were inputs */
+                if (!PyErr_ExceptionMatches(PyExc_ValueError)) goto out;
+                PyErr_Clear();
+            }
+        }
+        PySys_FormatStderr("offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
+                           "keeps data on the device\n", ncopied, ncopied == 1 ? "" : "s",
+                           jit_func_name(k->jf), ofl_device_get_info(dev)->filter);
+    }
+    result = want_event ? mod_event_new(ev, s->entry + 4) : Py_NewRef(Py_None);
+out:
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (copied[i]) Py_DECREF(dev_args[i]);
+    return result;
+}
+
+static void copy_range(mod_range *dst, const mod_range *src) {
+    dst->ndim = src->ndim;
+    memcpy(dst->size, src->size, sizeof dst->size);
+}
+
+static int as_range(PyObject *o, mod_range *out) {
+    if (PyObject_TypeCheck(o, &mod_RangeType)) {
+        copy_range(out, (mod_range *)o);
+        return 0;
+    }
+    PyObject *r = PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
+                                   : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    if (!r) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "a launch needs an offload.Range, not %s", Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    copy_range(out, (mod_range *)r);
+    Py_DECREF(r);
+    return 0;
+}
+
+/* ---- Kernel ---- */
+
+/* k[Range] -- a Kernel and a Range waiting for arguments; called through
+ * vectorcall so a launch builds no argument tuple. */
+typedef struct {
+    PyObject_HEAD vectorcallfunc vcall;
+    mod_kernel *k; /* owned */
+    mod_range range;
+} mod_launcher;
+
+static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    mod_launcher *l = (mod_launcher *)self;
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) return PyErr_Format(PyExc_TypeError, "kernel arguments are positional");
+    return launch(l->k, &l->range, args, PyVectorcall_NARGS(nargsf), false);
+}
+
+static void launcher_dealloc(mod_launcher *l) {
+    Py_XDECREF(l->k);
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static PyObject *launcher_repr(mod_launcher *l) {
+    PyObject *r = PyObject_Repr((PyObject *)&l->range);
+    PyObject *s = r ? PyUnicode_FromFormat("<launch of %R over %U>", l->k->pyfunc, r) : NULL;
+    Py_XDECREF(r);
+    return s;
+}
+
+static PyTypeObject LaunchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.KernelLaunch",
+    .tp_basicsize = sizeof(mod_launcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "kernel[Range(...)]: call it with the kernel's arguments to launch.",
+    .tp_dealloc = (destructor)launcher_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(mod_launcher, vcall),
+    .tp_repr = (reprfunc)launcher_repr,
+};
+
+static PyObject *kernel_getitem(mod_kernel *k, PyObject *key) {
+    mod_launcher *l = (mod_launcher *)LaunchType.tp_alloc(&LaunchType, 0);
+    if (!l) return NULL;
+    l->vcall = launcher_vcall;
+    l->k = (mod_kernel *)Py_NewRef(k);
+    if (as_range(key, &l->range) < 0) {
+        Py_DECREF(l);
+        return NULL;
+    }
+    return (PyObject *)l;
+}
+
+static PyObject *kernel_new_for(PyObject *pyfunc) {
+    if (!PyFunction_Check(pyfunc))
+        return PyErr_Format(PyExc_TypeError, "offload.kernel decorates a Python function, not %s",
+                            Py_TYPE(pyfunc)->tp_name);
+    mod_kernel *k = (mod_kernel *)KernelType.tp_alloc(&KernelType, 0);
+    if (!k) return NULL;
+    k->pyfunc = Py_NewRef(pyfunc);
+    return (PyObject *)k;
+}
+
+static void kernel_dealloc(mod_kernel *k) {
+    if (k->weakreflist) PyObject_ClearWeakRefs((PyObject *)k);
+    for (int i = 0; i < k->nspecs; i++) {
+        ofl_program_release(k->specs[i].prog);
+        jit_blob_free(&k->specs[i].code);
+    }
+    free(k->specs);
+    jit_func_free(k->jf);
+    Py_XDECREF(k->pyfunc);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyObject *kernel_call(mod_kernel *k, PyObject *args, PyObject *kw) {
+    PyObject *name = PyObject_GetAttrString(k->pyfunc, "__name__");
+    PyErr_Format(PyExc_TypeError, "a kernel is launched over a Range: %S[offload.Range(n)](...) or "
+                 "offload.call_kernel(%S, offload.Range(n), ...)", name, name);
+    Py_XDECREF(name);
+    return NULL;
+}
+
+static PyObject *kernel_repr(mod_kernel *k) {
+    return PyUnicode_FromFormat("<offload.kernel %R, %d specialisation%s>", k->pyfunc, k->nspecs,
+                                k->nspecs == 1 ? "" : "s");
+}
+
+/* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None) */
+static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
+    if (init_types() < 0 || ensure_parsed(k) < 0) return NULL;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "too many arguments");
+    PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
+    PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
+    mod_range r = {.ndim = 1, .size = {1}};
+    if (range_o && range_o != Py_None && as_range(range_o, &r) < 0) return NULL;
+    jit_type types[MAX_ARGS];
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (arg_type(PyTuple_GET_ITEM(args, i), (int)i, &types[i]) < 0) return NULL;
+    if (nargs + 1 != jit_func_nparams(k->jf))
+        return PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %zd", jit_func_name(k->jf),
+                            jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", nargs);
+    jit_target t = {.fp64 = true, .device = ""};
+    char ident[700];
+    if (what == JIT_PTX) {
+        t.form = JIT_PTX;
+        t.sm = sm_o && sm_o != Py_None ? (int)PyLong_AsLong(sm_o) : 80;
+        if (PyErr_Occurred()) return NULL;
+    } else if (what == JIT_SPIRV) {
+        t.form = JIT_SPIRV;
+    } else {
+        ofl_device *dev;
+        if (args_device(&PyTuple_GET_ITEM(args, 0), nargs, &dev) < 0 || target_of(dev, &t, ident, sizeof ident) < 0)
+            return NULL;
+    }
+    jit_artifact art;
+    jit_error err;
+    unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0);
+    if (jit_compile(k->jf, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
+        raise_jit(&err);
+        return NULL;
+    }
+    const char *text = what == 0 ? art.llvm_text : what == JIT_SPIRV ? art.spirv_text : (const char *)art.code.data;
+    PyObject *res = text ? PyUnicode_FromString(text) : PyErr_Format(mod_DeviceError, "no text was produced");
+    jit_artifact_free(&art);
+    return res;
+}
+
+static PyObject *inspect_llvm(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, 0); }
+static PyObject *inspect_spirv(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, JIT_SPIRV); }
+static PyObject *inspect_ptx(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, JIT_PTX); }
+
+static PyObject *kernel_signatures(mod_kernel *k, void *c) {
+    PyObject *l = PyList_New(k->nspecs);
+    for (int i = 0; l && i < k->nspecs; i++) {
+        PyObject *s = PyUnicode_FromFormat("%s on %s", k->specs[i].signature,
+                                           ofl_device_get_info(k->specs[i].dev)->filter);
+        if (!s) Py_CLEAR(l);
+        else PyList_SET_ITEM(l, i, s);
+    }
+    return l;
+}
+
+static PyObject *kernel_stats(mod_kernel *k, void *c) {
+    unsigned long long launches = 0;
+    double ms = 0;
+    for (int i = 0; i < k->nspecs; i++) {
+        launches += k->specs[i].launches;
+        ms += k->specs[i].compile_ms;
+    }
+    return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", k->compiles, "memory_hits", k->memory_hits,
+                         "disk_hits", k->disk_hits, "launches", launches, "compile_ms", ms);
+}
+
+static PyObject *kernel_py_func(mod_kernel *k, void *c) { return Py_NewRef(k->pyfunc); }
+static PyObject *kernel_name(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__name__"); }
+static PyObject *kernel_doc(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__doc__"); }
+
+static PyMethodDef kernel_methods[] = {
+    {"inspect_llvm", (PyCFunction)(void (*)(void))inspect_llvm, METH_VARARGS | METH_KEYWORDS,
+     "inspect_llvm(*args, range=None)\n\nThe optimised LLVM IR for these arguments on their device."},
+    {"inspect_spirv", (PyCFunction)(void (*)(void))inspect_spirv, METH_VARARGS | METH_KEYWORDS,
+     "inspect_spirv(*args, range=None)\n\nThe SPIR-V disassembly for these arguments."},
+    {"inspect_ptx", (PyCFunction)(void (*)(void))inspect_ptx, METH_VARARGS | METH_KEYWORDS,
+     "inspect_ptx(*args, range=None, sm=80)\n\nThe PTX for these arguments (no GPU needed)."},
+    {0},
+};
+
+static PyGetSetDef kernel_getset[] = {
+    {"signatures", (getter)kernel_signatures, NULL, "the compiled specialisations", NULL},
+    {"stats", (getter)kernel_stats, NULL, "compiles, memory_hits, disk_hits, launches, compile_ms", NULL},
+    {"py_func", (getter)kernel_py_func, NULL, "the Python function", NULL},
+    {"__wrapped__", (getter)kernel_py_func, NULL, "the Python function", NULL},
+    {"__name__", (getter)kernel_name, NULL, NULL, NULL},
+    {"__doc__", (getter)kernel_doc, NULL, NULL, NULL},
+    {0},
+};
+
+static PyMappingMethods kernel_mapping = {.mp_subscript = (binaryfunc)kernel_getitem};
+
+static PyTypeObject KernelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Kernel",
+    .tp_basicsize = sizeof(mod_kernel),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A device kernel made by @offload.kernel; launch with kernel[offload.Range(n)](*args).",
+    .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_call = (ternaryfunc)kernel_call,
+    .tp_repr = (reprfunc)kernel_repr,
+    .tp_as_mapping = &kernel_mapping,
+    .tp_methods = kernel_methods,
+    .tp_getset = kernel_getset,
+    .tp_weaklistoffset = offsetof(mod_kernel, weakreflist),
+};
+
+/* ---- DeviceFunc: callable from Python too (it is plain Python) ---- */
+
+static PyObject *devfunc_pyfunc(PyObject *o) { return ((mod_devfunc *)o)->pyfunc; }
+
+static PyObject *devfunc_call(mod_devfunc *d, PyObject *args, PyObject *kw) { return PyObject_Call(d->pyfunc, args, kw); }
+static void devfunc_dealloc(mod_devfunc *d) {
+    Py_XDECREF(d->pyfunc);
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+static PyObject *devfunc_repr(mod_devfunc *d) { return PyUnicode_FromFormat("<offload.device_func %R>", d->pyfunc); }
+static PyGetSetDef devfunc_getset[] = {
+    {"py_func", (getter)kernel_py_func, NULL, "the Python function", NULL},
+    {"__wrapped__", (getter)kernel_py_func, NULL, "the Python function", NULL},
+    {"__name__", (getter)kernel_name, NULL, NULL, NULL},
+    {0},
+};
+
+static PyTypeObject DevFuncType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.DeviceFunction",
+    .tp_basicsize = sizeof(mod_devfunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A function kernels can call (made by @offload.device_func); inlined where it is called.",
+    .tp_dealloc = (destructor)devfunc_dealloc,
+    .tp_call = (ternaryfunc)devfunc_call,
+    .tp_repr = (reprfunc)devfunc_repr,
+    .tp_getset = devfunc_getset,
+};
+
+/* ---- module functions ---- */
+
+static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 1) return PyErr_Format(PyExc_TypeError, "use @offload.kernel above a def");
+    return kernel_new_for(args[0]);
+}
+
+static PyObject *device_func(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 1 || !PyFunction_Check(args[0]))
+        return PyErr_Format(PyExc_TypeError, "use @offload.device_func above a def");
+    mod_devfunc *d = (mod_devfunc *)DevFuncType.tp_alloc(&DevFuncType, 0);
+    if (d) d->pyfunc = Py_NewRef(args[0]);
+    return (PyObject *)d;
+}
+
+static PyObject *call_kernel_(PyObject *const *args, Py_ssize_t n, bool async) {
+    if (n < 2 || !PyObject_TypeCheck(args[0], &KernelType))
+        return PyErr_Format(PyExc_TypeError, "call_kernel%s(kernel, range, *args) takes an @offload.kernel "
+                            "and an offload.Range", async ? "_async" : "");
+    mod_range r;
+    if (as_range(args[1], &r) < 0) return NULL;
+    return launch((mod_kernel *)args[0], &r, args + 2, n - 2, async);
+}
+
+static PyObject *call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n) { return call_kernel_(args, n, false); }
+static PyObject *call_kernel_async(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    return call_kernel_(args, n, true);
+}
+
+static PyMethodDef functions[] = {
+    {"kernel", (PyCFunction)(void (*)(void))kernel_decorator, METH_FASTCALL,
+     "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with k[offload.Range(n)](*args)."},
+    {"device_func", (PyCFunction)(void (*)(void))device_func, METH_FASTCALL,
+     "@offload.device_func\ndef f(...): ...\n\nA function kernels can call; it may return a value."},
+    {"call_kernel", (PyCFunction)(void (*)(void))call_kernel, METH_FASTCALL,
+     "call_kernel(kernel, range, *args)\n\nQueue a launch (returns once queued)."},
+    {"call_kernel_async", (PyCFunction)(void (*)(void))call_kernel_async, METH_FASTCALL,
+     "call_kernel_async(kernel, range, *args) -> Event\n\nQueue a launch; the Event waits and times it."},
+    {0},
+};
+
+int mod_kernel_add_functions(PyObject *module) {
+    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 || PyType_Ready(&LaunchType) < 0)
+        return -1;
+    jit_set_devfunc_type(&DevFuncType, devfunc_pyfunc);
+    mod_CompileError = PyErr_NewExceptionWithDoc(
+        "offload.CompileError",
+        "A kernel uses Python the JIT cannot compile: filename, lineno and colno say where; the message "
+        "shows the line with a caret and what to use instead.", PyExc_Exception, NULL);
+    if (!mod_CompileError || PyModule_AddObjectRef(module, "CompileError", mod_CompileError) < 0 ||
+        PyModule_AddObjectRef(module, "Kernel", (PyObject *)&KernelType) < 0 ||
+        PyModule_AddObjectRef(module, "DeviceFunction", (PyObject *)&DevFuncType) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, functions);
+}

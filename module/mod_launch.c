@@ -1,1 +1,164 @@
-/* placeholder: written this session */
+/* mod_launch: offload.Range and offload.Event -- the shapes of launches and
+ * what an asynchronous launch hands back. */
+#include "mod_module.h"
+#include "mod_kernel.h"
+
+/* ---- Range ---- */
+
+static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "Range takes 1 to 3 sizes: Range(n), Range(n0, n1), Range(n0, n1, n2)");
+        return NULL;
+    }
+    Py_ssize_t nd = PyTuple_GET_SIZE(args);
+    if (nd == 1 && PyTuple_Check(PyTuple_GET_ITEM(args, 0))) { /* Range((n0, n1)) */
+        args = PyTuple_GET_ITEM(args, 0);
+        nd = PyTuple_GET_SIZE(args);
+    }
+    if (nd < 1 || nd > 3) {
+        PyErr_Format(PyExc_ValueError, "a Range has 1 to 3 dimensions, not %zd", nd);
+        return NULL;
+    }
+    mod_range *r = (mod_range *)type->tp_alloc(type, 0);
+    if (!r) return NULL;
+    r->ndim = (int)nd;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        PyObject *o = PyTuple_GET_ITEM(args, d);
+        Py_ssize_t v = PyNumber_Check(o) && !PyFloat_Check(o) ? PyNumber_AsSsize_t(o, PyExc_OverflowError) : -2;
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(r); return NULL; }
+        if (v < 0) {
+            Py_DECREF(r);
+            PyErr_Format(PyExc_ValueError, "Range sizes are integers >= 0, not %R", o);
+            return NULL;
+        }
+        r->size[d] = v;
+    }
+    return (PyObject *)r;
+}
+
+static PyObject *range_repr(mod_range *r) {
+    if (r->ndim == 1) return PyUnicode_FromFormat("Range(%zd)", r->size[0]);
+    if (r->ndim == 2) return PyUnicode_FromFormat("Range(%zd, %zd)", r->size[0], r->size[1]);
+    return PyUnicode_FromFormat("Range(%zd, %zd, %zd)", r->size[0], r->size[1], r->size[2]);
+}
+
+static Py_ssize_t range_len(mod_range *r) { return r->ndim; }
+static PyObject *range_item(mod_range *r, Py_ssize_t i) {
+    if (i < 0 || i >= r->ndim) {
+        PyErr_SetString(PyExc_IndexError, "Range index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(r->size[i]);
+}
+
+static PyObject *range_richcompare(mod_range *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &mod_RangeType)) Py_RETURN_NOTIMPLEMENTED;
+    mod_range *o = (mod_range *)b;
+    bool eq = a->ndim == o->ndim && !memcmp(a->size, o->size, sizeof(Py_ssize_t) * (size_t)a->ndim);
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyObject *range_ndim(mod_range *r, void *c) { return PyLong_FromLong(r->ndim); }
+
+static PySequenceMethods range_seq = {.sq_length = (lenfunc)range_len, .sq_item = (ssizeargfunc)range_item};
+static PyGetSetDef range_getset[] = {{"ndim", (getter)range_ndim, NULL, "number of dimensions", NULL}, {0}};
+
+PyTypeObject mod_RangeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Range",
+    .tp_basicsize = sizeof(mod_range),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Range(n0[, n1[, n2]]): the work items of a launch, 1 to 3 dimensions, the last the fastest "
+              "(item.get_id(d) ranges over 0..n_d-1). Any sizes: the tail is guarded.",
+    .tp_new = range_new,
+    .tp_repr = (reprfunc)range_repr,
+    .tp_as_sequence = &range_seq,
+    .tp_richcompare = (richcmpfunc)range_richcompare,
+    .tp_getset = range_getset,
+};
+
+/* ---- Event ---- */
+
+typedef struct {
+    PyObject_HEAD ofl_event *ev; /* owned */
+    PyObject *name;              /* the kernel's, for messages */
+    bool waited;
+} mod_event;
+
+static int event_wait_(mod_event *e) {
+    if (e->waited) return 0;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_event_wait(e->ev, &err);
+    Py_END_ALLOW_THREADS if (rc != 0) {
+        mod_raise(&err);
+        return -1;
+    }
+    e->waited = true;
+    return 0;
+}
+
+static PyObject *event_wait(mod_event *e, PyObject *unused) {
+    if (event_wait_(e) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *event_elapsed(mod_event *e, void *c) {
+    if (event_wait_(e) < 0) return NULL;
+    double s = ofl_event_elapsed(e->ev);
+    if (s < 0) Py_RETURN_NONE; /* the device gave no timestamps */
+    return PyFloat_FromDouble(s);
+}
+
+static void event_dealloc(mod_event *e) {
+    ofl_event_release(e->ev);
+    Py_XDECREF(e->name);
+    Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+static PyObject *event_repr(mod_event *e) {
+    return PyUnicode_FromFormat("<offload.Event of kernel %S%s>", e->name, e->waited ? ", complete" : "");
+}
+
+static PyMethodDef event_methods[] = {
+    {"wait", (PyCFunction)event_wait, METH_NOARGS, "wait()\n\nBlock until the kernel has finished; raises "
+     "DeviceError if it failed."},
+    {0},
+};
+static PyGetSetDef event_getset[] = {
+    {"elapsed", (getter)event_elapsed, NULL, "seconds the kernel ran, from device timestamps (waits first)", NULL},
+    {0},
+};
+
+static PyTypeObject EventType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Event",
+    .tp_basicsize = sizeof(mod_event),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A queued kernel launch: wait() and elapsed (seconds on the device).",
+    .tp_dealloc = (destructor)event_dealloc,
+    .tp_repr = (reprfunc)event_repr,
+    .tp_methods = event_methods,
+    .tp_getset = event_getset,
+};
+
+PyObject *mod_event_new(ofl_event *ev, const char *kernel_name) {
+    mod_event *e = PyObject_New(mod_event, &EventType);
+    if (!e) {
+        ofl_event_release(ev);
+        return NULL;
+    }
+    e->ev = ev;
+    e->waited = false;
+    e->name = PyUnicode_FromString(kernel_name);
+    if (!e->name) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    return (PyObject *)e;
+}
+
+int mod_launch_add_functions(PyObject *module) {
+    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&EventType) < 0) return -1;
+    return PyModule_AddObjectRef(module, "Range", (PyObject *)&mod_RangeType) < 0 ||
+                   PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0
+               ? -1 : 0;
+}

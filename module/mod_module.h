@@ -118,4 +118,10 @@ PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy);
 int mod_dlpack_is_cuda(PyObject *obj);
 int mod_dlpack_add_functions(PyObject *module);
 
+/* ---- mod_kernel.c, mod_launch.c: device kernels ---- */
+
+extern PyObject *mod_CompileError; /* Exception: filename, lineno, colno */
+int mod_kernel_add_functions(PyObject *module);
+int mod_launch_add_functions(PyObject *module);
+
 #endif
