@@ -1,13 +1,22 @@
 /* ofl_backend: what the runtime's backends (OpenCL, CUDA) share with the
- * registry and the memory layer, and what the launcher will build on. Internal:
- * the offload Python module uses ofl_runtime.h only.
+ * registry, the memory layer and the launcher (ofl_program.c). Internal: the
+ * offload Python module uses ofl_runtime.h only.
  *
  * A backend discovers its devices into a list and fills one table of
  * operations. The registry orders, deduplicates and names the devices; the
  * memory layer checks arguments, takes the device's lock, opens the device at
  * its first use and then calls the table. Backend operations therefore run
  * with the device's lock held (except the event ones) and may assume valid
- * ranges and a nonzero size. */
+ * ranges and a nonzero size.
+ *
+ * A CUDA kernel's fault poisons its context for good, so the CUDA backend
+ * resets the device's primary context to recover, which destroys everything
+ * made in it. Each device therefore counts its contexts (generation); buffers,
+ * programs and events remember the generation they were made in, and one from
+ * an older generation is refused (never freed: its handle died with the
+ * context). Where the driver keeps the fault for the whole process (580 does)
+ * the reset cannot help and the device is marked lost. OpenCL devices stay at
+ * generation 0. */
 #ifndef OFL_BACKEND_H
 #define OFL_BACKEND_H
 
@@ -37,6 +46,18 @@ typedef struct {
     int (*event_wait)(ofl_event *ev, ofl_error *err);
     double (*event_elapsed)(ofl_event *ev); /* seconds; < 0 when not available */
     void (*event_release)(ofl_event *ev);
+    /* Loads bin and finds prog->name, filling prog->h and the limits. Called
+     * WITHOUT the lock, the device opened: an OpenCL build may take a second
+     * and needs no queue; the CUDA backend takes the lock itself. */
+    int (*build)(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
+                 ofl_error *err);
+    void (*program_release)(ofl_program *prog); /* lock held; prog may be stale */
+    /* Queues prog: arguments checked, buffers and prog current, every
+     * global[d] a multiple of local[d] (unused dimensions 1). ev non-NULL:
+     * record the launch's device time into it. */
+    int (*launch)(ofl_program *prog, unsigned ndim, const size_t global[3],
+                  const size_t local[3], const ofl_arg *args, size_t nargs, ofl_event *ev,
+                  ofl_error *err);
 } ofl_backend_ops;
 
 struct ofl_device {
@@ -44,6 +65,10 @@ struct ofl_device {
     const ofl_backend_ops *ops;
     pthread_mutex_t lock; /* guards the queue, and opening */
     bool opened;
+    unsigned generation;   /* contexts reset so far; written with the lock (and CUDA's gate) */
+    char last_kernel[128]; /* the last kernel launched, for fault messages; "" before any */
+    char reset_after[160]; /* why the last reset happened: "kernel 'k' faulted" */
+    bool lost; /* unusable for the rest of the process (a CUDA driver that keeps faults) */
     /* identity, to list an NVIDIA GPU once when OpenCL shows it too */
     bool has_uuid, has_pci;
     unsigned char uuid[16];
@@ -63,6 +88,11 @@ struct ofl_device {
             CUstream stream;
             void *stage[2];    /* pinned chunks for large uploads (ofl_cuda.c); NULL until used */
             CUevent staged[2]; /* each chunk's upload has left it */
+            CUresult fault;    /* a sticky fault seen under the lock; leaving resets */
+            CUresult lost;     /* the fault that the reset could not clear (see lost) */
+            /* Event calls run without the lock (a wait may be long); they
+             * hold this for reading, the context reset for writing. */
+            pthread_rwlock_t gate;
         } cu;
     } h;
 };
@@ -71,6 +101,7 @@ struct ofl_buffer {
     ofl_device *dev;
     size_t size; /* as asked; a zero-size buffer holds one byte underneath */
     bool foreign; /* ofl_buffer_wrap: the memory is someone else's, never freed here */
+    unsigned generation; /* dev->generation at allocation */
     union {
         cl_mem mem;
         CUdeviceptr ptr;
@@ -83,6 +114,7 @@ struct ofl_buffer {
  * CUDA: two timing events recorded on the device's stream. */
 struct ofl_event {
     ofl_device *dev;
+    unsigned generation; /* dev->generation at its first mark */
     union {
         struct {
             cl_event first, last;
@@ -91,6 +123,28 @@ struct ofl_event {
             CUevent start, end;
         } cu;
     } h;
+};
+
+/* One entry point on one device. What a launch needs is asked once, at the
+ * build, so that a launch makes no driver query. */
+struct ofl_program {
+    ofl_device *dev;
+    unsigned generation; /* dev->generation at the build */
+    size_t max_threads;  /* the largest work-group the kernel can run with there (>= 1) */
+    long nparams;        /* the kernel's parameter count; -1 when the driver cannot say */
+    size_t *param_size;  /* each parameter's size in bytes (CUDA 12.4+); else NULL */
+    union {
+        struct {
+            cl_program program;
+            cl_kernel kernel;
+        } cl;
+        struct {
+            CUmodule module;
+            CUfunction fn;
+        } cu;
+    } h;
+    size_t name_len;
+    char name[]; /* the entry point */
 };
 
 /* ---- for backends (ofl_registry.c) ---- */
@@ -121,6 +175,14 @@ int ofl_fail(ofl_error *err, ofl_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Appends to err->msg (truncating), for messages built in steps. */
 void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a buffer, program or event of an older generation than its device:
+ * OFL_ERR_DEVICE, "<what> in cuda:gpu:0's context that was reset after kernel
+ * 'k' faulted; <consequence>". Call with the device's lock held. */
+int ofl_stale_fail(ofl_error *err, const ofl_device *dev, const char *what,
+                   const char *consequence);
+/* Appends intro and a driver's build log to err->msg, trimmed to fit (the
+ * head kept: it holds the first error), or " (the driver gave no log)". */
+void ofl_append_log(ofl_error *err, const char *intro, const char *log);
 /* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
 const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
 const char *ofl_type_word(ofl_device_type type); /* "gpu" */

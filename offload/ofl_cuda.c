@@ -58,10 +58,14 @@ static const struct {
     SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
     SYM(cuEventDestroy, "cuEventDestroy_v2"),
     OPT(cuModuleLoadData, "cuModuleLoadData"),
+    OPT(cuModuleLoadDataEx, "cuModuleLoadDataEx"),
     OPT(cuModuleUnload, "cuModuleUnload"),
     OPT(cuModuleGetFunction, "cuModuleGetFunction"),
     OPT(cuFuncGetAttribute, "cuFuncGetAttribute"),
+    OPT(cuFuncGetParamInfo, "cuFuncGetParamInfo"),
     OPT(cuLaunchKernel, "cuLaunchKernel"),
+    OPT(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+    OPT(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset"),
 #undef SYM
 #undef OPT
 };
@@ -121,6 +125,10 @@ static int attr(CUdevice d, int which) {
 static ofl_device *describe(CUdevice d, int driver) {
     ofl_device *dev = ofl_device_new(&ofl_cuda_ops);
     if (!dev) return NULL;
+    if (pthread_rwlock_init(&dev->h.cu.gate, NULL) != 0) {
+        ofl_device_delete(dev);
+        return NULL;
+    }
     ofl_device_info *in = &dev->info;
     dev->h.cu.dev = d;
     in->backend = OFL_CUDA;
@@ -187,40 +195,175 @@ void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen) {
 
 /* ---- calls with the device's context current ---- */
 
-static int cu_fail(ofl_error *err, const ofl_device *dev, const char *call, CUresult rc) {
+/* The errors a kernel's fault leaves behind: every later call in the context
+ * returns the same one, until the context is destroyed. */
+static bool is_fault(CUresult rc) {
+    switch (rc) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* With the lock held: names the last kernel launched as the culprit and
+ * marks the context for the reset that leave() does. */
+static int kernel_fault(ofl_error *err, ofl_device *dev, const char *call, CUresult rc) {
+    const char *name = NULL, *text = NULL;
+    if (ofl_cu.cuGetErrorName) ofl_cu.cuGetErrorName(rc, &name);
+    if (ofl_cu.cuGetErrorString) ofl_cu.cuGetErrorString(rc, &text);
+    dev->h.cu.fault = rc;
+    char who[140]; /* fits reset_after with " faulted" */
+    if (dev->last_kernel[0]) snprintf(who, sizeof who, "kernel '%s'", dev->last_kernel);
+    else snprintf(who, sizeof who, "queued work");
+    snprintf(dev->reset_after, sizeof dev->reset_after, "%s faulted", who);
+    return ofl_fail(err, OFL_ERR_DEVICE, "%s failed on %s: %s (%s, %d), reported by %s%s", who,
+                    dev->info.filter, text ? text : "a device fault", name ? name : "CUDA error",
+                    rc, call,
+                    dev->last_kernel[0] ? " (it is the last kernel launched there)." : ".");
+}
+
+/* With the lock held (a fault resets the context), except where said. */
+static int cu_fail(ofl_error *err, ofl_device *dev, const char *call, CUresult rc) {
+    if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
     char e[256];
     return ofl_fail(err, rc == CUDA_ERROR_OUT_OF_MEMORY ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
                     "%s (%s): %s failed with %s", dev->info.filter, dev->info.name, call,
                     ofl_cuda_strerror(rc, e, sizeof e));
 }
 
-static int enter(const ofl_device *dev, ofl_error *err) {
-    CUresult rc = ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx);
-    return rc ? cu_fail(err, dev, "cuCtxPushCurrent", rc) : 0;
-}
-
-static void leave(void) {
+static void pop(void) {
     CUcontext ctx;
     ofl_cu.cuCtxPopCurrent(&ctx);
 }
 
+static int lost_fail(ofl_error *err, const ofl_device *dev);
+static void reset(ofl_device *dev, ofl_error *err);
+
+/* Pushes the device's context; with the lock held. */
+static int enter(ofl_device *dev, ofl_error *err) {
+    if (dev->h.cu.lost) return lost_fail(err, dev);
+    CUresult rc = ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx);
+    if (rc == CUDA_SUCCESS) return 0;
+    int st = cu_fail(err, dev, "cuCtxPushCurrent", rc);
+    if (dev->h.cu.fault) reset(dev, err); /* no leave() follows */
+    return st;
+}
+
+/* Pops the context; after a kernel's fault, resets it. Returns st. */
+static int leave(ofl_device *dev, int st, ofl_error *err) {
+    pop();
+    if (dev->h.cu.fault) reset(dev, err);
+    return st;
+}
+
 /* Runs the stream to completion and reports call's failure, else the
  * stream's (which may be an earlier launch's). Inside enter/leave. */
-static int finish(const ofl_device *dev, const char *call, CUresult rc, ofl_error *err) {
+static int finish(ofl_device *dev, const char *call, CUresult rc, ofl_error *err) {
     if (rc != CUDA_SUCCESS) return cu_fail(err, dev, call, rc);
     rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
     return rc ? cu_fail(err, dev, "cuStreamSynchronize", rc) : 0;
 }
 
-static int cu_open(ofl_device *dev, ofl_error *err) {
+/* Retains the primary context and makes the stream; also after a reset.
+ * *call: the call that failed. */
+static CUresult open_ctx(ofl_device *dev, const char **call) {
+    *call = "cuDevicePrimaryCtxRetain";
     CUresult rc = ofl_cu.cuDevicePrimaryCtxRetain(&dev->h.cu.ctx, dev->h.cu.dev);
-    if (rc) return cu_fail(err, dev, "cuDevicePrimaryCtxRetain", rc);
-    int st = enter(dev, err);
-    if (st) return st;
-    rc = ofl_cu.cuStreamCreate(&dev->h.cu.stream, CU_STREAM_DEFAULT);
-    leave();
+    if (rc == CUDA_SUCCESS) {
+        *call = "cuCtxPushCurrent";
+        rc = ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx);
+        if (rc == CUDA_SUCCESS) {
+            *call = "cuStreamCreate";
+            rc = ofl_cu.cuStreamCreate(&dev->h.cu.stream, CU_STREAM_DEFAULT);
+            pop();
+        }
+    }
     /* the primary context stays retained: devices live until exit */
-    return rc ? cu_fail(err, dev, "cuStreamCreate", rc) : 0;
+    return rc;
+}
+
+static int cu_open(ofl_device *dev, ofl_error *err) {
+    const char *call;
+    CUresult rc = open_ctx(dev, &call);
+    if (rc == CUDA_SUCCESS) return 0;
+    char e[256];
+    return ofl_fail(err, OFL_ERR_DEVICE, "%s (%s): %s failed with %s", dev->info.filter,
+                    dev->info.name, call, ofl_cuda_strerror(rc, e, sizeof e));
+}
+
+/* What every call on a lost device says. */
+static int lost_fail(ofl_error *err, const ofl_device *dev) {
+    const char *name = NULL;
+    if (ofl_cu.cuGetErrorName) ofl_cu.cuGetErrorName(dev->h.cu.lost, &name);
+    return ofl_fail(err, OFL_ERR_DEVICE,
+                    "%s (%s) cannot be used again in this process since %s (%s): the CUDA "
+                    "driver keeps such a fault for the life of the process; restart the "
+                    "Jupyter kernel (or Python) to use the GPU again",
+                    dev->info.filter, dev->info.name,
+                    dev->reset_after[0] ? dev->reset_after : "a kernel faulted",
+                    name ? name : "a sticky CUDA error");
+}
+
+/* After a kernel's fault the context is unusable for good (every call
+ * returns the fault), so it is destroyed and made anew, as cudaDeviceReset
+ * does. Everything made in it goes with it: the stream, the staging memory
+ * and events (forgotten here, remade at their next use), and the caller's
+ * buffers, programs and events, which the new generation marks stale.
+ *
+ * Recent drivers (580, CUDA 13, on an H100) keep the fault for the whole
+ * process instead: the reset succeeds but the new context's first call
+ * returns the fault again. Then the device is lost -- every later call fails
+ * at once with lost_fail -- and the user must restart the process.
+ * With the lock held and the context popped. */
+static void reset(ofl_device *dev, ofl_error *err) {
+    CUresult fault = dev->h.cu.fault;
+    dev->h.cu.fault = CUDA_SUCCESS;
+    pthread_rwlock_wrlock(&dev->h.cu.gate); /* no event call inside the old context */
+    dev->h.cu.stream = NULL;
+    for (int k = 0; k < 2; k++) dev->h.cu.stage[k] = NULL, dev->h.cu.staged[k] = NULL;
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    bool was_reset = false;
+    const char *call = "cuDevicePrimaryCtxReset";
+    if (ofl_cu.cuDevicePrimaryCtxRelease && ofl_cu.cuDevicePrimaryCtxReset) {
+        ofl_cu.cuDevicePrimaryCtxRelease(dev->h.cu.dev); /* the retain of cu_open */
+        rc = ofl_cu.cuDevicePrimaryCtxReset(dev->h.cu.dev);
+        was_reset = rc == CUDA_SUCCESS;
+        if (was_reset) rc = open_ctx(dev, &call);
+    }
+    __atomic_add_fetch(&dev->generation, 1, __ATOMIC_RELEASE);
+    if (rc == CUDA_SUCCESS) {
+        dev->opened = true;
+        pthread_rwlock_unlock(&dev->h.cu.gate);
+        ofl_append(err, " The context of %s was reset to recover: its arrays and compiled "
+                        "kernels are lost.", dev->info.filter);
+        return;
+    }
+    if (!was_reset || rc == fault || is_fault(rc)) {
+        /* opened stays true: enter() refuses at once, and nothing reopens */
+        dev->h.cu.lost = fault;
+        dev->lost = true;
+        pthread_rwlock_unlock(&dev->h.cu.gate);
+        ofl_append(err, " The CUDA driver keeps this fault for the life of the process: %s "
+                        "cannot be used again, and its arrays are lost; restart the Jupyter "
+                        "kernel (or Python) to use the GPU again.", dev->info.filter);
+        return;
+    }
+    /* something else (no memory for the context?): the next call tries again */
+    dev->opened = false;
+    pthread_rwlock_unlock(&dev->h.cu.gate);
+    char e[256];
+    ofl_append(err, " Its context was reset, but making it anew failed (%s: %s); its arrays "
+                    "are lost.", call, ofl_cuda_strerror(rc, e, sizeof e));
 }
 
 static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
@@ -228,20 +371,23 @@ static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *e
     if (st) return st;
     CUresult rc = ofl_cu.cuMemAlloc(&buf->h.ptr, bytes);
     size_t avail = 0, total = 0;
-    if (rc == CUDA_ERROR_OUT_OF_MEMORY) ofl_cu.cuMemGetInfo(&avail, &total);
-    leave();
-    if (rc == CUDA_SUCCESS) return 0;
-    if (rc != CUDA_ERROR_OUT_OF_MEMORY) return cu_fail(err, dev, "cuMemAlloc", rc);
-    char want[32], fr[32], tot[32];
-    return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "cannot allocate %s on %s (%s): %s free of %s",
-                    ofl_size_str(bytes, want, sizeof want), dev->info.filter, dev->info.name,
-                    ofl_size_str(avail, fr, sizeof fr), ofl_size_str(total, tot, sizeof tot));
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+        char want[32], fr[32], tot[32];
+        ofl_cu.cuMemGetInfo(&avail, &total);
+        st = ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "cannot allocate %s on %s (%s): %s free of %s",
+                      ofl_size_str(bytes, want, sizeof want), dev->info.filter, dev->info.name,
+                      ofl_size_str(avail, fr, sizeof fr), ofl_size_str(total, tot, sizeof tot));
+    } else if (rc != CUDA_SUCCESS) {
+        st = cu_fail(err, dev, "cuMemAlloc", rc);
+    }
+    return leave(dev, st, err);
 }
 
 static void cu_free(ofl_buffer *buf) {
     if (enter(buf->dev, NULL)) return;
-    ofl_cu.cuMemFree(buf->h.ptr);
-    leave();
+    CUresult rc = ofl_cu.cuMemFree(buf->h.ptr);
+    if (is_fault(rc)) kernel_fault(NULL, buf->dev, "cuMemFree", rc);
+    leave(buf->dev, 0, NULL);
 }
 
 /* Large copies between the device and pageable memory. The driver stages
@@ -320,9 +466,7 @@ static int cu_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_
     CUresult rc = n >= STAGE_MIN && have_staging(dev)
                       ? staged_upload(dev, dst->h.ptr + off, src, n)
                       : ofl_cu.cuMemcpyHtoDAsync(dst->h.ptr + off, src, n, dev->h.cu.stream);
-    st = finish(dev, "cuMemcpyHtoD", rc, err);
-    leave();
-    return st;
+    return leave(dev, finish(dev, "cuMemcpyHtoD", rc, err), err);
 }
 
 /* Large downloads the same way round: the DMA fills one pinned chunk while
@@ -354,72 +498,286 @@ static int cu_read(ofl_buffer *src, size_t off, void *dst, size_t n, ofl_error *
     CUresult rc = n >= STAGE_MIN && have_staging(dev)
                       ? staged_download(dev, dst, src->h.ptr + off, n)
                       : ofl_cu.cuMemcpyDtoHAsync(dst, src->h.ptr + off, n, dev->h.cu.stream);
-    st = finish(dev, "cuMemcpyDtoH", rc, err);
-    leave();
-    return st;
+    return leave(dev, finish(dev, "cuMemcpyDtoH", rc, err), err);
 }
 
 static int cu_copy(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
                    ofl_error *err) {
-    const ofl_device *dev = dst->dev;
+    ofl_device *dev = dst->dev;
     int st = enter(dev, err);
     if (st) return st;
     CUresult rc =
         ofl_cu.cuMemcpyDtoDAsync(dst->h.ptr + doff, src->h.ptr + soff, n, dev->h.cu.stream);
-    st = finish(dev, "cuMemcpyDtoD", rc, err);
-    leave();
-    return st;
+    return leave(dev, finish(dev, "cuMemcpyDtoD", rc, err), err);
 }
 
 static int cu_synchronize(ofl_device *dev, ofl_error *err) {
     int st = enter(dev, err);
     if (st) return st;
-    st = finish(dev, "cuStreamSynchronize", CUDA_SUCCESS, err);
-    leave();
-    return st;
+    return leave(dev, finish(dev, "cuStreamSynchronize", CUDA_SUCCESS, err), err);
 }
 
 /* ---- events ---- */
 
 static int cu_mark(ofl_event *ev, bool end, ofl_error *err) {
-    const ofl_device *dev = ev->dev;
+    ofl_device *dev = ev->dev;
     CUevent *e = end ? &ev->h.cu.end : &ev->h.cu.start;
     int st = enter(dev, err);
     if (st) return st;
     CUresult rc = *e ? CUDA_SUCCESS : ofl_cu.cuEventCreate(e, CU_EVENT_DEFAULT);
     const char *call = "cuEventCreate";
     if (rc == CUDA_SUCCESS) rc = ofl_cu.cuEventRecord(*e, dev->h.cu.stream), call = "cuEventRecord";
-    leave();
-    return rc ? cu_fail(err, dev, call, rc) : 0;
+    return leave(dev, rc ? cu_fail(err, dev, call, rc) : 0, err);
+}
+
+/* The event calls below run without the device's lock (a wait may be long),
+ * inside the gate instead, so that no reset destroys the context under them;
+ * an event of an older context is never touched: its handles died with it.
+ * True: inside the event's context (gate_leave after). */
+static bool gate_enter(const ofl_event *ev, CUresult *rc) {
+    ofl_device *dev = ev->dev;
+    pthread_rwlock_rdlock(&dev->h.cu.gate);
+    *rc = CUDA_SUCCESS;
+    if (ev->generation == dev->generation &&
+        (*rc = ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx)) == CUDA_SUCCESS)
+        return true;
+    pthread_rwlock_unlock(&dev->h.cu.gate);
+    return false;
+}
+
+static void gate_leave(const ofl_event *ev) {
+    pop();
+    pthread_rwlock_unlock(&ev->dev->h.cu.gate);
 }
 
 static int cu_event_wait(ofl_event *ev, ofl_error *err) {
+    ofl_device *dev = ev->dev;
     CUevent e = ev->h.cu.end ? ev->h.cu.end : ev->h.cu.start;
     if (!e) return 0;
-    int st = enter(ev->dev, err);
-    if (st) return st;
-    CUresult rc = ofl_cu.cuEventSynchronize(e);
-    leave();
-    return rc ? cu_fail(err, ev->dev, "cuEventSynchronize", rc) : 0;
+    CUresult rc;
+    const char *call = "cuCtxPushCurrent";
+    if (gate_enter(ev, &rc)) {
+        call = "cuEventSynchronize";
+        rc = ofl_cu.cuEventSynchronize(e);
+        gate_leave(ev);
+        if (rc == CUDA_SUCCESS) return 0;
+    }
+    /* explained, and a fault recovered from, under the lock -- unless another
+     * thread saw the fault first and has reset the context already */
+    pthread_mutex_lock(&dev->lock);
+    int st;
+    if (ev->generation != dev->generation) {
+        st = ofl_stale_fail(err, dev, "this event was recorded", "the work it followed is lost");
+    } else {
+        st = cu_fail(err, dev, call, rc);
+        if (dev->h.cu.fault) reset(dev, err);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return st;
 }
 
 static double cu_event_elapsed(ofl_event *ev) {
     float ms = 0;
-    if (!ev->h.cu.start || !ev->h.cu.end || enter(ev->dev, NULL)) return -1.0;
-    CUresult rc = ofl_cu.cuEventElapsedTime(&ms, ev->h.cu.start, ev->h.cu.end);
-    leave();
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    if (!ev->h.cu.start || !ev->h.cu.end || !gate_enter(ev, &rc)) return -1.0;
+    rc = ofl_cu.cuEventElapsedTime(&ms, ev->h.cu.start, ev->h.cu.end);
+    gate_leave(ev);
     return rc == CUDA_SUCCESS ? ms * 1e-3 : -1.0;
 }
 
 static void cu_event_release(ofl_event *ev) {
-    if ((!ev->h.cu.start && !ev->h.cu.end) || enter(ev->dev, NULL)) return;
-    if (ev->h.cu.start) ofl_cu.cuEventDestroy(ev->h.cu.start);
-    if (ev->h.cu.end) ofl_cu.cuEventDestroy(ev->h.cu.end);
+    CUresult rc;
+    if ((ev->h.cu.start || ev->h.cu.end) && gate_enter(ev, &rc)) {
+        if (ev->h.cu.start) ofl_cu.cuEventDestroy(ev->h.cu.start);
+        if (ev->h.cu.end) ofl_cu.cuEventDestroy(ev->h.cu.end);
+        gate_leave(ev);
+    }
     ev->h.cu.start = ev->h.cu.end = NULL;
-    leave();
+}
+
+/* ---- programs and launches ---- */
+
+/* Each parameter's size, so that a launch can refuse arguments the driver
+ * would read past. Only a count that ends in CUDA_ERROR_INVALID_VALUE (the
+ * index past the last) is trusted. Inside enter/leave. */
+static void param_sizes(ofl_program *prog, CUfunction fn) {
+    size_t n = 0, off, size;
+    CUresult rc;
+    while ((rc = ofl_cu.cuFuncGetParamInfo(fn, n, &off, &size)) == CUDA_SUCCESS && n < 65536) n++;
+    if (rc != CUDA_ERROR_INVALID_VALUE) return;
+    size_t *sizes = malloc((n ? n : 1) * sizeof *sizes);
+    if (!sizes) return; /* then launches go unchecked, as on older drivers */
+    for (size_t i = 0; i < n; i++) {
+        if (ofl_cu.cuFuncGetParamInfo(fn, i, &off, &sizes[i]) != CUDA_SUCCESS) {
+            free(sizes);
+            return;
+        }
+    }
+    prog->param_size = sizes;
+    prog->nparams = (long)n;
+}
+
+/* Inside enter/leave. */
+static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
+    ofl_device *dev = prog->dev;
+    char log[8192] = "";
+    CUmodule mod = NULL;
+    CUresult rc;
+    const char *call = "cuModuleLoadDataEx";
+    if (ofl_cu.cuModuleLoadDataEx) { /* with a buffer for ptxas's messages */
+        int opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *val[2] = {log, (void *)(uintptr_t)sizeof log};
+        rc = ofl_cu.cuModuleLoadDataEx(&mod, image, 2, opt, val);
+    } else {
+        call = "cuModuleLoadData";
+        rc = ofl_cu.cuModuleLoadData(&mod, image);
+    }
+    if (rc != CUDA_SUCCESS) {
+        if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
+        char e[256];
+        int code = ofl_fail(err,
+                            rc == CUDA_ERROR_OUT_OF_MEMORY ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
+                            "cannot build kernel '%s' for %s (%s): %s failed with %s", prog->name,
+                            dev->info.filter, dev->info.name, call,
+                            ofl_cuda_strerror(rc, e, sizeof e));
+        log[sizeof log - 1] = '\0';
+        if (ofl_cu.cuModuleLoadDataEx) ofl_append_log(err, "; the PTX compiler says:\n", log);
+        return code;
+    }
+    CUfunction fn = NULL;
+    rc = ofl_cu.cuModuleGetFunction(&fn, mod, prog->name);
+    if (rc != CUDA_SUCCESS) {
+        ofl_cu.cuModuleUnload(mod);
+        if (rc == CUDA_ERROR_NOT_FOUND)
+            return ofl_fail(err, OFL_ERR_INVALID,
+                            "no kernel named '%s' in the PTX module built for %s (%s): the name "
+                            "must be one of the module's .entry functions",
+                            prog->name, dev->info.filter, dev->info.name);
+        return cu_fail(err, dev, "cuModuleGetFunction", rc);
+    }
+    int most = 0;
+    if (!ofl_cu.cuFuncGetAttribute ||
+        ofl_cu.cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) != 0 ||
+        most <= 0)
+        most = (int)dev->info.max_work_group_size;
+    prog->max_threads = (size_t)most;
+    if (ofl_cu.cuFuncGetParamInfo) param_sizes(prog, fn);
+    prog->h.cu.module = mod;
+    prog->h.cu.fn = fn;
+    return 0;
+}
+
+static int cu_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
+                    ofl_error *err) {
+    (void)kind; /* PTX: ofl_program_build checked */
+    ofl_device *dev = prog->dev;
+    if (!ofl_cu.cuModuleGetFunction || !ofl_cu.cuModuleUnload || !ofl_cu.cuLaunchKernel ||
+        (!ofl_cu.cuModuleLoadDataEx && !ofl_cu.cuModuleLoadData))
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "%s (%s): this CUDA driver lacks cuModuleLoadData, cuModuleGetFunction "
+                        "or cuLaunchKernel; update the NVIDIA driver",
+                        dev->info.filter, dev->info.name);
+    /* the driver reads PTX text up to its '\0' */
+    const char *image = bin;
+    char *copy = NULL;
+    if (image[size - 1] != '\0') {
+        if (!(copy = malloc(size + 1)))
+            return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory for PTX text");
+        memcpy(copy, bin, size);
+        copy[size] = '\0';
+        image = copy;
+    }
+    /* under the lock, unlike OpenCL's build: a reset must not destroy the
+     * context while the module loads into it */
+    int st = ofl_device_lock(dev, err);
+    if (st == 0) {
+        prog->generation = dev->generation;
+        if ((st = enter(dev, err)) == 0) st = leave(dev, load_module(prog, image, err), err);
+        ofl_device_unlock(dev);
+    }
+    free(copy);
+    return st;
+}
+
+static void cu_program_release(ofl_program *prog) {
+    ofl_device *dev = prog->dev;
+    if (!prog->h.cu.module || prog->generation != dev->generation || !dev->opened) return;
+    if (enter(dev, NULL)) return;
+    /* launches of it may still be queued */
+    CUresult rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
+    if (rc == CUDA_SUCCESS) ofl_cu.cuModuleUnload(prog->h.cu.module);
+    else cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
+    leave(dev, 0, NULL);
+}
+
+static int launch_fail(ofl_error *err, ofl_program *prog, const char *call, CUresult rc) {
+    ofl_device *dev = prog->dev;
+    if (is_fault(rc)) return kernel_fault(err, dev, call, rc); /* an earlier kernel's */
+    char e[256];
+    return ofl_fail(err, OFL_ERR_DEVICE,
+                    "cannot launch kernel '%s' on %s (%s): %s failed with %s%s", prog->name,
+                    dev->info.filter, dev->info.name, call,
+                    ofl_cuda_strerror(rc, e, sizeof e),
+                    rc == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+                        ? " (a work-group too large for the registers the kernel uses, or "
+                          "arguments of the wrong size)"
+                        : "");
+}
+
+/* Up to this many arguments, a launch allocates nothing. */
+#define ARGS_ON_STACK 64
+
+static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const size_t l[3],
+                     const ofl_arg *args, size_t nargs, ofl_event *ev, ofl_error *err) {
+    (void)ndim; /* unused dimensions are 1 */
+    ofl_device *dev = prog->dev;
+    void *params_here[ARGS_ON_STACK], *heap = NULL;
+    CUdeviceptr ptrs_here[ARGS_ON_STACK];
+    void **params = params_here;
+    CUdeviceptr *ptrs = ptrs_here;
+    if (nargs > ARGS_ON_STACK) {
+        if (!(heap = malloc(nargs * (sizeof *params + sizeof *ptrs))))
+            return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory for %zu arguments",
+                            nargs);
+        params = heap;
+        ptrs = (CUdeviceptr *)(params + nargs);
+    }
+    /* the driver wants a pointer to each argument's value */
+    for (size_t i = 0; i < nargs; i++) {
+        if (args[i].buffer) {
+            ptrs[i] = args[i].buffer->h.ptr;
+            params[i] = &ptrs[i];
+        } else {
+            params[i] = (void *)args[i].value;
+        }
+    }
+    int st = enter(dev, err);
+    if (st == 0) {
+        CUstream s = dev->h.cu.stream;
+        CUresult rc = CUDA_SUCCESS;
+        const char *call = "cuEventCreate";
+        if (ev) {
+            if (!ev->h.cu.start) rc = ofl_cu.cuEventCreate(&ev->h.cu.start, CU_EVENT_DEFAULT);
+            if (!rc && !ev->h.cu.end) rc = ofl_cu.cuEventCreate(&ev->h.cu.end, CU_EVENT_DEFAULT);
+            if (!rc) call = "cuEventRecord", rc = ofl_cu.cuEventRecord(ev->h.cu.start, s);
+        }
+        if (!rc) {
+            call = "cuLaunchKernel";
+            rc = ofl_cu.cuLaunchKernel(prog->h.cu.fn, (unsigned)(g[0] / l[0]),
+                                       (unsigned)(g[1] / l[1]), (unsigned)(g[2] / l[2]),
+                                       (unsigned)l[0], (unsigned)l[1], (unsigned)l[2], 0, s,
+                                       params, NULL);
+        }
+        if (!rc && ev) call = "cuEventRecord", rc = ofl_cu.cuEventRecord(ev->h.cu.end, s);
+        if (rc) st = launch_fail(err, prog, call, rc);
+        st = leave(dev, st, err);
+    }
+    free(heap);
+    return st;
 }
 
 const ofl_backend_ops ofl_cuda_ops = {
     "cuda", cu_open, cu_alloc, cu_free, cu_write, cu_read, cu_copy, cu_synchronize,
     cu_mark, cu_event_wait, cu_event_elapsed, cu_event_release,
+    cu_build, cu_program_release, cu_launch,
 };

@@ -28,7 +28,23 @@ enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_PTX = 218,
+    CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_READY = 600,
+    /* A kernel's fault: "sticky", every later call in the context returns it
+     * until the context is destroyed (ofl_cuda.c resets the primary context;
+     * driver 580 keeps it for the life of the process even so). */
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701, /* not sticky: the launch was refused */
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_ASSERT = 710,
+    CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
+    CUDA_ERROR_INVALID_PC = 718,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_TENSOR_MEMORY_LEAK = 721,
 };
 
 enum { /* CUdevice_attribute */
@@ -46,6 +62,15 @@ enum { /* CUdevice_attribute */
 };
 
 enum { CU_STREAM_DEFAULT = 0, CU_EVENT_DEFAULT = 0 };
+
+enum { CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0 }; /* CUfunction_attribute */
+
+enum { /* CUjit_option */
+    CU_JIT_INFO_LOG_BUFFER = 3,
+    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
 
 /* Every pointer is NULL until ofl_cuda_load() succeeds. The launcher's entry
  * points (module, function, launch) are optional: NULL on a driver without
@@ -81,12 +106,20 @@ typedef struct {
     CUresult (*cuEventDestroy)(CUevent ev);                           /* _v2 */
     /* optional, for the launcher */
     CUresult (*cuModuleLoadData)(CUmodule *mod, const void *image);
+    /* options: CUjit_option values (an int-sized enum) */
+    CUresult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned noptions,
+                                   int *options, void **values);
     CUresult (*cuModuleUnload)(CUmodule mod);
     CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
     CUresult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
+    /* CUDA 12.4+: lets a launch check its arguments' count and sizes */
+    CUresult (*cuFuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
     CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                CUstream stream, void **params, void **extra);
+    /* optional, to recover from a kernel's fault */
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);              /* _v2, else v1 */
+    CUresult (*cuDevicePrimaryCtxReset)(CUdevice dev);                /* _v2, else v1 */
 } ofl_cuda_api;
 
 extern ofl_cuda_api ofl_cu;

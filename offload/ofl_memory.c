@@ -28,6 +28,22 @@ int ofl_device_lock(ofl_device *dev, ofl_error *err) {
 
 void ofl_device_unlock(ofl_device *dev) { pthread_mutex_unlock(&dev->lock); }
 
+int ofl_stale_fail(ofl_error *err, const ofl_device *dev, const char *what,
+                   const char *consequence) {
+    ofl_fail(err, OFL_ERR_DEVICE, "%s in %s's context that was reset after %s; %s", what,
+             dev->info.filter, dev->reset_after[0] ? dev->reset_after : "a fault", consequence);
+    if (dev->lost)
+        ofl_append(err, " (and %s cannot be used again in this process: restart the Jupyter "
+                        "kernel, or Python, to use it)", dev->info.filter);
+    return OFL_ERR_DEVICE;
+}
+
+/* With the buffer's device locked. */
+static int check_current(const ofl_buffer *buf, ofl_error *err) {
+    if (buf->generation == buf->dev->generation) return 0;
+    return ofl_stale_fail(err, buf->dev, "this array lived", "its contents are lost");
+}
+
 int ofl_alloc(ofl_device *dev, size_t bytes, ofl_buffer **out, ofl_error *err) {
     *out = NULL;
     if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
@@ -47,6 +63,7 @@ int ofl_alloc(ofl_device *dev, size_t bytes, ofl_buffer **out, ofl_error *err) {
     buf->size = bytes;
     int rc = ofl_device_lock(dev, err);
     if (rc == 0) {
+        buf->generation = dev->generation;
         rc = dev->ops->alloc(dev, bytes ? bytes : 1, buf, err); /* drivers refuse 0 */
         ofl_device_unlock(dev);
     }
@@ -64,8 +81,10 @@ void ofl_free(ofl_buffer *buf) {
     pthread_mutex_lock(&dev->lock); /* a buffer exists only on an opened device */
     /* Queued work may still use the buffer; its failure is reported by the
      * next ofl_synchronize or read, not here. */
-    dev->ops->synchronize(dev, NULL);
-    if (!buf->foreign) dev->ops->free(buf);
+    if (dev->opened) dev->ops->synchronize(dev, NULL);
+    /* a stale buffer's memory went with its context (and so may the device's
+     * open state, should reopening after the reset have failed) */
+    if (!buf->foreign && buf->generation == dev->generation) dev->ops->free(buf);
     pthread_mutex_unlock(&dev->lock);
     free(buf);
 }
@@ -95,6 +114,7 @@ int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer 
         free(buf);
         return rc;
     }
+    buf->generation = dev->generation;
     ofl_device_unlock(dev);
     buf->dev = dev;
     buf->size = bytes;
@@ -120,7 +140,8 @@ int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl
     if (rc || bytes == 0) return rc;
     if (!src) return ofl_fail(err, OFL_ERR_INVALID, "write: no source given");
     if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
-    rc = dst->dev->ops->write(dst, offset, src, bytes, err);
+    if ((rc = check_current(dst, err)) == 0)
+        rc = dst->dev->ops->write(dst, offset, src, bytes, err);
     ofl_device_unlock(dst->dev);
     return rc;
 }
@@ -130,7 +151,8 @@ int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error 
     if (rc || bytes == 0) return rc;
     if (!dst) return ofl_fail(err, OFL_ERR_INVALID, "read: no destination given");
     if ((rc = ofl_device_lock(src->dev, err)) != 0) return rc;
-    rc = src->dev->ops->read(src, offset, dst, bytes, err);
+    if ((rc = check_current(src, err)) == 0)
+        rc = src->dev->ops->read(src, offset, dst, bytes, err);
     ofl_device_unlock(src->dev);
     return rc;
 }
@@ -170,7 +192,8 @@ int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_off
     if (dst->dev != src->dev || overlap)
         return copy_via_host(dst, dst_offset, src, src_offset, bytes, err);
     if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
-    rc = dst->dev->ops->copy(dst, dst_offset, src, src_offset, bytes, err);
+    if ((rc = check_current(dst, err)) == 0 && (rc = check_current(src, err)) == 0)
+        rc = dst->dev->ops->copy(dst, dst_offset, src, src_offset, bytes, err);
     ofl_device_unlock(dst->dev);
     return rc;
 }
@@ -192,6 +215,7 @@ int ofl_event_begin(ofl_device *dev, ofl_event **out, ofl_error *err) {
     ev->dev = dev;
     int rc = ofl_device_lock(dev, err);
     if (rc == 0) {
+        ev->generation = dev->generation;
         rc = dev->ops->mark(ev, false, err);
         ofl_device_unlock(dev);
     }
@@ -208,7 +232,9 @@ int ofl_event_end(ofl_event *ev, ofl_error *err) {
     if (!ev) return ofl_fail(err, OFL_ERR_INVALID, "no event given");
     int rc = ofl_device_lock(ev->dev, err);
     if (rc) return rc;
-    rc = ev->dev->ops->mark(ev, true, err);
+    rc = ev->generation != ev->dev->generation
+             ? ofl_stale_fail(err, ev->dev, "this event began", "what it timed is lost")
+             : ev->dev->ops->mark(ev, true, err);
     ofl_device_unlock(ev->dev);
     return rc;
 }

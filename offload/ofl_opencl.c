@@ -69,6 +69,17 @@ static int cl_fail(ofl_error *err, const ofl_device *dev, const char *call, cl_i
                     dev->info.name, call, cl_error_name(rc), rc);
 }
 
+/* A wait that reports queued work's failure: most likely a kernel's, and
+ * the user wrote that, so it is named. With the lock held. */
+static int queue_fail(ofl_error *err, const ofl_device *dev, const char *call, cl_int rc) {
+    if (!dev->last_kernel[0]) return cl_fail(err, dev, call, rc);
+    return ofl_fail(err, OFL_ERR_DEVICE,
+                    "kernel '%s' failed on %s (%s): %s reported %s (%d) (it is the last kernel "
+                    "launched there)",
+                    dev->last_kernel, dev->info.filter, dev->info.name, call, cl_error_name(rc),
+                    rc);
+}
+
 /* ---- discovery ---- */
 
 /* A string query, whatever its length; NULL when it fails. Caller frees. */
@@ -266,6 +277,8 @@ static void cl_free(ofl_buffer *buf) { clReleaseMemObject(buf->h.mem); }
 /* PoCL and others back a buffer with memory only at its first use, so an
  * allocation that "succeeded" can fail at the first write or copy. */
 static int transfer_fail(ofl_error *err, const ofl_buffer *buf, const char *call, cl_int rc) {
+    if (rc == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        return queue_fail(err, buf->dev, call, rc); /* the queued work before it failed */
     if (!is_oom(rc)) return cl_fail(err, buf->dev, call, rc);
     char sz[32];
     return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY,
@@ -297,7 +310,7 @@ static int cl_copy(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, s
 
 static int cl_synchronize(ofl_device *dev, ofl_error *err) {
     cl_int rc = clFinish(dev->h.cl.queue);
-    return rc ? cl_fail(err, dev, "clFinish", rc) : 0;
+    return rc ? queue_fail(err, dev, "clFinish", rc) : 0;
 }
 
 /* ---- events ---- */
@@ -321,7 +334,11 @@ static int cl_event_wait(ofl_event *ev, ofl_error *err) {
     cl_int rc = clWaitForEvents(1, &e), status = CL_COMPLETE;
     clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     if (rc == CL_SUCCESS && status < 0) rc = status; /* the command's own error */
-    return rc ? cl_fail(err, ev->dev, "a queued command", rc) : 0;
+    if (rc == CL_SUCCESS) return 0;
+    pthread_mutex_lock(&ev->dev->lock); /* for last_kernel */
+    int st = queue_fail(err, ev->dev, "a queued command", rc);
+    pthread_mutex_unlock(&ev->dev->lock);
+    return st;
 }
 
 static double cl_event_elapsed(ofl_event *ev) {
@@ -342,7 +359,145 @@ static void cl_event_release(ofl_event *ev) {
     ev->h.cl.first = ev->h.cl.last = NULL;
 }
 
+/* ---- programs and launches ---- */
+
+/* clCreateProgramWithIL is OpenCL 2.1; a 1.2 platform with cl_khr_il_program
+ * has it under the extension's name, and the ICD loader must not be asked to
+ * dispatch a 2.1 call to a platform without it. */
+typedef cl_program (*create_with_il_fn)(cl_context, const void *, size_t, cl_int *);
+
+static cl_program create_with_il(const ofl_device *dev, const void *bin, size_t size,
+                                 cl_int *rc) {
+    if (dev->h.cl.platform_version >= 210)
+        return clCreateProgramWithIL(dev->h.cl.ctx, bin, size, rc);
+    create_with_il_fn f = (create_with_il_fn)clGetExtensionFunctionAddressForPlatform(
+        dev->h.cl.platform, "clCreateProgramWithILKHR");
+    if (!f) {
+        *rc = CL_INVALID_OPERATION;
+        return NULL;
+    }
+    return f(dev->h.cl.ctx, bin, size, rc);
+}
+
+/* A program's string query (build log, kernel names); NULL when it fails. */
+static char *program_str(cl_program p, cl_device_id d, cl_uint param) {
+    size_t n = 0;
+    cl_int rc = d ? clGetProgramBuildInfo(p, d, param, 0, NULL, &n)
+                  : clGetProgramInfo(p, param, 0, NULL, &n);
+    char *s = rc == CL_SUCCESS ? malloc(n + 1) : NULL;
+    if (!s) return NULL;
+    rc = d ? clGetProgramBuildInfo(p, d, param, n, s, NULL)
+           : clGetProgramInfo(p, param, n, s, NULL);
+    s[rc == CL_SUCCESS ? n : 0] = '\0';
+    return s;
+}
+
+static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
+                    ofl_error *err) {
+    ofl_device *dev = prog->dev;
+    const ofl_device_info *in = &dev->info;
+    cl_device_id d = dev->h.cl.id;
+    cl_int rc = CL_SUCCESS;
+    cl_program p;
+    const char *call;
+    if (kind == OFL_BIN_SPIRV) {
+        call = "clCreateProgramWithIL";
+        p = create_with_il(dev, bin, size, &rc);
+    } else {
+        call = "clCreateProgramWithBinary";
+        const unsigned char *b = bin;
+        cl_int status = CL_SUCCESS;
+        p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, &rc);
+        if (p && status != CL_SUCCESS) {
+            clReleaseProgram(p);
+            p = NULL, rc = status;
+        }
+    }
+    if (!p)
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
+                        "with %s (%d)",
+                        prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
+    /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
+    rc = clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL,
+                        NULL);
+    if (rc != CL_SUCCESS) {
+        ofl_fail(err, OFL_ERR_DEVICE,
+                 "cannot build kernel '%s' for %s (%s): clBuildProgram failed with %s (%d)",
+                 prog->name, in->filter, in->name, cl_error_name(rc), rc);
+        char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
+        ofl_append_log(err, "; the build log says:\n", log ? log : "");
+        free(log);
+        clReleaseProgram(p);
+        return OFL_ERR_DEVICE;
+    }
+    cl_kernel k = clCreateKernel(p, prog->name, &rc);
+    if (!k) {
+        int st;
+        if (rc == CL_INVALID_KERNEL_NAME) {
+            char *names = program_str(p, NULL, CL_PROGRAM_KERNEL_NAMES);
+            st = ofl_fail(err, OFL_ERR_INVALID,
+                          "no kernel named '%s' in the program built for %s (%s)%s%.400s%s",
+                          prog->name, in->filter, in->name, names && names[0] ? " (it has: " : "",
+                          names ? names : "", names && names[0] ? ")" : "");
+            free(names);
+        } else {
+            st = cl_fail(err, dev, "clCreateKernel", rc);
+        }
+        clReleaseProgram(p);
+        return st;
+    }
+    size_t most = 0;
+    if (clGetKernelWorkGroupInfo(k, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, NULL) != 0 ||
+        most == 0)
+        most = in->max_work_group_size;
+    prog->max_threads = most;
+    cl_uint nargs = 0;
+    if (clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL) == CL_SUCCESS)
+        prog->nparams = (long)nargs;
+    prog->h.cl.program = p;
+    prog->h.cl.kernel = k;
+    return 0;
+}
+
+/* Queued launches hold their own references to the kernel. */
+static void cl_program_release(ofl_program *prog) {
+    if (prog->h.cl.kernel) clReleaseKernel(prog->h.cl.kernel);
+    if (prog->h.cl.program) clReleaseProgram(prog->h.cl.program);
+}
+
+static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const size_t l[3],
+                     const ofl_arg *args, size_t nargs, ofl_event *ev, ofl_error *err) {
+    ofl_device *dev = prog->dev;
+    cl_kernel k = prog->h.cl.kernel;
+    for (size_t i = 0; i < nargs; i++) {
+        const ofl_arg *a = &args[i];
+        cl_int rc = a->buffer ? clSetKernelArg(k, (cl_uint)i, sizeof(cl_mem), &a->buffer->h.mem)
+                              : clSetKernelArg(k, (cl_uint)i, a->size, a->value);
+        if (rc != CL_SUCCESS) {
+            bool theirs = rc == CL_INVALID_ARG_SIZE || rc == CL_INVALID_ARG_VALUE ||
+                          rc == CL_INVALID_ARG_INDEX || rc == CL_INVALID_MEM_OBJECT;
+            return ofl_fail(err, theirs ? OFL_ERR_INVALID : OFL_ERR_DEVICE,
+                            "cannot pass argument %zu (%s%zu bytes) to kernel '%s' on %s (%s): "
+                            "clSetKernelArg failed with %s (%d)",
+                            i, a->buffer ? "an array, " : "", a->buffer ? sizeof(cl_mem) : a->size,
+                            prog->name, dev->info.filter, dev->info.name, cl_error_name(rc), rc);
+        }
+    }
+    /* the kernel's own event: its profiling times are the kernel's alone */
+    cl_event *e = ev ? &ev->h.cl.first : NULL;
+    cl_int rc = clEnqueueNDRangeKernel(dev->h.cl.queue, k, ndim, NULL, g, l, 0, NULL, e);
+    if (rc != CL_SUCCESS)
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "cannot launch kernel '%s' on %s (%s): clEnqueueNDRangeKernel failed "
+                        "with %s (%d)",
+                        prog->name, dev->info.filter, dev->info.name, cl_error_name(rc), rc);
+    if (ev) ev->h.cl.last = ev->h.cl.first;
+    return 0;
+}
+
 const ofl_backend_ops ofl_opencl_ops = {
     "opencl", cl_open, cl_alloc, cl_free, cl_write, cl_read, cl_copy, cl_synchronize,
     cl_mark, cl_event_wait, cl_event_elapsed, cl_event_release,
+    cl_build, cl_program_release, cl_launch,
 };

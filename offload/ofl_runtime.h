@@ -1,6 +1,7 @@
 /* ofl_runtime: the device runtime -- every device of the machine behind one
  * small C API: discovery, properties, selection by filter string, one
- * in-order profiling queue per device, memory, copies, events.
+ * in-order profiling queue per device, memory, copies, events, programs and
+ * launches.
  *
  * Backends: OpenCL through the ICD loader (every platform and device), and
  * CUDA through the driver API, loaded with dlopen("libcuda.so.1") at first
@@ -8,8 +9,8 @@
  * time). An NVIDIA GPU that NVIDIA's OpenCL platform also lists is kept once,
  * as cuda (matched by PCI bus id, else UUID).
  *
- * Knows nothing of Python. Callers: the offload Python module (module/) and,
- * later, the JIT's launcher. Thread-safe: discovery runs once under a lock;
+ * Knows nothing of Python. Callers: the offload Python module (module/) and
+ * the JIT's launcher. Thread-safe: discovery runs once under a lock;
  * each device's queue is used under that device's lock. Errors are values:
  * every fallible call returns 0 or an OFL_ERR_* code and fills an ofl_error. */
 #ifndef OFL_RUNTIME_H
@@ -151,13 +152,25 @@ typedef struct ofl_program ofl_program;
 
 /* Builds `bin` (size bytes; PTX text need not end with '\0') for dev and finds
  * the kernel `entry`. A build failure is OFL_ERR_DEVICE with the driver's build
- * log in the message. Opens the device at first use. */
+ * log (ptxas's messages for PTX) in the message; an `entry` the binary lacks,
+ * or a kind the device does not take, is OFL_ERR_INVALID naming it. Opens the
+ * device at first use. An OpenCL build runs without the device's lock (PoCL
+ * takes about a second); a CUDA build holds it. */
 int ofl_program_build(ofl_device *dev, ofl_binary_kind kind, const void *bin, size_t size,
                       const char *entry, ofl_program **out, ofl_error *err);
 void ofl_program_release(ofl_program *prog); /* NULL ok */
 ofl_device *ofl_program_device(const ofl_program *prog);
 /* The largest work-group this kernel can be launched with on its device. */
 size_t ofl_program_max_work_group_size(const ofl_program *prog);
+/* True once the device's context was reset after a kernel's fault (CUDA):
+ * the program died with the context, so launches of it are refused
+ * (OFL_ERR_DEVICE, saying the program is stale); release it and build it
+ * again. Buffers of that context are lost the same way: reads, writes, copies
+ * and launches refuse them, and ofl_free only forgets them. Recent CUDA
+ * drivers (580) keep a fault for the life of the process, so no reset can
+ * help there: the device is then lost, and every call on it fails at once
+ * with OFL_ERR_DEVICE saying to restart the process. */
+bool ofl_program_is_stale(const ofl_program *prog);
 
 /* A kernel argument: a buffer (passed as the device pointer / cl_mem; the
  * kernel adds any offset itself), or `size` bytes of plain value. */
@@ -169,14 +182,24 @@ typedef struct {
 
 /* Queues prog over ndim (1..3) hardware dimensions, dimension 0 the fastest
  * (CUDA x, OpenCL dimension 0). local == NULL: the runtime picks the work-group
- * size for the device and rounds each global[d] up to a multiple of it (the
- * kernel guards the tail); otherwise global[d] must be a multiple of local[d].
- * Every buffer must live on the program's device (else OFL_ERR_INVALID naming
- * both devices). Asynchronous: returns once queued. ev_out non-NULL: an event
- * with device timestamps around the launch (ofl_event_release it). A launch that
- * fails to queue is OFL_ERR_DEVICE naming the kernel and the device; a fault
- * while it runs surfaces at the next wait on that device (ofl_synchronize,
- * ofl_read, ofl_event_wait) as OFL_ERR_DEVICE naming the last kernel launched. */
+ * size for the device (CUDA: 256, 32x8, 32x4x2; OpenCL: 256, 16x16, 16x4x4;
+ * never more than the kernel allows, shrunk where the global size is small)
+ * and rounds each global[d] up to a multiple of it (the kernel guards the
+ * tail); otherwise global[d] must be a multiple of local[d], and the group
+ * within the kernel's limit (else OFL_ERR_INVALID giving the sizes). A global
+ * size of 0 queues nothing (the event, if asked for, still completes). More
+ * groups than CUDA's grid takes (2^31-1 in dimension 0, 65535 in 1 and 2) is
+ * OFL_ERR_INVALID. Every buffer must live on the program's device (else
+ * OFL_ERR_INVALID naming both devices). A wrong argument count is
+ * OFL_ERR_INVALID where the driver tells the kernel's (OpenCL, CUDA 12.4+), and
+ * so is a value of the wrong size where it tells those (CUDA 12.4+).
+ * Asynchronous: returns once queued; allocates nothing for up to 64 arguments
+ * without ev_out. ev_out non-NULL: an event with device timestamps around the
+ * launch (ofl_event_release it). A launch that fails to queue is OFL_ERR_DEVICE
+ * naming the kernel and the device; a fault while it runs surfaces at the next
+ * wait on that device (ofl_synchronize, ofl_read, ofl_event_wait) as
+ * OFL_ERR_DEVICE naming the last kernel launched ("kernel 'k' failed on
+ * cuda:gpu:0: ..."). */
 int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const size_t *local,
                const ofl_arg *args, size_t nargs, ofl_event **ev_out, ofl_error *err);
 
