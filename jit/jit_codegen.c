@@ -652,7 +652,9 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             bind_param(&sub, i, at[i], pv);
             pi += param_count(at[i]);
         }
+        int idx = (int)(df - m->devfns);
         int rc = emit_function_body(&sub);
+        df = &m->devfns[idx]; /* nested device functions may have grown the array */
         free(sub.vars);
         free(sub.arrays);
         m->depth--;
@@ -661,6 +663,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         m->tg.b = saved;
         if (rc < 0) return NULL;
     }
+    int dfi = (int)(df - m->devfns);
     LLVMValueRef args[16 * 8];
     int na = 0;
     for (int i = 0; i < n->nkids; i++) {
@@ -678,6 +681,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             args[na++] = v;
         }
     }
+    df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
     LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
     if (df->ret.kind == JT_NONE) return LLVMConstInt(m->i1, 0, 0); /* a statement call; the value is unused */
@@ -968,4 +972,31 @@ fail:
     LLVMDisposeBuilder(m.b);
     LLVMDisposeModule(m.tg.mod);
     return -1;
+}
+
+/* SPIR-V wants every block after its dominator; LLVM keeps blocks in any order
+ * (its optimiser sinks and splits freely). Reverse post-order satisfies SPIR-V. */
+static void postorder(LLVMBasicBlockRef bb, LLVMBasicBlockRef *seen, int *nseen, LLVMBasicBlockRef *out, int *nout,
+                      int cap) {
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == bb) return;
+    if (*nseen >= cap) return;
+    seen[(*nseen)++] = bb;
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+    unsigned n = term ? LLVMGetNumSuccessors(term) : 0;
+    for (unsigned i = 0; i < n; i++) postorder(LLVMGetSuccessor(term, i), seen, nseen, out, nout, cap);
+    out[(*nout)++] = bb;
+}
+
+void jit_order_blocks(LLVMModuleRef m) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
+        unsigned count = LLVMCountBasicBlocks(fn);
+        if (count < 3) continue;
+        LLVMBasicBlockRef *seen = malloc(sizeof *seen * count * 2), *order = seen + count;
+        if (!seen) return;
+        int nseen = 0, n = 0;
+        postorder(LLVMGetEntryBasicBlock(fn), seen, &nseen, order, &n, (int)count);
+        for (int i = n - 2; i >= 0; i--) LLVMMoveBasicBlockAfter(order[i], order[i + 1]);
+        free(seen);
+    }
 }

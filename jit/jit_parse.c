@@ -887,12 +887,13 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     Py_XDECREF(p.globals); /* the function keeps it alive */
     p.builtins = p.globals ? PyDict_GetItemString(p.globals, "__builtins__") : NULL;
     if (!p.builtins) p.builtins = PyEval_GetBuiltins();
-    p.closure_names = PyObject_GetAttrString(code, "co_freevars");
-    Py_XDECREF(p.closure_names);
+    /* co_freevars is a new tuple on every access (3.11+): hold it */
+    PyObject *freevars = PyObject_GetAttrString(code, "co_freevars");
     PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
     p.closure_cells = cells && cells != Py_None ? cells : NULL;
-    if (!p.closure_cells) p.closure_names = NULL;
+    p.closure_names = p.closure_cells ? freevars : NULL;
     rc = parse_def(&p, def, pyfunc);
+    Py_XDECREF(freevars);
     Py_XDECREF(cells);
     Py_DECREF(body);
     unsigned len = 0;

@@ -118,9 +118,10 @@ static int arg_type(PyObject *o, int i, jit_type *t) {
         *t = jit_array((jit_dtype)d, a->nd, mod_array_is_c_contiguous(a) ? JIT_LAYOUT_C : JIT_LAYOUT_ANY);
         return 0;
     }
+    /* exact checks: numpy.float64 is a float subclass, but strongly typed */
     if (PyBool_Check(o)) { *t = jit_scalar(JIT_BOOL); return 0; }
-    if (PyLong_Check(o)) { *t = jit_weak_int(); return 0; }
-    if (PyFloat_Check(o)) { *t = jit_weak_float(); return 0; }
+    if (PyLong_CheckExact(o)) { *t = jit_weak_int(); return 0; }
+    if (PyFloat_CheckExact(o)) { *t = jit_weak_float(); return 0; }
     if (PyObject_TypeCheck(o, (PyTypeObject *)np_ndarray)) {
         PyObject *dt = PyObject_GetAttrString(o, "dtype");
         int d = dt ? dtype_of(dt) : -1;
@@ -336,7 +337,7 @@ static PyObject *launch(mod_kernel *k, const mod_range *range, PyObject *const *
                 goto out;
             }
         } else if (t.kind == JT_WEAK_FLOAT) {
-            double d = PyFloat_AS_DOUBLE(o);
+            double d = PyFloat_AsDouble(o);
             if (ofl_device_get_info(dev)->has_fp64) v->f64 = d;
             else v->f32 = (float)d, size = 4;
         } else {
