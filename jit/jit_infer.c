@@ -16,6 +16,7 @@ typedef struct {
     jit_func *f;
     jit_error *err;
     bool report;     /* the final walk: errors are real */
+    bool failed;     /* an error is recorded: the first one stands */
     bool changed;
     int *def_line, *def_col; /* where each variable got the kind it has */
     jit_type ret;    /* device functions: the join of the returns */
@@ -27,7 +28,8 @@ typedef struct {
 
 static int err_at(infer *s, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int err_at(infer *s, const jit_node *n, const char *fmt, ...) {
-    if (!s->report) return -1;
+    if (!s->report || s->failed) return -1;
+    s->failed = true;
     char what[1536];
     va_list ap;
     va_start(ap, fmt);
@@ -379,7 +381,7 @@ static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee) {
 static int assign_target(infer *s, jit_node *t, jit_type vt, jit_node *at) {
     if (t->kind == N_VAR) {
         if (vt.kind == JT_NONE) return err_at(s, at, "this call returns no value");
-        if ((vt.kind == JT_ARRAY || s->f->var_types[t->v.var].kind == JT_ARRAY) && s->report &&
+        if (vt.kind == JT_ARRAY && s->f->var_types[t->v.var].kind == JT_ARRAY && s->report &&
             (t->v.var < s->f->nparams || s->def_line[t->v.var] != t->line))
             return err_at(s, t, "array variables cannot be reassigned in kernels\nUse a new name.");
         return assign_var(s, t, t->v.var, vt);
@@ -464,7 +466,7 @@ static int stmt(infer *s, jit_node *n) {
 
 static int walk(infer *s, jit_node **body, int n) {
     for (int i = 0; i < n; i++)
-        if (stmt(s, body[i]) < 0 && s->report) return -1;
+        if ((stmt(s, body[i]) < 0 && s->report) || s->failed) return -1;
     return 0;
 }
 
