@@ -1,1 +1,310 @@
-/* placeholder: written this session */
+/* jit_backend: the parts shared by both device paths -- one-time target
+ * set-up, the optimisation pipeline, and SPIR-V emission (translator shim in
+ * jit_spirv.cpp, validator in jit_spirv_tools.c). PTX lives in jit_ptx.c. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "jit_backend.h"
+
+void jit_blob_free(jit_blob *b)
+{
+    if (!b)
+        return;
+    free(b->data);
+    b->data = NULL;
+    b->size = 0;
+}
+
+/* LLVM's target registry is global and its initialisers are not safe to race. */
+static pthread_once_t jit_targets_once = PTHREAD_ONCE_INIT;
+
+static void jit_init_targets(void)
+{
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+void jit_backend_init(void)
+{
+    pthread_once(&jit_targets_once, jit_init_targets);
+}
+
+/* LLVM's messages often end in a newline; ours are one line. */
+static void jit_trim(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        s[--n] = '\0';
+}
+
+static int jit_triple_is(LLVMModuleRef m, const char *prefix)
+{
+    const char *t = LLVMGetTarget(m);
+    return t && strncmp(t, prefix, strlen(prefix)) == 0;
+}
+
+/* Functions named kernels by nvvm.annotations: !{ptr @f, !"kernel", i32 1, ...}. */
+static int jit_annotated_kernel(LLVMModuleRef m, LLVMValueRef f)
+{
+    unsigned n = LLVMGetNamedMetadataNumOperands(m, "nvvm.annotations");
+    if (n == 0)
+        return 0;
+    LLVMValueRef *nodes = malloc(n * sizeof *nodes);
+    if (!nodes)
+        return 0;
+    LLVMGetNamedMetadataOperands(m, "nvvm.annotations", nodes);
+    int found = 0;
+    for (unsigned i = 0; i < n && !found; i++) {
+        unsigned k = LLVMGetMDNodeNumOperands(nodes[i]);
+        if (k < 3)
+            continue;
+        LLVMValueRef *ops = malloc(k * sizeof *ops);
+        if (!ops)
+            break;
+        LLVMGetMDNodeOperands(nodes[i], ops);
+        if (ops[0] == f) {
+            for (unsigned j = 1; j + 1 < k; j += 2) {
+                unsigned len = 0;
+                const char *key = ops[j] ? LLVMGetMDString(ops[j], &len) : NULL;
+                if (key && len == 6 && memcmp(key, "kernel", 6) == 0 && ops[j + 1] &&
+                    LLVMIsAConstantInt(ops[j + 1]) && LLVMConstIntGetZExtValue(ops[j + 1]) == 1)
+                    found = 1;
+            }
+        }
+        free(ops);
+    }
+    free(nodes);
+    return found;
+}
+
+static int jit_is_kernel(LLVMModuleRef m, LLVMValueRef f)
+{
+    unsigned cc = LLVMGetFunctionCallConv(f);
+    return cc == LLVMPTXKernelCallConv || cc == LLVMSPIRKERNELCallConv ||
+           jit_annotated_kernel(m, f);
+}
+
+/* A kernel module exports only its kernels: internal device functions (and
+ * libdevice's) are inlined or dropped instead of being emitted for nothing.
+ * Globals keep their linkage: the runtime may look one up by name. */
+static void jit_internalize(LLVMModuleRef m)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f) || jit_is_kernel(m, f))
+            continue;
+        LLVMSetLinkage(f, LLVMInternalLinkage);
+        LLVMSetVisibility(f, LLVMDefaultVisibility);
+        LLVMSetDLLStorageClass(f, LLVMDefaultStorageClass);
+    }
+}
+
+/* Loop idiom recognition would turn a zeroing or copying loop over a private
+ * array into llvm.memset/memcpy with a variable length; the translator emits
+ * those as helper functions that come back from SPIR-V as mis-mangled
+ * intrinsics (invalid IR). Saying the C library lacks them stops that. */
+static void jit_no_mem_builtins(LLVMModuleRef m)
+{
+    static const char *const names[] = {"no-builtin-memset", "no-builtin-memcpy",
+                                        "no-builtin-memmove"};
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f))
+            continue;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            LLVMAddAttributeAtIndex(
+                f, LLVMAttributeFunctionIndex,
+                LLVMCreateStringAttribute(ctx, names[i], (unsigned)strlen(names[i]), "", 0));
+    }
+}
+
+/* The translator (15) cannot translate freeze, which the pipeline adds for
+ * i // n next to i % n (DivRemPairs) and when it unswitches loops. Newer
+ * translators emit a freeze as its operand; so does this. */
+static void jit_drop_freeze(LLVMModuleRef m)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+                LLVMValueRef next = LLVMGetNextInstruction(i);
+                if (LLVMGetInstructionOpcode(i) == LLVMFreeze) {
+                    LLVMReplaceAllUsesWith(i, LLVMGetOperand(i, 0));
+                    LLVMInstructionEraseFromParent(i);
+                }
+                i = next;
+            }
+}
+
+static int jit_block_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (LLVMBasicBlockRef const *)a;
+    uintptr_t y = (uintptr_t) * (LLVMBasicBlockRef const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* SPIR-V requires every block to come after the blocks that dominate it;
+ * LLVM keeps blocks in any order, and neither the code generator nor the
+ * optimiser sorts them. Reverse post-order satisfies the rule; unreachable
+ * blocks go last. Iterative, so deep nesting cannot overflow the stack. */
+static int jit_rpo_blocks(LLVMValueRef fn)
+{
+    unsigned n = LLVMCountBasicBlocks(fn);
+    if (n < 2)
+        return 0;
+    LLVMBasicBlockRef *sorted = malloc(n * sizeof *sorted);
+    LLVMBasicBlockRef *stack = malloc(n * sizeof *stack);
+    LLVMBasicBlockRef *post = malloc(n * sizeof *post);
+    unsigned *next = malloc(n * sizeof *next);
+    unsigned char *seen = calloc(n, 1);
+    int rc = -1;
+    if (!sorted || !stack || !post || !next || !seen)
+        goto out;
+    LLVMGetBasicBlocks(fn, sorted);
+    qsort(sorted, n, sizeof *sorted, jit_block_cmp);
+
+    unsigned sp = 0, np = 0;
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    seen[(LLVMBasicBlockRef *)bsearch(&entry, sorted, n, sizeof *sorted, jit_block_cmp) - sorted] = 1;
+    stack[sp] = entry;
+    next[sp++] = 0;
+    while (sp) {
+        LLVMBasicBlockRef bb = stack[sp - 1];
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        unsigned ns = term ? LLVMGetNumSuccessors(term) : 0;
+        if (next[sp - 1] < ns) {
+            LLVMBasicBlockRef s = LLVMGetSuccessor(term, next[sp - 1]++);
+            LLVMBasicBlockRef *hit = bsearch(&s, sorted, n, sizeof *sorted, jit_block_cmp);
+            if (hit && !seen[hit - sorted]) {
+                seen[hit - sorted] = 1;
+                stack[sp] = s;
+                next[sp++] = 0;
+            }
+        } else {
+            post[np++] = bb;
+            sp--;
+        }
+    }
+    for (unsigned i = np - 1; i-- > 0;)
+        LLVMMoveBasicBlockAfter(post[i], post[i + 1]);
+    for (unsigned i = 0; i < n; i++)
+        if (!seen[i])
+            LLVMMoveBasicBlockAfter(sorted[i], LLVMGetLastBasicBlock(fn));
+    rc = 0;
+out:
+    free(sorted);
+    free(stack);
+    free(post);
+    free(next);
+    free(seen);
+    return rc;
+}
+
+int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t errlen)
+{
+    jit_backend_init();
+    char *msg = NULL;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        snprintf(err, errlen, "invalid LLVM IR (a compiler bug): %s", msg ? msg : "");
+        jit_trim(err);
+        LLVMDisposeMessage(msg);
+        return -1;
+    }
+    LLVMDisposeMessage(msg);
+
+    int spir = jit_triple_is(m, "spir");
+    jit_internalize(m);
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    if (spir) {
+        /* Vectors are the device compiler's business (PoCL and IGC vectorise
+         * across work-items); LLVM's would also bring llvm.vector.reduce.*,
+         * which the translator rejects, and odd widths OpenCL lacks. */
+        LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
+        LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
+        LLVMPassBuilderOptionsSetLoopInterleaving(opts, 0);
+        jit_no_mem_builtins(m);
+    }
+    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, opts);
+    LLVMDisposePassBuilderOptions(opts);
+    if (e) {
+        char *em = LLVMGetErrorMessage(e);
+        snprintf(err, errlen, "LLVM optimisation failed: %s", em);
+        jit_trim(err);
+        LLVMDisposeErrorMessage(em);
+        return -1;
+    }
+    if (spir) {
+        jit_drop_freeze(m);
+        for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+            if (jit_rpo_blocks(f)) {
+                snprintf(err, errlen, "out of memory ordering basic blocks");
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* The sm a module was made for, from a function's "target-cpu" attribute;
+ * 0 when none says. */
+static int jit_module_sm(LLVMModuleRef m)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        LLVMAttributeRef a =
+            LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
+        unsigned len = 0;
+        const char *v = a ? LLVMGetStringAttributeValue(a, &len) : NULL;
+        if (v && len > 3 && memcmp(v, "sm_", 3) == 0)
+            return atoi(v + 3);
+    }
+    return 0;
+}
+
+int jit_optimize(LLVMModuleRef m, char *err, size_t errlen)
+{
+    jit_backend_init();
+    if (jit_triple_is(m, "spir"))
+        return jit_optimize_tm(m, NULL, err, errlen);
+    if (!jit_triple_is(m, "nvptx")) {
+        snprintf(err, errlen, "cannot optimise for target triple '%s' (expected spir64 or nvptx64)",
+                 LLVMGetTarget(m));
+        return -1;
+    }
+    /* Shown IR should look like what jit_emit_ptx compiles; the sm only
+     * matters to a few cost decisions, so any recent one will do. */
+    int sm = jit_module_sm(m);
+    LLVMTargetMachineRef tm = jit_ptx_machine(sm ? sm : 80, err, errlen);
+    if (!tm)
+        return -1;
+    int rc = jit_optimize_tm(m, tm, err, errlen);
+    LLVMDisposeTargetMachine(tm);
+    return rc;
+}
+
+int jit_emit_spirv(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen)
+{
+    spirv->data = NULL;
+    spirv->size = 0;
+    if (!jit_triple_is(m, "spir")) {
+        snprintf(err, errlen, "SPIR-V needs a spir64 module, not target triple '%s'",
+                 LLVMGetTarget(m));
+        return -1;
+    }
+    if (jit_optimize(m, err, errlen) || jit_spirv_write(m, spirv, err, errlen))
+        return -1;
+    char why[1024];
+    if (jit_spirv_validate(spirv, why, sizeof why)) {
+        snprintf(err, errlen,
+                 "the compiler made invalid SPIR-V (a compiler bug; please report it with "
+                 "the kernel's source): %s", why);
+        jit_blob_free(spirv);
+        return -1;
+    }
+    return 0;
+}

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 typedef struct {
     void *data;  /* malloc'ed; text blobs (PTX, disassembly) end with a '\0' not counted in size */
@@ -28,7 +29,22 @@ void jit_blob_free(jit_blob *b);
 
 /* The LLVM pipeline ("default<O3>") over a kernel module; spir64 modules get no
  * target machine, nvptx64 ones the NVPTX one. Called by the emitters below; public
- * so --show llvm can print the optimised IR. */
+ * so --show llvm can print the optimised IR.
+ *
+ * Verifies the module first (an invalid one is an error, never a crash). Every
+ * defined function that is not a kernel is made internal, so device functions
+ * are inlined and vanish. Kernels are spir_kernel (LLVMSPIRKERNELCallConv) for
+ * spir64 and ptx_kernel (LLVMPTXKernelCallConv, 71) or an nvvm.annotations
+ * "kernel" entry for nvptx64.
+ *
+ * For spir64 the pipeline runs without loop and SLP vectorisation (the device
+ * compilers vectorise across work-items themselves, and the translator rejects
+ * llvm.vector.reduce.*), and with "no-builtin-memset/memcpy/memmove" on every
+ * function so loops never become variable-length memset/memcpy calls, which
+ * SPIR-V -> SPIR 1.2 translation turns into invalid IR. Afterwards freeze
+ * instructions (which translator 15 rejects) are replaced by their operands,
+ * and each function's blocks are put in reverse post-order (SPIR-V wants every
+ * block after its dominators). */
 int jit_optimize(LLVMModuleRef m, char *err, size_t errlen);
 
 /* ---- SPIR-V (jit_spirv.cpp, jit_spirv_tools.c) ---- */
@@ -56,5 +72,17 @@ int jit_ptx_sm(int cc);
  * /usr/local/cuda/nvvm/libdevice/, /usr/lib/nvidia-cuda-toolkit/libdevice/ (first
  * that exists); not found -> an error naming those places (only when needed). */
 int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errlen);
+
+/* ---- shared by the backend's own files; not for other callers ---- */
+
+/* Target set-up (NVPTX) once per process; every entry point calls it. */
+void jit_backend_init(void);
+/* jit_optimize with a given target machine (NULL for spir64). */
+int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t errlen);
+/* The NVPTX target machine for sm_<sm> (mapped through jit_ptx_sm) with the
+ * PTX version that sm needs; NULL with err set if LLVM lacks the target. */
+LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen);
+/* llvm::writeSpirv, no validation (jit_spirv.cpp). */
+int jit_spirv_write(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen);
 
 #endif
