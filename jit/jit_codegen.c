@@ -974,29 +974,3 @@ fail:
     return -1;
 }
 
-/* SPIR-V wants every block after its dominator; LLVM keeps blocks in any order
- * (its optimiser sinks and splits freely). Reverse post-order satisfies SPIR-V. */
-static void postorder(LLVMBasicBlockRef bb, LLVMBasicBlockRef *seen, int *nseen, LLVMBasicBlockRef *out, int *nout,
-                      int cap) {
-    for (int i = 0; i < *nseen; i++)
-        if (seen[i] == bb) return;
-    if (*nseen >= cap) return;
-    seen[(*nseen)++] = bb;
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
-    unsigned n = term ? LLVMGetNumSuccessors(term) : 0;
-    for (unsigned i = 0; i < n; i++) postorder(LLVMGetSuccessor(term, i), seen, nseen, out, nout, cap);
-    out[(*nout)++] = bb;
-}
-
-void jit_order_blocks(LLVMModuleRef m) {
-    for (LLVMValueRef fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
-        unsigned count = LLVMCountBasicBlocks(fn);
-        if (count < 3) continue;
-        LLVMBasicBlockRef *seen = malloc(sizeof *seen * count * 2), *order = seen + count;
-        if (!seen) return;
-        int nseen = 0, n = 0;
-        postorder(LLVMGetEntryBasicBlock(fn), seen, &nseen, order, &n, (int)count);
-        for (int i = n - 2; i >= 0; i--) LLVMMoveBasicBlockAfter(order[i], order[i + 1]);
-        free(seen);
-    }
-}

@@ -16,10 +16,6 @@
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 LLVMContextRef ctx, LLVMModuleRef *out, char *entry, size_t entrylen, jit_error *err);
 
-/* Puts every function's blocks in reverse post-order (SPIR-V wants each
- * block after its dominator); the SPIR-V emitter calls it after optimising. */
-void jit_order_blocks(LLVMModuleRef m);
-
 /* ---- jit_target.c ---- */
 typedef struct {
     LLVMContextRef ctx;
