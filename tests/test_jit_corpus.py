@@ -1,0 +1,281 @@
+"""Device kernels (@ol.kernel, DESIGN.md "The Python surface" -> "Device
+kernels"): the corpus of tests/jit_corpus.py run on PoCL's CPU device and, where
+offload finds one, on the first CUDA GPU, each result checked against NumPy;
+the launch forms (k[Range], call_kernel, call_kernel_async), NumPy arguments,
+introspection (inspect_llvm / inspect_spirv / inspect_ptx, signatures) and
+"nothing silently becomes float64".
+
+Imports only numpy, pytest and offload_fixtures (the GPU machine runs
+`pytest tests/test_jit_corpus.py --noconftest`). A failure prints the seed:
+OFFLOAD_TEST_SEED=<n> reruns with the same inputs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from offload_fixtures import CPU_FILTER, load_offload
+
+_ol = load_offload()  # a missing extension is a failure, not a skip
+if not hasattr(_ol, "kernel"):  # TEMPORARY until the JIT lands: remove this guard with it
+    pytest.skip("offload.kernel does not exist yet (the JIT is not built in)", allow_module_level=True)
+
+import jit_corpus as jc  # noqa: E402  (after the guard)
+from jit_corpus import CASES, In, Launch, Out, run_case  # noqa: E402
+
+DEVICES = [CPU_FILTER] + (["cuda:gpu:0"] if _ol.get_devices(backend="cuda") else [])
+
+
+@pytest.fixture(scope="module")
+def ol():
+    return _ol
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def device(request, ol):
+    devs = [d for d in ol.get_devices() if d.filter_string == request.param]
+    if not devs:
+        pytest.fail(f"no {request.param} device; offload.get_devices() = {ol.get_devices()!r}", pytrace=False)
+    return devs[0]
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+def test_corpus_covers_enough_kernels():
+    names = jc.kernel_names()
+    assert len(names) >= 45, sorted(names)
+    assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_corpus(ol, device, case):
+    run_case(ol, case, device)
+
+
+def test_corpus_twice_with_new_inputs(ol, device):
+    """Compiled code is reused: a second launch with other data is right too."""
+    for name in ["saxpy", "matmul", "int_divmod[int32]", "collatz", "ids3[5x7x3]"]:
+        c = next(c for c in CASES if c.name == name)
+        for seed in (1, 2):
+            run_case(ol, c, device, seed=jc.SEED + seed)
+
+
+# ---------------------------------------------------------------- launch forms
+
+
+def _saxpy_data(ol, device, n=1000):
+    rng = np.random.default_rng(jc.SEED)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    y = rng.uniform(-1, 1, n).astype(np.float32)
+    want = (2.0 * x.astype(np.float64) + y).astype(np.float32)
+    return ol.asarray(x, device=device), ol.asarray(y, device=device), want
+
+
+def test_launch_with_subscript(ol, device):
+    x, y, want = _saxpy_data(ol, device)
+    assert jc.saxpy[ol.Range(1000)](2.0, x, y) is None
+    np.testing.assert_allclose(ol.asnumpy(y), want, rtol=1e-6, atol=1e-6)
+
+
+def test_call_kernel_returns_none_once_queued(ol, device):
+    x, y, want = _saxpy_data(ol, device)
+    assert ol.call_kernel(jc.saxpy, ol.Range(1000), 2.0, x, y) is None
+    ol.synchronize(device)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6, atol=1e-6)
+    # queued launches run in order: a second one sees the first's result
+    ol.call_kernel(jc.saxpy, ol.Range(1000), 2.0, x, y)
+    ol.synchronize()
+    want2 = (2.0 * x.asnumpy().astype(np.float64) + want).astype(np.float32)
+    np.testing.assert_allclose(y.asnumpy(), want2, rtol=1e-5, atol=1e-5)
+
+
+def test_call_kernel_async_event(ol, device):
+    x, y, want = _saxpy_data(ol, device, n=1 << 20)
+    ev = ol.call_kernel_async(jc.saxpy, ol.Range(1 << 20), 2.0, x, y)
+    assert ev is not None
+    assert ev.wait() is None
+    assert isinstance(ev.elapsed, float)
+    assert 0.0 <= ev.elapsed < 60.0, ev.elapsed
+    np.testing.assert_allclose(ol.asnumpy(y), want, rtol=1e-6, atol=1e-6)
+    ev.wait()  # waiting twice is fine
+
+
+def test_many_async_launches_in_order(ol, device):
+    a = ol.asarray(np.zeros(4097, np.int32), device=device)
+    events = [ol.call_kernel_async(jc.increment, ol.Range(4097), a) for _ in range(20)]
+    for ev in events:
+        ev.wait()
+        assert ev.elapsed >= 0.0
+    np.testing.assert_array_equal(ol.asnumpy(a), np.full(4097, 20, np.int32))
+
+
+@pytest.mark.parametrize("dims", [(1000,), (37, 29), (5, 7, 3)], ids=["1d", "2d", "3d"])
+def test_call_kernel_with_range_of_each_rank(ol, device, dims):
+    kernel = {1: jc.ids1, 2: jc.ids2, 3: jc.ids3}[len(dims)]
+    c = next(c for c in CASES if c.kernel is kernel and c.make(np.random.default_rng(0)).range == dims)
+    launch = c.make(np.random.default_rng(0))
+    prep = jc.Prepared(ol, launch, device)
+    ol.call_kernel(kernel, ol.Range(*dims), *prep.args)
+    prep.check(ol, f"call_kernel {c.name}")
+
+
+# ---------------------------------------------------------------- NumPy arguments
+
+
+def test_numpy_arguments_are_copied_back_with_a_note(ol, device, capfd):
+    before = ol.default_device()
+    ol.set_default_device(device.filter_string)  # NumPy-only launches run on the default device
+    try:
+        _numpy_arguments(ol, capfd)
+    finally:
+        ol.set_default_device(before.filter_string)
+
+
+def _numpy_arguments(ol, capfd):
+    rng = np.random.default_rng(jc.SEED)
+    a, b = rng.uniform(-1, 1, 1000), rng.uniform(-1, 1, 1000)
+    c = np.full(1000, np.nan)
+    capfd.readouterr()
+    jc.vadd[ol.Range(1000)](a, b, c)
+    # the copy back waits for the kernel: the result is there when the call returns
+    np.testing.assert_allclose(c, a + b, rtol=1e-15, atol=0)
+    err = capfd.readouterr().err
+    assert any(line.startswith("offload:") for line in err.splitlines()), f"no 'offload:' note on stderr: {err!r}"
+
+
+def test_numpy_and_offload_arguments_mixed(ol, device):
+    rng = np.random.default_rng(jc.SEED)
+    x = rng.uniform(-1, 1, 1000).astype(np.float32)
+    y = ol.asarray(rng.uniform(-1, 1, 1000).astype(np.float32), device=device)
+    out = np.full(1000, np.nan, np.float32)
+    jc.vadd[ol.Range(1000)](x, y, out)  # runs where the offload array lives
+    np.testing.assert_allclose(out, (x.astype(np.float64) + ol.asnumpy(y)).astype(np.float32), rtol=1e-6)
+
+
+def test_offload_arguments_give_no_note(ol, device, capfd):
+    x, y, want = _saxpy_data(ol, device)
+    jc.saxpy[ol.Range(1000)](2.0, x, y)  # compiled before: no compile messages either
+    capfd.readouterr()
+    jc.saxpy[ol.Range(1000)](2.0, x, y)
+    ol.synchronize(device)
+    assert "offload:" not in capfd.readouterr().err
+
+
+def test_numpy_scalar_types_are_kept(ol, device):
+    """A Python float is weak and np.float32(0.1) a float32 argument: float32
+    arithmetic. np.float64(0.1) is a float64 argument (NEP 50: NumPy scalars
+    are strong): float64 arithmetic, cast to float32 by the store."""
+    x = np.random.default_rng(jc.SEED).uniform(-100, 100, 1000).astype(np.float32)
+    for a in (0.1, np.float32(0.1)):
+        y = ol.asarray(np.full(1000, np.nan, np.float32), device=device)
+        jc.scale_by[ol.Range(1000)](a, ol.asarray(x, device=device), y)
+        np.testing.assert_array_equal(ol.asnumpy(y), x * np.float32(0.1))
+    y = ol.asarray(np.full(1000, np.nan, np.float32), device=device)
+    jc.scale_by[ol.Range(1000)](np.float64(0.1), ol.asarray(x, device=device), y)
+    np.testing.assert_array_equal(ol.asnumpy(y), (x * np.float64(0.1)).astype(np.float32))
+
+
+# ---------------------------------------------------------------- introspection
+
+
+def _saxpy_host_args(n=1000, dtype=np.float32):
+    return [2.0, np.ones(n, dtype), np.ones(n, dtype)]
+
+
+def test_inspect_llvm(ol):
+    ir = jc.saxpy.inspect_llvm(*_saxpy_host_args(), range=ol.Range(1000))
+    assert isinstance(ir, str)
+    assert "define" in ir and "saxpy" in ir, ir[:2000]
+    assert re.search(r"\bfloat\b", ir), "a float32 kernel's IR has float values"
+
+
+def test_inspect_spirv(ol):
+    text = jc.saxpy.inspect_spirv(*_saxpy_host_args(), range=ol.Range(1000))
+    assert isinstance(text, str)
+    assert "OpEntryPoint" in text and "saxpy" in text, text[:2000]
+
+
+@pytest.mark.parametrize("sm", [None, 80, 86])
+def test_inspect_ptx_needs_no_gpu(ol, sm):
+    kw = {} if sm is None else {"sm": sm}
+    ptx = jc.saxpy.inspect_ptx(*_saxpy_host_args(), range=ol.Range(1000), **kw)
+    assert isinstance(ptx, str)
+    assert ".version" in ptx and ".entry" in ptx and "saxpy" in ptx, ptx[:2000]
+    assert f".target sm_{sm or 80}" in ptx, ptx[:2000]
+
+
+def test_inspect_range_defaults_to_1d(ol):
+    assert jc.saxpy.inspect_llvm(*_saxpy_host_args()) == jc.saxpy.inspect_llvm(*_saxpy_host_args(), range=ol.Range(7))
+
+
+def test_inspect_copies_nothing_and_runs_nothing(ol, capfd):
+    args = _saxpy_host_args()
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    capfd.readouterr()
+    jc.saxpy.inspect_llvm(*args, range=ol.Range(1000))
+    jc.saxpy.inspect_spirv(*args, range=ol.Range(1000))
+    jc.saxpy.inspect_ptx(*args, range=ol.Range(1000))
+    assert "offload:" not in capfd.readouterr().err, "inspect_* must not copy NumPy arguments"
+    for a, b in zip(args, before):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_inspect_2d_and_3d_ranges(ol):
+    a, b, c = np.ones((37, 13), np.float32), np.ones((13, 29), np.float32), np.ones((37, 29), np.float32)
+    assert "OpEntryPoint" in jc.matmul.inspect_spirv(a, b, c, range=ol.Range(37, 29))
+    out, lin = np.ones((5, 7, 3), np.int64), np.ones(105, np.int64)
+    assert ".entry" in jc.ids3.inspect_ptx(out, lin, range=ol.Range(5, 7, 3))
+
+
+def test_signatures_one_per_specialization(ol, device):
+    k = ol.kernel(_scale_twice)
+    assert list(k.signatures) == []
+    for dtype in (np.float32, np.float32, np.float64, np.float64, np.float32):
+        x = ol.asarray(np.arange(10, dtype=dtype), device=device)
+        k[ol.Range(10)](x)
+        np.testing.assert_array_equal(ol.asnumpy(x), np.arange(10, dtype=dtype) * 2)
+    sigs = list(k.signatures)
+    assert len(sigs) == 2, sigs
+    assert all(isinstance(s, str) for s in sigs)
+    assert any("float32" in s for s in sigs) and any("float64" in s for s in sigs), sigs
+
+
+def _scale_twice(item, x):
+    i = item.get_id(0)
+    x[i] *= 2
+
+
+# ---------------------------------------------------------------- nothing silently becomes float64
+
+# float32-only kernels (no Python float argument, no float64 array): their IR has
+# no double and their PTX no .f64 instruction.
+FLOAT32_ONLY = ["scale_literals[f32]", "row_sums", "matmul", "stencil", "use_device_funcs[f32]", "cond_expr"]
+
+
+@pytest.mark.parametrize("name", FLOAT32_ONLY)
+def test_float32_kernels_have_no_double(ol, name):
+    c = next(c for c in CASES if c.name == name)
+    launch = c.make(np.random.default_rng(0))
+    args = jc.host_args(launch)
+    ir = c.kernel.inspect_llvm(*args, range=ol.Range(*launch.range))
+    assert not re.search(r"\bdouble\b", ir), f"{name}: float64 in the LLVM IR of a float32 kernel\n{ir}"
+    ptx = c.kernel.inspect_ptx(*args, range=ol.Range(*launch.range))
+    assert ".f64" not in ptx, f"{name}: float64 instructions in the PTX of a float32 kernel\n{ptx}"
+
+
+# ---------------------------------------------------------------- ranges of any size
+
+
+def test_vadd_any_length(ol, device):
+    """One specialization serves any Range of the same rank (and a size-1 one)."""
+    for n in (1, 2, 1000, 1025):
+        launch = Launch((n,), [In(np.arange(n, dtype=np.float32)), In(np.ones(n, np.float32)),
+                               Out(np.arange(n, dtype=np.float32) + 1)])
+        prep = jc.Prepared(ol, launch, device)
+        jc.vadd[ol.Range(n)](*prep.args)
+        prep.check(ol, f"vadd n={n}")

@@ -1,0 +1,114 @@
+"""The PTX of every corpus kernel (tests/jit_corpus.py, with its argument types
+and Range) is accepted by NVIDIA's assembler, ptxas, for sm_80 and sm_90.
+
+inspect_ptx needs no GPU, so this runs wherever ptxas is installed (the CUDA
+toolkit: `ptxas` on PATH or /usr/local/cuda/bin/ptxas); without it the module
+is skipped, saying so. Kernels are checked in groups, the ptxas runs of a
+group in parallel, so the whole corpus takes seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from offload_fixtures import load_offload
+
+
+def _find_ptxas() -> str | None:
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    for p in (os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+PTXAS = _find_ptxas()
+if PTXAS is None:
+    pytest.skip("ptxas is not installed (not on PATH, not in $CUDA_HOME/bin or /usr/local/cuda/bin): "
+                "install the CUDA toolkit to check the JIT's PTX", allow_module_level=True)
+
+_ol = load_offload()  # a missing extension is a failure, not a skip
+if not hasattr(_ol, "kernel"):  # TEMPORARY until the JIT lands: remove this guard with it
+    pytest.skip("offload.kernel does not exist yet (the JIT is not built in)", allow_module_level=True)
+
+import jit_corpus as jc  # noqa: E402  (after the guards)
+
+ARCHS = ["sm_80", "sm_90"]
+GROUP = 8  # corpus cases per test
+
+
+def _groups():
+    cases = jc.CASES
+    return [cases[i:i + GROUP] for i in range(0, len(cases), GROUP)]
+
+
+GROUPS = _groups()
+
+
+@pytest.fixture(scope="module")
+def ol():
+    return _ol
+
+
+def _ptxas(path: str, arch: str) -> tuple[str, str, int, str]:
+    out = path[:-4] + f".{arch}.cubin"
+    p = subprocess.run([PTXAS, f"-arch={arch}", path, "-o", out], capture_output=True, text=True, timeout=120)
+    rc = p.returncode
+    if rc == 0 and not (os.path.exists(out) and os.path.getsize(out) > 0):
+        rc = -1  # "succeeded" without writing the cubin
+    return path, arch, rc, (p.stdout + p.stderr).strip()
+
+
+def _ptx_for(ol, case) -> str:
+    launch = case.make(jc.rng_for(case.name, 0))
+    ptx = case.kernel.inspect_ptx(*jc.host_args(launch), range=ol.Range(*launch.range), sm=80)
+    assert isinstance(ptx, str), f"{case.name}: inspect_ptx returned {type(ptx).__name__}"
+    assert re.search(r"^\s*\.target\s+sm_80\b", ptx, re.M), f"{case.name}: no `.target sm_80`\n{ptx[:1500]}"
+    assert re.search(r"\.entry\b", ptx), f"{case.name}: no .entry\n{ptx[:1500]}"
+    return ptx
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=[f"{g[0].name}..{g[-1].name}" for g in GROUPS])
+def test_corpus_ptx_assembles(ol, tmp_path, group):
+    files = {}
+    for c in group:
+        path = tmp_path / (re.sub(r"[^A-Za-z0-9_.-]+", "_", c.name) + ".ptx")
+        path.write_text(_ptx_for(ol, c))
+        files[str(path)] = c.name
+    with ThreadPoolExecutor(max_workers=min(8, 2 * len(files))) as pool:
+        runs = list(pool.map(lambda job: _ptxas(*job), [(f, a) for f in files for a in ARCHS]))
+    failed = [f"{files[path]} ({arch}): ptxas exit {rc}\n{msg}" for path, arch, rc, msg in runs if rc != 0]
+    assert not failed, "ptxas rejected the PTX of:\n" + "\n\n".join(failed)
+
+
+def test_every_case_is_in_a_group():
+    assert sum(len(g) for g in GROUPS) == len(jc.CASES)
+
+
+def test_ptxas_rejects_broken_ptx(tmp_path):
+    """The check above can fail: ptxas does reject bad PTX."""
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry broken() { bogus.instruction; }\n")
+    assert _ptxas(str(bad), "sm_80")[2] != 0
+
+
+def test_ptx_sm_default_and_choice(ol, tmp_path):
+    args = [2.0, np.ones(8, np.float32), np.ones(8, np.float32)]
+    default = jc.saxpy.inspect_ptx(*args, range=ol.Range(8))
+    assert re.search(r"\.target\s+sm_80\b", default), default[:800]
+    for sm in (75, 86):  # CUDA 13's ptxas knows no sm_70
+        ptx = jc.saxpy.inspect_ptx(*args, range=ol.Range(8), sm=sm)
+        assert re.search(rf"\.target\s+sm_{sm}\b", ptx), ptx[:800]
+        path = tmp_path / f"saxpy{sm}.ptx"
+        path.write_text(ptx)
+        _, _, rc, msg = _ptxas(str(path), f"sm_{sm}")
+        assert rc == 0, msg
