@@ -38,8 +38,6 @@ import pytest
 from offload_fixtures import DTYPES, load_offload, same_bits
 
 ol = load_offload()
-if not hasattr(ol, "kernel"):  # TEMPORARY until the JIT lands: remove this guard with it
-    pytest.skip("offload.kernel does not exist yet (the JIT is not built in)", allow_module_level=True)
 
 f32, f64 = np.float32, np.float64
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
