@@ -100,6 +100,15 @@ LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRe
     bool ldexp = strcmp(name, "ldexp") == 0;
     if (ldexp) pt[1] = LLVMInt32TypeInContext(t->ctx);
     char sym[64];
+    if (t->ptx && strcmp(name, "rint") == 0) {
+        /* libdevice's rint rounds halves away from zero; the intrinsic is PTX's
+         * cvt.rni, round half to even as Python's round() */
+        snprintf(sym, sizeof sym, "llvm.rint.%s", f64 ? "f64" : "f32");
+        LLVMTypeRef fty = LLVMFunctionType(ft, pt, 1, 0);
+        LLVMValueRef fn = LLVMGetNamedFunction(t->mod, sym);
+        if (!fn) fn = LLVMAddFunction(t->mod, sym, fty);
+        return LLVMBuildCall2(t->b, fty, fn, args, 1, "");
+    }
     if (t->ptx) {
         snprintf(sym, sizeof sym, "__nv_%s%s", name, f64 ? "" : "f");
     } else { /* Itanium mangling of the OpenCL builtin: _Z<len><name><f|d>... */
