@@ -150,21 +150,19 @@ static bool const_nonneg(const jit_node *n) {
 
 static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
     LLVMBuilderRef b = c->m->b;
-    LLVMValueRef idx[3];
+    LLVMValueRef idx[3] = {0};
     for (int k = 0; k < a->t.ndim; k++) {
         jit_node *kn = n->kids[k];
         LLVMValueRef v = expr(c, kn);
         if (!v) return NULL;
         jit_dtype d = dt_of(c, kn->type);
-        v = conv_dt(c, v, d, d == JIT_U64 || d == JIT_BOOL ? d : JIT_I64);
-        if (d == JIT_BOOL || (!jit_dtype_is_signed(d) && d != JIT_I64)) v = LLVMBuildZExt(b, v, c->m->i64, "");
-        else if (d == JIT_U64) v = v;
+        if (jit_dtype_is_signed(d)) v = conv_dt(c, v, d, JIT_I64);
+        else if (d != JIT_U64) v = LLVMBuildZExt(b, v, c->m->i64, ""); /* bool, narrow unsigned */
         if (jit_dtype_is_signed(d) && !const_nonneg(kn)) /* Python's a[-1] */
             v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""),
                                 LLVMBuildAdd(b, v, a->shape[k], ""), v, "");
         idx[k] = v;
     }
-    int isz = jit_dtype_size(a->t.dtype);
     LLVMValueRef byte;
     if (a->t.layout == JIT_LAYOUT_C) {
         LLVMValueRef lin = idx[0];
@@ -175,7 +173,6 @@ static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
     }
     byte = a->offset;
     for (int k = 0; k < a->t.ndim; k++) byte = LLVMBuildAdd(b, byte, LLVMBuildMul(b, idx[k], a->strides[k], ""), "");
-    (void)isz;
     return LLVMBuildGEP2(b, c->m->i8, a->base, &byte, 1, "elem");
 }
 
@@ -627,8 +624,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
         char name[256];
         snprintf(name, sizeof name, "ofl_devfn_%s_%d", callee->name, m->ndevfns);
-        for (char *p = name; *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+        jit_symbol_sanitize(name);
         df->fn = LLVMAddFunction(m->tg.mod, name, df->fty);
         LLVMSetLinkage(df->fn, LLVMInternalLinkage);
         jit_target_mark_function(&m->tg, df->fn);
@@ -901,8 +897,13 @@ static int emit_function_body(cg *c) {
     return 0;
 }
 
+void jit_symbol_sanitize(char *s) {
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) *s = '_';
+}
+
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                LLVMContextRef ctx, LLVMModuleRef *out, char *entry, size_t entrylen, jit_error *err) {
+                LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err) {
     cg_module m = {.target = t, .err = err};
     m.tg.ctx = ctx;
     m.tg.ptx = t->form == JIT_PTX;
@@ -917,10 +918,6 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     m.gptr = LLVMPointerTypeInContext(ctx, 1);
     m.voidt = LLVMVoidTypeInContext(ctx);
     jit_target_setup(&m.tg);
-
-    snprintf(entry, entrylen, "ofl_%s", f->name);
-    for (char *p = entry; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
 
     cg c = {.m = &m, .f = f, .range_ndim = range_ndim};
     LLVMTypeRef pts[512];

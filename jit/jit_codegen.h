@@ -12,9 +12,11 @@
 #include "jit_tree.h"
 
 /* Builds the kernel f (already typed by jit_infer for item + args) into a new
- * module in ctx; entry gets the kernel's symbol. */
+ * module in ctx, as the symbol entry. */
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                LLVMContextRef ctx, LLVMModuleRef *out, char *entry, size_t entrylen, jit_error *err);
+                LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err);
+/* Makes s a valid OpenCL/PTX identifier in place (anything else becomes '_'). */
+void jit_symbol_sanitize(char *s);
 
 /* ---- jit_target.c ---- */
 typedef struct {

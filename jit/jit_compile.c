@@ -57,22 +57,15 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
     return 0;
 }
 
-static void entry_name(const jit_func *f, char *entry, size_t len) {
-    snprintf(entry, len, "ofl_%s", f->name);
-    for (char *p = entry; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
-}
-
 int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 unsigned flags, jit_artifact *out, jit_error *err) {
     double t0 = now_ms();
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
     if (nargs + 1 != f->nparams) {
-        internal(err, "wrong number of arguments", NULL);
+        err->compile_error = true;
         snprintf(err->msg, sizeof err->msg, "%s() takes %d argument%s after the item, got %d", f->name,
                  f->nparams - 1, f->nparams == 2 ? "" : "s", nargs);
-        err->compile_error = true;
         return -1;
     }
     if (range_ndim < 1 || range_ndim > 3) {
@@ -85,7 +78,8 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     memcpy(params + 1, args, sizeof *args * (size_t)nargs);
     if (jit_infer(f, params, NULL, err) < 0) return -1;
     if (!t->fp64 && check_fp64(f, f->body, f->nbody, err) < 0) return -1;
-    entry_name(f, out->entry, sizeof out->entry);
+    snprintf(out->entry, sizeof out->entry, "ofl_%s", f->name);
+    jit_symbol_sanitize(out->entry);
 
     /* the disk cache key: everything the code depends on */
     char key[2048], sig[1024];
@@ -108,7 +102,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMModuleRef mod = NULL;
     char msg[3000];
     int rc = -1;
-    if (jit_codegen(f, args, nargs, range_ndim, t, ctx, &mod, out->entry, sizeof out->entry, err) < 0) goto done;
+    if (jit_codegen(f, args, nargs, range_ndim, t, ctx, out->entry, &mod, err) < 0) goto done;
     char *verr = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &verr)) {
         internal(err, "offload generated invalid LLVM IR (a compiler bug; please report it)", verr);

@@ -68,9 +68,6 @@ static int assign_var(infer *s, const jit_node *at, int var, jit_type t) {
         s->def_col[var] = at->col;
     }
     if (!jit_type_eq(*cur, j)) {
-        if (known(*cur) && (cur->kind == JT_ARRAY || j.kind == JT_ARRAY) && var >= 0 &&
-            !(cur->kind == JT_ARRAY && j.kind == JT_ARRAY))
-            return err_at(s, at, "internal: array join");
         *cur = j;
         s->changed = true;
     }

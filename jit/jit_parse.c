@@ -88,7 +88,7 @@ typedef struct {
     jit_error *err;
     int line0;  /* file line of the parsed text's line 1, minus 1 */
     int indent; /* columns removed by dedenting */
-    PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed */
+    PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed; builtins a dict */
     EVP_MD_CTX *hash;
 } parser;
 
@@ -124,6 +124,17 @@ static int init_known(void) {
         if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) return -1;
     }
     return 0;
+}
+
+/* A numpy.dtype (borrowed) as a jit_dtype, -1 for one kernels do not take. */
+static int dtype_code(PyObject *dt) {
+    PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+    PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
+    int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+    Py_XDECREF(kind);
+    Py_XDECREF(size);
+    PyErr_Clear();
+    return d;
 }
 
 static const char *node_type(PyObject *node) {
@@ -272,13 +283,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
         snprintf(note, sizeof note, "%s=%.17g", name, n->v.f);
     } else if (PyObject_IsInstance(obj, numpy_generic) == 1) {
         PyObject *dt = PyObject_GetAttrString(obj, "dtype");
-        PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
-        PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
-        int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+        int d = dtype_code(dt);
         Py_XDECREF(dt);
-        Py_XDECREF(kind);
-        Py_XDECREF(size);
-        PyErr_Clear();
         if (d < 0) {
             fail(p, at, "'%s' is a NumPy scalar of a type kernels do not support\n"
                  "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
@@ -302,13 +308,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.id = obj == mod_math ? 0 : obj == mod_numpy ? 1 : 2;
         } else if (PyType_Check(obj) && PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
             PyObject *dt = PyObject_CallMethod(mod_numpy, "dtype", "O", obj);
-            PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
-            PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
-            int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+            int d = dtype_code(dt);
             Py_XDECREF(dt);
-            Py_XDECREF(kind);
-            Py_XDECREF(size);
-            PyErr_Clear();
             if (d < 0) {
                 fail(p, at, "'%s' is a NumPy type kernels do not support\n"
                      "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
@@ -369,16 +370,11 @@ static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
             }
     }
     if (!obj) obj = PyDict_GetItemString(p->globals, name);
-    if (!obj && p->builtins) obj = PyDict_Check(p->builtins) ? PyDict_GetItemString(p->builtins, name)
-                                                                : PyObject_GetAttrString(p->builtins, name);
+    if (!obj) obj = PyDict_GetItemString(p->builtins, name);
     if (!obj) {
         PyErr_Clear();
         fail(p, at, "name '%s' is not defined", name);
         return NULL;
-    }
-    if (!PyDict_Check(p->builtins) && PyObject_HasAttrString(p->builtins, name)) {
-        /* GetAttrString gave a new reference; builtins outlive the compile */
-        Py_DECREF(obj);
     }
     return from_object(p, at, name, obj);
 }
@@ -886,7 +882,9 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     p.globals = PyObject_GetAttrString(pyfunc, "__globals__");
     Py_XDECREF(p.globals); /* the function keeps it alive */
     p.builtins = p.globals ? PyDict_GetItemString(p.globals, "__builtins__") : NULL;
-    if (!p.builtins) p.builtins = PyEval_GetBuiltins();
+    /* __builtins__ is the builtins module in __main__, its dict elsewhere */
+    if (p.builtins && PyModule_Check(p.builtins)) p.builtins = PyModule_GetDict(p.builtins);
+    if (!p.builtins || !PyDict_Check(p.builtins)) p.builtins = PyEval_GetBuiltins();
     /* co_freevars is a new tuple on every access (3.11+): hold it */
     PyObject *freevars = PyObject_GetAttrString(code, "co_freevars");
     PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
