@@ -63,8 +63,9 @@ typedef struct {
     double ms;            /* wall time of jit_compile */
 } jit_artifact;
 
-/* NULL with err set (compile_error for the user's mistakes). Holds a reference
- * to pyfunc. Kernels take the work item first; device functions return values. */
+/* NULL with err set (compile_error for the user's mistakes). Keeps no reference
+ * to pyfunc (the caller owns it). Kernels take the work item first; device
+ * functions return values. */
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err);
 void jit_func_free(jit_func *f);
 const char *jit_func_name(const jit_func *f);

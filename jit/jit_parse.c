@@ -322,9 +322,9 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             PyObject *fn = devfunc_pyfunc(obj); /* borrowed */
             jit_func *callee = NULL;
             for (int i = 0; i < p->f->ncallees; i++)
-                if (p->f->callees[i]->pyfunc == fn) callee = p->f->callees[i];
+                if (p->f->callees[i]->origin == fn) callee = p->f->callees[i];
             if (!callee) {
-                if (fn == p->f->pyfunc) {
+                if (fn == p->f->origin) {
                     fail(p, at, "'%s' calls itself; device functions cannot be recursive", name);
                     return NULL;
                 }
@@ -751,7 +751,7 @@ static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
 
 /* ---- the function ---- */
 
-static int parse_def(parser *p, PyObject *def, PyObject *pyfunc) {
+static int parse_def(parser *p, PyObject *def) {
     jit_func *f = p->f;
     PyObject *args = PyObject_GetAttrString(def, "args");
     if (!args) return internal_error(p->err, "malformed ast");
@@ -793,7 +793,6 @@ static int parse_def(parser *p, PyObject *def, PyObject *pyfunc) {
     int rc = body ? collect_stores(p, body) : -1;
     if (rc == 0) rc = stmts(p, body, &f->body, &f->nbody);
     Py_XDECREF(body);
-    (void)pyfunc;
     return rc;
 }
 
@@ -802,8 +801,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
     jit_func *f = calloc(1, sizeof *f);
     if (!f) { internal_error(err, "out of memory"); return NULL; }
-    Py_INCREF(pyfunc);
-    f->pyfunc = pyfunc;
+    f->origin = pyfunc;
     f->is_kernel = is_kernel;
     parser p = {.f = f, .err = err};
     PyObject *inspect = NULL, *srclines = NULL, *ast = NULL, *tree = NULL, *code = NULL, *text = NULL;
@@ -890,7 +888,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
     p.closure_cells = cells && cells != Py_None ? cells : NULL;
     p.closure_names = p.closure_cells ? freevars : NULL;
-    rc = parse_def(&p, def, pyfunc);
+    rc = parse_def(&p, def);
     Py_XDECREF(freevars);
     Py_XDECREF(cells);
     Py_DECREF(body);
@@ -928,7 +926,6 @@ void jit_func_free(jit_func *f) {
     free(f->var_types);
     free(f->name);
     free(f->filename);
-    Py_XDECREF(f->pyfunc);
     free(f);
 }
 

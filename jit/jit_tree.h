@@ -98,7 +98,9 @@ typedef struct {
 } jit_var;
 
 struct jit_func {
-    PyObject *pyfunc;          /* owned */
+    const void *origin;        /* the Python function parsed: an identity compared while
+                                  parsing (recursion, shared callees), never dereferenced,
+                                  so the Kernel that owns the function is all that holds it */
     char *name, *filename;     /* malloc'ed */
     char **lines;              /* the file's lines of this function, for carets */
     int first_line, nlines;

@@ -435,7 +435,13 @@ static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t na
     return launch(l->k, &l->range, args, PyVectorcall_NARGS(nargsf), false);
 }
 
+static int launcher_traverse(mod_launcher *l, visitproc visit, void *arg) {
+    Py_VISIT(l->k);
+    return 0;
+}
+
 static void launcher_dealloc(mod_launcher *l) {
+    PyObject_GC_UnTrack(l);
     Py_XDECREF(l->k);
     Py_TYPE(l)->tp_free((PyObject *)l);
 }
@@ -450,7 +456,8 @@ static PyObject *launcher_repr(mod_launcher *l) {
 static PyTypeObject LaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.KernelLaunch",
     .tp_basicsize = sizeof(mod_launcher),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)launcher_traverse,
     .tp_doc = "kernel[Range(...)]: call it with the kernel's arguments to launch.",
     .tp_dealloc = (destructor)launcher_dealloc,
     .tp_call = PyVectorcall_Call,
@@ -480,7 +487,17 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     return (PyObject *)k;
 }
 
+/* A kernel defined at module level is in a cycle: kernel -> function ->
+ * __globals__ -> kernel. The collector must see the first edge to free it;
+ * it breaks the cycle by clearing the dict, so pyfunc is never NULL here
+ * (no tp_clear: these objects are immutable, like tuples). */
+static int kernel_traverse(mod_kernel *k, visitproc visit, void *arg) {
+    Py_VISIT(k->pyfunc);
+    return 0;
+}
+
 static void kernel_dealloc(mod_kernel *k) {
+    PyObject_GC_UnTrack(k);
     if (k->weakreflist) PyObject_ClearWeakRefs((PyObject *)k);
     for (int i = 0; i < k->nspecs; i++) {
         ofl_program_release(k->specs[i].prog);
@@ -601,7 +618,8 @@ static PyMappingMethods kernel_mapping = {.mp_subscript = (binaryfunc)kernel_get
 static PyTypeObject KernelType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Kernel",
     .tp_basicsize = sizeof(mod_kernel),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)kernel_traverse,
     .tp_doc = "A device kernel made by @offload.kernel; launch with kernel[offload.Range(n)](*args).",
     .tp_dealloc = (destructor)kernel_dealloc,
     .tp_call = (ternaryfunc)kernel_call,
@@ -617,7 +635,13 @@ static PyTypeObject KernelType = {
 static PyObject *devfunc_pyfunc(PyObject *o) { return ((mod_devfunc *)o)->pyfunc; }
 
 static PyObject *devfunc_call(mod_devfunc *d, PyObject *args, PyObject *kw) { return PyObject_Call(d->pyfunc, args, kw); }
+static int devfunc_traverse(mod_devfunc *d, visitproc visit, void *arg) {
+    Py_VISIT(d->pyfunc);
+    return 0;
+}
+
 static void devfunc_dealloc(mod_devfunc *d) {
+    PyObject_GC_UnTrack(d);
     Py_XDECREF(d->pyfunc);
     Py_TYPE(d)->tp_free((PyObject *)d);
 }
@@ -632,7 +656,8 @@ static PyGetSetDef devfunc_getset[] = {
 static PyTypeObject DevFuncType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.DeviceFunction",
     .tp_basicsize = sizeof(mod_devfunc),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)devfunc_traverse,
     .tp_doc = "A function kernels can call (made by @offload.device_func); inlined where it is called.",
     .tp_dealloc = (destructor)devfunc_dealloc,
     .tp_call = (ternaryfunc)devfunc_call,

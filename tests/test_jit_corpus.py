@@ -277,3 +277,24 @@ def test_vadd_any_length(ol, device):
         prep = jc.Prepared(ol, launch, device)
         jc.vadd[ol.Range(n)](*prep.args)
         prep.check(ol, f"vadd n={n}")
+
+
+def test_kernel_in_its_globals_is_collected(ol, tmp_path):
+    # kernel -> function -> __globals__ -> kernel: the collector must free the
+    # cycle (and with it the kernel's programs) once nothing else holds it.
+    import gc
+    import importlib.util
+    import weakref
+
+    src = tmp_path / "cyclemod.py"
+    src.write_text("import offload as ol\n\n@ol.kernel\ndef twice(item, a):\n    i = item.get_id(0)\n    a[i] *= 2\n")
+    spec = importlib.util.spec_from_file_location("cyclemod", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = ol.asarray(np.arange(5, dtype=np.float32), device=CPU_FILTER)
+    mod.twice[ol.Range(5)](x)
+    np.testing.assert_array_equal(ol.asnumpy(x), np.arange(5, dtype=np.float32) * 2)
+    ref = weakref.ref(mod.twice)
+    del mod, spec
+    gc.collect()
+    assert ref() is None, "the kernel was not collected"
