@@ -123,6 +123,24 @@ static bool listed_by_cuda(const ofl_device *cl, const ofl_devlist *cu) {
     return false;
 }
 
+/* OFFLOAD_WITHOUT=fp64,atomic64: every device reports it lacks these, so a
+ * notebook can be checked on a laptop for the devices that do lack them (many
+ * integrated and mobile GPUs); the JIT then refuses such kernels as it would
+ * there. Unknown words are ignored. */
+static void apply_without(void) {
+    const char *env = getenv("OFFLOAD_WITHOUT");
+    if (!env) return;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *save = NULL, *w = strtok_r(buf, ", ", &save); w; w = strtok_r(NULL, ", ", &save))
+        for (size_t i = 0; i < ndevices; i++) {
+            ofl_device_info *in = &devices[i]->info;
+            if (strcmp(w, "fp64") == 0) in->has_fp64 = false;
+            else if (strcmp(w, "fp16") == 0) in->has_fp16 = false;
+            else if (strcmp(w, "atomic64") == 0) in->has_atomic64 = false;
+        }
+}
+
 static void discover(void) {
     ofl_devlist cu = {0}, cl = {0};
     ofl_cuda_discover(&cu, note_cu, sizeof note_cu);
@@ -159,6 +177,7 @@ static void discover(void) {
     }
     free(cu.v);
     free(cl.v);
+    apply_without();
 
     if (ndevices == 0)
         snprintf(why_none, sizeof why_none,

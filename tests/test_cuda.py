@@ -378,3 +378,67 @@ def test_torch_from_dlpack_strided(ol, gpu, torch):
     t = torch.from_dlpack(x.T)
     check_equal(t.cpu().numpy(), a.T.copy())
     assert re.match(r"cuda", str(t.device))
+
+
+FAULT_CHILD = """
+result = {}
+import numpy as np
+import offload as ol
+
+
+def scribble(item, a):
+    i = item.get_id(0)
+    a[i + (1 << 40)] = 1.0  # a terabyte past the end: an illegal address
+
+
+def double(item, a):
+    i = item.get_id(0)
+    a[i] = a[i] * 2
+
+
+gpu = ol.Device("cuda:gpu:0")
+cpu = ol.Device("opencl:cpu:0") if ol.get_devices(backend="opencl", device_type="cpu") else None
+x = ol.asarray(np.arange(8, dtype=np.float32), device=gpu)
+try:
+    ol.kernel(scribble)[ol.Range(8)](x)
+    ol.synchronize(gpu)
+except ol.DeviceError as e:
+    result["fault"] = str(e)
+for what, call in [("read", lambda: ol.asnumpy(x)),
+                   ("new", lambda: ol.asarray(np.ones(4, np.float32), device=gpu)),
+                   ("launch", lambda: ol.kernel(double)[ol.Range(8)](x))]:
+    try:
+        call()
+        result[what] = "worked"
+    except ol.DeviceError as e:
+        result[what] = str(e)
+if cpu is not None:
+    y = ol.asarray(np.arange(8, dtype=np.float32), device=cpu)
+    ol.kernel(double)[ol.Range(8)](y)
+    result["cpu"] = ol.asnumpy(y).tolist()
+"""
+
+
+def test_cuda_kernel_fault_is_a_device_error(gpu, tmp_path):
+    """An illegal address in a kernel is an offload.DeviceError naming the kernel and the
+    device; the process goes on. Driver 580 keeps such a fault for the whole process (a new
+    context, primary or not, returns it again), so the GPU is then refused with a message
+    that says to restart, at once and without touching the driver, and other devices work."""
+    child = tmp_path / "fault_child.py"  # a file: kernels are compiled from their source
+    child.write_text(FAULT_CHILD)
+    r = run_python(f"import runpy\nresult.update(runpy.run_path({str(child)!r})['result'])",
+                   timeout=120)
+    assert "fault" in r, r
+    assert "scribble" in r["fault"] and "cuda:gpu:0" in r["fault"], r["fault"]
+    assert re.search(r"illegal|ILLEGAL", r["fault"]), r["fault"]
+    for what in ("read", "new", "launch"):
+        msg = r[what]
+        if "restart" in r["fault"]:  # the driver kept the fault: the device is refused
+            assert "cuda:gpu:0" in msg and "restart" in msg, (what, msg)
+            assert "scribble" in msg, (what, msg)
+        elif what == "read":  # the context was made anew: the old array is gone
+            assert "lost" in msg, msg
+        else:
+            assert msg == "worked", (what, msg)
+    if "cpu" in r:
+        assert r["cpu"] == [2.0 * i for i in range(8)]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload
+from offload_fixtures import CPU_FILTER, load_offload, run_python
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
@@ -415,3 +415,65 @@ def test_wrong_number_of_arguments_is_type_error(ol, n):
     a = ol.asarray(np.arange(16, dtype=np.float32), device=CPU_FILTER)
     k[ol.Range(16)](a, b)
     np.testing.assert_array_equal(ol.asnumpy(b), np.arange(16, dtype=np.float32))
+
+
+# ---------------------------------------------------------------- devices without float64
+
+FP64_CHILD = """
+result = {{}}
+import math
+import numpy as np
+import offload as ol
+
+dev = ol.Device({dev!r})
+result["has_fp64"] = dev.has_fp64
+
+
+def widen(item, a, b):
+    i = item.get_id(0)
+    b[i] = np.float64(a[i]) * 2
+
+
+def weak(item, a, b):
+    i = item.get_id(0)
+    b[i] = a[i] * 0.5 + math.sqrt(2.0)
+
+
+rng = np.random.default_rng()
+x = rng.standard_normal(64).astype(np.float32)
+a = ol.asarray(x, device=dev)
+b = ol.asarray(np.full(64, np.nan, np.float32), device=dev)
+try:
+    ol.kernel(widen)[ol.Range(64)](a, b)
+except ol.CompileError as e:
+    result["widen"] = [str(e), e.lineno, e.colno]
+result["launches"] = ol.kernel(widen).stats["launches"]
+a64 = ol.asarray(x.astype(np.float64), device=dev)
+try:
+    ol.kernel(weak)[ol.Range(64)](a64, b)
+except ol.CompileError as e:
+    result["array64"] = str(e)
+# weak Python floats compute in float32 there, so this one runs
+ol.kernel(weak)[ol.Range(64)](a, b)
+result["weak"] = ol.asnumpy(b).tolist()
+result["x"] = x.tolist()
+"""
+
+
+def test_float64_refused_on_a_device_without_it(tmp_path):
+    """OFFLOAD_WITHOUT=fp64 makes the device report no fp64, as many laptop GPUs do: a
+    kernel that computes in float64 is a CompileError at its line, before any launch;
+    weak Python floats become float32 and run."""
+    child = tmp_path / "fp64_child.py"  # a file: kernels are compiled from their source
+    child.write_text(FP64_CHILD.format(dev=CPU_FILTER))
+    r = run_python(f"import runpy\nresult.update(runpy.run_path({str(child)!r})['result'])",
+                   env={"OFFLOAD_WITHOUT": "fp64"}, timeout=120)
+    assert r["has_fp64"] is False
+    msg, line, col = r["widen"]
+    assert "float64" in msg and "no fp64" in msg, msg
+    assert "b[i] = np.float64(a[i]) * 2" in msg, msg
+    assert "^" in msg and line > 0 and col > 0
+    assert "float64" in r["array64"], r["array64"]
+    x = np.asarray(r["x"], np.float32)
+    want = x * np.float32(0.5) + np.float32(math.sqrt(2.0))
+    np.testing.assert_allclose(np.asarray(r["weak"], np.float32), want, rtol=1e-6)
