@@ -46,6 +46,7 @@ typedef struct {
     jit_form form;
     int sm;              /* PTX: compute capability, e.g. 80 */
     bool fp64;           /* the device computes in float64 */
+    bool atomic64;       /* the device has 64-bit integer atomics */
     const char *device;  /* identity for the disk cache: name, driver version */
 } jit_target;
 
@@ -53,6 +54,8 @@ enum {
     JIT_WANT_LLVM = 1,   /* fill artifact.llvm_text (optimised IR) */
     JIT_WANT_SPIRV = 2,  /* fill artifact.spirv_text (disassembly) */
     JIT_NO_DISK = 4,     /* bypass the disk cache (inspection) */
+    JIT_NDRANGE = 8,     /* launched over an NdRange: the item is an NdItem, and the
+                            grid is exactly the global size (no tail to guard) */
 };
 
 typedef struct {
@@ -79,7 +82,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim,
                 const jit_target *t, unsigned flags, jit_artifact *out, jit_error *err);
 void jit_artifact_free(jit_artifact *a);
 
-/* "(float32, array(float32, 1d, C)) Range(1)" */
-void jit_signature_str(const jit_type *args, int nargs, int range_ndim, char *buf, size_t len);
+/* "(float32, array(float32, 1d, C)) over Range(1d)"; nd: NdRange */
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf, size_t len);
 
 #endif

@@ -51,6 +51,8 @@ typedef struct {
     LLVMBasicBlockRef ret_block;
     LLVMValueRef ret_slot;
     jit_type ret_type;
+    struct { const jit_node *at; cg_array a; } *scratch; /* local/private arrays made so far */
+    int nscratch;
 } cg;
 
 static int fail(cg *c, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -83,7 +85,12 @@ static LLVMTypeRef ltype_dt(cg *c, jit_dtype d) {
     default: return c->m->i64;
     }
 }
-static LLVMTypeRef ltype(cg *c, jit_type t) { return ltype_dt(c, dt_of(c, t)); }
+static LLVMTypeRef ptr_in(cg *c, jit_space sp) {
+    return LLVMPointerTypeInContext(c->m->tg.ctx, jit_target_space(&c->m->tg, sp));
+}
+static LLVMTypeRef ltype(cg *c, jit_type t) {
+    return t.kind == JT_ATOMIC ? ptr_in(c, (jit_space)t.space) : ltype_dt(c, dt_of(c, t));
+}
 /* in memory (array elements, parameters): bool is a byte */
 static LLVMTypeRef mtype_dt(cg *c, jit_dtype d) { return d == JIT_BOOL ? c->m->i8 : ltype_dt(c, d); }
 
@@ -423,16 +430,212 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
     return jit_target_math(&c->m->tg, name, d == JIT_F64, args, n->nkids);
 }
 
+/* ---- nd-range kernels: the work-group, local and private arrays, atomics ---- */
+
+/* What a call made for its effect gives back (a barrier, a store). */
+static LLVMValueRef no_value(cg *c) { return LLVMConstInt(c->m->i1, 0, 0); }
+
+/* NdItem and Group queries: user dimension d is hardware dimension ndim-1-d,
+ * as for a Range. Read from the hardware every time, so that device
+ * functions given the item or group need no parameters for them. */
+static LLVMValueRef nd_query(cg *c, const char *m, jit_type obj, int d) {
+    jit_tgt *tg = &c->m->tg;
+    int hw = obj.ndim - 1 - d;
+    if (!strcmp(m, "get_global_id"))
+        return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
+    if (!strcmp(m, "get_local_id")) return jit_target_wg(tg, JIT_LOCAL_ID, hw);
+    if (!strcmp(m, "get_local_range")) return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
+    if (!strcmp(m, "get_group_id")) return jit_target_wg(tg, JIT_GROUP_ID, hw);
+    if (!strcmp(m, "get_group_range")) return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
+    /* get_global_range: an NdRange's global size is a whole number of groups */
+    return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+}
+
+/* Row-major (the last dimension fastest) linear id. */
+static LLVMValueRef nd_linear(cg *c, const char *id, const char *range, jit_type obj) {
+    LLVMValueRef lin = nd_query(c, id, obj, 0);
+    for (int d = 1; d < obj.ndim; d++)
+        lin = LLVMBuildAdd(c->m->b, LLVMBuildMul(c->m->b, lin, nd_query(c, range, obj, d), ""),
+                           nd_query(c, id, obj, d), "");
+    return lin;
+}
+
+static LLVMValueRef nd_method(cg *c, jit_node *n, jit_type obj) {
+    const char *m = n->a->v.name;
+    if (!strcmp(m, "get_group")) return no_value(c);
+    if (!strcmp(m, "get_global_linear_id")) return nd_linear(c, "get_global_id", "get_global_range", obj);
+    if (!strcmp(m, "get_local_linear_id")) return nd_linear(c, "get_local_id", "get_local_range", obj);
+    if (!strcmp(m, "get_group_linear_id")) return nd_linear(c, "get_group_id", "get_group_range", obj);
+    return nd_query(c, m, obj, (int)n->v.i);
+}
+
+/* The storage of ol.local_array / ol.private_array call n, made at its first
+ * use: a work-group variable of the module (named as OpenCL C compilers name
+ * a kernel's __local variables, which PoCL relies on) or an entry-block
+ * alloca. The shape is constant (jit_infer checked). */
+static int scratch_array(cg *c, jit_node *n, cg_array *out) {
+    for (int i = 0; i < c->nscratch; i++)
+        if (c->scratch[i].at == n) {
+            *out = c->scratch[i].a;
+            return 0;
+        }
+    jit_type t = n->type;
+    jit_node *shape = n->kids[0];
+    int64_t count = 1, dims[3];
+    for (int d = 0; d < t.ndim; d++) {
+        dims[d] = (shape->kind == N_TUPLE ? shape->kids[d] : shape)->v.i;
+        count *= dims[d];
+        if (count > (1 << 24)) return fail(c, n, "this array is too large for local or private memory");
+    }
+    LLVMTypeRef et = mtype_dt(c, t.dtype), at = LLVMArrayType(et, (unsigned)count);
+    cg_array a = {.offset = i64c(c, 0), .t = t};
+    if (t.space == JIT_LOCAL) {
+        char name[200];
+        snprintf(name, sizeof name, "%s.local%d", LLVMGetValueName(c->fn), c->nscratch);
+        a.base = LLVMAddGlobalInAddressSpace(c->m->tg.mod, at, name, jit_target_space(&c->m->tg, JIT_LOCAL));
+        LLVMSetInitializer(a.base, LLVMGetUndef(at));
+        LLVMSetLinkage(a.base, LLVMInternalLinkage);
+        LLVMSetAlignment(a.base, 16);
+    } else {
+        a.base = entry_alloca(c, at, "private");
+    }
+    int64_t stride = jit_dtype_size(t.dtype);
+    for (int d = t.ndim - 1; d >= 0; d--) {
+        a.shape[d] = i64c(c, dims[d]);
+        a.strides[d] = i64c(c, stride);
+        stride *= dims[d];
+    }
+    void *more = realloc(c->scratch, sizeof *c->scratch * (size_t)(c->nscratch + 1));
+    if (!more) return fail(c, n, "out of memory");
+    c->scratch = more;
+    c->scratch[c->nscratch].at = n;
+    c->scratch[c->nscratch++].a = a;
+    *out = a;
+    return 0;
+}
+
+/* ol.AtomicRef(array, index): the element's address. */
+static LLVMValueRef atomic_ptr(cg *c, jit_node *n) {
+    cg_array a;
+    if (array_of(c, n->kids[0], &a) < 0) return NULL;
+    jit_node idx = *n, *ix = n->kids[1];
+    idx.kids = ix->kind == N_TUPLE ? ix->kids : &n->kids[1];
+    idx.nkids = ix->kind == N_TUPLE ? ix->nkids : 1;
+    return element_ptr(c, &idx, &a);
+}
+
+static LLVMValueRef bits_of(cg *c, LLVMValueRef v, LLVMTypeRef it) {
+    return LLVMTypeOf(v) == it ? v : LLVMBuildBitCast(c->m->b, v, it, "");
+}
+
+/* old = *p; *p = op(old, v) for floats, as a compare-and-swap loop on the
+ * bits: for the operations a device has no instruction for. Returns old. */
+static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, const char *m, jit_dtype d, LLVMValueRef v) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
+    LLVMValueRef first = LLVMBuildLoad2(b, it, p, "");
+    LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(first, (unsigned)jit_dtype_size(d));
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "cas"), done = block(c, "cas.done");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef old = LLVMBuildPhi(b, it, "old"), oldf = LLVMBuildBitCast(b, old, et, ""), now;
+    if (!strcmp(m, "fetch_add")) now = LLVMBuildFAdd(b, oldf, v, "");
+    else if (!strcmp(m, "fetch_sub")) now = LLVMBuildFSub(b, oldf, v, "");
+    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, !strcmp(m, "fetch_min") ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""),
+                               v, oldf, "");
+    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, old, LLVMBuildBitCast(b, now, it, ""),
+                                               LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef found = LLVMBuildExtractValue(b, pair, 0, ""), ok = LLVMBuildExtractValue(b, pair, 1, "");
+    LLVMValueRef in[2] = {first, found};
+    LLVMBasicBlockRef from[2] = {pre, loop};
+    LLVMAddIncoming(old, in, from, 2);
+    LLVMBuildCondBr(b, ok, done, loop);
+    LLVMPositionBuilderAtEnd(b, done);
+    return oldf;
+}
+
+/* An AtomicRef method on the element at p. Relaxed order, as CUDA's atomics
+ * and SYCL's atomic_ref default: group_barrier orders memory. */
+static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
+    LLVMBuilderRef b = c->m->b;
+    const char *m = n->a->v.name;
+    jit_dtype d = (jit_dtype)at.dtype;
+    bool fl = jit_dtype_is_float(d);
+    if (jit_dtype_bits(d) == 64 && !c->m->target->atomic64)
+        return fail(c, n, "this device has no 64-bit atomics, so %s on %s elements cannot run there\n"
+                    "Use an int32, uint32 or float32 array.", m, jit_dtype_name(d)), NULL;
+    LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
+    LLVMValueRef v[2] = {0};
+    for (int i = 0; i < n->nkids && i < 2; i++) {
+        if (!(v[i] = expr(c, n->kids[i]))) return NULL;
+        v[i] = conv(c, v[i], n->kids[i]->type, jit_scalar(d));
+    }
+    LLVMAtomicOrdering relaxed = LLVMAtomicOrderingMonotonic;
+    LLVMValueRef r;
+    if (!strcmp(m, "load")) {
+        r = LLVMBuildLoad2(b, it, p, "");
+        LLVMSetOrdering(r, relaxed);
+        LLVMSetAlignment(r, (unsigned)jit_dtype_size(d));
+    } else if (!strcmp(m, "store")) {
+        LLVMValueRef st = LLVMBuildStore(b, bits_of(c, v[0], it), p);
+        LLVMSetOrdering(st, relaxed);
+        LLVMSetAlignment(st, (unsigned)jit_dtype_size(d));
+        return no_value(c);
+    } else if (!strcmp(m, "compare_exchange")) { /* floats compare bits, as C++ atomics do */
+        LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, bits_of(c, v[0], it), bits_of(c, v[1], it), relaxed,
+                                                   relaxed, 0);
+        r = LLVMBuildExtractValue(b, pair, 0, "");
+    } else if (!strcmp(m, "exchange")) {
+        r = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, p, bits_of(c, v[0], it), relaxed, 0);
+    } else if (fl) {
+        /* CUDA has float add; OpenCL 1.2 devices have no float atomics at all */
+        if (c->m->tg.ptx && (!strcmp(m, "fetch_add") || !strcmp(m, "fetch_sub")))
+            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p,
+                                      m[6] == 's' ? LLVMBuildFNeg(b, v[0], "") : v[0], relaxed, 0);
+        return cas_loop(c, p, m, d, v[0]);
+    } else {
+        static const struct { const char *name; LLVMAtomicRMWBinOp s, u; } ops[] = {
+            {"fetch_add", LLVMAtomicRMWBinOpAdd, LLVMAtomicRMWBinOpAdd},
+            {"fetch_sub", LLVMAtomicRMWBinOpSub, LLVMAtomicRMWBinOpSub},
+            {"fetch_and", LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpAnd},
+            {"fetch_or", LLVMAtomicRMWBinOpOr, LLVMAtomicRMWBinOpOr},
+            {"fetch_xor", LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXor},
+            {"fetch_min", LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpUMin},
+            {"fetch_max", LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMax},
+        };
+        size_t i = 0;
+        while (i < sizeof ops / sizeof *ops && strcmp(ops[i].name, m)) i++;
+        if (i == sizeof ops / sizeof *ops) return fail(c, n, "internal: atomic %s", m), NULL;
+        return LLVMBuildAtomicRMW(b, jit_dtype_is_signed(d) ? ops[i].s : ops[i].u, p, v[0], relaxed, 0);
+    }
+    return fl ? LLVMBuildBitCast(b, r, et, "") : r;
+}
+
 static LLVMValueRef call(cg *c, jit_node *n) {
     jit_node *fn = n->a;
-    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN) return call_builtin(c, n, fn->v.ref.id);
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN) {
+        cg_array scratch;
+        switch (fn->v.ref.id) {
+        case B_GROUP_BARRIER: jit_target_barrier(&c->m->tg); return no_value(c);
+        case B_LOCAL_ARRAY: case B_PRIVATE_ARRAY: return scratch_array(c, n, &scratch) < 0 ? NULL : no_value(c);
+        case B_ATOMIC_REF: return atomic_ptr(c, n);
+        default: return call_builtin(c, n, fn->v.ref.id);
+        }
+    }
     if (fn->kind == N_REF && fn->v.ref.kind == REF_DTYPE) {
         if (!n->nkids) return LLVMConstNull(ltype(c, n->type));
         LLVMValueRef v = expr(c, n->kids[0]);
         return v ? conv(c, v, n->kids[0]->type, n->type) : NULL;
     }
     if (fn->kind == N_REF && fn->v.ref.kind == REF_DEVFUNC) return call_devfn(c, n);
-    if (fn->kind == N_ATTR) { /* item methods */
+    if (fn->kind == N_ATTR && fn->a->type.kind == JT_ATOMIC) {
+        LLVMValueRef p = expr(c, fn->a);
+        return p ? atomic_op(c, n, fn->a->type, p) : NULL;
+    }
+    if (fn->kind == N_ATTR && (fn->a->type.kind == JT_NDITEM || fn->a->type.kind == JT_GROUP))
+        return nd_method(c, n, fn->a->type);
+    if (fn->kind == N_ATTR) { /* a Range's item */
         LLVMBuilderRef b = c->m->b;
         const char *m = fn->v.name;
         if (!strcmp(m, "get_id")) return c->uid[n->v.i];
@@ -456,6 +659,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         return LLVMConstInt(t, (unsigned long long)n->v.i, jit_dtype_is_signed(d));
     }
     case N_VAR:
+        if (n->type.kind == JT_NDITEM || n->type.kind == JT_GROUP) return no_value(c);
         if (n->type.kind == JT_ARRAY || n->type.kind == JT_ITEM) return fail(c, n, "an array is not a number here"), NULL;
         return LLVMBuildLoad2(b, ltype(c, c->f->var_types[n->v.var]), c->vars[n->v.var], c->f->vars[n->v.var].name);
     case N_BINOP: {
@@ -546,6 +750,7 @@ static int array_of(cg *c, jit_node *n, cg_array *out) {
         *out = c->arrays[n->v.var];
         return 0;
     }
+    if (n->kind == N_CALL && n->type.kind == JT_ARRAY) return scratch_array(c, n, out);
     return fail(c, n, "internal: not an array here");
 }
 
@@ -553,11 +758,14 @@ static int array_of(cg *c, jit_node *n, cg_array *out) {
 
 static int emit_function_body(cg *c);
 
-static int param_count(jit_type t) { return t.kind == JT_ARRAY ? 2 + 2 * t.ndim : 1; }
+/* An NdItem or a Group is read from the hardware: it takes no parameter. */
+static int param_count(jit_type t) {
+    return t.kind == JT_ARRAY ? 2 + 2 * t.ndim : t.kind == JT_NDITEM || t.kind == JT_GROUP ? 0 : 1;
+}
 
 static void param_types(cg *c, jit_type t, LLVMTypeRef *out) {
     if (t.kind == JT_ARRAY) {
-        out[0] = c->m->gptr;
+        out[0] = ptr_in(c, (jit_space)t.space);
         for (int k = 0; k < 1 + 2 * t.ndim; k++) out[1 + k] = c->m->i64;
     } else {
         out[0] = t.kind == JT_SCALAR ? mtype_dt(c, t.dtype) : ltype(c, t);
@@ -577,7 +785,12 @@ static void bind_param(cg *c, int v, jit_type t, LLVMValueRef *p) {
         }
         return;
     }
+    if (t.kind == JT_NDITEM || t.kind == JT_GROUP) return;
     LLVMValueRef val = p[0];
+    if (t.kind == JT_ATOMIC) {
+        LLVMBuildStore(c->m->b, val, c->vars[v]);
+        return;
+    }
     if (t.kind == JT_SCALAR && t.dtype == JIT_BOOL) val = LLVMBuildICmp(c->m->b, LLVMIntNE, val, LLVMConstInt(c->m->i8, 0, 0), "");
     LLVMBuildStore(c->m->b, conv(c, val, t, c->f->var_types[v]), c->vars[v]);
 }
@@ -585,7 +798,9 @@ static void bind_param(cg *c, int v, jit_type t, LLVMValueRef *p) {
 static void make_allocas(cg *c) {
     for (int v = 0; v < c->f->nvars; v++) {
         jit_type t = c->f->var_types[v];
-        if (t.kind == JT_ARRAY || t.kind == JT_ITEM || t.kind == JT_UNKNOWN) continue;
+        if (t.kind == JT_ARRAY || t.kind == JT_ITEM || t.kind == JT_NDITEM || t.kind == JT_GROUP ||
+            t.kind == JT_UNKNOWN)
+            continue;
         c->vars[v] = entry_alloca(c, ltype(c, t), c->f->vars[v].name);
     }
 }
@@ -653,6 +868,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         df = &m->devfns[idx]; /* nested device functions may have grown the array */
         free(sub.vars);
         free(sub.arrays);
+        free(sub.scratch);
         m->depth--;
         LLVMDisposeBuilder(m->b);
         m->b = saved;
@@ -670,7 +886,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             args[na++] = a.offset;
             for (int k = 0; k < a.t.ndim; k++) args[na++] = a.shape[k];
             for (int k = 0; k < a.t.ndim; k++) args[na++] = a.strides[k];
-        } else {
+        } else if (param_count(at[i])) {
             LLVMValueRef v = expr(c, n->kids[i]);
             if (!v) return NULL;
             if (at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL) v = LLVMBuildZExt(m->b, v, m->i8, "");
@@ -691,6 +907,11 @@ static int stmts(cg *c, jit_node **body, int n);
 
 static int store_var(cg *c, jit_node *t, LLVMValueRef v, jit_type vt) {
     jit_type dst = c->f->var_types[t->v.var];
+    if (vt.kind == JT_NDITEM || vt.kind == JT_GROUP) return 0; /* nothing to keep: read from the hardware */
+    if (vt.kind == JT_ATOMIC) {
+        LLVMBuildStore(c->m->b, v, c->vars[t->v.var]);
+        return 0;
+    }
     LLVMBuildStore(c->m->b, conv(c, v, vt, dst), c->vars[t->v.var]);
     return 0;
 }
@@ -902,7 +1123,7 @@ void jit_symbol_sanitize(char *s) {
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) *s = '_';
 }
 
-int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd, const jit_target *t,
                 LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err) {
     cg_module m = {.target = t, .err = err};
     m.tg.ctx = ctx;
@@ -941,9 +1162,10 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
         bind_param(&c, i + 1, args[i], pv);
         pi += param_count(args[i]);
     }
-    /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop here */
+    /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop here.
+     * An NdRange's grid is its global size: no tail, and none may leave before a barrier. */
     LLVMValueRef outside = NULL;
-    for (int d = 0; d < range_ndim; d++) {
+    for (int d = 0; d < range_ndim && !nd; d++) {
         c.range[d] = LLVMGetParam(c.fn, (unsigned)(pi + d));
         /* ids are below 2^63: clearing the sign bit tells LLVM, which then drops the
          * negative-index wrap-around wherever an index derives from an id */
@@ -951,14 +1173,17 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
         LLVMValueRef o = LLVMBuildICmp(m.b, LLVMIntUGE, c.uid[d], c.range[d], "");
         outside = outside ? LLVMBuildOr(m.b, outside, o, "") : o;
     }
-    LLVMBasicBlockRef body = block(&c, "body"), early = block(&c, "tail");
-    LLVMBuildCondBr(m.b, outside, early, body);
-    LLVMPositionBuilderAtEnd(m.b, early);
-    LLVMBuildRetVoid(m.b);
-    LLVMPositionBuilderAtEnd(m.b, body);
+    if (outside) {
+        LLVMBasicBlockRef body = block(&c, "body"), early = block(&c, "tail");
+        LLVMBuildCondBr(m.b, outside, early, body);
+        LLVMPositionBuilderAtEnd(m.b, early);
+        LLVMBuildRetVoid(m.b);
+        LLVMPositionBuilderAtEnd(m.b, body);
+    }
     int rc = emit_function_body(&c);
     free(c.vars);
     free(c.arrays);
+    free(c.scratch);
     if (rc < 0) goto fail;
     free(m.devfns);
     LLVMDisposeBuilder(m.b);

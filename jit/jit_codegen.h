@@ -12,8 +12,8 @@
 #include "jit_tree.h"
 
 /* Builds the kernel f (already typed by jit_infer for item + args) into a new
- * module in ctx, as the symbol entry. */
-int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+ * module in ctx, as the symbol entry; nd: launched over an NdRange. */
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd, const jit_target *t,
                 LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err);
 /* Makes s a valid OpenCL/PTX identifier in place (anything else becomes '_'). */
 void jit_symbol_sanitize(char *s);
@@ -32,6 +32,13 @@ void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function
 void jit_target_mark_call(jit_tgt *t, LLVMValueRef call);
 /* The global id of hardware dimension hw (0 fastest), as i64. */
 LLVMValueRef jit_target_global_id(jit_tgt *t, int hw);
+/* The work-group model, as i64, of hardware dimension hw. */
+typedef enum { JIT_LOCAL_ID, JIT_LOCAL_SIZE, JIT_GROUP_ID, JIT_NUM_GROUPS } jit_wg_query;
+LLVMValueRef jit_target_wg(jit_tgt *t, jit_wg_query q, int hw);
+/* A barrier for the work-group with global and local memory fences. */
+void jit_target_barrier(jit_tgt *t);
+/* Address spaces of global, local (work-group) and private memory. */
+unsigned jit_target_space(jit_tgt *t, jit_space s);
 /* A math function of the OpenCL/libdevice family on float (f64 false) or double
  * arguments: name is the C name ("sin", "atan2", "ldexp", "tgamma", "rint"). */
 LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs);

@@ -10,7 +10,7 @@
 
 /* Bump when generated code changes for the same source and types: old disk
  * entries then stop matching. */
-#define JIT_CODE_VERSION "4"
+#define JIT_CODE_VERSION "5"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -18,13 +18,13 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-void jit_signature_str(const jit_type *args, int nargs, int range_ndim, char *buf, size_t len) {
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf, size_t len) {
     size_t n = (size_t)snprintf(buf, len, "(");
     for (int i = 0; i < nargs && n < len; i++) {
         char t[64];
         n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", jit_type_str(args[i], t, sizeof t));
     }
-    if (n < len) snprintf(buf + n, len - n, ") over Range(%dd)", range_ndim);
+    if (n < len) snprintf(buf + n, len - n, ") over %sRange(%dd)", nd ? "Nd" : "", range_ndim);
 }
 
 static void internal(jit_error *err, const char *what, const char *detail) {
@@ -74,7 +74,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     }
     jit_type params[257];
     if (nargs > 256) { internal(err, "too many arguments", NULL); return -1; }
-    params[0] = (jit_type){JT_ITEM, 0, (unsigned char)range_ndim, 0};
+    params[0] = (jit_type){(flags & JIT_NDRANGE) ? JT_NDITEM : JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};
     memcpy(params + 1, args, sizeof *args * (size_t)nargs);
     if (jit_infer(f, params, NULL, err) < 0) return -1;
     if (!t->fp64 && check_fp64(f, f->body, f->nbody, err) < 0) return -1;
@@ -83,10 +83,10 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
 
     /* the disk cache key: everything the code depends on */
     char key[2048], sig[1024];
-    jit_signature_str(args, nargs, range_ndim, sig, sizeof sig);
-    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d|%s|",
+    jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
+    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d|%s|",
                         PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
-                        (int)t->fp64, t->device ? t->device : "");
+                        (int)t->fp64, (int)t->atomic64, t->device ? t->device : "");
     if (klen < 0 || klen + 32 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
     memcpy(key + klen, f->source_hash, 32);
     klen += 32;
@@ -102,7 +102,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMModuleRef mod = NULL;
     char msg[3000];
     int rc = -1;
-    if (jit_codegen(f, args, nargs, range_ndim, t, ctx, out->entry, &mod, err) < 0) goto done;
+    if (jit_codegen(f, args, nargs, range_ndim, flags & JIT_NDRANGE, t, ctx, out->entry, &mod, err) < 0) goto done;
     char *verr = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &verr)) {
         internal(err, "offload generated invalid LLVM IR (a compiler bug; please report it)", verr);

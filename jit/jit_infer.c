@@ -47,7 +47,8 @@ static int join(jit_type cur, jit_type t, jit_type *out) {
     if (!known(cur)) { *out = t; return 0; }
     if (!known(t)) { *out = cur; return 0; }
     if (jit_is_number(cur) && jit_is_number(t)) { *out = jit_promote(cur, t); return 0; }
-    if (cur.kind == JT_ARRAY && t.kind == JT_ARRAY && cur.dtype == t.dtype && cur.ndim == t.ndim) {
+    if (cur.kind == JT_ARRAY && t.kind == JT_ARRAY && cur.dtype == t.dtype && cur.ndim == t.ndim &&
+        cur.space == t.space) {
         *out = cur;
         if (cur.layout != t.layout) out->layout = JIT_LAYOUT_ANY;
         return 0;
@@ -80,7 +81,7 @@ static jit_type need_number(infer *s, jit_node *n, const char *what) {
     jit_type t = expr(s, n);
     if (known(t) && !jit_is_number(t)) {
         err_at(s, n, "%s needs a number, not %s", what, TS(t));
-        return (jit_type){JT_NONE, 0, 0, 0};
+        return (jit_type){JT_NONE, 0, 0, 0, 0};
     }
     return t;
 }
@@ -99,7 +100,7 @@ static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b
     if (!jit_is_number(a) || !jit_is_number(b)) {
         err_at(s, n, "unsupported operand types for an arithmetic operator: %s and %s\n"
                "Index arrays to get their elements: a[i].", TS(a), TS(b));
-        return (jit_type){JT_NONE, 0, 0, 0};
+        return (jit_type){JT_NONE, 0, 0, 0, 0};
     }
     bool abool = a.kind == JT_SCALAR && a.dtype == JIT_BOOL, bbool = b.kind == JT_SCALAR && b.dtype == JIT_BOOL;
     switch (op) {
@@ -108,7 +109,7 @@ static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b
     case OP_LSHIFT: case OP_RSHIFT: case OP_BITAND: case OP_BITOR: case OP_BITXOR:
         if (jit_is_floating(a) || jit_is_floating(b)) {
             err_at(s, n, "bitwise operators need integers or bools, not %s and %s", TS(a), TS(b));
-            return (jit_type){JT_NONE, 0, 0, 0};
+            return (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         if (abool && bbool && (op == OP_LSHIFT || op == OP_RSHIFT)) return jit_scalar(JIT_I64);
         return jit_promote(a, b);
@@ -132,7 +133,7 @@ static jit_type expr(infer *s, jit_node *n) {
     case N_REF:
         err_at(s, n, "this names a %s, which is not a value in a kernel",
                n->v.ref.kind == REF_MODULE ? "module" : n->v.ref.kind == REF_DTYPE ? "type" : "function");
-        t = (jit_type){JT_NONE, 0, 0, 0};
+        t = (jit_type){JT_NONE, 0, 0, 0, 0};
         break;
     case N_BINOP: {
         jit_type a = expr(s, n->a), b = expr(s, n->b);
@@ -144,12 +145,12 @@ static jit_type expr(infer *s, jit_node *n) {
         if (!known(a)) break;
         if (!jit_is_number(a)) {
             err_at(s, n, "unsupported operand type for a unary operator: %s", TS(a));
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else if (n->op == OP_NOT) {
             t = jit_scalar(JIT_BOOL);
         } else if (n->op == OP_INVERT && jit_is_floating(a)) {
             err_at(s, n, "~ needs an integer or a bool, not %s", TS(a));
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else if (a.kind == JT_SCALAR && a.dtype == JIT_BOOL && n->op != OP_INVERT) {
             t = jit_scalar(JIT_I64); /* -True == -1 */
         } else {
@@ -176,7 +177,7 @@ static jit_type expr(infer *s, jit_node *n) {
         if (!known(b) || !known(c)) { t = known(b) ? b : c; break; }
         if (join(b, c, &t) < 0) {
             err_at(s, n, "the two values of this conditional expression are %s and %s", TS(b), TS(c));
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         break;
     }
@@ -187,13 +188,13 @@ static jit_type expr(infer *s, jit_node *n) {
         jit_type a = expr(s, n->a);
         if (!known(a)) break;
         const char *name = n->v.name;
-        if (a.kind == JT_ARRAY && !strcmp(name, "shape")) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0};
+        if (a.kind == JT_ARRAY && !strcmp(name, "shape")) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
         else if (a.kind == JT_ARRAY && (!strcmp(name, "ndim") || !strcmp(name, "size"))) t = jit_weak_int();
         else {
             err_at(s, n, "%s has no attribute '%s' in kernels\n%s", TS(a), name,
                    a.kind == JT_ARRAY ? "Arrays offer shape, ndim and size." :
                    a.kind == JT_ITEM ? "The item offers get_id(d), get_range(d) and get_linear_id()." : "");
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         break;
     }
@@ -204,7 +205,7 @@ static jit_type expr(infer *s, jit_node *n) {
             if (known(k) && !jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL) && s->report) {
                 err_at(s, n->kids[i], "array indices must be integers, not %s%s", TS(k),
                        jit_is_floating(k) ? "\nConvert with int(...)." : "");
-                return (jit_type){JT_NONE, 0, 0, 0};
+                return (jit_type){JT_NONE, 0, 0, 0, 0};
             }
         }
         if (!known(a)) break;
@@ -212,18 +213,18 @@ static jit_type expr(infer *s, jit_node *n) {
             int64_t d;
             if (n->nkids != 1 || const_int(n->kids[0], &d) < 0 || d < -(int64_t)a.ndim || d >= a.ndim) {
                 err_at(s, n, "shape is indexed with a constant between 0 and %d here", a.ndim - 1);
-                t = (jit_type){JT_NONE, 0, 0, 0};
+                t = (jit_type){JT_NONE, 0, 0, 0, 0};
             } else {
                 t = jit_weak_int();
             }
         } else if (a.kind != JT_ARRAY) {
             err_at(s, n, "%s cannot be indexed", TS(a));
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else if (n->nkids != a.ndim) {
             err_at(s, n, "%s needs %d indices, got %d\n%s", TS(a), a.ndim, n->nkids,
                    n->nkids < a.ndim ? "Index every dimension: a[i, j]; rows and slices are not supported "
                                        "inside kernels." : "Too many indices for this array.");
-            t = (jit_type){JT_NONE, 0, 0, 0};
+            t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else {
             t = jit_scalar(a.dtype);
         }
@@ -231,7 +232,7 @@ static jit_type expr(infer *s, jit_node *n) {
     }
     case N_TUPLE:
         err_at(s, n, "tuples can only be unpacked (a, b = b, a) in kernels");
-        t = (jit_type){JT_NONE, 0, 0, 0};
+        t = (jit_type){JT_NONE, 0, 0, 0, 0};
         break;
     default:
         break;
@@ -250,7 +251,7 @@ extern const char *const jit_builtin_names[];
 
 static jit_type call_builtin(infer *s, jit_node *n, int b) {
     const char *name = jit_builtin_names[b];
-    jit_type none = {JT_NONE, 0, 0, 0};
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
     jit_type a[3] = {unknown, unknown, unknown};
     if (b == B_LEN) {
         if (argc_is(s, n, name, 1, 1) < 0) return none;
@@ -296,14 +297,179 @@ static jit_type call_builtin(infer *s, jit_node *n, int b) {
     }
 }
 
+/* ---- nd-range kernels: offload.group_barrier, local/private arrays, AtomicRef ---- */
+
+/* A compile-time shape: a positive int or a tuple of 1-3 of them. */
+static int const_shape(infer *s, jit_node *n, int64_t shape[3], int *ndim) {
+    jit_node *one[1] = {n};
+    jit_node **dims = n->kind == N_TUPLE ? n->kids : one;
+    int nd = n->kind == N_TUPLE ? n->nkids : 1;
+    if (nd < 1 || nd > 3)
+        return err_at(s, n, "an array's shape has 1 to 3 dimensions, not %d", nd);
+    for (int d = 0; d < nd; d++) {
+        int64_t v;
+        if (const_int(dims[d], &v) < 0 || v <= 0)
+            return err_at(s, dims[d], "the shape of a local or private array is a positive constant\n"
+                          "Use a number or a module-level constant: ol.local_array((TILE, TILE), np.float32).");
+        shape[d] = v;
+    }
+    *ndim = nd;
+    return 0;
+}
+
+static bool atomic_dtype(jit_dtype d) {
+    return d == JIT_I32 || d == JIT_U32 || d == JIT_I64 || d == JIT_U64 || d == JIT_F32 || d == JIT_F64;
+}
+
+static jit_type call_offload(infer *s, jit_node *n, int b) {
+    const char *name = jit_builtin_names[b];
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
+    if (b == B_GROUP_BARRIER) {
+        if (argc_is(s, n, name, 1, 1) < 0) return none;
+        jit_type g = expr(s, n->kids[0]);
+        if (known(g) && g.kind != JT_GROUP) {
+            err_at(s, n->kids[0], "group_barrier() takes the work-group, not %s\n"
+                   "Write: ol.group_barrier(item.get_group()) in a kernel launched over an ol.NdRange.", TS(g));
+            return none;
+        }
+        return none;
+    }
+    if (b == B_LOCAL_ARRAY || b == B_PRIVATE_ARRAY) {
+        if (argc_is(s, n, name, 2, 2) < 0) return none;
+        jit_node *dt = n->kids[1];
+        if (dt->kind != N_REF || dt->v.ref.kind != REF_DTYPE) {
+            err_at(s, dt, "%s() takes a dtype second, such as np.float32 or ol.int32", name);
+            return none;
+        }
+        int64_t shape[3];
+        int nd = 0;
+        if (const_shape(s, n->kids[0], shape, &nd) < 0) return none;
+        if (b == B_LOCAL_ARRAY) {
+            jit_type item = s->f->var_types[0];
+            if (!s->f->is_kernel) {
+                err_at(s, n, "local arrays are made in the kernel itself\n"
+                       "Make it there and pass it to the device function.");
+                return none;
+            }
+            if (item.kind != JT_NDITEM) {
+                err_at(s, n, "a local array is shared by a work-group, and this kernel was launched over a "
+                       "Range, which has none\nLaunch over ol.NdRange(global, local).");
+                return none;
+            }
+        }
+        jit_type t = jit_array((jit_dtype)dt->v.ref.id, nd, JIT_LAYOUT_C);
+        t.space = b == B_LOCAL_ARRAY ? JIT_LOCAL : JIT_PRIVATE;
+        return t;
+    }
+    /* AtomicRef(array, index) */
+    if (argc_is(s, n, name, 2, 2) < 0) return none;
+    jit_type a = expr(s, n->kids[0]);
+    jit_node *ix = n->kids[1];
+    int nidx = ix->kind == N_TUPLE ? ix->nkids : 1;
+    for (int i = 0; i < nidx; i++) {
+        jit_node *k = ix->kind == N_TUPLE ? ix->kids[i] : ix;
+        jit_type kt = expr(s, k);
+        if (known(kt) && !jit_is_integral(kt) && !(kt.kind == JT_SCALAR && kt.dtype == JIT_BOOL)) {
+            err_at(s, k, "array indices must be integers, not %s", TS(kt));
+            return none;
+        }
+    }
+    if (ix->kind == N_TUPLE) ix->type = (jit_type){JT_TUPLE, 0, (unsigned char)nidx, 0, 0};
+    if (!known(a)) return unknown;
+    if (a.kind != JT_ARRAY) {
+        err_at(s, n->kids[0], "AtomicRef() takes an array, not %s", TS(a));
+        return none;
+    }
+    if (!atomic_dtype((jit_dtype)a.dtype)) {
+        err_at(s, n->kids[0], "atomics work on int32, uint32, int64, uint64, float32 and float64 arrays, "
+               "not %s", TS(a));
+        return none;
+    }
+    if (a.space == JIT_PRIVATE) {
+        err_at(s, n->kids[0], "a private array belongs to one work-item: it needs no atomics");
+        return none;
+    }
+    if (nidx != a.ndim) {
+        err_at(s, ix, "%s needs %d indices, got %d\nWrite ol.AtomicRef(a, i) for 1-D arrays and "
+               "ol.AtomicRef(a, (i, j)) for 2-D ones.", TS(a), a.ndim, nidx);
+        return none;
+    }
+    return (jit_type){JT_ATOMIC, a.dtype, 0, 0, a.space};
+}
+
+/* The methods of the kernel's NdItem, its Group and an AtomicRef. */
+static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
+    jit_node *fn = n->a;
+    const char *m = fn->v.name;
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
+    static const char *const item_dim[] = {"get_global_id", "get_local_id", "get_global_range", "get_local_range", NULL};
+    static const char *const group_dim[] = {"get_group_id", "get_group_range", "get_local_range", NULL};
+    const char *const *dims = obj.kind == JT_NDITEM ? item_dim : obj.kind == JT_GROUP ? group_dim : NULL;
+    if (dims) {
+        bool takes_dim = false;
+        for (int i = 0; dims[i]; i++) takes_dim |= !strcmp(m, dims[i]);
+        if (takes_dim) {
+            if (argc_is(s, n, m, 1, 1) < 0) return none;
+            int64_t d = 0;
+            if (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim) {
+                err_at(s, n->kids[0], "%s() takes a constant dimension between 0 and %d (the kernel was "
+                       "launched over a %d-D NdRange)", m, obj.ndim - 1, obj.ndim);
+                return none;
+            }
+            n->v.i = d;
+            return jit_weak_int();
+        }
+        if (obj.kind == JT_NDITEM && !strcmp(m, "get_group")) {
+            if (argc_is(s, n, m, 0, 0) < 0) return none;
+            return (jit_type){JT_GROUP, 0, obj.ndim, 0, 0};
+        }
+        if ((obj.kind == JT_NDITEM && (!strcmp(m, "get_global_linear_id") || !strcmp(m, "get_local_linear_id"))) ||
+            (obj.kind == JT_GROUP && !strcmp(m, "get_group_linear_id"))) {
+            if (argc_is(s, n, m, 0, 0) < 0) return none;
+            return jit_weak_int();
+        }
+        err_at(s, fn, obj.kind == JT_NDITEM
+               ? "the NdItem has no method '%s'\nIt offers get_global_id(d), get_local_id(d), get_global_range(d), "
+                 "get_local_range(d), get_group(), get_global_linear_id() and get_local_linear_id()."
+               : "the Group has no method '%s'\nIt offers get_group_id(d), get_group_range(d), get_local_range(d) "
+                 "and get_group_linear_id().", m);
+        return none;
+    }
+    /* AtomicRef */
+    static const char *const rmw[] = {"fetch_add", "fetch_sub", "fetch_min", "fetch_max", "fetch_and",
+                                      "fetch_or", "fetch_xor", "exchange", NULL};
+    int nargs = -1;
+    for (int i = 0; rmw[i]; i++)
+        if (!strcmp(m, rmw[i])) nargs = 1;
+    if (!strcmp(m, "load")) nargs = 0;
+    else if (!strcmp(m, "store")) nargs = 1;
+    else if (!strcmp(m, "compare_exchange")) nargs = 2;
+    if (nargs < 0) {
+        err_at(s, fn, "an AtomicRef has no method '%s'\nIt offers fetch_add, fetch_sub, fetch_min, fetch_max, "
+               "fetch_and, fetch_or, fetch_xor, exchange, load, store and compare_exchange.", m);
+        return none;
+    }
+    if (argc_is(s, n, m, nargs, nargs) < 0) return none;
+    for (int i = 0; i < nargs; i++)
+        if (!known(need_number(s, n->kids[i], m))) return unknown;
+    bool bitwise = !strcmp(m, "fetch_and") || !strcmp(m, "fetch_or") || !strcmp(m, "fetch_xor");
+    if (bitwise && jit_dtype_is_float(obj.dtype)) {
+        err_at(s, fn, "%s needs an integer array, not %s", m, jit_dtype_name(obj.dtype));
+        return none;
+    }
+    return !strcmp(m, "store") ? none : jit_scalar((jit_dtype)obj.dtype);
+}
+
 static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee);
 
 static jit_type call(infer *s, jit_node *n) {
     jit_node *fn = n->a;
-    jit_type none = {JT_NONE, 0, 0, 0};
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
     if (fn->kind == N_REF) {
         switch (fn->v.ref.kind) {
-        case REF_BUILTIN: return call_builtin(s, n, fn->v.ref.id);
+        case REF_BUILTIN:
+            if (fn->v.ref.id >= B_FIRST_OFFLOAD) return call_offload(s, n, fn->v.ref.id);
+            return call_builtin(s, n, fn->v.ref.id);
         case REF_DTYPE: {
             if (argc_is(s, n, jit_dtype_name(fn->v.ref.id), 0, 1) < 0) return none;
             if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id)))) return unknown;
@@ -333,9 +499,14 @@ static jit_type call(infer *s, jit_node *n) {
                 n->v.i = d;
                 return jit_weak_int();
             }
-            err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
+            if (!strncmp(m, "get_group", 9) || !strncmp(m, "get_local", 9) || !strncmp(m, "get_global", 10))
+                err_at(s, fn, "the item of a Range launch has no method '%s': work-groups come with an NdRange\n"
+                       "Launch over ol.NdRange(global, local) to get an NdItem.", m);
+            else
+                err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
             return none;
         }
+        if (obj.kind == JT_NDITEM || obj.kind == JT_GROUP || obj.kind == JT_ATOMIC) return call_method(s, n, obj);
         err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), m);
         return none;
     }
@@ -349,7 +520,7 @@ static int walk(infer *s, jit_node **body, int n);
 static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err, int depth);
 
 static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee) {
-    jit_type none = {JT_NONE, 0, 0, 0};
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
     if (n->nkids != callee->nparams) {
         err_at(s, n, "%s() takes %d argument%s, got %d", callee->name, callee->nparams,
                callee->nparams == 1 ? "" : "s", n->nkids);
@@ -360,7 +531,7 @@ static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee) {
     for (int i = 0; i < n->nkids; i++) {
         args[i] = expr(s, n->kids[i]);
         if (!known(args[i])) return unknown;
-        if (args[i].kind == JT_ITEM || args[i].kind == JT_NONE || args[i].kind == JT_TUPLE) {
+        if (args[i].kind == JT_ITEM || args[i].kind == JT_NONE || args[i].kind == JT_TUPLE) { /* an NdItem, Group or AtomicRef may go */
             err_at(s, n->kids[i], "%s cannot be passed to a device function", TS(args[i]));
             return none;
         }
@@ -402,7 +573,7 @@ static int stmt(infer *s, jit_node *n) {
                     for (int k = 0; k < t->nkids; k++)
                         if (assign_target(s, t->kids[k], expr(s, n->a->kids[k]), n->a->kids[k]) < 0 && s->report)
                             return -1;
-                    n->a->type = (jit_type){JT_TUPLE, 0, (unsigned char)t->nkids, 0};
+                    n->a->type = (jit_type){JT_TUPLE, 0, (unsigned char)t->nkids, 0, 0};
                 } else {
                     jit_type v = expr(s, n->a);
                     if (!known(v)) continue;
@@ -500,7 +671,7 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
         if (s.ret_seen && s.bare_return)
             rc = jit_error_at(err, f, f->vars[0].line, 1, "'%s' returns a value on some paths and nothing on others",
                               f->name);
-        *ret = s.ret_seen ? s.ret : (jit_type){JT_NONE, 0, 0, 0};
+        *ret = s.ret_seen ? s.ret : (jit_type){JT_NONE, 0, 0, 0, 0};
     }
     free(lines);
     return rc;

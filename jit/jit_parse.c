@@ -108,6 +108,7 @@ const char *const jit_builtin_names[B_NBUILTINS] = {
     "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
     "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
     "pow", "fmod", "erf", "erfc", "gamma", "lgamma", "ldexp", "hypot",
+    "group_barrier", "local_array", "private_array", "AtomicRef",
 };
 static PyObject *builtin_objs[B_NBUILTINS];
 
@@ -118,12 +119,16 @@ static int init_known(void) {
         !(mod_builtins = PyImport_ImportModule("builtins")) ||
         !(numpy_generic = PyObject_GetAttrString(mod_numpy, "generic")))
         return -1;
-    for (int b = 0; b < B_NBUILTINS; b++) {
-        PyObject *from = b < B_FIRST_MATH ? mod_builtins : mod_math;
+    PyObject *mod_offload = PyImport_ImportModule("offload");
+    if (!mod_offload) return -1;
+    int rc = 0;
+    for (int b = 0; b < B_NBUILTINS && rc == 0; b++) {
+        PyObject *from = b < B_FIRST_MATH ? mod_builtins : b < B_FIRST_OFFLOAD ? mod_math : mod_offload;
         if (b == B_EXP2 && !PyObject_HasAttrString(mod_math, "exp2")) continue; /* Python < 3.11 */
-        if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) return -1;
+        if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) rc = -1;
     }
-    return 0;
+    Py_DECREF(mod_offload);
+    return rc;
 }
 
 /* A numpy.dtype (borrowed) as a jit_dtype, -1 for one kernels do not take. */

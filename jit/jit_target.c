@@ -72,26 +72,68 @@ static LLVMValueRef call(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMType
     return c;
 }
 
+static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw);
+
 LLVMValueRef jit_target_global_id(jit_tgt *t, int hw) {
     LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
     if (!t->ptx) {
         LLVMValueRef d = LLVMConstInt(i32, (unsigned long long)hw, 0);
         return call(t, "_Z13get_global_idj", i64, &i32, &d, 1);
     }
-    static const char xyz[] = "xyz";
-    char name[64];
     LLVMValueRef v[3];
     static const char *const regs[3] = {"ctaid", "ntid", "tid"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", regs[i], xyz[hw]);
-        LLVMTypeRef fty;
-        LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
-        fty = LLVMFunctionType(i32, NULL, 0, 0);
-        if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
-        v[i] = LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), i64, "");
-    }
+    for (int i = 0; i < 3; i++) v[i] = sreg(t, regs[i], hw);
     /* in 64 bits: a grid of 2^31 blocks of 1024 overflows 32 */
     return LLVMBuildAdd(t->b, LLVMBuildMul(t->b, v[0], v[1], ""), v[2], "gid");
+}
+
+static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, "xyz"[hw]);
+    LLVMTypeRef fty = LLVMFunctionType(i32, NULL, 0, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
+    if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
+    return LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), LLVMInt64TypeInContext(t->ctx), "");
+}
+
+LLVMValueRef jit_target_wg(jit_tgt *t, jit_wg_query q, int hw) {
+    if (t->ptx) {
+        static const char *const regs[] = {"tid", "ntid", "ctaid", "nctaid"};
+        return sreg(t, regs[q], hw);
+    }
+    static const char *const fns[] = {"_Z12get_local_idj", "_Z14get_local_sizej", "_Z12get_group_idj",
+                                      "_Z14get_num_groupsj"};
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
+    LLVMValueRef d = LLVMConstInt(i32, (unsigned long long)hw, 0);
+    return call(t, fns[q], i64, &i32, &d, 1);
+}
+
+void jit_target_barrier(jit_tgt *t) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), voidt = LLVMVoidTypeInContext(t->ctx);
+    const char *name = t->ptx ? "llvm.nvvm.barrier0" : "_Z7barrierj";
+    LLVMTypeRef fty = LLVMFunctionType(voidt, &i32, t->ptx ? 0 : 1, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(t->mod, name, fty);
+        jit_target_mark_function(t, fn);
+        /* convergent: every work-item of the group must reach this very call, so
+         * LLVM may neither duplicate it into branches nor sink it into one */
+        static const char *const attrs[] = {"convergent", "nounwind"};
+        for (int i = 0; i < 2; i++) {
+            unsigned k = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+        }
+    }
+    /* OpenCL: CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE; bar.sync orders both by itself */
+    LLVMValueRef flags = LLVMConstInt(i32, 3, 0);
+    LLVMValueRef c = LLVMBuildCall2(t->b, fty, fn, &flags, t->ptx ? 0 : 1, "");
+    jit_target_mark_call(t, c);
+}
+
+unsigned jit_target_space(jit_tgt *t, jit_space s) {
+    (void)t; /* the same numbers on SPIR and NVPTX: private is generic 0 on NVPTX */
+    return s == JIT_GLOBAL ? 1 : s == JIT_LOCAL ? 3 : 0;
 }
 
 LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs) {

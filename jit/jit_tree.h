@@ -63,9 +63,12 @@ typedef enum {
     B_ASINH, B_ACOSH, B_ATANH, B_ISNAN, B_ISINF, B_CEIL, B_FLOOR, B_TRUNC, B_FABS,
     B_SQRT, B_EXP, B_EXPM1, B_EXP2, B_LOG, B_LOG10, B_LOG1P, B_LOG2, B_COPYSIGN,
     B_POW, B_FMOD, B_ERF, B_ERFC, B_GAMMA, B_LGAMMA, B_LDEXP, B_HYPOT,
+    /* offload.* for nd-range kernels */
+    B_GROUP_BARRIER, B_LOCAL_ARRAY, B_PRIVATE_ARRAY, B_ATOMIC_REF,
     B_NBUILTINS
 } jit_builtin;
 #define B_FIRST_MATH B_SIN
+#define B_FIRST_OFFLOAD B_GROUP_BARRIER
 
 typedef struct jit_func jit_func;
 typedef struct jit_node jit_node;

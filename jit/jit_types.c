@@ -13,15 +13,15 @@ static const struct {
     [JIT_F32] = {"float32", 32}, [JIT_F64] = {"float64", 64},
 };
 
-jit_type jit_scalar(jit_dtype d) { return (jit_type){JT_SCALAR, (unsigned char)d, 0, 0}; }
-jit_type jit_weak_int(void) { return (jit_type){JT_WEAK_INT, JIT_I64, 0, 0}; }
-jit_type jit_weak_float(void) { return (jit_type){JT_WEAK_FLOAT, JIT_F64, 0, 0}; }
+jit_type jit_scalar(jit_dtype d) { return (jit_type){JT_SCALAR, (unsigned char)d, 0, 0, 0}; }
+jit_type jit_weak_int(void) { return (jit_type){JT_WEAK_INT, JIT_I64, 0, 0, 0}; }
+jit_type jit_weak_float(void) { return (jit_type){JT_WEAK_FLOAT, JIT_F64, 0, 0, 0}; }
 jit_type jit_array(jit_dtype d, int ndim, jit_layout layout) {
-    return (jit_type){JT_ARRAY, (unsigned char)d, (unsigned char)ndim, (unsigned char)layout};
+    return (jit_type){JT_ARRAY, (unsigned char)d, (unsigned char)ndim, (unsigned char)layout, JIT_GLOBAL};
 }
 
 bool jit_type_eq(jit_type a, jit_type b) {
-    return a.kind == b.kind && a.dtype == b.dtype && a.ndim == b.ndim && a.layout == b.layout;
+    return a.kind == b.kind && a.dtype == b.dtype && a.ndim == b.ndim && a.layout == b.layout && a.space == b.space;
 }
 
 bool jit_dtype_is_int(jit_dtype d) { return d >= JIT_I8 && d <= JIT_U64; }
@@ -101,16 +101,21 @@ jit_type jit_float_of(jit_type t) {
     return jit_scalar(JIT_F64);
 }
 
+static const char *const space_word[] = {"", "local ", "private "};
+
 const char *jit_type_str(jit_type t, char *buf, size_t len) {
     switch ((jit_kind)t.kind) {
     case JT_SCALAR: snprintf(buf, len, "%s", jit_dtype_name(t.dtype)); break;
     case JT_WEAK_INT: snprintf(buf, len, "int"); break;
     case JT_WEAK_FLOAT: snprintf(buf, len, "float"); break;
     case JT_ARRAY:
-        snprintf(buf, len, "array(%s, %dd, %s)", jit_dtype_name(t.dtype), t.ndim,
+        snprintf(buf, len, "%sarray(%s, %dd, %s)", space_word[t.space], jit_dtype_name(t.dtype), t.ndim,
                  t.layout == JIT_LAYOUT_C ? "C" : "A");
         break;
     case JT_ITEM: snprintf(buf, len, "Item(%dd)", t.ndim); break;
+    case JT_NDITEM: snprintf(buf, len, "NdItem(%dd)", t.ndim); break;
+    case JT_GROUP: snprintf(buf, len, "Group(%dd)", t.ndim); break;
+    case JT_ATOMIC: snprintf(buf, len, "%sAtomicRef(%s)", space_word[t.space], jit_dtype_name(t.dtype)); break;
     case JT_TUPLE: snprintf(buf, len, "tuple of %d ints", t.ndim); break;
     case JT_NONE: snprintf(buf, len, "None"); break;
     default: snprintf(buf, len, "unknown"); break;

@@ -22,18 +22,26 @@ typedef enum {
     JT_WEAK_INT,    /* a Python int: int64 underneath */
     JT_WEAK_FLOAT,  /* a Python float: float64 underneath */
     JT_ARRAY,       /* dtype, ndim, layout */
-    JT_ITEM,        /* the kernel's first parameter; ndim = the range's */
+    JT_ITEM,        /* a Range kernel's first parameter; ndim = the range's */
+    JT_NDITEM,      /* an NdRange kernel's first parameter; ndim = the range's */
+    JT_GROUP,       /* nd_item.get_group(); ndim */
+    JT_ATOMIC,      /* ol.AtomicRef(array, index): dtype, space */
     JT_TUPLE,       /* of ints: a.shape (ndim entries, weak ints) */
     JT_NONE,        /* the value of a call that returns nothing */
 } jit_kind;
 
 typedef enum { JIT_LAYOUT_ANY = 0, JIT_LAYOUT_C = 1 } jit_layout;
 
+/* Where an array's elements live: arguments are global; ol.local_array is
+ * shared by a work-group; ol.private_array belongs to one work-item. */
+typedef enum { JIT_GLOBAL = 0, JIT_LOCAL = 1, JIT_PRIVATE = 2 } jit_space;
+
 typedef struct {
     unsigned char kind;   /* jit_kind */
     unsigned char dtype;  /* JT_SCALAR, JT_ARRAY */
     unsigned char ndim;   /* JT_ARRAY, JT_ITEM, JT_TUPLE */
     unsigned char layout; /* JT_ARRAY */
+    unsigned char space;  /* JT_ARRAY, JT_ATOMIC: jit_space */
 } jit_type;
 
 jit_type jit_scalar(jit_dtype d);

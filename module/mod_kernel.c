@@ -17,6 +17,7 @@ PyObject *mod_CompileError;
 typedef struct {
     ofl_device *dev;
     int range_ndim, nargs;
+    bool nd;             /* compiled for an NdRange launch */
     jit_type types[MAX_ARGS];
     ofl_program *prog;   /* owned */
     jit_blob code;       /* kept to rebuild after a CUDA context reset */
@@ -173,6 +174,7 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
     t->form = kind == OFL_BIN_SPIRV ? JIT_SPIRV : kind == OFL_BIN_SPIR12 ? JIT_SPIR12 : JIT_PTX;
     t->sm = info->cuda_cc_major * 10 + info->cuda_cc_minor;
     t->fp64 = info->has_fp64;
+    t->atomic64 = info->has_atomic64;
     snprintf(ident, len, "%s|%s|%s", info->name, info->driver_version, info->version);
     t->device = ident;
     if (kind == OFL_BIN_NONE) {
@@ -205,11 +207,11 @@ static int build_program(spec *s) {
     return 0;
 }
 
-static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, const jit_type *types, int nargs) {
+static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, const jit_type *types, int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
         int i = (k->last + probe) % k->nspecs;
         spec *s = &k->specs[i];
-        if (s->dev == dev && s->range_ndim == range_ndim && s->nargs == nargs &&
+        if (s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->nargs == nargs &&
             !memcmp(s->types, types, sizeof *types * (size_t)nargs)) {
             k->last = i;
             k->memory_hits++;
@@ -232,7 +234,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, const ji
     if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
     jit_artifact art;
     jit_error err;
-    if (jit_compile(k->jf, types, nargs, range_ndim, &t, 0, &art, &err) < 0) {
+    if (jit_compile(k->jf, types, nargs, range_ndim, &t, nd ? JIT_NDRANGE : 0, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
     }
@@ -247,6 +249,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, const ji
     memset(s, 0, sizeof *s);
     s->dev = dev;
     s->range_ndim = range_ndim;
+    s->nd = nd;
     s->nargs = nargs;
     memcpy(s->types, types, sizeof *types * (size_t)nargs);
     s->code = art.code;
@@ -254,7 +257,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, const ji
     snprintf(s->entry, sizeof s->entry, "%s", art.entry);
     s->disk_hit = art.disk_hit;
     jit_artifact_free(&art);
-    jit_signature_str(types, nargs, range_ndim, s->signature, sizeof s->signature);
+    jit_signature_str(types, nargs, range_ndim, nd, s->signature, sizeof s->signature);
     if (build_program(s) < 0) {
         jit_blob_free(&s->code);
         return NULL;
@@ -277,9 +280,34 @@ typedef union {
     int8_t i8;
 } slot;
 
+/* An NdRange's work-group against what the device and this kernel allow,
+ * said in the user's dimensions (the runtime would say the hardware's). */
+static int check_group(const spec *s, const mod_shape *r, const char *kernel) {
+    const ofl_device_info *in = ofl_device_get_info(s->dev);
+    size_t most = ofl_program_max_work_group_size(s->prog), items = 1;
+    for (int d = 0; d < r->ndim; d++) {
+        size_t limit = in->max_work_item_sizes[r->ndim - 1 - d];
+        if (limit && (size_t)r->local[d] > limit) {
+            PyErr_Format(PyExc_ValueError, "the local size %zd in dimension %d is more than %s (%s) allows "
+                         "there: at most %zu", r->local[d], d, in->filter, in->name, limit);
+            return -1;
+        }
+        items *= (size_t)r->local[d];
+    }
+    if (most && items > most) {
+        PyObject *shape = mod_shape_repr(r);
+        PyErr_Format(PyExc_ValueError, "%S has work-groups of %zu work-items, and kernel '%s' on %s (%s) "
+                     "takes at most %zu per work-group", shape, items, kernel, in->filter,
+                     in->name, most);
+        Py_XDECREF(shape);
+        return -1;
+    }
+    return 0;
+}
+
 /* Launches k over range with args; NumPy arrays go to the device and back.
  * ev_out non-NULL: an asynchronous launch with an event. */
-static PyObject *launch(mod_kernel *k, const mod_range *range, PyObject *const *args, Py_ssize_t nargs,
+static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                         bool want_event) {
     if (init_types() < 0) return NULL;
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
@@ -300,7 +328,7 @@ static PyObject *launch(mod_kernel *k, const mod_range *range, PyObject *const *
             ncopied++;
         }
     }
-    spec *s = specialise(k, dev, range->ndim, types, (int)nargs);
+    spec *s = specialise(k, dev, range->ndim, range->nd, types, (int)nargs);
     if (!s) goto out;
 
     ofl_arg largs[MAX_ARGS * 8 + 3];
@@ -358,16 +386,19 @@ static PyObject *launch(mod_kernel *k, const mod_range *range, PyObject *const *
         }
         largs[na++] = (ofl_arg){.value = v, .size = size};
     }
-    size_t global[3];
+    size_t global[3], local[3];
     for (int d = 0; d < range->ndim; d++) {
         ints[ni] = range->size[d];
         largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
         /* the last dimension is the fastest; an empty range still launches one guarded work item */
         global[range->ndim - 1 - d] = range->size[d] ? (size_t)range->size[d] : 1;
+        local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
+    if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
     ofl_event *ev = NULL;
     ofl_error err;
-    if (ofl_launch(s->prog, (unsigned)range->ndim, global, NULL, largs, na, want_event ? &ev : NULL, &err) != 0) {
+    if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, largs, na,
+                   want_event ? &ev : NULL, &err) != 0) {
         mod_raise(&err);
         goto out;
     }
@@ -395,30 +426,6 @@ out:
     return result;
 }
 
-static void copy_range(mod_range *dst, const mod_range *src) {
-    dst->ndim = src->ndim;
-    memcpy(dst->size, src->size, sizeof dst->size);
-}
-
-static int as_range(PyObject *o, mod_range *out) {
-    if (PyObject_TypeCheck(o, &mod_RangeType)) {
-        copy_range(out, (mod_range *)o);
-        return 0;
-    }
-    PyObject *r = PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
-                                   : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
-    if (!r) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "a launch needs an offload.Range, not %s", Py_TYPE(o)->tp_name);
-        }
-        return -1;
-    }
-    copy_range(out, (mod_range *)r);
-    Py_DECREF(r);
-    return 0;
-}
-
 /* ---- Kernel ---- */
 
 /* k[Range] -- a Kernel and a Range waiting for arguments; called through
@@ -426,7 +433,7 @@ static int as_range(PyObject *o, mod_range *out) {
 typedef struct {
     PyObject_HEAD vectorcallfunc vcall;
     mod_kernel *k; /* owned */
-    mod_range range;
+    mod_shape range;
 } mod_launcher;
 
 static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -447,7 +454,7 @@ static void launcher_dealloc(mod_launcher *l) {
 }
 
 static PyObject *launcher_repr(mod_launcher *l) {
-    PyObject *r = PyObject_Repr((PyObject *)&l->range);
+    PyObject *r = mod_shape_repr(&l->range);
     PyObject *s = r ? PyUnicode_FromFormat("<launch of %R over %U>", l->k->pyfunc, r) : NULL;
     Py_XDECREF(r);
     return s;
@@ -470,7 +477,7 @@ static PyObject *kernel_getitem(mod_kernel *k, PyObject *key) {
     if (!l) return NULL;
     l->vcall = launcher_vcall;
     l->k = (mod_kernel *)Py_NewRef(k);
-    if (as_range(key, &l->range) < 0) {
+    if (mod_shape_of(key, &l->range) < 0) {
         Py_DECREF(l);
         return NULL;
     }
@@ -529,15 +536,15 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "too many arguments");
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
     PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
-    mod_range r = {.ndim = 1, .size = {1}};
-    if (range_o && range_o != Py_None && as_range(range_o, &r) < 0) return NULL;
+    mod_shape r = {.ndim = 1, .size = {1}};
+    if (range_o && range_o != Py_None && mod_shape_of(range_o, &r) < 0) return NULL;
     jit_type types[MAX_ARGS];
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (arg_type(PyTuple_GET_ITEM(args, i), (int)i, &types[i]) < 0) return NULL;
     if (nargs + 1 != jit_func_nparams(k->jf))
         return PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %zd", jit_func_name(k->jf),
                             jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", nargs);
-    jit_target t = {.fp64 = true, .device = ""};
+    jit_target t = {.fp64 = true, .atomic64 = true, .device = ""};
     char ident[700];
     if (what == JIT_PTX) {
         t.form = JIT_PTX;
@@ -552,7 +559,8 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     }
     jit_artifact art;
     jit_error err;
-    unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0);
+    unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0) |
+                     (r.nd ? JIT_NDRANGE : 0);
     if (jit_compile(k->jf, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
@@ -684,14 +692,21 @@ static PyObject *call_kernel_(PyObject *const *args, Py_ssize_t n, bool async) {
     if (n < 2 || !PyObject_TypeCheck(args[0], &KernelType))
         return PyErr_Format(PyExc_TypeError, "call_kernel%s(kernel, range, *args) takes an @offload.kernel "
                             "and an offload.Range", async ? "_async" : "");
-    mod_range r;
-    if (as_range(args[1], &r) < 0) return NULL;
+    mod_shape r;
+    if (mod_shape_of(args[1], &r) < 0) return NULL;
     return launch((mod_kernel *)args[0], &r, args + 2, n - 2, async);
 }
 
 static PyObject *call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n) { return call_kernel_(args, n, false); }
 static PyObject *call_kernel_async(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return call_kernel_(args, n, true);
+}
+
+/* The kernel language's own calls: the JIT compiles them; on the host they
+ * only say so. */
+static PyObject *kernel_only(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    return PyErr_Format(PyExc_TypeError, "offload.%s works only inside an @offload.kernel launched over an "
+                        "offload.NdRange", PyUnicode_AsUTF8(self));
 }
 
 static PyMethodDef functions[] = {
@@ -706,6 +721,23 @@ static PyMethodDef functions[] = {
     {0},
 };
 
+static PyMethodDef kernel_only_functions[] = {
+    {"group_barrier", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
+     "group_barrier(group)\n\nIn a kernel: wait until every work-item of the work-group (item.get_group()) "
+     "is here; their writes to local and global memory before it are then seen by all."},
+    {"local_array", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
+     "local_array(shape, dtype)\n\nIn a kernel launched over an NdRange: an array shared by the work-group; "
+     "shape is a constant int or tuple of 1-3 of them."},
+    {"private_array", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
+     "private_array(shape, dtype)\n\nIn a kernel: an array of one work-item's own; shape is a constant."},
+    {"AtomicRef", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
+     "AtomicRef(array, index)\n\nIn a kernel: the element array[index] (index a tuple for 2-D and 3-D "
+     "arrays) for atomic fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, "
+     "exchange (each returns the old value), load, store and compare_exchange(expected, desired) (returns "
+     "the value found; stored desired iff it equals expected). int32, uint32, int64, uint64, float32, "
+     "float64 arrays, global or local."},
+};
+
 int mod_kernel_add_functions(PyObject *module) {
     if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 || PyType_Ready(&LaunchType) < 0)
         return -1;
@@ -718,5 +750,16 @@ int mod_kernel_add_functions(PyObject *module) {
         PyModule_AddObjectRef(module, "Kernel", (PyObject *)&KernelType) < 0 ||
         PyModule_AddObjectRef(module, "DeviceFunction", (PyObject *)&DevFuncType) < 0)
         return -1;
+    for (size_t i = 0; i < sizeof kernel_only_functions / sizeof *kernel_only_functions; i++) {
+        PyMethodDef *m = &kernel_only_functions[i];
+        PyObject *name = PyUnicode_FromString(m->ml_name), *modname = PyModule_GetNameObject(module);
+        PyObject *fn = name && modname ? PyCFunction_NewEx(m, name, modname) : NULL;
+        Py_XDECREF(name); /* the function holds both: name is its self, for the message */
+        Py_XDECREF(modname);
+        if (!fn || PyModule_AddObject(module, m->ml_name, fn) < 0) {
+            Py_XDECREF(fn);
+            return -1;
+        }
+    }
     return PyModule_AddFunctions(module, functions);
 }

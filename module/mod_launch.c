@@ -1,5 +1,5 @@
-/* mod_launch: offload.Range and offload.Event -- the shapes of launches and
- * what an asynchronous launch hands back. */
+/* mod_launch: offload.Range, offload.NdRange and offload.Event -- the shapes
+ * of launches and what an asynchronous launch hands back. */
 #include "mod_module.h"
 #include "mod_kernel.h"
 
@@ -75,6 +75,144 @@ PyTypeObject mod_RangeType = {
     .tp_richcompare = (richcmpfunc)range_richcompare,
     .tp_getset = range_getset,
 };
+
+/* ---- NdRange ---- */
+
+typedef struct {
+    PyObject_HEAD mod_shape s; /* nd */
+} mod_ndrange;
+
+/* sizes from an int, a tuple of ints or a Range, into v; the count, or -1 */
+static int sizes_of(PyObject *o, const char *what, Py_ssize_t v[3]) {
+    PyObject *r = PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
+                  : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
+                                     : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    if (!r) {
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_Format(PyExc_ValueError, "NdRange's %s size: %S", what, val ? val : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(val);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    mod_range *rr = (mod_range *)r;
+    int nd = rr->ndim;
+    memcpy(v, rr->size, sizeof rr->size);
+    Py_DECREF(r);
+    return nd;
+}
+
+static PyObject *ndrange_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"global_range", "local_range", NULL};
+    PyObject *g, *l;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:NdRange", kwlist, &g, &l)) return NULL;
+    mod_shape s = {.nd = true};
+    int gn = sizes_of(g, "global", s.size), ln = gn < 0 ? -1 : sizes_of(l, "local", s.local);
+    if (gn < 0 || ln < 0) return NULL;
+    if (gn != ln)
+        return PyErr_Format(PyExc_ValueError, "an NdRange's global and local sizes have the same number of "
+                            "dimensions: %d and %d here", gn, ln);
+    s.ndim = gn;
+    for (int d = 0; d < s.ndim; d++) {
+        if (s.local[d] == 0)
+            return PyErr_Format(PyExc_ValueError, "the local size is 0 in dimension %d: a work-group has at "
+                                "least one work-item in every dimension", d);
+        if (s.size[d] % s.local[d])
+            return PyErr_Format(PyExc_ValueError, "the global size %zd is not a multiple of the local size %zd "
+                                "in dimension %d\nRound the global size up to %zd and guard the tail in the "
+                                "kernel, or use a Range, which needs no work-groups.", s.size[d], s.local[d], d,
+                                (s.size[d] / s.local[d] + 1) * s.local[d]);
+    }
+    mod_ndrange *r = (mod_ndrange *)type->tp_alloc(type, 0);
+    if (r) r->s = s;
+    return (PyObject *)r;
+}
+
+static PyObject *sizes_tuple(int nd, const Py_ssize_t *v) {
+    PyObject *t = PyTuple_New(nd);
+    for (int d = 0; t && d < nd; d++) {
+        PyObject *x = PyLong_FromSsize_t(v[d]);
+        if (!x) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, d, x);
+    }
+    return t;
+}
+
+PyObject *mod_shape_repr(const mod_shape *s) {
+    PyObject *g = sizes_tuple(s->ndim, s->size), *l = s->nd ? sizes_tuple(s->ndim, s->local) : NULL;
+    PyObject *r = NULL;
+    if (g && s->nd && l) r = PyUnicode_FromFormat("NdRange(%R, %R)", g, l);
+    else if (g && !s->nd) r = PyUnicode_FromFormat("Range%R", g);
+    Py_XDECREF(g);
+    Py_XDECREF(l);
+    return r;
+}
+
+static PyObject *ndrange_repr(mod_ndrange *r) { return mod_shape_repr(&r->s); }
+
+static PyObject *ndrange_part(mod_ndrange *r, void *local) {
+    PyObject *t = sizes_tuple(r->s.ndim, local ? r->s.local : r->s.size);
+    PyObject *range = t ? PyObject_Call((PyObject *)&mod_RangeType, t, NULL) : NULL;
+    Py_XDECREF(t);
+    return range;
+}
+
+static PyObject *ndrange_ndim(mod_ndrange *r, void *c) { return PyLong_FromLong(r->s.ndim); }
+
+static PyObject *ndrange_richcompare(mod_ndrange *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &mod_NdRangeType)) Py_RETURN_NOTIMPLEMENTED;
+    const mod_shape *x = &a->s, *y = &((mod_ndrange *)b)->s;
+    size_t n = sizeof(Py_ssize_t) * (size_t)x->ndim;
+    bool eq = x->ndim == y->ndim && !memcmp(x->size, y->size, n) && !memcmp(x->local, y->local, n);
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyGetSetDef ndrange_getset[] = {
+    {"global_range", (getter)ndrange_part, NULL, "the work-items of the launch, a Range", NULL},
+    {"local_range", (getter)ndrange_part, NULL, "the work-items of one work-group, a Range", (void *)1},
+    {"ndim", (getter)ndrange_ndim, NULL, "number of dimensions", NULL},
+    {0},
+};
+
+PyTypeObject mod_NdRangeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.NdRange",
+    .tp_basicsize = sizeof(mod_ndrange),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "NdRange(global, local): work-items in work-groups of `local` (each an int, a tuple or a "
+              "Range, 1 to 3 dimensions, the last the fastest). The kernel's item is an NdItem; "
+              "global must be a multiple of local in every dimension.",
+    .tp_new = ndrange_new,
+    .tp_repr = (reprfunc)ndrange_repr,
+    .tp_richcompare = (richcmpfunc)ndrange_richcompare,
+    .tp_getset = ndrange_getset,
+};
+
+int mod_shape_of(PyObject *o, mod_shape *out) {
+    if (PyObject_TypeCheck(o, &mod_NdRangeType)) {
+        *out = ((mod_ndrange *)o)->s;
+        return 0;
+    }
+    PyObject *r = PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
+                  : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
+                                     : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    if (!r) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "a launch needs an offload.Range or offload.NdRange, not %s",
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    mod_range *rr = (mod_range *)r;
+    *out = (mod_shape){.ndim = rr->ndim};
+    memcpy(out->size, rr->size, sizeof rr->size);
+    Py_DECREF(r);
+    return 0;
+}
 
 /* ---- Event ---- */
 
@@ -157,8 +295,10 @@ PyObject *mod_event_new(ofl_event *ev, const char *kernel_name) {
 }
 
 int mod_launch_add_functions(PyObject *module) {
-    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&EventType) < 0) return -1;
+    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&mod_NdRangeType) < 0 || PyType_Ready(&EventType) < 0)
+        return -1;
     return PyModule_AddObjectRef(module, "Range", (PyObject *)&mod_RangeType) < 0 ||
+                   PyModule_AddObjectRef(module, "NdRange", (PyObject *)&mod_NdRangeType) < 0 ||
                    PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0
                ? -1 : 0;
 }
