@@ -1042,32 +1042,32 @@ static int stmt(cg *c, jit_node *n) {
         LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
         LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
         LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
-        /* a counter of our own: assigning the loop variable in the body does not change the iteration */
-        LLVMValueRef ctr = entry_alloca(c, t, "range.i");
-        LLVMBuildStore(b, start, ctr);
+        /* Python's trip count, computed once: a loop of a known count (a counter
+         * from 0) is one LLVM unrolls and vectorises whatever the step's sign, and
+         * it cannot overflow past stop. Assigning the loop variable in the body
+         * does not change the iteration. */
+        LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+        LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, zero, "");
+        LLVMValueRef neg = sg ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "") : LLVMConstInt(c->m->i1, 0, 0);
+        LLVMValueRef mag = sg ? LLVMBuildSelect(b, neg, LLVMBuildNeg(b, step, ""), step, "") : step;
+        mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, zero, ""), one, mag, "");
+        LLVMValueRef lo = LLVMBuildSelect(b, neg, stop, start, ""), hi = LLVMBuildSelect(b, neg, start, stop, "");
+        LLVMValueRef runs = LLVMBuildAnd(b, LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, lo, hi, ""),
+                                         LLVMBuildOr(b, pos, neg, ""), ""); /* range(..., 0) runs nothing */
+        LLVMValueRef count = LLVMBuildAdd(b, LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildSub(b, hi, lo, ""), one, ""),
+                                                           mag, ""), one, "");
+        count = LLVMBuildSelect(b, runs, count, zero, "trips");
+        LLVMValueRef ctr = entry_alloca(c, t, "range.k");
+        LLVMBuildStore(b, zero, ctr);
         LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"), inc = block(c, "for.inc"),
                           done = block(c, "for.end");
         LLVMBuildBr(b, cb);
         LLVMPositionBuilderAtEnd(b, cb);
-        LLVMValueRef i = LLVMBuildLoad2(b, t, ctr, "");
-        LLVMValueRef up = LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, i, stop, "");
-        LLVMValueRef cond = up;
-        bool const_step = n->nkids < 3 || LLVMIsAConstantInt(step);
-        if (!const_step || (sg && LLVMConstIntGetSExtValue(step) < 0)) {
-            LLVMValueRef down = LLVMBuildICmp(b, LLVMIntSGT, i, stop, "");
-            if (const_step) cond = down;
-            else {
-                LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, LLVMConstInt(t, 0, 0), "");
-                LLVMValueRef neg = sg ? LLVMBuildICmp(b, LLVMIntSLT, step, LLVMConstInt(t, 0, 0), "")
-                                      : LLVMConstInt(c->m->i1, 0, 0);
-                cond = LLVMBuildOr(b, LLVMBuildAnd(b, pos, up, ""), LLVMBuildAnd(b, neg, down, ""), "");
-            }
-        } else if (const_step && LLVMConstIntGetZExtValue(step) == 0) {
-            cond = LLVMConstInt(c->m->i1, 0, 0); /* range(..., 0): Python raises; nothing runs */
-        }
+        LLVMValueRef k = LLVMBuildLoad2(b, t, ctr, "");
+        LLVMValueRef cond = LLVMBuildICmp(b, LLVMIntULT, k, count, "");
         LLVMBuildCondBr(b, cond, bb, done);
         LLVMPositionBuilderAtEnd(b, bb);
-        LLVMBuildStore(b, i, c->vars[n->a->v.var]);
+        LLVMBuildStore(b, LLVMBuildAdd(b, start, LLVMBuildMul(b, k, step, ""), ""), c->vars[n->a->v.var]);
         if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
         c->brk[c->nloops] = done;
         c->cont[c->nloops++] = inc;
@@ -1076,7 +1076,7 @@ static int stmt(cg *c, jit_node *n) {
         if (rc < 0) return -1;
         LLVMBuildBr(b, inc);
         LLVMPositionBuilderAtEnd(b, inc);
-        LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), step, ""), ctr);
+        LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
         LLVMBuildBr(b, cb);
         LLVMPositionBuilderAtEnd(b, done);
         return 0;

@@ -390,8 +390,9 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     for (int d = 0; d < range->ndim; d++) {
         ints[ni] = range->size[d];
         largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
-        /* the last dimension is the fastest; an empty range still launches one guarded work item */
-        global[range->ndim - 1 - d] = range->size[d] ? (size_t)range->size[d] : 1;
+        /* the last dimension is the fastest; an empty Range still launches one guarded work item
+         * (an empty NdRange, with no guard, launches nothing) */
+        global[range->ndim - 1 - d] = range->size[d] || range->nd ? (size_t)range->size[d] : 1;
         local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
     if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;

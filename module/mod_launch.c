@@ -82,11 +82,16 @@ typedef struct {
     PyObject_HEAD mod_shape s; /* nd */
 } mod_ndrange;
 
+/* A Range from a Range, an int or a tuple of ints (new reference). */
+static PyObject *range_from(PyObject *o) {
+    return PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
+           : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
+                              : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+}
+
 /* sizes from an int, a tuple of ints or a Range, into v; the count, or -1 */
 static int sizes_of(PyObject *o, const char *what, Py_ssize_t v[3]) {
-    PyObject *r = PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
-                  : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
-                                     : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    PyObject *r = range_from(o);
     if (!r) {
         PyObject *type, *val, *tb;
         PyErr_Fetch(&type, &val, &tb);
@@ -196,9 +201,7 @@ int mod_shape_of(PyObject *o, mod_shape *out) {
         *out = ((mod_ndrange *)o)->s;
         return 0;
     }
-    PyObject *r = PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
-                  : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
-                                     : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    PyObject *r = range_from(o);
     if (!r) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
