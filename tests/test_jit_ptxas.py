@@ -1,5 +1,7 @@
 """The PTX of every corpus kernel (tests/jit_corpus.py, with its argument types
-and Range) is accepted by NVIDIA's assembler, ptxas, for sm_80 and sm_90.
+and Range) and of every nd-range kernel of tests/test_jit_ndrange.py (local
+arrays, barriers, atomics of every dtype) is accepted by NVIDIA's assembler,
+ptxas, for sm_80 and sm_90.
 
 inspect_ptx needs no GPU, so this runs wherever ptxas is installed (the CUDA
 toolkit: `ptxas` on PATH or /usr/local/cuda/bin/ptxas); without it the module
@@ -39,6 +41,7 @@ if PTXAS is None:
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
 import jit_corpus as jc  # noqa: E402  (after the guards)
+import test_jit_ndrange as nd  # noqa: E402
 
 ARCHS = ["sm_80", "sm_90"]
 GROUP = 8  # corpus cases per test
@@ -86,6 +89,53 @@ def test_corpus_ptx_assembles(ol, tmp_path, group):
         runs = list(pool.map(lambda job: _ptxas(*job), [(f, a) for f in files for a in ARCHS]))
     failed = [f"{files[path]} ({arch}): ptxas exit {rc}\n{msg}" for path, arch, rc, msg in runs if rc != 0]
     assert not failed, "ptxas rejected the PTX of:\n" + "\n\n".join(failed)
+
+
+def _a(shape, dtype="float32"):
+    return np.zeros(shape, dtype)
+
+
+def _nd_cases():
+    """(name, kernel, args, NdRange) with the argument types the nd-range tests launch with."""
+    n, i32, i64 = 256, "int32", "int64"
+    cases = [
+        ("tiled_matmul", nd.tiled_matmul, [_a((64, 48)), _a((48, 80)), _a((64, 80))], ((64, 80), (nd.TILE, nd.TILE))),
+        ("group_sums", nd.group_sums, [_a(n), _a(n, i32), _a(4), _a(4, i32)], (n, nd.GROUP)),
+        ("histogram_2d", nd.histogram_2d, [_a(n, i32), _a(n, i32), _a((9, 7), i32).T], (n, 64)),
+        ("histogram_local", nd.histogram_local, [_a(n * nd.PER_ITEM, i32), _a(nd.NBINS, i32)], (n, 32)),
+        ("group_scan", nd.group_scan, [_a(n, i32), _a(n, i32)], (n, nd.SCAN)),
+        ("ids_2d", nd.ids_2d, [_a((12, 20, 24), i64)], ((12, 20), (4, 5))),
+        ("ids_3d", nd.ids_3d, [_a((6, 8, 10 * nd.NIDS3), i64)], ((6, 8, 10), (2, 4, 5))),
+        ("group_ids", nd.group_ids, [_a(n, i64)], (n, 64)),
+        ("sums_by_device_func", nd.sums_by_device_func, [_a(n), _a(4), _a(n)], (n, nd.GROUP)),
+    ]
+    for dt in nd.ATOMIC_DTYPES:
+        cases.append((f"histogram_global[{dt}]", nd.histogram_global, [_a(n, i32), _a(50, dt), _a(n, dt)], (n, 64)))
+    for dt in ("int32", "float32"):
+        cases.append((f"cas_max[{dt}]", nd.cas_max, [_a(n, dt), _a(1, dt)], (n, 64)))
+        cases.append((f"cas_each[{dt}]", nd.cas_each, [_a(n, dt)] * 4, (n, 64)))
+    for dt in ("float32", "float64"):
+        cases.append((f"float_atomics[{dt}]", nd.float_atomics, [_a(n, dt), _a(n, dt), _a(3, dt)], (n, 64)))
+    for dt in nd.INT_ATOMIC_DTYPES:
+        cases.append((f"int_atomics[{dt}]", nd.int_atomics, [_a((3, n), dt), _a(9, dt), _a((2, n), dt), _a(n, dt),
+                                                             _a(n, dt)], (n, 64)))
+    return cases
+
+
+def test_ndrange_ptx_assembles(ol, tmp_path):
+    files = {}
+    for name, kernel, args, (glob, loc) in _nd_cases():
+        ptx = kernel.inspect_ptx(*args, range=ol.NdRange(glob, loc), sm=80)
+        assert re.search(r"\.entry\b", ptx), f"{name}: no .entry\n{ptx[:1500]}"
+        path = tmp_path / (re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + ".ptx")
+        path.write_text(ptx)
+        files[str(path)] = name
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        runs = list(pool.map(lambda job: _ptxas(*job), [(f, a) for f in files for a in ARCHS]))
+    failed = [f"{files[path]} ({arch}): ptxas exit {rc}\n{msg}" for path, arch, rc, msg in runs if rc != 0]
+    assert not failed, "ptxas rejected the PTX of:\n" + "\n\n".join(failed)
+    shared = (tmp_path / "tiled_matmul.ptx").read_text()
+    assert ".shared" in shared and "bar.sync" in shared, "local tiles and barriers are missing"
 
 
 def test_every_case_is_in_a_group():
