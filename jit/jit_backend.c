@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
@@ -28,12 +27,6 @@ static pthread_once_t jit_targets_once = PTHREAD_ONCE_INIT;
 
 static void jit_init_targets(void)
 {
-    /* 32-bit pointers to shared (work-group) memory, as CUDA C's compiler
-     * makes them: its addresses fit, and 64-bit ones cost an extra register and
-     * instruction at every local-array access. jit_target.c's NVPTX data layout
-     * says the same (p3:32). */
-    static const char *const opts[] = {"offload", "-nvptx-short-ptr"};
-    LLVMParseCommandLineOptions(2, opts, NULL);
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();

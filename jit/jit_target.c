@@ -11,7 +11,7 @@
 void jit_target_setup(jit_tgt *t) {
     if (t->ptx) {
         LLVMSetTarget(t->mod, "nvptx64-nvidia-cuda");
-        LLVMSetDataLayout(t->mod, "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+        LLVMSetDataLayout(t->mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
         return;
     }
     LLVMSetTarget(t->mod, "spir64-unknown-unknown");
