@@ -17,7 +17,9 @@
  *   then i64 range[range_ndim] (the Range the user asked for; the grid may be
  *   larger and the kernel guards the tail).
  * Range dimension d is hardware dimension range_ndim-1-d: the last (fastest in
- * SYCL's row-major order) is CUDA x / OpenCL 0.
+ * SYCL's row-major order) is CUDA x / OpenCL 0. Over an NdRange (JIT_NDRANGE)
+ * the item is an NdItem whose ids and sizes come from the hardware; the
+ * launcher makes the grid exactly the global size, so nothing is guarded. */
  *
  * Called by module/ with the GIL held. Knows nothing of devices: the caller
  * describes the target. */

@@ -72,7 +72,15 @@ static LLVMValueRef call(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMType
     return c;
 }
 
-static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw);
+static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, "xyz"[hw]);
+    LLVMTypeRef fty = LLVMFunctionType(i32, NULL, 0, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
+    if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
+    return LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), LLVMInt64TypeInContext(t->ctx), "");
+}
 
 LLVMValueRef jit_target_global_id(jit_tgt *t, int hw) {
     LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
@@ -85,16 +93,6 @@ LLVMValueRef jit_target_global_id(jit_tgt *t, int hw) {
     for (int i = 0; i < 3; i++) v[i] = sreg(t, regs[i], hw);
     /* in 64 bits: a grid of 2^31 blocks of 1024 overflows 32 */
     return LLVMBuildAdd(t->b, LLVMBuildMul(t->b, v[0], v[1], ""), v[2], "gid");
-}
-
-static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw) {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
-    char name[64];
-    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, "xyz"[hw]);
-    LLVMTypeRef fty = LLVMFunctionType(i32, NULL, 0, 0);
-    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
-    if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
-    return LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), LLVMInt64TypeInContext(t->ctx), "");
 }
 
 LLVMValueRef jit_target_wg(jit_tgt *t, jit_wg_query q, int hw) {
