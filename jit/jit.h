@@ -19,7 +19,7 @@
  * Range dimension d is hardware dimension range_ndim-1-d: the last (fastest in
  * SYCL's row-major order) is CUDA x / OpenCL 0. Over an NdRange (JIT_NDRANGE)
  * the item is an NdItem whose ids and sizes come from the hardware; the
- * launcher makes the grid exactly the global size, so nothing is guarded. */
+ * launcher makes the grid exactly the global size, so nothing is guarded.
  *
  * Called by module/ with the GIL held. Knows nothing of devices: the caller
  * describes the target. */
