@@ -756,14 +756,16 @@ def table(title, rows, extra=(), note=None):
     TABLES.append({"title": title, "note": note, "columns": cols, "rows": rows})
 
 
-def check_table(title, rows):
+def check_table(title, rows, err_head="max rel err"):
+    """rows: (case, error or None, ok or None); printed and kept in TABLES."""
     print()
     print(title)
     w = max([len(r[0]) for r in rows] + [4])
-    print(f"{'case'.ljust(w)}  {'max rel err':>11}  ok?")
-    print(f"{'-' * w}  {'-' * 11}  ---")
+    e = max(len(err_head), 10)
+    print(f"{'case'.ljust(w)}  {err_head:>{e}}  ok?")
+    print(f"{'-' * w}  {'-' * e}  ---")
     for name, err, ok in rows:
-        print(f"{name.ljust(w)}  {fmt(err) if err is not None else 'n/a':>11}  "
+        print(f"{name.ljust(w)}  {fmt(err) if err is not None else 'n/a':>{e}}  "
               f"{'n/a' if ok is None else ('yes' if ok else 'FAIL')}")
     sys.stdout.flush()
     TABLES.append({"title": title, "checks": [{"case": r[0], "err": r[1], "ok": r[2]}

@@ -71,6 +71,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_jit import TABLES, check_table, log  # noqa: E402  (one way to print and keep tables)
+
 ol = None      # offload, once imported (the offload kernels below name it)
 cuda = None    # numba.cuda, once imported (the numba kernels below name it)
 nb_f32 = nb_u32 = None  # numba.float32 / numba.uint32
@@ -79,10 +82,6 @@ TILE = 16      # sgemm tile (--tile); read at compile time by both JITs
 WG = 256       # work-group size of reduce and histogram
 BINS = 256
 TARGET = 0.95  # numba time / offload time
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 # ================================================================ kernels: offload
@@ -486,9 +485,6 @@ def row(case, res, work, unit, ceil):
 
 # ================================================================ output
 
-TABLES = []
-
-
 def fmt(v, p=2):
     if v is None:
         return "n/a"
@@ -531,18 +527,6 @@ def table(title, rows, note=None):
         print(line(x))
     sys.stdout.flush()
     TABLES.append({"title": title, "note": note, "rows": rows})
-
-
-def check_table(title, rows):
-    print(f"\n{title}")
-    w = max([len(r[0]) for r in rows] + [4])
-    print(f"{'case'.ljust(w)}  {'error':>10}  ok?")
-    print(f"{'-' * w}  {'-' * 10}  ---")
-    for name, err, ok in rows:
-        print(f"{name.ljust(w)}  {fmt(err):>10}  {'yes' if ok else 'FAIL'}")
-    sys.stdout.flush()
-    TABLES.append({"title": title, "checks": [{"case": r[0], "err": r[1], "ok": r[2]}
-                                              for r in rows]})
 
 
 def import_peers():
@@ -678,7 +662,7 @@ def main():
             if cp is not None:
                 cp.get_default_memory_pool().free_all_blocks()
         check_table("checks, after timing (sgemm: max |err| / (|A|@|B|), tol 1e-5; reduce: "
-                    "relative error, tol 1e-4; histogram: wrong bins)", checks)
+                    "relative error, tol 1e-4; histogram: wrong bins)", checks, err_head="error")
         table(f"NdRange kernels on {dev.name}: device time, median of {args.reps} launches "
               f"(ratio = numba ms / offload ms, > 1: offload faster; met? = ratio >= {TARGET})",
               rows,

@@ -896,7 +896,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
     df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
     LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
-    if (df->ret.kind == JT_NONE) return LLVMConstInt(m->i1, 0, 0); /* a statement call; the value is unused */
+    if (df->ret.kind == JT_NONE) return no_value(c); /* a statement call; the value is unused */
     n->type = df->ret;
     return r;
 }
@@ -1123,7 +1123,7 @@ void jit_symbol_sanitize(char *s) {
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) *s = '_';
 }
 
-int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd, const jit_target *t,
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err) {
     cg_module m = {.target = t, .err = err};
     m.tg.ctx = ctx;
@@ -1165,6 +1165,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, bo
     /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop here.
      * An NdRange's grid is its global size: no tail, and none may leave before a barrier. */
     LLVMValueRef outside = NULL;
+    bool nd = f->var_types[0].kind == JT_NDITEM;
     for (int d = 0; d < range_ndim && !nd; d++) {
         c.range[d] = LLVMGetParam(c.fn, (unsigned)(pi + d));
         /* ids are below 2^63: clearing the sign bit tells LLVM, which then drops the

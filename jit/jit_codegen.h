@@ -11,9 +11,9 @@
 
 #include "jit_tree.h"
 
-/* Builds the kernel f (already typed by jit_infer for item + args) into a new
- * module in ctx, as the symbol entry; nd: launched over an NdRange. */
-int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd, const jit_target *t,
+/* Builds the kernel f (already typed by jit_infer for item + args; an NdItem
+ * for an NdRange launch) into a new module in ctx, as the symbol entry. */
+int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err);
 /* Makes s a valid OpenCL/PTX identifier in place (anything else becomes '_'). */
 void jit_symbol_sanitize(char *s);

@@ -102,7 +102,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMModuleRef mod = NULL;
     char msg[3000];
     int rc = -1;
-    if (jit_codegen(f, args, nargs, range_ndim, flags & JIT_NDRANGE, t, ctx, out->entry, &mod, err) < 0) goto done;
+    if (jit_codegen(f, args, nargs, range_ndim, t, ctx, out->entry, &mod, err) < 0) goto done;
     char *verr = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &verr)) {
         internal(err, "offload generated invalid LLVM IR (a compiler bug; please report it)", verr);

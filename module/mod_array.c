@@ -1109,20 +1109,25 @@ static PyObject *fill_with(PyObject *a, PyObject *value)
 
 enum { UNINITIALISED, ZEROS, ONES, FULL };
 
+/* Fills a fresh array (or NULL) as kind says; value for FULL. Steals a on failure. */
+static PyObject *fill_as(PyObject *a, int kind, PyObject *value)
+{
+    static const char zero[16];
+    if (a && kind == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
+        Py_CLEAR(a);
+    else if (a && (kind == ONES || kind == FULL))
+        a = fill_with(a, kind == ONES ? Py_True : value); /* 1 in the dtype, as NumPy casts it */
+    return a;
+}
+
 /* (shape, dtype=None, device=None) -> a new array, filled or not */
 static PyObject *creation(PyObject *args, PyObject *kw, const char *fmt, int fill)
 {
     static char *kwlist[] = {"shape", "dtype", "device", NULL};
-    static const char zero[16];
     PyObject *shape, *dtype = Py_None, *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &shape, &dtype, &device))
         return NULL;
-    PyObject *a = creation_new(shape, dtype, device);
-    if (a && fill == ONES)
-        return fill_with(a, Py_True); /* 1 in the dtype, as NumPy casts it */
-    if (a && fill == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
-        Py_CLEAR(a);
-    return a;
+    return fill_as(creation_new(shape, dtype, device), fill, NULL);
 }
 
 static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -1311,11 +1316,7 @@ static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind)
             PyBuffer_Release(&view);
         }
     }
-    static const char zero[16];
-    if (a && kind == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
-        Py_CLEAR(a);
-    else if (a && (kind == ONES || kind == FULL))
-        a = fill_with(a, kind == ONES ? Py_True : value);
+    a = fill_as(a, kind, value);
 done:
     Py_XDECREF(host);
     Py_XDECREF(dtype);
