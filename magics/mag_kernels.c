@@ -1,0 +1,2 @@
+/* mag_kernels: %kernels, the table of compiled kernels. */
+#include "mag_impl.h"

@@ -1,0 +1,2 @@
+/* mag_offload: the %%offload cell magic. */
+#include "mag_impl.h"
