@@ -87,4 +87,57 @@ void jit_artifact_free(jit_artifact *a);
 /* "(float32, array(float32, 1d, C)) over Range(1d)"; nd: NdRange */
 void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf, size_t len);
 
+/* ---- prange loops (jit_loops.c): %%offload cells and @offload.jit ----
+ *
+ * jit_loops_rewrite finds each `for v in prange(...)` in a list of statements
+ * (nested pranges with nothing between them make one loop of up to 3
+ * dimensions) and replaces it by a statement that hands the loop to the
+ * module at run time:
+ *     [r1, r2 =] __import__('offload')._loop(ID, (start, stop, step, ...), (names...))
+ * where names are the loop's reads followed by its reductions. At its first
+ * launch the module asks jit_loop_kernel for a kernel over the loop's body
+ * (ast, keeping the cell's lines), with the reads that hold values (arrays,
+ * numbers) as parameters and the rest (math, device functions) resolved
+ * through a globals dict at compile time. */
+typedef enum { JIT_RED_ADD = '+', JIT_RED_MUL = '*', JIT_RED_MIN = 'm', JIT_RED_MAX = 'M' } jit_reduction;
+
+typedef struct {
+    int line, col;        /* of the outermost for */
+    int ndim;             /* 1-3 */
+    PyObject *targets;    /* tuple of str: the loop variables, outermost first */
+    PyObject *body;       /* list: the innermost loop's statements (ast) */
+    PyObject *reads;      /* tuple of str: names read and never assigned in the body */
+    PyObject *reductions; /* tuple of str: names updated by s += / s *= / s = min(s, ..) / max */
+    char red_ops[32];     /* a jit_reduction per reduction */
+    PyObject *writes;     /* frozenset of str: reads whose arrays the body may write */
+} jit_loop;
+
+/* Called once per loop found; returns the loop's ID (>= 0), or -1 with a
+ * Python exception. The loop is the callback's to keep (jit_loop_clear). */
+typedef long (*jit_loop_found)(void *ctx, jit_loop *loop);
+
+/* Rewrites stmts (a list, in place). lines: the file's lines (a list of str,
+ * line 1 first) for the carets of errors. 0, or -1 with err set (or a Python
+ * exception when err->msg is empty). */
+int jit_loops_rewrite(PyObject *stmts, const char *filename, PyObject *lines, jit_loop_found found,
+                      void *ctx, jit_error *err);
+void jit_loop_clear(jit_loop *loop);
+
+/* The loop's kernel as an ast.FunctionDef named name: parameters the item,
+ * params (a tuple of str), then per dimension start and step -- and for a
+ * reduction form (grid-stride, each work-item accumulating privately):
+ * per dimension the trip count, then the number of work-items, the total trip
+ * count, one partials array per reduction and the initial values of min/max
+ * reductions. New reference, or NULL with a Python exception. */
+PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, const char *name);
+
+/* A kernel from an ast.FunctionDef (such as jit_loop_kernel's); globals
+ * resolves the names that are not parameters. lines as for jit_loops_rewrite. */
+jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
+                            int first_line, jit_error *err);
+
+/* The type jit_infer gives local variable var for these argument types. */
+int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, const char *var,
+                 jit_type *out, jit_error *err);
+
 #endif

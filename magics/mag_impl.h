@@ -14,8 +14,10 @@ const char *mag_skip_blank(const char *s);
 
 PyObject *mag_time(PyObject *ns, const char *args, const char *body);
 PyObject *mag_timeit(PyObject *ns, const char *args, const char *body);
+PyObject *mag_offload(PyObject *ns, const char *args, const char *body);
 PyObject *mag_lsplatform(PyObject *ns, const char *args, const char *body);
 PyObject *mag_devices(PyObject *ns, const char *args, const char *body);
 PyObject *mag_device(PyObject *ns, const char *args, const char *body);
+PyObject *mag_kernels(PyObject *ns, const char *args, const char *body);
 
 #endif

@@ -1,2 +1,246 @@
-/* mag_offload: the %%offload cell magic. */
+/* mag_offload: the %%offload cell magic -- the cell runs as Python, its prange
+ * loops as device kernels (offload._compile_cell), inside one
+ * offload.LoopContext that prints each step as it happens and feeds a summary
+ * table, shown once and updated in place as the cell goes on. */
 #include "mag_impl.h"
+
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] = "usage: %%%%offload [--device FILTER] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]";
+
+typedef struct {
+    char device[128];
+    bool quiet;
+    char show[16];
+} options;
+
+/* "--device F" and "--device=F" */
+static int parse(const char *args, options *o) {
+    memset(o, 0, sizeof *o);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", args);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+        char *value = strchr(t, '=');
+        if (value) *value++ = '\0';
+        if (!strcmp(t, "--quiet") && !value) {
+            o->quiet = true;
+        } else if (!strcmp(t, "--device") || !strcmp(t, "--show")) {
+            if (!value) value = strtok_r(NULL, " \t", &save);
+            if (!value) return PyErr_Format(mag_UsageError, "%s needs a value; %s", t, usage), -1;
+            snprintf(t[2] == 'd' ? o->device : o->show, t[2] == 'd' ? sizeof o->device : sizeof o->show, "%s", value);
+            if (t[2] == 's' && strcmp(value, "llvm") && strcmp(value, "spirv") && strcmp(value, "ptx"))
+                return PyErr_Format(mag_UsageError, "--show takes llvm, spirv or ptx, not '%s'", value), -1;
+        } else if (!strcmp(t, "--boundscheck")) {
+            return PyErr_Format(mag_UsageError, "%%%%offload --boundscheck is not available yet: index checks in "
+                                "device loops are still to come"), -1;
+        } else {
+            return PyErr_Format(mag_UsageError, "unknown option '%s'; %s", t, usage), -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the summary table ---- */
+
+static const char *str_of(PyObject *d, const char *key) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    return v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : "";
+}
+
+static double num_of(PyObject *d, const char *key) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    return v ? PyFloat_AsDouble(v) : 0;
+}
+
+static void bytes_str(double b, char *out, size_t n) {
+    if (b <= 0) snprintf(out, n, "-");
+    else if (b >= 1e9) snprintf(out, n, "%.2f GB", b / 1e9);
+    else if (b >= 1e6) snprintf(out, n, "%.2f MB", b / 1e6);
+    else if (b >= 1e3) snprintf(out, n, "%.1f kB", b / 1e3);
+    else snprintf(out, n, "%.0f B", b);
+}
+
+/* One row per record: step, what, bytes, ms, note. */
+static void row_of(PyObject *r, char cells[5][160]) {
+    const char *kind = str_of(r, "kind");
+    double ms = num_of(r, "ms"), b = num_of(r, "bytes");
+    PyErr_Clear();
+    snprintf(cells[0], 160, "%s", kind);
+    bytes_str(b, cells[2], 160);
+    snprintf(cells[3], 160, "%.3f", ms);
+    cells[4][0] = '\0';
+    if (!strcmp(kind, "device")) {
+        snprintf(cells[1], 160, "%s (%s)", str_of(r, "device"), str_of(r, "name"));
+        snprintf(cells[3], 160, "-");
+    } else if (!strcmp(kind, "compile")) {
+        snprintf(cells[1], 160, "loop at line %ld", PyLong_AsLong(PyDict_GetItemString(r, "line")));
+        snprintf(cells[4], 160, "JIT %.1f ms, %s", num_of(r, "jit_ms"),
+                 PyDict_GetItemString(r, "cache_hit") == Py_True ? "disk cache hit" : "cache miss");
+    } else if (!strcmp(kind, "launch")) {
+        PyObject *range = PyDict_GetItemString(r, "range");
+        PyObject *rs = range ? PyObject_Str(range) : NULL;
+        snprintf(cells[1], 160, "loop at line %ld over %s", PyLong_AsLong(PyDict_GetItemString(r, "line")),
+                 rs ? PyUnicode_AsUTF8(rs) : "?");
+        Py_XDECREF(rs);
+        snprintf(cells[4], 160, "%.1f GB/s on the device", ms > 0 ? b / ms / 1e6 : 0.0);
+    } else {
+        snprintf(cells[1], 160, "%s", str_of(r, "name"));
+        snprintf(cells[4], 160, "%.1f GB/s", ms > 0 ? b / ms / 1e6 : 0.0);
+    }
+    PyErr_Clear();
+}
+
+static void html_escape(PyObject *out, const char *s) {
+    for (; *s; s++) {
+        const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+        char one[2] = {*s, 0};
+        PyObject *piece = PyUnicode_FromString(e ? e : one);
+        if (piece) PyList_Append(out, piece);
+        Py_XDECREF(piece);
+    }
+}
+
+static void append(PyObject *out, const char *s) {
+    PyObject *piece = PyUnicode_FromString(s);
+    if (piece) PyList_Append(out, piece);
+    Py_XDECREF(piece);
+}
+
+/* {"text/html": ..., "text/plain": ...} of the records. */
+static PyObject *summary_bundle(PyObject *records) {
+    static const char *const head[5] = {"step", "what", "bytes", "ms", ""};
+    PyObject *html = PyList_New(0), *text = PyList_New(0);
+    if (!html || !text) goto fail;
+    append(html, "<table><thead><tr>");
+    for (int i = 0; i < 5; i++) {
+        append(html, "<th>");
+        append(html, head[i]);
+        append(html, "</th>");
+    }
+    append(html, "</tr></thead><tbody>");
+    char line[1024];
+    snprintf(line, sizeof line, "%-9s %-44s %10s %10s  %s\n", head[0], head[1], head[2], head[3], head[4]);
+    append(text, line);
+    double device_ms = 0, copy_ms = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        if (!PyDict_Check(r)) continue;
+        char cells[5][160];
+        row_of(r, cells);
+        const char *kind = cells[0];
+        if (!strcmp(kind, "launch")) device_ms += num_of(r, "ms");
+        if (!strncmp(kind, "copy", 4)) copy_ms += num_of(r, "ms");
+        append(html, "<tr>");
+        for (int c = 0; c < 5; c++) {
+            append(html, "<td>");
+            html_escape(html, cells[c]);
+            append(html, "</td>");
+        }
+        append(html, "</tr>");
+        snprintf(line, sizeof line, "%-9s %-44s %10s %10s  %s\n", cells[0], cells[1], cells[2], cells[3], cells[4]);
+        append(text, line);
+    }
+    snprintf(line, sizeof line, "total: %.3f ms in loops on the device, %.3f ms copying", device_ms, copy_ms);
+    append(html, "</tbody></table><p>");
+    append(html, line);
+    append(html, "</p>");
+    append(text, line);
+    PyObject *empty = PyUnicode_FromString("");
+    PyObject *h = empty ? PyUnicode_Join(empty, html) : NULL, *t = empty ? PyUnicode_Join(empty, text) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(html);
+    Py_DECREF(text);
+    PyObject *bundle = h && t ? Py_BuildValue("{s:N,s:N}", "text/html", h, "text/plain", t) : NULL;
+    if (!bundle) {
+        Py_XDECREF(h);
+        Py_XDECREF(t);
+    }
+    return bundle;
+fail:
+    Py_XDECREF(html);
+    Py_XDECREF(text);
+    return NULL;
+}
+
+/* The context's on_record: self is [display_id, shown]. Shows the table the
+ * first time and updates it after that (update_display_data). */
+static PyObject *on_record(PyObject *self, PyObject *records) {
+    PyObject *display = PyDict_GetItemString(PyEval_GetBuiltins(), "display");
+    if (!display) Py_RETURN_NONE; /* outside the kernel: the printed steps are the report */
+    PyObject *bundle = summary_bundle(records);
+    PyObject *shown = PyList_GET_ITEM(self, 1);
+    PyObject *args = bundle ? PyTuple_Pack(1, bundle) : NULL;
+    PyObject *kw = Py_BuildValue("{s:O,s:O,s:O}", "raw", Py_True, "display_id", PyList_GET_ITEM(self, 0), "update", shown);
+    PyObject *r = args && kw ? PyObject_Call(display, args, kw) : NULL;
+    if (r) PyList_SetItem(self, 1, Py_NewRef(Py_True));
+    Py_XDECREF(bundle);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r ? (Py_DECREF(r), Py_NewRef(Py_None)) : NULL;
+}
+
+static PyMethodDef on_record_def = {"offload_summary", on_record, METH_O, NULL};
+
+/* The name the running cell was compiled under ("<cell 3>"), for messages. */
+static PyObject *cell_filename(void) {
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed: the cell's, which called the magic */
+    PyCodeObject *code = frame ? PyFrame_GetCode(frame) : NULL;
+    PyObject *name = code ? Py_NewRef(code->co_filename) : PyUnicode_FromString("<offload cell>");
+    Py_XDECREF(code);
+    return name;
+}
+
+PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
+    options o;
+    if (parse(args, &o) < 0) return NULL;
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *filename = cell_filename();
+    PyObject *code = offload && filename ? PyObject_CallMethod(offload, "_compile_cell", "sOi", body, filename, 2) : NULL;
+    PyObject *state = NULL, *hook = NULL, *ctx = NULL, *result = NULL;
+    if (!code) goto out;
+    if (!o.quiet) {
+        static unsigned long cells;
+        PyObject *id = PyUnicode_FromFormat("offload-summary-%d-%lu", (int)getpid(), ++cells);
+        state = id ? Py_BuildValue("[NO]", id, Py_False) : NULL;
+        hook = state ? PyCFunction_New(&on_record_def, state) : NULL;
+        if (!hook) goto out;
+    }
+    PyObject *ctor = PyObject_GetAttrString(offload, "LoopContext");
+    PyObject *kw = Py_BuildValue("{s:s,s:O,s:O,s:z}", "device", o.device[0] ? o.device : NULL, "verbose",
+                                 o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
+                                 o.show[0] ? o.show : NULL);
+    if (kw && !o.device[0]) PyDict_SetItemString(kw, "device", Py_None);
+    PyObject *none = PyTuple_New(0);
+    ctx = ctor && kw && none ? PyObject_Call(ctor, none, kw) : NULL;
+    Py_XDECREF(ctor);
+    Py_XDECREF(kw);
+    Py_XDECREF(none);
+    if (!ctx) goto out;
+    PyObject *entered = PyObject_CallMethod(ctx, "__enter__", NULL);
+    if (!entered) goto out;
+    Py_DECREF(entered);
+    PyObject *ran = PyEval_EvalCode(code, ns, ns);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exited = PyObject_CallMethod(ctx, "__exit__", "OOO", type ? type : Py_None, value ? value : Py_None,
+                                           tb ? tb : Py_None);
+    if (type) {
+        Py_XDECREF(exited);
+        PyErr_Restore(type, value, tb);
+    } else if (exited) {
+        Py_DECREF(exited);
+        result = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(ran);
+out:
+    Py_XDECREF(offload);
+    Py_XDECREF(filename);
+    Py_XDECREF(code);
+    Py_XDECREF(state);
+    Py_XDECREF(hook);
+    Py_XDECREF(ctx);
+    return result;
+}

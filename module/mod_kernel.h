@@ -28,4 +28,18 @@ PyObject *mod_shape_repr(const mod_shape *s);
 /* Takes ev; an Event object that waits on it. */
 PyObject *mod_event_new(ofl_event *ev, const char *kernel_name);
 
+/* ---- mod_kernel.c for mod_loops.c: prange loops are kernels too ---- */
+#include "jit.h"
+
+/* A Kernel over an already parsed function (takes jf); pyfunc names it. */
+PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf);
+/* Launches as kernel[range](*args) does; an Event when want_event, else None. */
+PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
+                            bool want_event);
+jit_func *mod_kernel_parsed(PyObject *kernel); /* borrowed; NULL before its first compile */
+/* The JIT type of a kernel argument (argument i, for messages). */
+int mod_kernel_arg_type(PyObject *o, int i, jit_type *t);
+/* A jit_error as offload.CompileError (or DeviceError for internal ones). */
+void mod_raise_jit(const jit_error *err);
+
 #endif

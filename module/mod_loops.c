@@ -1,2 +1,913 @@
-/* mod_loops: running prange loops (%%offload cells, @offload.jit). */
+/* mod_loops: running prange loops -- %%offload cells and @offload.jit.
+ *
+ * offload._compile_cell turns source into a code object in which every
+ * prange loop is a call of offload._loop (jit_loops_rewrite says how); the
+ * loops live in a process-wide registry, found again by their text and place
+ * when a cell runs twice, so their kernels stay compiled. A LoopContext (one
+ * per %%offload cell, one per @offload.jit call) keeps the device copies of the
+ * NumPy arrays its loops use -- copied in once, copied back at its end if a
+ * loop may have written them -- and, when verbose, prints what happens as it
+ * happens and keeps a record of it for the cell's summary. */
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
 #include "mod_kernel.h"
+
+#define MAX_VALUES 48
+
+typedef struct {
+    PyObject_HEAD jit_loop info; /* owned references */
+    PyObject *filename;          /* str */
+    PyObject *lines;             /* list of str, the file's line 1 first */
+    char name[48];               /* the kernel's: prange_l<line> */
+    /* the kernel built for the kinds of values seen last */
+    PyObject *refs;   /* tuple: per read, None for a parameter, else the object compiled in */
+    PyObject *kernel; /* Kernel, or NULL */
+    /* the partials' dtypes of a reduction for the argument types seen last */
+    jit_type last[MAX_VALUES + 16];
+    int nlast;
+    PyObject *part_dtypes; /* tuple of numpy.dtype */
+} mod_loop;
+
+typedef struct mod_loopctx {
+    PyObject_HEAD ofl_device *device; /* --device, or NULL: compute follows data */
+    int verbose;
+    PyObject *copies;  /* list of [host array, device array, written, name] */
+    PyObject *records; /* list of dicts: what happened, for summaries */
+    PyObject *on_record; /* called with the records after each one, or NULL */
+    const char *show;    /* "llvm", "spirv", "ptx": print each loop kernel's code once; or NULL */
+    PyObject *shown;     /* set of loops already shown */
+    struct mod_loopctx *outer; /* the context active before this one (owned while active) */
+    bool active;
+    ofl_device *announced;
+} mod_loopctx;
+
+static PyTypeObject LoopType, LoopCtxType;
+static PyObject *registry;       /* list of loops; a loop's ID is its index */
+static PyObject *registry_index; /* (line, col, dump of the loop) -> ID */
+static mod_loopctx *current;     /* the innermost active context (borrowed: it is on a `with`) */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- loops ---- */
+
+static void loop_dealloc(mod_loop *l) {
+    jit_loop_clear(&l->info);
+    Py_XDECREF(l->filename);
+    Py_XDECREF(l->lines);
+    Py_XDECREF(l->refs);
+    Py_XDECREF(l->kernel);
+    Py_XDECREF(l->part_dtypes);
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static PyObject *loop_repr(mod_loop *l) {
+    return PyUnicode_FromFormat("<offload prange loop at %U:%d, %d-D>", l->filename, l->info.line, l->info.ndim);
+}
+
+static PyTypeObject LoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.PrangeLoop",
+    .tp_basicsize = sizeof(mod_loop),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A prange loop of a %%offload cell or an @offload.jit function.",
+    .tp_dealloc = (destructor)loop_dealloc,
+    .tp_repr = (reprfunc)loop_repr,
+};
+
+typedef struct {
+    PyObject *filename, *lines; /* borrowed */
+} found_ctx;
+
+/* jit_loops_rewrite's callback: the loop's ID, the same for the same loop
+ * at the same place, so a cell run again reuses its compiled kernels. */
+static long found(void *opaque, jit_loop *info) {
+    found_ctx *fc = opaque;
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *dumps = PyList_New(0);
+    for (Py_ssize_t i = 0; ast && dumps && i < PyList_GET_SIZE(info->body); i++) {
+        PyObject *d = PyObject_CallMethod(ast, "dump", "O", PyList_GET_ITEM(info->body, i));
+        if (!d || PyList_Append(dumps, d) < 0) Py_CLEAR(dumps);
+        Py_XDECREF(d);
+    }
+    Py_XDECREF(ast);
+    PyObject *key = dumps ? Py_BuildValue("(iiON)", info->line, info->col, info->targets, PyList_AsTuple(dumps)) : NULL;
+    Py_XDECREF(dumps);
+    long id = -1;
+    PyObject *known = key ? PyDict_GetItemWithError(registry_index, key) : NULL;
+    if (known) {
+        id = PyLong_AsLong(known);
+        mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
+        Py_SETREF(l->filename, Py_NewRef(fc->filename)); /* for messages: the latest run's */
+        Py_SETREF(l->lines, Py_NewRef(fc->lines));
+    } else if (key && !PyErr_Occurred()) {
+        mod_loop *l = PyObject_New(mod_loop, &LoopType);
+        if (l) {
+            l->info = *info;
+            memset(info, 0, sizeof *info); /* the loop's now */
+            l->filename = Py_NewRef(fc->filename);
+            l->lines = Py_NewRef(fc->lines);
+            snprintf(l->name, sizeof l->name, "prange_l%d", l->info.line);
+            l->refs = l->kernel = l->part_dtypes = NULL;
+            l->nlast = -1;
+            id = (long)PyList_GET_SIZE(registry);
+            PyObject *idobj = PyLong_FromLong(id);
+            if (!idobj || PyList_Append(registry, (PyObject *)l) < 0 || PyDict_SetItem(registry_index, key, idobj) < 0)
+                id = -1;
+            Py_XDECREF(idobj);
+            Py_DECREF(l);
+        }
+    }
+    jit_loop_clear(info);
+    Py_XDECREF(key);
+    return id;
+}
+
+/* The statements of source (its line 1 is the file's first_line) with prange
+ * loops rewritten; lines the file's lines for carets. */
+static PyObject *rewrite_source(PyObject *tree, PyObject *stmts, PyObject *filename, PyObject *lines) {
+    found_ctx fc = {filename, lines};
+    jit_error err;
+    if (jit_loops_rewrite(stmts, PyUnicode_AsUTF8(filename), lines, found, &fc, &err) < 0) {
+        if (err.msg[0]) mod_raise_jit(&err);
+        return NULL;
+    }
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *r = ast ? PyObject_CallMethod(ast, "fix_missing_locations", "O", tree) : NULL;
+    Py_XDECREF(ast);
+    return r;
+}
+
+/* offload._compile_cell(source, filename, first_line): the code of a cell
+ * whose prange loops run on devices. */
+static PyObject *compile_cell(PyObject *self, PyObject *args) {
+    PyObject *source, *filename;
+    int first_line = 1;
+    if (!PyArg_ParseTuple(args, "UU|i", &source, &filename, &first_line)) return NULL;
+    if (first_line < 1) first_line = 1;
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *tree = ast ? PyObject_CallMethod(ast, "parse", "OO", source, filename) : NULL;
+    PyObject *moved = tree ? PyObject_CallMethod(ast, "increment_lineno", "Oi", tree, first_line - 1) : NULL;
+    PyObject *split = PyObject_CallMethod(source, "splitlines", NULL);
+    PyObject *lines = PyList_New(0), *code = NULL;
+    for (int i = 1; lines && i < first_line; i++) {
+        PyObject *e = PyUnicode_FromString("");
+        if (!e || PyList_Append(lines, e) < 0) Py_CLEAR(lines);
+        Py_XDECREF(e);
+    }
+    PyObject *stmts = moved ? PyObject_GetAttrString(tree, "body") : NULL;
+    if (lines && split && stmts && !PyList_SetSlice(lines, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, split)) {
+        PyObject *done = rewrite_source(tree, stmts, filename, lines);
+        PyObject *builtins = done ? PyEval_GetBuiltins() : NULL; /* borrowed */
+        PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
+        code = compile ? PyObject_CallFunction(compile, "OOs", tree, filename, "exec") : NULL;
+        Py_XDECREF(done);
+    }
+    Py_XDECREF(ast);
+    Py_XDECREF(tree);
+    Py_XDECREF(moved);
+    Py_XDECREF(split);
+    Py_XDECREF(lines);
+    Py_XDECREF(stmts);
+    return code;
+}
+
+/* ---- contexts ---- */
+
+static void say(const mod_loopctx *c, const char *fmt, ...) {
+    if (!c->verbose) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    PySys_WriteStdout("%s\n", buf);
+}
+
+/* A record for summaries: kind and key/value pairs (Py_BuildValue format). */
+static void record(mod_loopctx *c, const char *fmt, ...) {
+    if (!c->verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *d = Py_VaBuildValue(fmt, ap);
+    va_end(ap);
+    if (!d || PyList_Append(c->records, d) < 0) PyErr_Clear();
+    Py_XDECREF(d);
+    if (c->on_record) { /* a summary that updates in place; its failure is not the loop's */
+        PyObject *r = PyObject_CallOneArg(c->on_record, c->records);
+        if (!r) PyErr_WriteUnraisable(c->on_record);
+        Py_XDECREF(r);
+    }
+}
+
+static void format_bytes(double b, char *out, size_t n) {
+    if (b >= 1e9) snprintf(out, n, "%.2f GB", b / 1e9);
+    else if (b >= 1e6) snprintf(out, n, "%.2f MB", b / 1e6);
+    else if (b >= 1e3) snprintf(out, n, "%.1f kB", b / 1e3);
+    else snprintf(out, n, "%.0f B", b);
+}
+
+static Py_ssize_t nbytes(PyObject *arr) {
+    PyObject *nb = PyObject_GetAttrString(arr, "nbytes");
+    Py_ssize_t r = nb ? PyLong_AsSsize_t(nb) : 0;
+    Py_XDECREF(nb);
+    PyErr_Clear();
+    return r;
+}
+
+static void announce(mod_loopctx *c, ofl_device *dev) {
+    if (c->announced == dev) return;
+    c->announced = dev;
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    say(c, "offload: device %s (%s)", in->filter, in->name);
+    record(c, "{s:s,s:s,s:s}", "kind", "device", "device", in->filter, "name", in->name);
+}
+
+/* The device copy of host NumPy array for dev, made at its first use in the
+ * context (borrowed: the context keeps it). */
+static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bool written, PyObject *name) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->copies); i++) {
+        PyObject *e = PyList_GET_ITEM(c->copies, i);
+        PyObject *d = PyList_GET_ITEM(e, 1);
+        if (PyList_GET_ITEM(e, 0) == host && mod_array_device((mod_array *)d) == dev) {
+            if (written) PyList_SetItem(e, 2, Py_NewRef(Py_True));
+            return d;
+        }
+    }
+    announce(c, dev);
+    double t0 = now();
+    PyObject *d = mod_array_from_host(host, dev);
+    if (!d) return NULL;
+    ofl_error err;
+    if (c->verbose && ofl_synchronize(dev, &err) != 0) { /* so the time is the copy's */
+        Py_DECREF(d);
+        return mod_raise(&err);
+    }
+    double s = now() - t0;
+    PyObject *e = Py_BuildValue("[OOOO]", host, d, written ? Py_True : Py_False, name);
+    Py_DECREF(d);
+    if (!e || PyList_Append(c->copies, e) < 0) {
+        Py_XDECREF(e);
+        return NULL;
+    }
+    Py_DECREF(e);
+    char size[32];
+    double b = (double)nbytes(host);
+    format_bytes(b, size, sizeof size);
+    say(c, "offload: copied '%s' to %s: %s in %.2f ms (%.1f GB/s)", PyUnicode_AsUTF8(name),
+        ofl_device_get_info(dev)->filter, size, s * 1e3, s > 0 ? b / s / 1e9 : 0.0);
+    record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy in", "name", name, "bytes", (Py_ssize_t)b, "ms", s * 1e3);
+    return d;
+}
+
+/* The context's end: written NumPy arrays get their device copies back. */
+static int finish(mod_loopctx *c) {
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->copies) && rc == 0; i++) {
+        PyObject *e = PyList_GET_ITEM(c->copies, i);
+        if (PyList_GET_ITEM(e, 2) != Py_True) continue;
+        double t0 = now();
+        PyObject *host = mod_array_asnumpy((mod_array *)PyList_GET_ITEM(e, 1));
+        rc = host ? PyObject_SetItem(PyList_GET_ITEM(e, 0), Py_Ellipsis, host) : -1;
+        Py_XDECREF(host);
+        double s = now() - t0;
+        char size[32];
+        double b = (double)nbytes(PyList_GET_ITEM(e, 0));
+        format_bytes(b, size, sizeof size);
+        PyObject *name = PyList_GET_ITEM(e, 3);
+        if (rc == 0) {
+            say(c, "offload: copied '%s' back: %s in %.2f ms (%.1f GB/s)", PyUnicode_AsUTF8(name), size, s * 1e3,
+                s > 0 ? b / s / 1e9 : 0.0);
+            record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy out", "name", name, "bytes", (Py_ssize_t)b, "ms", s * 1e3);
+        }
+    }
+    PyList_SetSlice(c->copies, 0, PY_SSIZE_T_MAX, NULL);
+    return rc;
+}
+
+static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *names[] = {"device", "verbose", "on_record", "show", NULL};
+    PyObject *device = Py_None, *on_record = Py_None;
+    int verbose = 0;
+    const char *show = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOz:LoopContext", names, &device, &verbose, &on_record, &show))
+        return NULL;
+    static const char *const forms[] = {"llvm", "spirv", "ptx"};
+    const char *form = NULL;
+    for (int i = 0; show && i < 3; i++)
+        if (!strcmp(show, forms[i])) form = forms[i];
+    if (show && !form) return PyErr_Format(PyExc_ValueError, "show= takes 'llvm', 'spirv' or 'ptx', not '%s'", show);
+    ofl_device *dev = NULL;
+    if (device != Py_None && mod_device_resolve(device, &dev) < 0) return NULL;
+    mod_loopctx *c = (mod_loopctx *)type->tp_alloc(type, 0);
+    if (!c) return NULL;
+    c->device = dev;
+    c->verbose = verbose;
+    c->on_record = on_record != Py_None ? Py_NewRef(on_record) : NULL;
+    c->show = form;
+    c->shown = PySet_New(NULL);
+    c->copies = PyList_New(0);
+    c->records = PyList_New(0);
+    if (!c->copies || !c->records || !c->shown) Py_CLEAR(c);
+    return (PyObject *)c;
+}
+
+static void ctx_dealloc(mod_loopctx *c) {
+    Py_XDECREF(c->copies);
+    Py_XDECREF(c->records);
+    Py_XDECREF(c->on_record);
+    Py_XDECREF(c->shown);
+    Py_XDECREF(c->outer);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *ctx_enter(mod_loopctx *c, PyObject *unused) {
+    if (c->active) return PyErr_Format(PyExc_RuntimeError, "this LoopContext is already active");
+    c->outer = current ? (mod_loopctx *)Py_NewRef(current) : NULL;
+    current = c;
+    c->active = true;
+    return Py_NewRef(c);
+}
+
+static PyObject *ctx_exit(mod_loopctx *c, PyObject *args) {
+    if (!c->active) Py_RETURN_FALSE;
+    current = c->outer; /* borrowed again: it is still on its own `with` */
+    Py_CLEAR(c->outer);
+    c->active = false;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int rc = finish(c);
+    if (rc < 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) && PyTuple_GET_ITEM(args, 0) != Py_None) {
+        PyErr_Clear(); /* the body's own exception says more */
+        rc = 0;
+    }
+    PyErr_Restore(type, value, tb);
+    if (rc < 0) return NULL;
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef ctx_methods[] = {
+    {"__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)ctx_exit, METH_VARARGS, NULL},
+    {NULL},
+};
+
+static PyObject *ctx_records(mod_loopctx *c, void *unused) { return Py_NewRef(c->records); }
+
+static PyGetSetDef ctx_getset[] = {
+    {"records", (getter)ctx_records, NULL, "what happened: a dict per device choice, copy, compile and launch", NULL},
+    {NULL},
+};
+
+static PyTypeObject LoopCtxType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.LoopContext",
+    .tp_basicsize = sizeof(mod_loopctx),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "LoopContext(device=None, verbose=False): the prange loops run inside share device copies\n"
+              "of the NumPy arrays they use (copied back at the end when written); verbose prints each\n"
+              "step. %%offload cells and @offload.jit calls run in one.",
+    .tp_new = ctx_new,
+    .tp_dealloc = (destructor)ctx_dealloc,
+    .tp_methods = ctx_methods,
+    .tp_getset = ctx_getset,
+};
+
+/* ---- running a loop ---- */
+
+static bool is_number(PyObject *o) {
+    static PyObject *generic;
+    if (!generic && !(generic = PyObject_GetAttrString(mod_numpy_borrowed(), "generic"))) PyErr_Clear();
+    return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+           (generic && PyObject_IsInstance(o, generic) == 1);
+}
+
+static int is_host_array(PyObject *o) {
+    static PyObject *ndarray;
+    if (!ndarray && !(ndarray = PyObject_GetAttrString(mod_numpy_borrowed(), "ndarray"))) return -1;
+    return PyObject_TypeCheck(o, (PyTypeObject *)ndarray);
+}
+
+/* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
+static int build_kernel(mod_loop *l, PyObject *refs) {
+    PyObject *params = PyList_New(0), *globals = PyDict_New();
+    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+    PyObject *range = builtins ? PyDict_GetItemString(builtins, "range") : NULL;
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *prange = offload ? PyObject_GetAttrString(offload, "prange") : NULL;
+    PyObject *def = NULL, *pyfunc = NULL;
+    int rc = -1;
+    if (!params || !globals || !range || !prange || PyDict_SetItemString(globals, "__builtins__", builtins) < 0)
+        goto out;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(refs); i++) {
+        PyObject *name = PyTuple_GET_ITEM(l->info.reads, i), *ref = PyTuple_GET_ITEM(refs, i);
+        /* a prange nested in the loop runs sequentially inside its kernel */
+        int r = ref == Py_None ? PyList_Append(params, name)
+                               : PyDict_SetItem(globals, name, ref == prange ? range : ref);
+        if (r < 0) goto out;
+    }
+    PyObject *ptuple = PyList_AsTuple(params);
+    def = ptuple ? jit_loop_kernel(&l->info, ptuple, PyTuple_GET_SIZE(l->info.reductions) > 0, l->name) : NULL;
+    Py_XDECREF(ptuple);
+    if (!def) goto out;
+    /* a Python function of the kernel, for the Kernel's name and py_func */
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *mod = ast ? PyObject_CallMethod(ast, "Module", "[O][]", def) : NULL;
+    PyObject *compile = PyDict_GetItemString(builtins, "compile");
+    PyObject *code = mod ? PyObject_CallFunction(compile, "OOs", mod, l->filename, "exec") : NULL;
+    PyObject *ns = code ? PyDict_New() : NULL;
+    if (ns && PyDict_SetItemString(ns, "__builtins__", builtins) == 0) {
+        PyObject *r = PyEval_EvalCode(code, ns, ns);
+        Py_XDECREF(r);
+        if (r) pyfunc = Py_XNewRef(PyDict_GetItemString(ns, l->name));
+    }
+    Py_XDECREF(ast);
+    Py_XDECREF(mod);
+    Py_XDECREF(code);
+    Py_XDECREF(ns);
+    if (!pyfunc) goto out;
+    jit_error err;
+    jit_func *jf = jit_func_from_ast(def, globals, PyUnicode_AsUTF8(l->filename), l->lines, 1, &err);
+    if (!jf) {
+        mod_raise_jit(&err);
+        goto out;
+    }
+    PyObject *k = mod_kernel_from_parsed(pyfunc, jf);
+    if (!k) goto out;
+    Py_XSETREF(l->kernel, k);
+    Py_XSETREF(l->refs, Py_NewRef(refs));
+    l->nlast = -1;
+    rc = 0;
+out:
+    Py_XDECREF(params);
+    Py_XDECREF(globals);
+    Py_XDECREF(offload);
+    Py_XDECREF(prange);
+    Py_XDECREF(def);
+    Py_XDECREF(pyfunc);
+    return rc;
+}
+
+static bool same_refs(PyObject *a, PyObject *b) {
+    if (!a || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b)) return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i)) return false;
+    return true;
+}
+
+/* The dtypes of a reduction's partials: the types the kernel gives its
+ * accumulators for these arguments (partials typed float64 meanwhile: they
+ * are only stored to). */
+static int partial_dtypes(mod_loop *l, PyObject *const *args, int nargs, int first_partial, ofl_device *dev) {
+    jit_type types[MAX_VALUES + 16];
+    for (int i = 0; i < nargs; i++) {
+        if (i >= first_partial && i < first_partial + (int)PyTuple_GET_SIZE(l->info.reductions))
+            types[i] = jit_array(JIT_F64, 1, JIT_LAYOUT_C);
+        else if (mod_kernel_arg_type(args[i], i, &types[i]) < 0)
+            return -1;
+    }
+    if (l->nlast == nargs && !memcmp(types, l->last, sizeof *types * (size_t)nargs)) return 0;
+    Py_ssize_t nred = PyTuple_GET_SIZE(l->info.reductions);
+    PyObject *dts = PyTuple_New(nred);
+    if (!dts) return -1;
+    for (Py_ssize_t r = 0; r < nred; r++) {
+        jit_type t;
+        jit_error err;
+        if (jit_var_type(mod_kernel_parsed(l->kernel), types, nargs, 1, PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t, &err) < 0) {
+            Py_DECREF(dts);
+            mod_raise_jit(&err);
+            return -1;
+        }
+        jit_dtype d = t.kind == JT_WEAK_INT ? JIT_I64
+                      : t.kind == JT_WEAK_FLOAT ? (ofl_device_get_info(dev)->has_fp64 ? JIT_F64 : JIT_F32)
+                                                : (jit_dtype)t.dtype;
+        static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
+        PyObject *dt = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
+        if (!dt) {
+            Py_DECREF(dts);
+            return PyErr_Format(PyExc_TypeError, "a reduction of %s values", jit_dtype_name(d)), -1;
+        }
+        PyTuple_SET_ITEM(dts, r, Py_NewRef(dt));
+    }
+    Py_XSETREF(l->part_dtypes, dts);
+    memcpy(l->last, types, sizeof *types * (size_t)nargs);
+    l->nlast = nargs;
+    return 0;
+}
+
+/* Work-items of a reduction: enough to fill the device, each accumulating
+ * many iterations privately (one partial each, combined on the host). */
+static Py_ssize_t reduction_items(ofl_device *dev, Py_ssize_t total) {
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    Py_ssize_t per = in->type == OFL_GPU ? 1024 : 64, w = (Py_ssize_t)(in->max_compute_units ? in->max_compute_units : 1) * per;
+    return w < total ? w : (total > 0 ? total : 1);
+}
+
+static PyObject *combine(char op, PyObject *init, PyObject *partials) {
+    const char *ufunc = op == JIT_RED_ADD ? "add" : op == JIT_RED_MUL ? "multiply" : op == JIT_RED_MIN ? "minimum" : "maximum";
+    PyObject *uf = PyObject_GetAttrString(mod_numpy_borrowed(), ufunc);
+    PyObject *part = uf ? PyObject_CallMethod(uf, "reduce", "O", partials) : NULL;
+    Py_XDECREF(uf);
+    if (!part) return NULL;
+    PyObject *r;
+    if (op == JIT_RED_ADD) r = PyNumber_Add(init, part);
+    else if (op == JIT_RED_MUL) r = PyNumber_Multiply(init, part);
+    else r = PyObject_CallFunction(PyDict_GetItemString(PyEval_GetBuiltins(), op == JIT_RED_MIN ? "min" : "max"),
+                                   "OO", init, part);
+    Py_DECREF(part);
+    return r;
+}
+
+/* --show: the loop kernel's code, printed once per context. */
+static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObject *const *argv, int na) {
+    int seen = PySet_Contains(c->shown, (PyObject *)l);
+    if (seen) return seen < 0 ? -1 : 0;
+    if (PySet_Add(c->shown, (PyObject *)l) < 0) return -1;
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *Range = offload ? PyObject_GetAttrString(offload, "Range") : NULL;
+    PyObject *sizes = PyTuple_New(shape->ndim);
+    for (int d = 0; sizes && d < shape->ndim; d++) PyTuple_SET_ITEM(sizes, d, PyLong_FromSsize_t(shape->size[d]));
+    PyObject *range = Range && sizes ? PyObject_Call(Range, sizes, NULL) : NULL;
+    PyObject *pos = PyTuple_New(na);
+    for (int i = 0; pos && i < na; i++) PyTuple_SET_ITEM(pos, i, Py_NewRef(argv[i]));
+    PyObject *kw = range ? Py_BuildValue("{s:O}", "range", range) : NULL;
+    char method[32];
+    snprintf(method, sizeof method, "inspect_%s", c->show);
+    PyObject *fn = PyObject_GetAttrString(l->kernel, method);
+    PyObject *text = fn && pos && kw ? PyObject_Call(fn, pos, kw) : NULL;
+    if (text) PySys_FormatStdout("offload: %s of the loop at line %d:\n%U\n", c->show, l->info.line, text);
+    Py_XDECREF(offload);
+    Py_XDECREF(Range);
+    Py_XDECREF(sizes);
+    Py_XDECREF(range);
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    Py_XDECREF(fn);
+    int rc = text ? 0 : -1;
+    Py_XDECREF(text);
+    return rc;
+}
+
+/* offload._loop(id, ranges, values): runs prange loop id over ranges (start,
+ * stop, step per dimension) with values (its reads, then its reductions);
+ * returns the reductions' new values. */
+static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3 || !PyLong_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]))
+        return PyErr_Format(PyExc_TypeError, "offload._loop(id, ranges, values) runs a prange loop");
+    long id = PyLong_AsLong(args[0]);
+    if (id < 0 || id >= PyList_GET_SIZE(registry)) return PyErr_Format(PyExc_ValueError, "no prange loop %ld", id);
+    mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
+    PyObject *ranges = args[1], *values = args[2];
+    Py_ssize_t nreads = PyTuple_GET_SIZE(l->info.reads), nred = PyTuple_GET_SIZE(l->info.reductions);
+    int nd = l->info.ndim;
+    if (PyTuple_GET_SIZE(values) != nreads + nred || PyTuple_GET_SIZE(ranges) != 3 * nd || nreads > MAX_VALUES)
+        return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id, nreads + nred);
+
+    mod_loopctx *c = current, *temp = NULL;
+    if (!c) { /* a loop run outside any cell or @offload.jit call: a context of its own */
+        temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType);
+        if (!temp) return NULL;
+        c = temp;
+    }
+    PyObject *result = NULL, *keep = PyList_New(0); /* what argv borrows */
+    PyObject *argv[MAX_VALUES + 16];
+    int na = 0;
+    mod_shape shape = {.ndim = nd};
+    Py_ssize_t total = 1, start[3], step[3];
+    if (!keep) goto out;
+    PyObject *range = PyDict_GetItemString(PyEval_GetBuiltins(), "range");
+    for (int d = 0; d < nd; d++) {
+        PyObject *slice = PyTuple_GetSlice(ranges, 3 * d, 3 * d + 3);
+        PyObject *r = slice ? PyObject_Call(range, slice, NULL) : NULL;
+        Py_XDECREF(slice);
+        if (!r) goto out;
+        PyObject *st = PyObject_GetAttrString(r, "start"), *sp = PyObject_GetAttrString(r, "step");
+        shape.size[d] = PyObject_Length(r);
+        start[d] = st ? PyLong_AsSsize_t(st) : -1;
+        step[d] = sp ? PyLong_AsSsize_t(sp) : -1;
+        Py_XDECREF(st);
+        Py_XDECREF(sp);
+        Py_DECREF(r);
+        if (PyErr_Occurred()) goto out;
+        total *= shape.size[d];
+    }
+
+    /* the device: --device, else where the device arrays live, else the default */
+    ofl_device *dev = c->device;
+    Py_ssize_t dev_from = -1;
+    for (Py_ssize_t i = 0; i < nreads; i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i);
+        if (!mod_array_check(v)) continue;
+        ofl_device *d = mod_array_device((mod_array *)v);
+        if (!dev) dev = d, dev_from = i;
+        if (d != dev) {
+            const char *other = dev_from >= 0 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, dev_from)) : NULL;
+            if (other)
+                PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d uses '%s' on %s and '%s' on %s; "
+                             "move one with .to_device(...)", l->info.line, other, ofl_device_get_info(dev)->filter,
+                             PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+            else
+                PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d runs on %s (--device), and '%s' "
+                             "lives on %s; move it with .to_device(...)", l->info.line, ofl_device_get_info(dev)->filter,
+                             PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+            goto out;
+        }
+    }
+    if (!dev && mod_device_default(&dev) < 0) goto out;
+    announce(c, dev);
+
+    /* values: arrays and numbers are parameters, the rest compiled in */
+    PyObject *refs = PyTuple_New(nreads);
+    if (!refs || PyList_Append(keep, refs) < 0) { Py_XDECREF(refs); goto out; }
+    Py_DECREF(refs);
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t i = 0; i < nreads; i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i), *name = PyTuple_GET_ITEM(l->info.reads, i);
+        int host = is_host_array(v);
+        if (host < 0) goto out;
+        if (host) {
+            int written = PySet_Contains(l->info.writes, name);
+            if (written < 0 || !(v = device_copy(c, v, dev, written, name))) goto out;
+        }
+        if (host || mod_array_check(v)) bytes += nbytes(v);
+        bool param = host || mod_array_check(v) || is_number(v);
+        PyTuple_SET_ITEM(refs, i, Py_NewRef(param ? Py_None : v));
+        if (param) argv[na++] = v;
+    }
+    if (!same_refs(l->refs, refs) && build_kernel(l, refs) < 0) goto out;
+    for (int d = 0; d < nd; d++) {
+        PyObject *s = PyLong_FromSsize_t(start[d]), *p = PyLong_FromSsize_t(step[d]);
+        if (!s || !p || PyList_Append(keep, s) < 0 || PyList_Append(keep, p) < 0) { Py_XDECREF(s); Py_XDECREF(p); goto out; }
+        argv[na++] = s, argv[na++] = p;
+        Py_DECREF(s);
+        Py_DECREF(p);
+    }
+    int first_partial = -1;
+    Py_ssize_t w = 1;
+    if (nred) { /* grid-stride over Range(w): trip counts, w, total, partials, min/max initial values */
+        w = reduction_items(dev, total);
+        for (int d = 0; d < nd; d++) {
+            PyObject *t = PyLong_FromSsize_t(shape.size[d]);
+            if (!t || PyList_Append(keep, t) < 0) { Py_XDECREF(t); goto out; }
+            argv[na++] = t;
+            Py_DECREF(t);
+        }
+        PyObject *wo = PyLong_FromSsize_t(w), *to = PyLong_FromSsize_t(total);
+        if (!wo || !to || PyList_Append(keep, wo) < 0 || PyList_Append(keep, to) < 0) { Py_XDECREF(wo); Py_XDECREF(to); goto out; }
+        argv[na++] = wo, argv[na++] = to;
+        Py_DECREF(wo);
+        Py_DECREF(to);
+        first_partial = na;
+        for (Py_ssize_t r = 0; r < nred; r++) argv[na++] = Py_None; /* typed below */
+        for (Py_ssize_t r = 0; r < nred; r++)
+            if (l->info.red_ops[r] == JIT_RED_MIN || l->info.red_ops[r] == JIT_RED_MAX) argv[na++] = PyTuple_GET_ITEM(values, nreads + r);
+        if (partial_dtypes(l, argv, na, first_partial, dev) < 0) goto out;
+        for (Py_ssize_t r = 0; r < nred; r++) {
+            PyObject *p = mod_array_new_empty(dev, PyTuple_GET_ITEM(l->part_dtypes, r), 1, &w);
+            if (!p || PyList_Append(keep, p) < 0) { Py_XDECREF(p); goto out; }
+            argv[first_partial + r] = p;
+            Py_DECREF(p);
+        }
+        shape.ndim = 1;
+        shape.size[0] = w;
+    }
+
+    if (total > 0) {
+        PyObject *stats0 = c->verbose ? PyObject_GetAttrString(l->kernel, "stats") : NULL;
+        double t0 = now();
+        PyObject *ev = mod_kernel_launch(l->kernel, &shape, argv, na, c->verbose);
+        if (!ev) { Py_XDECREF(stats0); goto out; }
+        if (c->verbose) {
+            double host_ms = (now() - t0) * 1e3;
+            PyObject *el = PyObject_GetAttrString(ev, "elapsed"); /* waits */
+            double dev_s = el ? PyFloat_AsDouble(el) : 0;
+            Py_XDECREF(el);
+            PyObject *stats = PyObject_GetAttrString(l->kernel, "stats");
+            if (stats && stats0) {
+                long compiles = PyLong_AsLong(PyDict_GetItemString(stats, "compiles")) -
+                                PyLong_AsLong(PyDict_GetItemString(stats0, "compiles"));
+                long disk = PyLong_AsLong(PyDict_GetItemString(stats, "disk_hits")) -
+                            PyLong_AsLong(PyDict_GetItemString(stats0, "disk_hits"));
+                double ms = PyFloat_AsDouble(PyDict_GetItemString(stats, "compile_ms")) -
+                            PyFloat_AsDouble(PyDict_GetItemString(stats0, "compile_ms"));
+                if (compiles || disk) { /* the launch's host time is the JIT's and the device's build */
+                    say(c, "offload: compiled the loop at line %d for %s in %.1f ms (JIT %.1f ms; %s)", l->info.line,
+                        ofl_device_get_info(dev)->filter, host_ms, ms, disk ? "disk cache hit" : "cache miss");
+                    record(c, "{s:s,s:i,s:d,s:d,s:O}", "kind", "compile", "line", l->info.line, "ms", host_ms,
+                           "jit_ms", ms, "cache_hit", disk ? Py_True : Py_False);
+                }
+            }
+            Py_XDECREF(stats);
+            PyObject *where = mod_shape_repr(&shape);
+            say(c, "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on the host",
+                l->info.line, where ? PyUnicode_AsUTF8(where) : "?", dev_s * 1e3,
+                dev_s > 0 ? (double)bytes / dev_s / 1e9 : 0.0, host_ms);
+            record(c, "{s:s,s:i,s:O,s:d,s:n}", "kind", "launch", "line", l->info.line, "range", where ? where : Py_None,
+                   "ms", dev_s * 1e3, "bytes", bytes);
+            Py_XDECREF(where);
+            PyErr_Clear();
+        }
+        Py_XDECREF(stats0);
+        Py_DECREF(ev);
+        if (c->show && show_code(c, l, &shape, argv, na) < 0) goto out;
+    }
+    if (!(result = PyTuple_New(nred))) goto out;
+    for (Py_ssize_t r = 0; r < nred; r++) {
+        PyObject *init = PyTuple_GET_ITEM(values, nreads + r), *v;
+        if (total == 0) {
+            v = Py_NewRef(init);
+        } else {
+            PyObject *host = mod_array_asnumpy((mod_array *)argv[first_partial + r]);
+            v = host ? combine(l->info.red_ops[r], init, host) : NULL;
+            Py_XDECREF(host);
+        }
+        if (!v) { Py_CLEAR(result); goto out; }
+        PyTuple_SET_ITEM(result, r, v);
+    }
+out:
+    Py_XDECREF(keep);
+    if (temp) { /* a failed loop wrote nothing worth copying back */
+        if (result && finish(temp) < 0) Py_CLEAR(result);
+        Py_DECREF(temp);
+    }
+    return result;
+}
+
+/* offload.prange(...): range, for the host; a device loop in %%offload cells
+ * and @offload.jit functions. */
+static PyObject *prange(PyObject *self, PyObject *args) {
+    return PyObject_Call(PyDict_GetItemString(PyEval_GetBuiltins(), "range"), args, NULL);
+}
+
+/* ---- @offload.jit ---- */
+
+typedef struct {
+    PyObject_HEAD PyObject *pyfunc; /* the user's function */
+    PyObject *compiled;             /* it again with its prange loops rewritten, or NULL */
+} mod_jitfn;
+
+static PyTypeObject JitFnType;
+
+/* The function compiled again from its source, prange loops rewritten, with
+ * the same globals (so later definitions are seen) and no decorators. */
+static PyObject *jit_prepare(PyObject *pyfunc) {
+    PyObject *closure = PyObject_GetAttrString(pyfunc, "__closure__");
+    bool nested = closure && closure != Py_None;
+    Py_XDECREF(closure);
+    if (nested)
+        return PyErr_Format(PyExc_TypeError, "offload.jit: %R uses variables of an enclosing function; "
+                            "define it at module level (or in a notebook cell)", pyfunc);
+    PyObject *inspect = PyImport_ImportModule("inspect"), *ast = PyImport_ImportModule("ast");
+    PyObject *textwrap = PyImport_ImportModule("textwrap"), *linecache = PyImport_ImportModule("linecache");
+    PyObject *src = inspect ? PyObject_CallMethod(inspect, "getsourcelines", "O", pyfunc) : NULL;
+    PyObject *code_obj = PyObject_GetAttrString(pyfunc, "__code__");
+    PyObject *filename = code_obj ? PyObject_GetAttrString(code_obj, "co_filename") : NULL;
+    PyObject *name = PyObject_GetAttrString(pyfunc, "__name__");
+    PyObject *globals = PyObject_GetAttrString(pyfunc, "__globals__");
+    PyObject *joined = NULL, *text = NULL, *tree = NULL, *moved = NULL, *body = NULL, *stmts = NULL, *lines = NULL;
+    PyObject *done = NULL, *code = NULL, *ran = NULL, *fn = NULL, *newname = NULL;
+    if (!src || !ast || !textwrap || !linecache || !filename || !name || !globals) goto out;
+    PyObject *empty = PyUnicode_FromString("");
+    joined = empty ? PyUnicode_Join(empty, PyTuple_GET_ITEM(src, 0)) : NULL;
+    Py_XDECREF(empty);
+    text = joined ? PyObject_CallMethod(textwrap, "dedent", "O", joined) : NULL;
+    tree = text ? PyObject_CallMethod(ast, "parse", "OO", text, filename) : NULL;
+    moved = tree ? PyObject_CallMethod(ast, "increment_lineno", "On", tree,
+                                       PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1)) - 1) : NULL;
+    body = moved ? PyObject_GetAttrString(tree, "body") : NULL;
+    PyObject *def = body && PyList_GET_SIZE(body) == 1 ? PyList_GET_ITEM(body, 0) : NULL;
+    newname = PyUnicode_FromFormat("_offload_jit_%U", name);
+    PyObject *nodecor = PyList_New(0);
+    int rc = def && newname && nodecor ? PyObject_SetAttrString(def, "decorator_list", nodecor) : -1;
+    Py_XDECREF(nodecor);
+    if (rc < 0 || PyObject_SetAttrString(def, "name", newname) < 0) goto out;
+    stmts = PyObject_GetAttrString(def, "body");
+    lines = stmts ? PyObject_CallMethod(linecache, "getlines", "O", filename) : NULL;
+    done = lines ? rewrite_source(tree, stmts, filename, lines) : NULL;
+    PyObject *compile = PyDict_GetItemString(PyEval_GetBuiltins(), "compile");
+    code = done ? PyObject_CallFunction(compile, "OOs", tree, filename, "exec") : NULL;
+    ran = code ? PyEval_EvalCode(code, globals, globals) : NULL;
+    if (ran) { /* the def bound the new name in the user's globals: take it back out */
+        fn = PyDict_GetItemWithError(globals, newname);
+        Py_XINCREF(fn);
+        if (fn && PyDict_DelItem(globals, newname) < 0) Py_CLEAR(fn);
+        if (fn) {
+            PyObject *qual = PyObject_GetAttrString(pyfunc, "__qualname__");
+            if (!qual || PyObject_SetAttrString(fn, "__name__", name) < 0 ||
+                PyObject_SetAttrString(fn, "__qualname__", qual) < 0)
+                Py_CLEAR(fn);
+            Py_XDECREF(qual);
+        }
+    }
+out:
+    if (!fn && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "offload.jit: cannot read the source of %R", pyfunc);
+    Py_XDECREF(inspect);
+    Py_XDECREF(ast);
+    Py_XDECREF(textwrap);
+    Py_XDECREF(linecache);
+    Py_XDECREF(src);
+    Py_XDECREF(code_obj);
+    Py_XDECREF(filename);
+    Py_XDECREF(name);
+    Py_XDECREF(globals);
+    Py_XDECREF(joined);
+    Py_XDECREF(text);
+    Py_XDECREF(tree);
+    Py_XDECREF(moved);
+    Py_XDECREF(body);
+    Py_XDECREF(stmts);
+    Py_XDECREF(lines);
+    Py_XDECREF(done);
+    Py_XDECREF(code);
+    Py_XDECREF(ran);
+    Py_XDECREF(newname);
+    return fn;
+}
+
+static PyObject *jitfn_call(mod_jitfn *j, PyObject *args, PyObject *kw) {
+    if (!j->compiled && !(j->compiled = jit_prepare(j->pyfunc))) return NULL;
+    PyObject *ctx = PyObject_CallNoArgs((PyObject *)&LoopCtxType);
+    if (!ctx) return NULL;
+    PyObject *entered = ctx_enter((mod_loopctx *)ctx, NULL);
+    Py_XDECREF(entered);
+    PyObject *r = entered ? PyObject_Call(j->compiled, args, kw) : NULL;
+    PyObject *exit_args = Py_BuildValue("(OOO)", r ? Py_None : Py_True, Py_None, Py_None);
+    PyObject *ex = entered && exit_args ? ctx_exit((mod_loopctx *)ctx, exit_args) : NULL;
+    Py_XDECREF(exit_args);
+    if (!ex) Py_CLEAR(r);
+    Py_XDECREF(ex);
+    Py_DECREF(ctx);
+    return r;
+}
+
+static int jitfn_traverse(mod_jitfn *j, visitproc visit, void *arg) {
+    Py_VISIT(j->pyfunc);
+    Py_VISIT(j->compiled);
+    return 0;
+}
+
+static void jitfn_dealloc(mod_jitfn *j) {
+    PyObject_GC_UnTrack(j);
+    Py_XDECREF(j->pyfunc);
+    Py_XDECREF(j->compiled);
+    Py_TYPE(j)->tp_free((PyObject *)j);
+}
+
+static PyObject *jitfn_repr(mod_jitfn *j) { return PyUnicode_FromFormat("<offload.jit %R>", j->pyfunc); }
+static PyObject *jitfn_py_func(mod_jitfn *j, void *c) { return Py_NewRef(j->pyfunc); }
+static PyObject *jitfn_attr(mod_jitfn *j, void *c) { return PyObject_GetAttrString(j->pyfunc, c); }
+
+static PyGetSetDef jitfn_getset[] = {
+    {"py_func", (getter)jitfn_py_func, NULL, "the Python function", NULL},
+    {"__wrapped__", (getter)jitfn_py_func, NULL, "the Python function", NULL},
+    {"__name__", (getter)jitfn_attr, NULL, NULL, "__name__"},
+    {"__doc__", (getter)jitfn_attr, NULL, NULL, "__doc__"},
+    {NULL},
+};
+
+static PyTypeObject JitFnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.JitFunction",
+    .tp_basicsize = sizeof(mod_jitfn),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A function whose prange loops run on a device (see offload.jit).",
+    .tp_traverse = (traverseproc)jitfn_traverse,
+    .tp_dealloc = (destructor)jitfn_dealloc,
+    .tp_call = (ternaryfunc)jitfn_call,
+    .tp_repr = (reprfunc)jitfn_repr,
+    .tp_getset = jitfn_getset,
+};
+
+static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 1 || !PyFunction_Check(args[0])) return PyErr_Format(PyExc_TypeError, "use @offload.jit above a def");
+    mod_jitfn *j = PyObject_GC_New(mod_jitfn, &JitFnType);
+    if (!j) return NULL;
+    j->pyfunc = Py_NewRef(args[0]);
+    j->compiled = NULL;
+    PyObject_GC_Track(j);
+    return (PyObject *)j;
+}
+
+static PyMethodDef functions[] = {
+    {"prange", prange, METH_VARARGS,
+     "prange([start,] stop[, step])\n\nrange, whose loop runs on a device in %%offload cells and @offload.jit "
+     "functions: each iteration is a work-item; nested pranges give up to 3 dimensions; s += ..., s *= ..., "
+     "s = min(s, ...) and s = max(s, ...) are reductions."},
+    {"jit", (PyCFunction)(void (*)(void))jit_decorator, METH_FASTCALL,
+     "@offload.jit\ndef f(...): ...\n\nf runs as Python, except its prange loops, which run on a device: "
+     "the device of the offload arrays they use, else the default. NumPy arrays are copied to it once per "
+     "call and back at its end if a loop may write them."},
+    {"_loop", (PyCFunction)(void (*)(void))loop_run, METH_FASTCALL, "_loop(id, ranges, values): a prange loop (internal)"},
+    {"_compile_cell", compile_cell, METH_VARARGS,
+     "_compile_cell(source, filename, first_line=1): the code of source with its prange loops on devices"},
+    {NULL},
+};
+
+int mod_loops_add_functions(PyObject *module) {
+    if (PyType_Ready(&LoopType) < 0 || PyType_Ready(&LoopCtxType) < 0 || PyType_Ready(&JitFnType) < 0) return -1;
+    if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()))) return -1;
+    if (PyModule_AddObjectRef(module, "LoopContext", (PyObject *)&LoopCtxType) < 0) return -1;
+    return PyModule_AddFunctions(module, functions);
+}

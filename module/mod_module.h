@@ -123,5 +123,6 @@ int mod_dlpack_add_functions(PyObject *module);
 extern PyObject *mod_CompileError; /* Exception: filename, lineno, colno */
 int mod_kernel_add_functions(PyObject *module);
 int mod_launch_add_functions(PyObject *module);
+int mod_loops_add_functions(PyObject *module); /* mod_loops.c: prange, jit, LoopContext */
 
 #endif
