@@ -1,0 +1,179 @@
+"""%%offload cells through jupyter_client, as a notebook runs them: the cell's
+prange loops run on PoCL's CPU device against NumPy on fresh random data with
+poisoned outputs; the live report (device, copies, compiles, launches) and the
+summary table that is shown and then updated in place; --device, --quiet,
+--show; errors (CompileError at the cell's line, unknown options, a wrong
+device filter, arrays on two devices) leave the kernel alive."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kernel_testlib import Kernel, execute, of_type, stream_text
+from offload_fixtures import CPU_FILTER, two_cpu_kernel  # noqa: F401  (fixtures)
+
+SETUP = "import numpy as np, math, offload as ol\nfrom offload import prange\nrng = np.random.default_rng()\n"
+
+
+def run(kc, code: str):
+    reply, msgs = execute(kc, code)
+    return reply["content"], msgs
+
+
+def ok(kc, code: str):
+    content, msgs = run(kc, code)
+    assert content["status"] == "ok", f"{content.get('ename')}: {content.get('evalue')}\n" + \
+        "\n".join(content.get("traceback", []))
+    return msgs
+
+
+def error(kc, code: str):
+    content, msgs = run(kc, code)
+    assert content["status"] == "error", "expected an error"
+    return content["ename"], re.sub(r"\x1b\[[0-9;]*m", "", content["evalue"]), msgs
+
+
+@pytest.fixture
+def kcs(kc):
+    ok(kc, SETUP)
+    return kc
+
+
+def test_cell_runs_loops_on_the_device_and_reports(kcs):
+    msgs = ok(kcs, "%%offload\n"
+                   "a = rng.random(1000)\n"
+                   "b = np.full(1000, np.nan)\n"
+                   "for i in prange(a.shape[0]):\n"
+                   "    b[i] = math.sin(a[i]) * 2\n"
+                   "print('after the loop')\n")
+    assert ok(kcs, "assert np.allclose(b, np.sin(a) * 2), b") is not None
+    out = stream_text(msgs)
+    assert f"offload: device {CPU_FILTER}" in out
+    assert "copied 'a' to" in out and "copied 'b' to" in out
+    assert "ran the loop at line 4 over Range(1000" in out
+    assert "copied 'b' back" in out and "copied 'a' back" not in out  # a is only read
+    # streamed in order: the loop ran before the cell's own print, the copy back after it
+    assert out.index("ran the loop") < out.index("after the loop") < out.index("copied 'b' back")
+    shown = of_type(msgs, "display_data")
+    updates = of_type(msgs, "update_display_data")
+    assert len(shown) == 1 and updates, "the summary is shown once and then updated in place"
+    did = shown[0]["content"]["transient"]["display_id"]
+    assert all(u["content"]["transient"]["display_id"] == did for u in updates)
+    last = updates[-1]["content"]["data"]
+    assert "<table>" in last["text/html"] and "copy out" in last["text/plain"] and "launch" in last["text/plain"]
+
+
+def test_reductions_and_nested_loops(kcs):
+    ok(kcs, "%%offload --quiet\n"
+            "x = rng.standard_normal((40, 50)).astype(np.float32)\n"
+            "out = np.full((40, 50), np.nan, np.float32)\n"
+            "total = 0.0\n"
+            "lo = 1e9\n"
+            "for i in prange(40):\n"
+            "    for j in prange(50):\n"
+            "        out[i, j] = x[i, j] * i - j\n"
+            "for i in prange(40):\n"
+            "    for j in prange(50):\n"
+            "        total += x[i, j]\n"
+            "        lo = min(lo, x[i, j])\n")
+    ok(kcs, "i, j = np.indices(x.shape)\n"
+            "assert np.allclose(out, x * i - j, atol=1e-4)\n"
+            "assert np.isclose(total, x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3), total\n"
+            "assert lo == x.min()\n")
+
+
+def test_quiet_prints_nothing(kcs):
+    msgs = ok(kcs, "%%offload --quiet\nv = np.zeros(8)\nfor i in prange(8):\n    v[i] = i\n")
+    assert stream_text(msgs) == "" and not of_type(msgs, "display_data")
+    ok(kcs, "assert (v == np.arange(8)).all()")
+
+
+def test_device_arrays_stay_and_compute_follows_data(kcs):
+    msgs = ok(kcs, "%%offload\n"
+                   "d = ol.asarray(rng.random(64))\n"
+                   "e = ol.full(64, np.nan)\n"
+                   "for i in prange(64):\n"
+                   "    e[i] = d[i] + 1\n")
+    out = stream_text(msgs)
+    assert "copied" not in out and f"device {CPU_FILTER}" in out
+    ok(kcs, "assert np.allclose(ol.asnumpy(e), ol.asnumpy(d) + 1)")
+
+
+def test_explicit_device_and_show(kcs):
+    msgs = ok(kcs, f"%%offload --device {CPU_FILTER} --show llvm\n"
+                   "w = np.full(16, -1.0)\n"
+                   "for i in prange(16):\n"
+                   "    w[i] = i * 0.5\n")
+    out = stream_text(msgs)
+    assert "llvm of the loop at line 3" in out and "define" in out
+    ok(kcs, "assert (w == np.arange(16) * 0.5).all()")
+
+
+def test_compile_error_points_at_the_cell_line(kernel: Kernel, kcs):
+    ename, evalue, _ = error(kcs, "%%offload\n"
+                                  "q = np.zeros(4)\n"
+                                  "for i in prange(4):\n"
+                                  "    q[i] = [i]\n")
+    assert ename == "CompileError"
+    assert re.search(r"<cell \d+>:4:12: a list is not supported", evalue), evalue
+    assert "q[i] = [i]" in evalue and "^" in evalue
+    ename, evalue, _ = error(kcs, "%%offload\nfor i in prange(4):\n    break\n")
+    assert ename == "CompileError" and ":3:5:" in evalue and "break" in evalue
+    kernel.assert_alive("CompileErrors in %%offload cells")
+
+
+def test_bad_options_and_device_filter(kernel: Kernel, kcs):
+    ename, evalue, _ = error(kcs, "%%offload --frobnicate\npass\n")
+    assert "unknown option '--frobnicate'" in evalue
+    ename, evalue, _ = error(kcs, "%%offload --show asm\npass\n")
+    assert "--show takes llvm, spirv or ptx" in evalue
+    ename, evalue, _ = error(kcs, "%%offload --device cuda:gpu:7\npass\n")
+    assert ename in ("DeviceNotFoundError", "ValueError") and "cuda:gpu:7" in evalue
+    ename, evalue, _ = error(kcs, "%%offload --boundscheck\npass\n")
+    assert "not available yet" in evalue
+    kernel.assert_alive("bad %%offload options")
+
+
+def test_a_python_error_in_the_cell_still_copies_back(kcs):
+    ename, evalue, _ = error(kcs, "%%offload --quiet\n"
+                                  "z = np.zeros(5)\n"
+                                  "for i in prange(5):\n"
+                                  "    z[i] = 7\n"
+                                  "raise KeyError('later')\n")
+    assert ename == "KeyError"
+    ok(kcs, "assert (z == 7).all(), z")
+
+
+def test_jit_function_in_the_kernel(kcs):
+    ok(kcs, "@ol.jit\n"
+            "def norm2(a):\n"
+            "    s = 0.0\n"
+            "    for i in prange(a.shape[0]):\n"
+            "        s += a[i] * a[i]\n"
+            "    return math.sqrt(s)\n")
+    ok(kcs, "a = rng.random(999)\nassert np.isclose(norm2(a), np.linalg.norm(a))")
+
+
+def test_lsmagic_lists_offload(kcs):
+    msgs = ok(kcs, "%lsmagic")
+    assert "%%offload" in stream_text(msgs)
+
+
+def test_arrays_on_two_devices(two_cpu_kernel):  # noqa: F811
+    kc = two_cpu_kernel.kc
+    ok(kc, SETUP)
+    ename, evalue, _ = error(kc, "%%offload\n"
+                                 "p = ol.zeros(4, device='opencl:cpu:0')\n"
+                                 "r = ol.zeros(4, device='opencl:cpu:1')\n"
+                                 "for i in prange(4):\n"
+                                 "    r[i] = p[i]\n")
+    assert ename == "ExecutionPlacementError"
+    assert "'p' on opencl:cpu:0" in evalue and "'r' on opencl:cpu:1" in evalue and "line 4" in evalue
+    ename, evalue, _ = error(kc, "%%offload --device opencl:cpu:1\n"
+                                 "p = ol.zeros(4, device='opencl:cpu:0')\n"
+                                 "for i in prange(4):\n"
+                                 "    p[i] = 1\n")
+    assert ename == "ExecutionPlacementError" and "--device" in evalue
+    two_cpu_kernel.assert_alive("placement errors")
