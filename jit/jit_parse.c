@@ -801,6 +801,16 @@ static int parse_def(parser *p, PyObject *def) {
     return rc;
 }
 
+/* Resolves names through globals (and its __builtins__) and parses def. */
+static int parse_with(parser *p, PyObject *def, PyObject *globals) {
+    p->globals = globals;
+    p->builtins = PyDict_GetItemString(globals, "__builtins__");
+    /* __builtins__ is the builtins module in __main__, its dict elsewhere */
+    if (p->builtins && PyModule_Check(p->builtins)) p->builtins = PyModule_GetDict(p->builtins);
+    if (!p->builtins || !PyDict_Check(p->builtins)) p->builtins = PyEval_GetBuiltins();
+    return parse_def(p, def);
+}
+
 /* Source lines of pyfunc via inspect, dedented for ast.parse. */
 static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err) {
     if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
@@ -882,18 +892,14 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
         err->compile_error = true;
         goto out;
     }
-    p.globals = PyObject_GetAttrString(pyfunc, "__globals__");
-    Py_XDECREF(p.globals); /* the function keeps it alive */
-    p.builtins = p.globals ? PyDict_GetItemString(p.globals, "__builtins__") : NULL;
-    /* __builtins__ is the builtins module in __main__, its dict elsewhere */
-    if (p.builtins && PyModule_Check(p.builtins)) p.builtins = PyModule_GetDict(p.builtins);
-    if (!p.builtins || !PyDict_Check(p.builtins)) p.builtins = PyEval_GetBuiltins();
+    PyObject *globals = PyObject_GetAttrString(pyfunc, "__globals__");
+    Py_XDECREF(globals); /* the function keeps it alive */
     /* co_freevars is a new tuple on every access (3.11+): hold it */
     PyObject *freevars = PyObject_GetAttrString(code, "co_freevars");
     PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
     p.closure_cells = cells && cells != Py_None ? cells : NULL;
     p.closure_names = p.closure_cells ? freevars : NULL;
-    rc = parse_def(&p, def);
+    rc = globals ? parse_with(&p, def, globals) : internal_error(err, "the function has no __globals__");
     Py_XDECREF(freevars);
     Py_XDECREF(cells);
     Py_DECREF(body);
@@ -917,6 +923,47 @@ out:
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
     memset(err, 0, sizeof *err);
     return parse_function(pyfunc, is_kernel, err);
+}
+
+jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
+                            int first_line, jit_error *err) {
+    memset(err, 0, sizeof *err);
+    if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
+    jit_func *f = calloc(1, sizeof *f);
+    if (!f) { internal_error(err, "out of memory"); return NULL; }
+    f->origin = def;
+    f->is_kernel = true;
+    f->filename = strdup(filename);
+    f->first_line = first_line;
+    f->nlines = (int)PyList_GET_SIZE(lines);
+    f->lines = calloc((size_t)f->nlines + 1, sizeof *f->lines);
+    for (int i = 0; f->lines && i < f->nlines; i++) f->lines[i] = strdup(PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i)));
+    parser p = {.f = f, .err = err}; /* line0 0, indent 0: the tree's places are the file's */
+    PyObject *name = PyObject_GetAttrString(def, "name");
+    f->name = strdup(name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "loop");
+    Py_XDECREF(name);
+    /* the code depends on the tree, not on where it sits: dump without places */
+    PyObject *ast = PyImport_ImportModule("ast");
+    PyObject *dump = ast ? PyObject_CallMethod(ast, "dump", "O", def) : NULL;
+    Py_XDECREF(ast);
+    int rc = -1;
+    if (!dump || !f->lines || !f->filename) {
+        internal_error(err, "cannot read the loop's tree");
+    } else {
+        p.hash = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(p.hash, EVP_sha256(), NULL);
+        hash_text(&p, PyUnicode_AsUTF8(dump));
+        rc = parse_with(&p, def, globals);
+        unsigned len = 0;
+        EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
+        EVP_MD_CTX_free(p.hash);
+    }
+    Py_XDECREF(dump);
+    if (rc < 0) {
+        jit_func_free(f);
+        return NULL;
+    }
+    return f;
 }
 
 void jit_func_free(jit_func *f) {

@@ -764,3 +764,26 @@ int mod_kernel_add_functions(PyObject *module) {
     }
     return PyModule_AddFunctions(module, functions);
 }
+
+/* ---- for prange loops (mod_loops.c) ---- */
+
+PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
+    PyObject *k = kernel_new_for(pyfunc);
+    if (!k) {
+        jit_func_free(jf);
+        return NULL;
+    }
+    ((mod_kernel *)k)->jf = jf;
+    return k;
+}
+
+PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
+                            bool want_event) {
+    return launch((mod_kernel *)kernel, range, args, nargs, want_event);
+}
+
+jit_func *mod_kernel_parsed(PyObject *kernel) { return ((mod_kernel *)kernel)->jf; }
+
+int mod_kernel_arg_type(PyObject *o, int i, jit_type *t) { return init_types() < 0 ? -1 : arg_type(o, i, t); }
+
+void mod_raise_jit(const jit_error *err) { raise_jit(err); }
