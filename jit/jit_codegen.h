@@ -39,6 +39,16 @@ LLVMValueRef jit_target_wg(jit_tgt *t, jit_wg_query q, int hw);
 void jit_target_barrier(jit_tgt *t);
 /* Address spaces of global, local (work-group) and private memory. */
 unsigned jit_target_space(jit_tgt *t, jit_space s);
+/* An internal constant byte array (data[len]) where printf can read it as a %s
+ * argument: OpenCL's constant space, the global space on NVPTX. Point only
+ * past its first byte: the SPIR-V translator types a pointer to the array
+ * itself as one to an array, which printf does not take for a string. */
+LLVMValueRef jit_target_const_bytes(jit_tgt *t, const char *name, const char *data, size_t len);
+/* printf(fmt, args...) on the device: the OpenCL.std printf instruction in
+ * SPIR-V, CUDA's vprintf with its argument buffer. args are i32, i64, float,
+ * double or pointers into jit_target_const_bytes arrays (%s), promoted as C
+ * varargs are (at most 63). -1 when out of memory. */
+int jit_target_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int nargs);
 /* A math function of the OpenCL/libdevice family on float (f64 false) or double
  * arguments: name is the C name ("sin", "atan2", "ldexp", "tgamma", "rint"). */
 LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs);

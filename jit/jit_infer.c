@@ -249,10 +249,29 @@ static int argc_is(infer *s, jit_node *n, const char *name, int lo, int hi) {
 
 extern const char *const jit_builtin_names[];
 
+/* print(...): the device formats numbers and bools; strings are constants (N_STR). */
+static jit_type print_args(infer *s, jit_node *n) {
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
+    for (int i = 0; i < n->nkids; i++) {
+        jit_node *k = n->kids[i];
+        if (k->kind == N_STR) continue;
+        jit_type t = expr(s, k);
+        if (!known(t)) return unknown;
+        if (!jit_is_number(t)) {
+            err_at(s, k, "print() in a kernel prints numbers, bools and constant strings, not %s\n%s", TS(t),
+                   t.kind == JT_ARRAY ? "Print its elements: print(a[i]), or print the array on the host after "
+                                        "the kernel." : "Pass numbers and constant strings as separate arguments.");
+            return none;
+        }
+    }
+    return none;
+}
+
 static jit_type call_builtin(infer *s, jit_node *n, int b) {
     const char *name = jit_builtin_names[b];
     jit_type none = {JT_NONE, 0, 0, 0, 0};
     jit_type a[3] = {unknown, unknown, unknown};
+    if (b == B_PRINT) return print_args(s, n);
     if (b == B_LEN) {
         if (argc_is(s, n, name, 1, 1) < 0) return none;
         jit_type x = expr(s, n->kids[0]);

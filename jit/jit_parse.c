@@ -103,7 +103,7 @@ void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *
 }
 
 const char *const jit_builtin_names[B_NBUILTINS] = {
-    "abs", "min", "max", "int", "float", "bool", "round", "len", "range",
+    "abs", "min", "max", "int", "float", "bool", "round", "len", "range", "print",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
     "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
     "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
@@ -436,6 +436,95 @@ static jit_node *unsupported_expr(parser *p, PyObject *node) {
     return NULL;
 }
 
+/* A str constant's value (new reference), or NULL (no exception) for any other node. */
+static PyObject *const_str(PyObject *node) {
+    if (!is(node, "Constant")) return NULL;
+    PyObject *v = PyObject_GetAttrString(node, "value");
+    if (v && PyUnicode_Check(v)) return v;
+    Py_XDECREF(v);
+    PyErr_Clear();
+    return NULL;
+}
+
+static jit_node *str_node(parser *p, PyObject *at, PyObject *str) {
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(str, &len);
+    if (!u) { internal_error(p->err, "reading a string"); return NULL; }
+    if ((size_t)len != strlen(u)) { /* the device's printf stops at a NUL */
+        fail(p, at, "a kernel cannot print a string that contains a NUL character");
+        return NULL;
+    }
+    jit_node *n = new_node(p, at, N_STR);
+    if (n && !(n->v.name = arena_strdup(p->f, u))) { internal_error(p->err, "out of memory"); return NULL; }
+    return n;
+}
+
+/* print(...) in a kernel: the device prints numbers and constant strings, so
+ * strings are kept as N_STR nodes here (the only place a kernel takes them);
+ * sep= and end= become the call's b and c (NULL: Python's defaults). */
+static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
+    static const char *const what = "\nprint() in a kernel takes numbers, bools and constant strings, "
+                                    "with constant sep= and end= strings.";
+    jit_node *n = new_node(p, node, N_CALL);
+    PyObject *args = PyObject_GetAttrString(node, "args"), *kws = PyObject_GetAttrString(node, "keywords");
+    if (!n || !args || !kws || !PyList_Check(args) || !PyList_Check(kws)) {
+        Py_XDECREF(args);
+        Py_XDECREF(kws);
+        if (n) internal_error(p->err, "malformed ast");
+        return NULL;
+    }
+    n->a = fn;
+    n->nkids = (int)PyList_GET_SIZE(args);
+    n->kids = n->nkids ? jit_arena_alloc(p->f, (size_t)n->nkids * sizeof *n->kids) : NULL;
+    int rc = n->nkids && !n->kids ? internal_error(p->err, "out of memory") : 0;
+    for (int i = 0; rc == 0 && i < n->nkids; i++) {
+        PyObject *a = PyList_GET_ITEM(args, i), *str = const_str(a);
+        if (str) {
+            n->kids[i] = str_node(p, a, str);
+            Py_DECREF(str);
+        } else if (is(a, "JoinedStr")) {
+            fail(p, a, "f-strings cannot be printed in kernels: the device has no string formatting\n"
+                 "Pass the values as separate arguments: print(\"x =\", x, \"y =\", y).");
+            n->kids[i] = NULL;
+        } else {
+            n->kids[i] = expr(p, a);
+        }
+        if (!n->kids[i]) rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(kws); i++) {
+        PyObject *kw = PyList_GET_ITEM(kws, i);
+        PyObject *name = PyObject_GetAttrString(kw, "arg"), *value = PyObject_GetAttrString(kw, "value");
+        const char *k = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+        if (!value) {
+            rc = internal_error(p->err, "malformed ast");
+        } else if (k && (!strcmp(k, "sep") || !strcmp(k, "end"))) {
+            PyObject *str = const_str(value);
+            PyObject *c = str || !is(value, "Constant") ? NULL : PyObject_GetAttrString(value, "value");
+            if (str) {
+                jit_node *s = str_node(p, value, str);
+                if (!s) rc = -1;
+                else if (k[0] == 's') n->b = s;
+                else n->c = s;
+            } else if (c != Py_None) { /* None means the default, as in Python */
+                rc = fail(p, value, "print()'s %s= must be a constant string in a kernel%s", k, what);
+            }
+            Py_XDECREF(str);
+            Py_XDECREF(c);
+        } else if (k && !strcmp(k, "flush")) {
+            /* ignored: the device's text is written out when the kernel is waited for */
+        } else {
+            rc = fail(p, kw, "print() in a kernel cannot take %s%s%s",
+                      !k ? "**kwargs" : !strcmp(k, "file") ? "file=: it writes to the cell's output" : k,
+                      k && strcmp(k, "file") ? "=" : "", what);
+        }
+        Py_XDECREF(name);
+        Py_XDECREF(value);
+    }
+    Py_DECREF(args);
+    Py_DECREF(kws);
+    return rc < 0 ? NULL : n;
+}
+
 static jit_node *expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     if (is(node, "Constant")) {
@@ -517,6 +606,10 @@ static jit_node *expr(parser *p, PyObject *node) {
                        (n->c = child(p, node, "orelse")) ? n : NULL;
     }
     if (is(node, "Call")) {
+        jit_node *fn = child(p, node, "func");
+        if (!fn) return NULL;
+        if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && fn->v.ref.id == B_PRINT)
+            return print_call(p, node, fn);
         PyObject *kw = PyObject_GetAttrString(node, "keywords");
         if (kw && PyList_GET_SIZE(kw) > 0) {
             PyObject *k0 = PyList_GET_ITEM(kw, 0);
@@ -527,7 +620,8 @@ static jit_node *expr(parser *p, PyObject *node) {
         Py_XDECREF(kw);
         PyObject *args = PyObject_GetAttrString(node, "args");
         if (!args || !(n = new_node(p, node, N_CALL))) { Py_XDECREF(args); return NULL; }
-        int rc = (n->a = child(p, node, "func")) ? expr_list(p, args, &n->kids, &n->nkids) : -1;
+        n->a = fn;
+        int rc = expr_list(p, args, &n->kids, &n->nkids);
         Py_DECREF(args);
         return rc < 0 ? NULL : n;
     }

@@ -1,5 +1,6 @@
 /* jit_target: what differs between the SPIR (OpenCL) and NVPTX (CUDA) targets. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jit_codegen.h"
@@ -157,4 +158,91 @@ LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRe
         sym[n] = '\0';
     }
     return call(t, sym, ft, pt, args, nargs);
+}
+
+LLVMValueRef jit_target_const_bytes(jit_tgt *t, const char *name, const char *data, size_t len) {
+    LLVMValueRef init = LLVMConstStringInContext(t->ctx, data, (unsigned)len, 1);
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(t->mod, LLVMTypeOf(init), name, t->ptx ? 1 : 2);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return g;
+}
+
+/* Translator 15 types pointers from mangled names, so OpenCL's printf is
+ * declared as the SPIR-V builtin with one parameter per argument: variadic
+ * arguments past the format crash it, and plain "printf" too. The format is
+ * reached through a GEP to its second byte: a pointer to the whole array
+ * (what an all-zero GEP folds to) would be typed as one, and SPIR-V wants an
+ * i8 pointer there. */
+static int spir_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int nargs) {
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
+    size_t len = strlen(fmt);
+    char *text = malloc(len + 2);
+    if (!text) return -1;
+    text[0] = '\0';
+    memcpy(text + 1, fmt, len + 1);
+    LLVMValueRef g = jit_target_const_bytes(t, "ofl_printf_fmt", text, len + 2); /* LLVM numbers repeats */
+    free(text);
+    LLVMValueRef one = LLVMConstInt(i64, 1, 0);
+    LLVMValueRef all[64];
+    LLVMTypeRef types[64];
+    all[0] = LLVMConstInBoundsGEP2(i8, g, &one, 1);
+    types[0] = LLVMTypeOf(all[0]);
+    char mangled[64 * 8 + 64] = "_Z18__spirv_ocl_printfPU3AS2c";
+    size_t n = strlen(mangled);
+    for (int i = 0; i < nargs && i < 63; i++) {
+        all[i + 1] = args[i];
+        types[i + 1] = LLVMTypeOf(args[i]);
+        LLVMTypeKind k = LLVMGetTypeKind(types[i + 1]);
+        const char *code = k == LLVMPointerTypeKind ? "PU3AS2c" : k == LLVMDoubleTypeKind ? "d"
+                         : k == LLVMFloatTypeKind ? "f" : LLVMGetIntTypeWidth(types[i + 1]) == 64 ? "l" : "i";
+        n += (size_t)snprintf(mangled + n, sizeof mangled - n, "%s", code);
+    }
+    LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(t->ctx), types, (unsigned)nargs + 1, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, mangled);
+    if (!fn) {
+        fn = LLVMAddFunction(t->mod, mangled, fty);
+        jit_target_mark_function(t, fn);
+    }
+    jit_target_mark_call(t, LLVMBuildCall2(t->b, fty, fn, all, (unsigned)nargs + 1, ""));
+    return 0;
+}
+
+int jit_target_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int nargs) {
+    if (!t->ptx) return spir_printf(t, fmt, args, nargs);
+    /* CUDA: vprintf(format, buffer) with the arguments laid out as a C struct
+     * would hold them (8-byte values 8-aligned), every pointer generic */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), gen = LLVMPointerTypeInContext(t->ctx, 0);
+    LLVMValueRef g = jit_target_const_bytes(t, "ofl_printf_fmt", fmt, strlen(fmt) + 1);
+    LLVMValueRef vals[64];
+    LLVMTypeRef types[64];
+    for (int i = 0; i < nargs && i < 64; i++) {
+        vals[i] = args[i];
+        if (LLVMGetTypeKind(LLVMTypeOf(vals[i])) == LLVMPointerTypeKind)
+            vals[i] = LLVMBuildAddrSpaceCast(t->b, vals[i], gen, "");
+        types[i] = LLVMTypeOf(vals[i]);
+    }
+    LLVMValueRef buf = LLVMConstNull(gen);
+    if (nargs) {
+        LLVMTypeRef st = LLVMStructTypeInContext(t->ctx, types, (unsigned)nargs, 0);
+        /* in the entry block, so that a print in a loop reuses one buffer */
+        LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(LLVMGetBasicBlockParent(LLVMGetInsertBlock(t->b)));
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(t->ctx);
+        LLVMValueRef first = LLVMGetFirstInstruction(entry);
+        if (first) LLVMPositionBuilderBefore(eb, first);
+        else LLVMPositionBuilderAtEnd(eb, entry);
+        buf = LLVMBuildAlloca(eb, st, "printf.args");
+        LLVMDisposeBuilder(eb);
+        for (int i = 0; i < nargs; i++)
+            LLVMBuildStore(t->b, vals[i], LLVMBuildStructGEP2(t->b, st, buf, (unsigned)i, ""));
+    }
+    LLVMTypeRef pt[2] = {gen, gen};
+    LLVMTypeRef fty = LLVMFunctionType(i32, pt, 2, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(t->mod, "vprintf");
+    if (!fn) fn = LLVMAddFunction(t->mod, "vprintf", fty);
+    LLVMValueRef call_args[2] = {LLVMBuildAddrSpaceCast(t->b, g, gen, ""), buf};
+    LLVMBuildCall2(t->b, fty, fn, call_args, 2, "");
+    return 0;
 }

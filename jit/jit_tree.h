@@ -27,6 +27,7 @@ typedef enum {
     N_ATTR,    /* a.v.name */
     N_INDEX,   /* a[kids...] */
     N_TUPLE,   /* (kids...) */
+    N_STR,     /* a constant string, v.name (UTF-8): only print()'s arguments, sep (b) and end (c) */
     /* statements */
     S_ASSIGN,    /* kids (targets) = a; a target is N_VAR, N_INDEX or N_TUPLE of them */
     S_AUGASSIGN, /* a op= b */
@@ -57,7 +58,7 @@ typedef enum {
 
 typedef enum {
     /* Python builtins */
-    B_ABS, B_MIN, B_MAX, B_INT, B_FLOAT, B_BOOL, B_ROUND, B_LEN, B_RANGE,
+    B_ABS, B_MIN, B_MAX, B_INT, B_FLOAT, B_BOOL, B_ROUND, B_LEN, B_RANGE, B_PRINT,
     /* math.* (keep in the order of jit_target.c's table) */
     B_SIN, B_COS, B_TAN, B_ASIN, B_ACOS, B_ATAN, B_ATAN2, B_SINH, B_COSH, B_TANH,
     B_ASINH, B_ACOSH, B_ATANH, B_ISNAN, B_ISINF, B_CEIL, B_FLOOR, B_TRUNC, B_FABS,
