@@ -56,14 +56,17 @@ static const struct magic {
 } magics[] = {
     {"device", true, false, mag_device, "show or set the default device: %device [FILTER]"},
     {"devices", true, false, mag_devices, "the devices, their filter strings and key properties"},
+    {"kernels", true, false, mag_kernels, "compiled kernels: signature, target, code size, compile ms, "
+                                          "launches, device ms, cache hits"},
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
     {"lsplatform", true, false, mag_lsplatform, "platforms and devices: %lsplatform [-v|-vv]"},
     {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
     {"offload", false, true, mag_offload, "run the cell's prange loops on a device: [--device F] [--quiet] [--show llvm|spirv|ptx]"},
     {"pinfo", true, false, magic_pinfo, "help on an object (what obj? runs)"},
     {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},
-    {"time", true, true, mag_time, "run once and print CPU and wall time"},
-    {"timeit", true, true, mag_timeit, "time many runs: mean \xc2\xb1 std (-n loops, -r runs)"},
+    {"time", true, true, mag_time, "run once: CPU, wall and device time (devices waited for)"},
+    {"timeit", true, true, mag_timeit, "host and device time per loop, mean \xc2\xb1 std and best: "
+                                       "[-n N] [-r R] [-q] [-o] [-d]"},
 };
 #define NMAGICS (sizeof magics / sizeof magics[0])
 
@@ -141,10 +144,10 @@ PyObject *mag_module_init(void)
     PyObject *m = PyModule_Create(&moddef);
     if (!m)
         return NULL;
-    mag_UsageError = PyErr_NewExceptionWithDoc("_offload_magics.mag_UsageError",
-                                           "A magic was misused or does not exist.",
-                                           PyExc_Exception, NULL);
-    if (!mag_UsageError || PyModule_AddObjectRef(m, "mag_UsageError", mag_UsageError)) {
+    mag_UsageError = PyErr_NewExceptionWithDoc("_offload_magics.UsageError",
+                                               "A magic was misused or does not exist.",
+                                               PyExc_Exception, NULL);
+    if (!mag_UsageError || PyModule_AddObjectRef(m, "UsageError", mag_UsageError)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,6 +6,7 @@
  * common loop that launches one kernel with the same kinds of arguments finds
  * it at the first compare, without building any key or Python object. */
 #include <string.h>
+#include <time.h>
 
 #include "jit.h"
 #include "mod_kernel.h"
@@ -23,18 +24,23 @@ typedef struct {
     jit_blob code;       /* kept to rebuild after a CUDA context reset */
     char entry[160];
     char signature[512];
-    double compile_ms;
+    double compile_ms;   /* the JIT's (stats) */
+    double build_ms;     /* the driver's build of the code (again after a context reset) */
     bool disk_hit;
-    unsigned long long launches;
+    unsigned long long launches, memory_hits;
+    /* device time of timed launches of programs released after a context
+     * reset (the runtime keeps the current program's) */
+    uint64_t old_device_ns, old_timed;
 } spec;
 
-typedef struct {
+typedef struct mod_kernel {
     PyObject_HEAD PyObject *pyfunc;
     jit_func *jf;        /* parsed at the first compile */
     spec *specs;
     int nspecs, last;
     long compiles, memory_hits, disk_hits;
     PyObject *weakreflist;
+    struct mod_kernel *prev, *next; /* the registry of live kernels (kernel_table) */
 } mod_kernel;
 
 typedef struct {
@@ -195,15 +201,23 @@ static int ensure_parsed(mod_kernel *k) {
     return 0;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 static int build_program(spec *s) {
     ofl_error err;
     ofl_binary_kind kind = ofl_device_binary_kind(s->dev);
     int rc;
+    double t0 = now_ms();
     Py_BEGIN_ALLOW_THREADS rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, &s->prog, &err);
     Py_END_ALLOW_THREADS if (rc != 0) {
         mod_raise(&err);
         return -1;
     }
+    s->build_ms += now_ms() - t0;
     return 0;
 }
 
@@ -215,7 +229,11 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
             !memcmp(s->types, types, sizeof *types * (size_t)nargs)) {
             k->last = i;
             k->memory_hits++;
+            s->memory_hits++;
             if (ofl_program_is_stale(s->prog)) { /* its CUDA context was reset after a fault */
+                uint64_t ns, n; /* the runtime forgets the program's device time with it */
+                ofl_program_device_time(s->prog, &ns, &n);
+                s->old_device_ns += ns, s->old_timed += n;
                 ofl_program_release(s->prog);
                 s->prog = NULL;
                 if (build_program(s) < 0) return NULL;
@@ -485,6 +503,12 @@ static PyObject *kernel_getitem(mod_kernel *k, PyObject *key) {
     return (PyObject *)l;
 }
 
+/* Every live Kernel, oldest first, for offload.kernel_table(). Borrowed: a
+ * kernel leaves when it is freed, and its rows with it -- its programs (and
+ * their device memory) are gone then, and a cell run again would otherwise
+ * list each kernel it defines once per run. Guarded by the GIL. */
+static mod_kernel *registry_first, *registry_last;
+
 static PyObject *kernel_new_for(PyObject *pyfunc) {
     if (!PyFunction_Check(pyfunc))
         return PyErr_Format(PyExc_TypeError, "offload.kernel decorates a Python function, not %s",
@@ -492,6 +516,10 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     mod_kernel *k = (mod_kernel *)KernelType.tp_alloc(&KernelType, 0);
     if (!k) return NULL;
     k->pyfunc = Py_NewRef(pyfunc);
+    k->prev = registry_last;
+    if (registry_last) registry_last->next = k;
+    else registry_first = k;
+    registry_last = k;
     return (PyObject *)k;
 }
 
@@ -507,6 +535,10 @@ static int kernel_traverse(mod_kernel *k, visitproc visit, void *arg) {
 static void kernel_dealloc(mod_kernel *k) {
     PyObject_GC_UnTrack(k);
     if (k->weakreflist) PyObject_ClearWeakRefs((PyObject *)k);
+    if (k->prev) k->prev->next = k->next;
+    else registry_first = k->next;
+    if (k->next) k->next->prev = k->prev;
+    else registry_last = k->prev;
     for (int i = 0; i < k->nspecs; i++) {
         ofl_program_release(k->specs[i].prog);
         jit_blob_free(&k->specs[i].code);
@@ -596,6 +628,55 @@ static PyObject *kernel_stats(mod_kernel *k, void *c) {
     }
     return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", k->compiles, "memory_hits", k->memory_hits,
                          "disk_hits", k->disk_hits, "launches", launches, "compile_ms", ms);
+}
+
+/* ---- offload.kernel_table() ---- */
+
+/* "opencl:cpu:0 spirv", "opencl:cpu:0 spir1.2" (SPIR-V translated back for
+ * PoCL), "cuda:gpu:0 ptx sm_90". */
+static void target_str(ofl_device *dev, char *out, size_t len) {
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    switch (ofl_device_binary_kind(dev)) {
+    case OFL_BIN_SPIRV: snprintf(out, len, "%s spirv", in->filter); break;
+    case OFL_BIN_SPIR12: snprintf(out, len, "%s spir1.2", in->filter); break;
+    case OFL_BIN_PTX: snprintf(out, len, "%s ptx sm_%d%d", in->filter, in->cuda_cc_major, in->cuda_cc_minor); break;
+    case OFL_BIN_NONE: snprintf(out, len, "%s", in->filter); break;
+    }
+}
+
+static PyObject *spec_row(mod_kernel *k, const spec *s) {
+    uint64_t ns, timed;
+    ofl_program_device_time(s->prog, &ns, &timed);
+    ns += s->old_device_ns, timed += s->old_timed;
+    char target[128];
+    target_str(s->dev, target, sizeof target);
+    PyObject *device_ms = timed ? PyFloat_FromDouble((double)ns * 1e-6) : Py_NewRef(Py_None);
+    if (!device_ms) return NULL;
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:d,s:d,s:d,s:K,s:N,s:K,s:K,s:O}",
+                         "name", jit_func_name(k->jf), "signature", s->signature,
+                         "device", ofl_device_get_info(s->dev)->filter, "target", target,
+                         "code_size", (Py_ssize_t)s->code.size, "compile_ms", s->compile_ms + s->build_ms,
+                         "jit_ms", s->compile_ms, "build_ms", s->build_ms, "launches", s->launches,
+                         "device_ms", device_ms, "timed_launches", (unsigned long long)timed,
+                         "memory_hits", s->memory_hits, "disk_hit", s->disk_hit ? Py_True : Py_False);
+}
+
+static PyObject *kernel_table(PyObject *self, PyObject *unused) {
+    ofl_error err;
+    int rc;
+    /* the device time of timed launches still queued goes to their programs */
+    Py_BEGIN_ALLOW_THREADS rc = ofl_timing_totals(NULL, NULL, &err);
+    Py_END_ALLOW_THREADS if (rc) return mod_raise(&err);
+    PyObject *rows = PyList_New(0);
+    for (mod_kernel *k = registry_first; rows && k; k = k->next) {
+        for (int i = 0; i < k->nspecs; i++) {
+            PyObject *row = spec_row(k, &k->specs[i]);
+            if (!row || PyList_Append(rows, row) < 0) Py_CLEAR(rows);
+            Py_XDECREF(row);
+            if (!rows) break;
+        }
+    }
+    return rows;
 }
 
 static PyObject *kernel_py_func(mod_kernel *k, void *c) { return Py_NewRef(k->pyfunc); }
@@ -719,6 +800,18 @@ static PyMethodDef functions[] = {
      "call_kernel(kernel, range, *args)\n\nQueue a launch (returns once queued)."},
     {"call_kernel_async", (PyCFunction)(void (*)(void))call_kernel_async, METH_FASTCALL,
      "call_kernel_async(kernel, range, *args) -> Event\n\nQueue a launch; the Event waits and times it."},
+    {"kernel_table", kernel_table, METH_NOARGS,
+     "kernel_table() -> list of dict\n\n"
+     "Every kernel compiled in this process and still alive (a kernel that is garbage-collected leaves "
+     "with its programs), one dict per specialisation, oldest first:\n"
+     "  name, signature (argument types and range), device (filter string), target (device and code form: "
+     "'opencl:cpu:0 spirv', 'opencl:cpu:0 spir1.2', 'cuda:gpu:0 ptx sm_90'),\n"
+     "  code_size (bytes of the code the device loaded), compile_ms (jit_ms + build_ms: the JIT's and the "
+     "driver's), launches, memory_hits (launches that found this specialisation compiled),\n"
+     "  disk_hit (its code came from the disk cache), device_ms and timed_launches (the device time summed "
+     "over the launches made while device timing was on -- %time, %timeit, an open offload.DeviceTimer; "
+     "device_ms is None when none was).\n"
+     "Waits for timed launches still queued."},
     {0},
 };
 

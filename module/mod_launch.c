@@ -1,5 +1,6 @@
-/* mod_launch: offload.Range, offload.NdRange and offload.Event -- the shapes
- * of launches and what an asynchronous launch hands back. */
+/* mod_launch: offload.Range, offload.NdRange, offload.Event and
+ * offload.DeviceTimer -- the shapes of launches, what an asynchronous launch
+ * hands back, and the device time of many launches. */
 #include "mod_module.h"
 #include "mod_kernel.h"
 
@@ -297,11 +298,161 @@ PyObject *mod_event_new(ofl_event *ev, const char *kernel_name) {
     return (PyObject *)e;
 }
 
+/* ---- DeviceTimer ----
+ *
+ * The device time of launches, summed: what %time and %timeit report. The
+ * runtime records launches only while some timer records (ofl_runtime.h says
+ * what that costs), so a timer is opened for the span it measures and closed
+ * after; one that does not record only waits for the devices. */
+
+typedef struct {
+    PyObject_HEAD bool open, recording;
+    uint64_t base_ns, base_n; /* the runtime's totals at the last lap */
+    uint64_t ns, n;           /* summed over the laps so far */
+} mod_timer;
+
+/* The runtime's totals, with the GIL released: they wait for timed launches. */
+static int timing_totals(uint64_t *ns, uint64_t *n) {
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_timing_totals(ns, n, &err);
+    Py_END_ALLOW_THREADS if (rc) {
+        mod_raise(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static int timer_init(mod_timer *t, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"record", NULL};
+    int record = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:DeviceTimer", kwlist, &record)) return -1;
+    if (t->open) return 0;
+    t->open = true;
+    t->recording = record;
+    t->ns = t->n = 0;
+    if (!record) return 0;
+    ofl_timing_start();
+    /* launches recorded for another timer before this one began are not its */
+    return timing_totals(&t->base_ns, &t->base_n);
+}
+
+static void timer_close_(mod_timer *t) {
+    if (t->open && t->recording) ofl_timing_stop();
+    t->open = t->recording = false;
+}
+
+static void timer_dealloc(mod_timer *t) {
+    timer_close_(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *timer_sync(mod_timer *t, PyObject *unused) {
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_synchronize_launched(&err);
+    Py_END_ALLOW_THREADS if (rc) return mod_raise(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *timer_lap(mod_timer *t, PyObject *unused) {
+    if (!t->open) return PyErr_Format(PyExc_ValueError, "this DeviceTimer is closed");
+    uint64_t ns = t->base_ns, n = t->base_n;
+    if (t->recording && timing_totals(&ns, &n) < 0) return NULL;
+    uint64_t dns = ns - t->base_ns, dn = n - t->base_n;
+    t->base_ns = ns, t->base_n = n;
+    t->ns += dns, t->n += dn;
+    return Py_BuildValue("(dK)", (double)dns * 1e-9, (unsigned long long)dn);
+}
+
+static PyObject *timer_close(mod_timer *t, PyObject *unused) {
+    timer_close_(t);
+    Py_RETURN_NONE;
+}
+
+static PyObject *timer_enter(mod_timer *t, PyObject *unused) {
+    if (!t->open) return PyErr_Format(PyExc_ValueError, "this DeviceTimer is closed");
+    return Py_NewRef(t);
+}
+
+/* Waits for the block's launches and takes the last lap, unless the block
+ * raised: then its exception is the one to see. */
+static PyObject *timer_exit(mod_timer *t, PyObject *args) {
+    PyObject *r = Py_NewRef(Py_None);
+    if (t->open && PyTuple_GET_SIZE(args) > 0 && PyTuple_GET_ITEM(args, 0) == Py_None) {
+        Py_SETREF(r, timer_sync(t, NULL));
+        if (r) Py_SETREF(r, timer_lap(t, NULL));
+        if (r) Py_SETREF(r, Py_NewRef(Py_None));
+    }
+    timer_close_(t);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *timer_seconds(mod_timer *t, void *c) { return PyFloat_FromDouble((double)t->ns * 1e-9); }
+static PyObject *timer_launches(mod_timer *t, void *c) { return PyLong_FromUnsignedLongLong(t->n); }
+static PyObject *timer_is_open(mod_timer *t, void *c) { return PyBool_FromLong(t->open); }
+static PyObject *timer_recording(mod_timer *t, void *c) { return PyBool_FromLong(t->recording); }
+
+static PyObject *timer_repr(mod_timer *t) {
+    char s[32];
+    snprintf(s, sizeof s, "%.6g", (double)t->ns * 1e-9);
+    return PyUnicode_FromFormat("<offload.DeviceTimer %s: %s s over %llu launch%s>", t->open ? "open" : "closed",
+                                s, (unsigned long long)t->n, t->n == 1 ? "" : "es");
+}
+
+static PyMethodDef timer_methods[] = {
+    {"sync", (PyCFunction)timer_sync, METH_NOARGS,
+     "sync()\n\nWait for every device that kernels were launched on since the last sync (by anyone), so "
+     "that a host clock read next includes their work. Raises DeviceError if that work failed."},
+    {"lap", (PyCFunction)timer_lap, METH_NOARGS,
+     "lap() -> (seconds, launches)\n\nWait for the launches timed since the last lap (or the start) and "
+     "return their device time summed, and how many there were."},
+    {"close", (PyCFunction)timer_close, METH_NOARGS, "close()\n\nStop timing (laps not taken are lost)."},
+    {"__enter__", (PyCFunction)timer_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)timer_exit, METH_VARARGS, NULL},
+    {0},
+};
+
+static PyGetSetDef timer_getset[] = {
+    {"seconds", (getter)timer_seconds, NULL, "device seconds summed over the laps taken", NULL},
+    {"launches", (getter)timer_launches, NULL, "launches timed over the laps taken", NULL},
+    {"open", (getter)timer_is_open, NULL, "whether it is still open", NULL},
+    {"recording", (getter)timer_recording, NULL, "whether it times launches (record=True, and open)", NULL},
+    {0},
+};
+
+static PyTypeObject TimerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.DeviceTimer",
+    .tp_basicsize = sizeof(mod_timer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "DeviceTimer(record=True): while open, every kernel launch (any kernel, device or thread) is "
+              "timed on its device, and lap() sums those times.\n\n"
+              "    with offload.DeviceTimer() as t:\n"
+              "        saxpy[offload.Range(n)](2.0, x, y)\n"
+              "    t.seconds, t.launches   # device time summed, and how many launches\n\n"
+              "Leaving the block waits for its launches. Open timers share one record: each sees every "
+              "launch made while it is open. Timing is not free: an OpenCL launch keeps its profiling "
+              "event, a CUDA launch records an event pair, which the GPU processes too (back-to-back "
+              "near-empty kernels went from 4.5 to 7.7 us each on an H100); a kernel of tens of "
+              "microseconds does not notice. record=False times nothing: sync() still waits for the "
+              "devices launched on, and lap() gives (0.0, 0).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)timer_init,
+    .tp_dealloc = (destructor)timer_dealloc,
+    .tp_repr = (reprfunc)timer_repr,
+    .tp_methods = timer_methods,
+    .tp_getset = timer_getset,
+};
+
 int mod_launch_add_functions(PyObject *module) {
-    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&mod_NdRangeType) < 0 || PyType_Ready(&EventType) < 0)
+    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&mod_NdRangeType) < 0 || PyType_Ready(&EventType) < 0 ||
+        PyType_Ready(&TimerType) < 0)
         return -1;
     return PyModule_AddObjectRef(module, "Range", (PyObject *)&mod_RangeType) < 0 ||
                    PyModule_AddObjectRef(module, "NdRange", (PyObject *)&mod_NdRangeType) < 0 ||
-                   PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0
+                   PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0 ||
+                   PyModule_AddObjectRef(module, "DeviceTimer", (PyObject *)&TimerType) < 0
                ? -1 : 0;
 }

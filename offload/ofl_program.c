@@ -67,6 +67,221 @@ void ofl_append_log(ofl_error *err, const char *intro, const char *log) {
     }
 }
 
+/* ---- device time of launches (ofl_runtime.h says what and when) ----
+ *
+ * The state lives here, beside the launch that records: an entry per device
+ * (the device list is fixed once discovered), made at the first launch, and
+ * the totals of each program with timed launches. ofl_backend.h's structs are
+ * left as they are, so a launch finds its device's entry by a short scan. */
+
+/* Records a device keeps before a launch collects those already finished:
+ * a bound on the events held, high enough that a %timeit run seldom pays for
+ * a collection inside its timed loop. */
+#define TIMED_BATCH 65536
+
+typedef struct {
+    ofl_event *ev;
+    const ofl_program *prog; /* its totals get the time; alive until collected */
+} timed_launch;
+
+typedef struct { /* fields guarded by dev->lock */
+    ofl_device *dev;
+    bool launched;   /* work queued since the last ofl_synchronize_launched */
+    timed_launch *v; /* recorded launches, oldest first (the queue's order) */
+    size_t n, cap;
+    size_t next;     /* a launch that makes n reach this collects */
+} dev_timing;
+
+typedef struct {
+    const ofl_program *prog;
+    uint64_t ns, n;
+} prog_time;
+
+static struct {
+    int on; /* ofl_timing_start minus ofl_timing_stop; atomic */
+    pthread_once_t once;
+    dev_timing *devs; /* one per device of ofl_devices(); published once (atomic); NULL: none yet */
+    size_t ndevs;
+    /* The rest under lock, held by one collector at a time and taken before
+     * any device's lock: a record's event and program stay alive while it is
+     * held (only collectors free events; a program's release collects first). */
+    pthread_mutex_t lock;
+    prog_time *progs;
+    size_t nprogs, cap, last; /* last: the entry found last, tried first */
+    uint64_t ns, n;           /* the process's totals */
+    bool failed;              /* a collection met a failure no caller asked about yet */
+    ofl_error err;
+} timing = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void timing_init(void) {
+    size_t n = 0;
+    ofl_device *const *devs = ofl_devices(&n, NULL);
+    dev_timing *t = n ? calloc(n, sizeof *t) : NULL;
+    if (!t) return; /* launches then go unrecorded, never failed */
+    for (size_t i = 0; i < n; i++) t[i].dev = devs[i], t[i].next = TIMED_BATCH;
+    timing.ndevs = n;
+    __atomic_store_n(&timing.devs, t, __ATOMIC_RELEASE);
+}
+
+/* The entries, or NULL before any launch (then nothing was recorded). */
+static dev_timing *timing_devs(size_t *n) {
+    dev_timing *d = __atomic_load_n(&timing.devs, __ATOMIC_ACQUIRE);
+    *n = d ? timing.ndevs : 0;
+    return d;
+}
+
+/* dev's entry, made with the others at the first call; NULL without memory. */
+static dev_timing *timing_of(const ofl_device *dev) {
+    pthread_once(&timing.once, timing_init);
+    size_t n;
+    dev_timing *d = timing_devs(&n);
+    for (size_t i = 0; i < n; i++)
+        if (d[i].dev == dev) return &d[i];
+    return NULL;
+}
+
+/* prog's totals, made when asked to; with timing.lock held. */
+static prog_time *prog_slot(const ofl_program *prog, bool make) {
+    if (timing.last < timing.nprogs && timing.progs[timing.last].prog == prog)
+        return &timing.progs[timing.last];
+    for (size_t i = 0; i < timing.nprogs; i++)
+        if (timing.progs[i].prog == prog) return &timing.progs[timing.last = i];
+    if (!make) return NULL;
+    if (timing.nprogs == timing.cap) {
+        size_t cap = timing.cap ? timing.cap * 2 : 16;
+        prog_time *p = realloc(timing.progs, cap * sizeof *p);
+        if (!p) return NULL; /* the process's totals still get the time */
+        timing.progs = p, timing.cap = cap;
+    }
+    timing.progs[timing.nprogs] = (prog_time){prog, 0, 0};
+    return &timing.progs[timing.last = timing.nprogs++];
+}
+
+/* Moves dt's first `done` records into the totals, then those after them
+ * whose launches have finished (an event that is not done yet gives no time);
+ * drops the records moved. With timing.lock and the device's lock held. */
+static void take_records(dev_timing *dt, size_t done) {
+    ofl_device *dev = dt->dev;
+    size_t k = 0;
+    for (; k < dt->n; k++) {
+        ofl_event *ev = dt->v[k].ev;
+        double s = dev->ops->event_elapsed(ev);
+        if (s < 0 && k >= done) break;
+        if (s >= 0) { /* < 0 among the done ones: untimed (a reset context's, say) */
+            uint64_t ns = (uint64_t)(s * 1e9 + 0.5);
+            timing.ns += ns, timing.n++;
+            prog_time *p = prog_slot(dt->v[k].prog, true);
+            if (p) p->ns += ns, p->n++;
+        }
+        dev->ops->event_release(ev);
+        free(ev);
+    }
+    memmove(dt->v, dt->v + k, (dt->n - k) * sizeof *dt->v);
+    dt->n -= k;
+    dt->next = dt->n + TIMED_BATCH;
+}
+
+/* Collects dt's records, first waiting for the newest when wait is set (the
+ * queue is in order: the others are then done too). With timing.lock held,
+ * not the device's: the wait may be long, and a CUDA event's wait takes the
+ * device's lock to explain a fault. */
+static void collect(dev_timing *dt, bool wait) {
+    ofl_device *dev = dt->dev;
+    pthread_mutex_lock(&dev->lock);
+    size_t done = wait ? dt->n : 0;
+    ofl_event *newest = done ? dt->v[done - 1].ev : NULL;
+    /* a reset context's event: its work is lost, and its fault was told */
+    if (newest && newest->generation != dev->generation) newest = NULL;
+    pthread_mutex_unlock(&dev->lock);
+    ofl_error err;
+    if (newest && dev->ops->event_wait(newest, &err) != 0 && !timing.failed) {
+        timing.failed = true;
+        timing.err = err;
+    }
+    pthread_mutex_lock(&dev->lock);
+    if (dt->n) take_records(dt, done);
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* Appends a record; false without memory for it. With dev->lock held. */
+static bool record(dev_timing *dt, ofl_event *ev, const ofl_program *prog) {
+    if (dt->n == dt->cap) {
+        size_t cap = dt->cap ? dt->cap * 2 : 64;
+        timed_launch *v = realloc(dt->v, cap * sizeof *v);
+        if (!v) return false;
+        dt->v = v, dt->cap = cap;
+    }
+    dt->v[dt->n++] = (timed_launch){ev, prog};
+    return true;
+}
+
+/* Before prog is freed: its records are collected and its totals dropped. */
+static void timing_forget(const ofl_program *prog) {
+    size_t n;
+    dev_timing *d = timing_devs(&n);
+    if (!d) return;
+    pthread_mutex_lock(&timing.lock);
+    for (size_t i = 0; i < n; i++)
+        if (d[i].dev == prog->dev) collect(&d[i], true);
+    prog_time *p = prog_slot(prog, false);
+    if (p) {
+        *p = timing.progs[--timing.nprogs];
+        timing.last = 0;
+    }
+    pthread_mutex_unlock(&timing.lock);
+}
+
+void ofl_timing_start(void) { __atomic_add_fetch(&timing.on, 1, __ATOMIC_RELAXED); }
+
+void ofl_timing_stop(void) {
+    int on = __atomic_load_n(&timing.on, __ATOMIC_RELAXED);
+    while (on > 0 && !__atomic_compare_exchange_n(&timing.on, &on, on - 1, false,
+                                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+int ofl_timing_totals(uint64_t *ns, uint64_t *launches, ofl_error *err) {
+    size_t n;
+    dev_timing *d = timing_devs(&n);
+    pthread_mutex_lock(&timing.lock);
+    for (size_t i = 0; i < n; i++) collect(&d[i], true);
+    if (ns) *ns = timing.ns;
+    if (launches) *launches = timing.n;
+    int rc = 0;
+    if (timing.failed) {
+        timing.failed = false;
+        rc = timing.err.code;
+        if (err) *err = timing.err;
+    }
+    pthread_mutex_unlock(&timing.lock);
+    return rc;
+}
+
+void ofl_program_device_time(const ofl_program *prog, uint64_t *ns, uint64_t *launches) {
+    pthread_mutex_lock(&timing.lock);
+    prog_time *p = prog ? prog_slot(prog, false) : NULL;
+    *ns = p ? p->ns : 0;
+    *launches = p ? p->n : 0;
+    pthread_mutex_unlock(&timing.lock);
+}
+
+int ofl_synchronize_launched(ofl_error *err) {
+    size_t n;
+    dev_timing *d = timing_devs(&n);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        ofl_device *dev = d[i].dev;
+        pthread_mutex_lock(&dev->lock);
+        if (d[i].launched && dev->opened) {
+            int r = dev->ops->synchronize(dev, rc ? NULL : err);
+            if (!rc) rc = r;
+        }
+        d[i].launched = false;
+        pthread_mutex_unlock(&dev->lock);
+    }
+    return rc;
+}
+
 int ofl_program_build(ofl_device *dev, ofl_binary_kind kind, const void *bin, size_t size,
                       const char *entry, ofl_program **out, ofl_error *err) {
     if (!out) return ofl_fail(err, OFL_ERR_INVALID, "no place given for the program");
@@ -107,6 +322,7 @@ int ofl_program_build(ofl_device *dev, ofl_binary_kind kind, const void *bin, si
 
 void ofl_program_release(ofl_program *prog) {
     if (!prog) return;
+    timing_forget(prog);
     ofl_device *dev = prog->dev;
     /* the lock orders the release after launches queued by other threads */
     pthread_mutex_lock(&dev->lock);
@@ -333,34 +549,65 @@ int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const si
     if (ev_out && !(ev = calloc(1, sizeof *ev)))
         return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory for an event");
     if (ev) ev->dev = dev;
+    /* While timing is on, the launch is recorded with an event of its own
+     * (tev; the caller's, if any, is the caller's to release). Timing never
+     * fails a launch: without memory for it, the launch goes untimed. */
+    dev_timing *dt = timing_of(dev);
+    ofl_event *tev = NULL;
+    if (dt && __atomic_load_n(&timing.on, __ATOMIC_RELAXED) > 0 && (tev = calloc(1, sizeof *tev)))
+        tev->dev = dev;
+    bool drop_tev = false, collect_now = false;
     /* One hold of the lock for the event's marks and the launch, so that no
      * other thread's work lands inside the timed span. */
     rc = ofl_device_lock(dev, err);
     if (rc) {
         free(ev);
+        free(tev);
         return rc;
     }
     rc = check_current(prog, args, nargs, err);
     if (rc == 0) {
         if (ev) ev->generation = dev->generation;
+        if (tev) tev->generation = dev->generation;
+        /* with the caller's event taking the launch's own timestamps, the
+         * record gets a span of markers around it */
+        bool around = ev && tev;
+        if (around && dev->ops->mark(tev, false, NULL) != 0) around = false, drop_tev = true;
+        ofl_event *kev = ev ? ev : drop_tev ? NULL : tev;
         if (!empty) {
-            rc = dev->ops->launch(prog, ndim, g, l, args, nargs, ev, err);
+            rc = dev->ops->launch(prog, ndim, g, l, args, nargs, kev, err);
             if (rc == 0) { /* for the message should it fault later */
                 size_t n = min_z(prog->name_len, sizeof dev->last_kernel - 1);
                 memcpy(dev->last_kernel, prog->name, n);
                 dev->last_kernel[n] = '\0';
             }
-        } else if (ev && (rc = dev->ops->mark(ev, false, err)) == 0) {
-            rc = dev->ops->mark(ev, true, err);
+        } else if (kev && (rc = dev->ops->mark(kev, false, err)) == 0) {
+            rc = dev->ops->mark(kev, true, err);
+        }
+        if (rc == 0 && dt) {
+            dt->launched = true;
+            if (around && dev->ops->mark(tev, true, NULL) != 0) drop_tev = true;
+            if (tev && !drop_tev && !record(dt, tev, prog)) drop_tev = true;
+            collect_now = tev && !drop_tev && dt->n >= dt->next;
         }
     }
     ofl_device_unlock(dev);
+    if (tev && (rc || drop_tev)) {
+        dev->ops->event_release(tev);
+        free(tev);
+    }
     if (rc) {
         if (ev) {
             dev->ops->event_release(ev);
             free(ev);
         }
         return rc;
+    }
+    /* only what has finished, and only if no collector is busy: a launch
+     * does not wait for the device */
+    if (collect_now && pthread_mutex_trylock(&timing.lock) == 0) {
+        collect(dt, false);
+        pthread_mutex_unlock(&timing.lock);
     }
     if (ev_out) *ev_out = ev;
     return 0;

@@ -442,3 +442,79 @@ def test_cuda_kernel_fault_is_a_device_error(gpu, tmp_path):
             assert msg == "worked", (what, msg)
     if "cpu" in r:
         assert r["cpu"] == [2.0 * i for i in range(8)]
+
+
+# ---------------------------------------------------------------- device time (%time, %timeit, %kernels)
+
+
+def test_cuda_device_timer_and_kernel_table(ol, gpu):
+    """While a DeviceTimer is open each launch is timed with an event pair on the stream;
+    the times reach the timer and the kernel's row of kernel_table(), whose target names
+    the PTX and the compute capability."""
+
+    @ol.kernel
+    def cu_timed_add(item, x):
+        i = item.get_id(0)
+        x[i] = x[i] + 1.0  # a CUDA test's kernel: unique source, so no cached twin
+
+    n = 1 << 22
+    x = ol.zeros(n, dtype=np.float32, device=gpu)
+    cu_timed_add[ol.Range(n)](x)
+    with ol.DeviceTimer() as t:
+        for _ in range(5):
+            cu_timed_add[ol.Range(n)](x)
+        ev = ol.call_kernel_async(cu_timed_add, ol.Range(n), x)  # its own events, and the timer's
+    assert t.launches == 6 and t.seconds > 0, t
+    assert ev.elapsed > 0
+    assert float(ol.asnumpy(x)[-1]) == 7.0
+    (row,) = [r for r in ol.kernel_table() if r["name"].endswith("cu_timed_add")]
+    assert row["device"] == gpu.filter_string and re.fullmatch(r"cuda:gpu:\d+ ptx sm_\d+", row["target"]), row
+    assert (row["launches"], row["timed_launches"], row["memory_hits"]) == (7, 6, 6), row
+    assert row["device_ms"] == pytest.approx(t.seconds * 1e3, rel=1e-6) and row["code_size"] > 0, row
+    # more launches than a device keeps records for: the launches collect the finished ones
+    m = 70000
+    with ol.DeviceTimer() as t:
+        for _ in range(m):
+            cu_timed_add[ol.Range(32)](x)
+    assert t.launches == m and t.seconds > 0, t
+    assert float(ol.asnumpy(x)[0]) == 7.0 + m
+
+
+TIMED_FAULT_CHILD = """
+result = {}
+import numpy as np
+import offload as ol
+
+
+def scribble_timed(item, a):
+    i = item.get_id(0)
+    a[i + (1 << 40)] = 1.0  # an illegal address
+
+
+gpu = ol.Device("cuda:gpu:0")
+x = ol.asarray(np.arange(8, dtype=np.float32), device=gpu)
+t = ol.DeviceTimer()
+try:
+    ol.kernel(scribble_timed)[ol.Range(8)](x)
+    t.sync()
+    result["sync"] = "worked"
+except ol.DeviceError as e:
+    result["sync"] = str(e)
+try:
+    result["lap"] = repr(t.lap())
+except ol.DeviceError as e:
+    result["lap"] = "DeviceError: " + str(e)
+t.close()
+result["closed"] = True
+"""
+
+
+def test_cuda_fault_while_timing(gpu, tmp_path):
+    """A kernel's fault under a DeviceTimer is a DeviceError at the sync; the timer's events
+    died with the context, and collecting them afterwards neither crashes nor hangs."""
+    child = tmp_path / "timed_fault_child.py"
+    child.write_text(TIMED_FAULT_CHILD)
+    r = run_python(f"import runpy\nresult.update(runpy.run_path({str(child)!r})['result'])", timeout=120)
+    assert "scribble_timed" in r.get("sync", ""), r
+    assert r.get("closed") is True, r
+    assert r["lap"] == "(0.0, 0)" or r["lap"].startswith("DeviceError"), r
