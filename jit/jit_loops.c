@@ -383,12 +383,12 @@ static PyObject *names_tuple(PyObject *names, const char *ctx) {
 }
 
 /* The statement that replaces the loop: [reductions =] offload._loop(id, ranges, values). */
-static PyObject *replacement(const jit_loop *loop, long id, PyObject *ranges, PyObject *for_node) {
+static PyObject *replacement(PyObject *reads, PyObject *reductions, long id, PyObject *ranges, PyObject *for_node) {
     PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", "__import__('offload')._loop(0, (), ())");
     PyObject *body = tree ? get(tree, "body") : NULL;
     PyObject *call = body ? get(PyList_GET_ITEM(body, 0), "value") : NULL;
     PyObject *args = call ? get(call, "args") : NULL;
-    PyObject *values = PySequence_Concat(loop->reads, loop->reductions);
+    PyObject *values = PySequence_Concat(reads, reductions);
     PyObject *stmt = NULL;
     if (!args || !values) goto out;
     PyObject *idc = make("Constant", Py_BuildValue("{s:l}", "value", id));
@@ -396,8 +396,8 @@ static PyObject *replacement(const jit_loop *loop, long id, PyObject *ranges, Py
     PyObject *vt = names_tuple(values, "Load");
     if (idc && rt && vt && !PyList_SetItem(args, 0, idc) && !PyList_SetItem(args, 1, rt) && !PyList_SetItem(args, 2, vt)) {
         idc = rt = vt = NULL; /* stolen by the list */
-        if (PyTuple_GET_SIZE(loop->reductions)) {
-            PyObject *targets = names_tuple(loop->reductions, "Store");
+        if (PyTuple_GET_SIZE(reductions)) {
+            PyObject *targets = names_tuple(reductions, "Store");
             stmt = targets ? make("Assign", Py_BuildValue("{s:[N],s:O}", "targets", targets, "value", call)) : NULL;
         } else {
             stmt = make("Expr", Py_BuildValue("{s:O}", "value", call));
@@ -461,14 +461,13 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
     }
     if (check_body(pl, loop.body, false) < 0) goto out;
     if (!(loop.targets = PyList_AsTuple(targets)) || analyse(&loop) < 0) goto out;
-    PyObject *loop_body = loop.body, *reads = loop.reads, *reds = loop.reductions; /* for the call below */
-    long id = found(ctx, &loop); /* the callback owns loop now */
+    /* the callback takes the loop (and frees it when it knew the loop already) */
+    PyObject *reads = Py_NewRef(loop.reads), *reds = Py_NewRef(loop.reductions);
+    long id = found(ctx, &loop);
     memset(&loop, 0, sizeof loop);
-    (void)loop_body;
-    if (id >= 0) {
-        jit_loop view = {.reads = reads, .reductions = reds};
-        result = replacement(&view, id, ranges, for_node);
-    }
+    if (id >= 0) result = replacement(reads, reds, id, ranges, for_node);
+    Py_DECREF(reads);
+    Py_DECREF(reds);
 out:
     jit_loop_clear(&loop);
     Py_XDECREF(targets);

@@ -84,6 +84,22 @@ def test_reductions_and_nested_loops(kcs):
             "assert lo == x.min()\n")
 
 
+def test_a_cell_run_again_reuses_its_kernels(kcs):
+    cell = ("%%offload\n"
+            "g = rng.random(300)\n"
+            "h = np.full(300, np.nan)\n"
+            "acc = 0.0\n"
+            "for i in prange(300):\n"
+            "    h[i] = g[i] * 3\n"
+            "    acc += g[i]\n")
+    first = stream_text(ok(kcs, cell))
+    ok(kcs, "assert np.allclose(h, g * 3) and np.isclose(acc, g.sum())")
+    again = stream_text(ok(kcs, cell))  # fresh data, the same loop at the same place
+    ok(kcs, "assert np.allclose(h, g * 3) and np.isclose(acc, g.sum())")
+    assert "compiled the loop at line 5" in first and "compiled" not in again
+    assert "ran the loop at line 5" in again
+
+
 def test_quiet_prints_nothing(kcs):
     msgs = ok(kcs, "%%offload --quiet\nv = np.zeros(8)\nfor i in prange(8):\n    v[i] = i\n")
     assert stream_text(msgs) == "" and not of_type(msgs, "display_data")
