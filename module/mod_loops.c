@@ -87,6 +87,11 @@ typedef struct {
  * at the same place, so a cell run again reuses its compiled kernels. */
 static long found(void *opaque, jit_loop *info) {
     found_ctx *fc = opaque;
+    if (!registry) {
+        jit_loop_clear(info);
+        PyErr_SetString(PyExc_RuntimeError, "offload: prange loops cannot be prepared while the process exits");
+        return -1;
+    }
     PyObject *ast = PyImport_ImportModule("ast");
     PyObject *dumps = PyList_New(0);
     for (Py_ssize_t i = 0; ast && dumps && i < PyList_GET_SIZE(info->body); i++) {
@@ -558,7 +563,8 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 3 || !PyLong_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]))
         return PyErr_Format(PyExc_TypeError, "offload._loop(id, ranges, values) runs a prange loop");
     long id = PyLong_AsLong(args[0]);
-    if (id < 0 || id >= PyList_GET_SIZE(registry)) return PyErr_Format(PyExc_ValueError, "no prange loop %ld", id);
+    if (!registry || id < 0 || id >= PyList_GET_SIZE(registry))
+        return PyErr_Format(PyExc_ValueError, "no prange loop %ld%s", id, registry ? "" : " (the process is exiting)");
     mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
     PyObject *ranges = args[1], *values = args[2];
     Py_ssize_t nreads = PyTuple_GET_SIZE(l->info.reads), nred = PyTuple_GET_SIZE(l->info.reductions);
@@ -905,9 +911,26 @@ static PyMethodDef functions[] = {
     {NULL},
 };
 
+/* The registry keeps loops for the process; at exit they go with everything
+ * else, so their kernels release their device programs like any other. */
+static PyObject *release_loops(PyObject *self, PyObject *unused) {
+    Py_CLEAR(registry_index);
+    Py_CLEAR(registry);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef release_def = {"_release_loops", release_loops, METH_NOARGS, NULL};
+
 int mod_loops_add_functions(PyObject *module) {
     if (PyType_Ready(&LoopType) < 0 || PyType_Ready(&LoopCtxType) < 0 || PyType_Ready(&JitFnType) < 0) return -1;
     if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()))) return -1;
     if (PyModule_AddObjectRef(module, "LoopContext", (PyObject *)&LoopCtxType) < 0) return -1;
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    PyObject *release = PyCFunction_New(&release_def, NULL);
+    PyObject *r = atexit && release ? PyObject_CallMethod(atexit, "register", "O", release) : NULL;
+    Py_XDECREF(atexit);
+    Py_XDECREF(release);
+    if (!r) return -1;
+    Py_DECREF(r);
     return PyModule_AddFunctions(module, functions);
 }
