@@ -9,21 +9,13 @@
 /* offload module, new reference. */
 static PyObject *offload_module(void) { return PyImport_ImportModule("offload"); }
 
+/* Outside the kernel (no display) the printed text was enough. */
 static int show_html(PyObject *html)
 {
-    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
-    PyObject *display = PyDict_GetItemString(builtins, "display");
-    if (!display) /* outside the kernel (no display): the text was enough */
-        return 0;
     PyObject *bundle = Py_BuildValue("{s:O}", "text/html", html);
-    PyObject *kw = Py_BuildValue("{s:O}", "raw", Py_True);
-    PyObject *args = bundle ? PyTuple_Pack(1, bundle) : NULL;
-    PyObject *r = args && kw ? PyObject_Call(display, args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
+    int rc = bundle ? mag_display(bundle, NULL, false) : -1;
     Py_XDECREF(bundle);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
+    return rc < 0 ? -1 : 0;
 }
 
 /* %lsplatform [-v|-vv] */

@@ -197,20 +197,12 @@ static void render(row *rows, size_t n, bool untimed, char **text, char **html)
 /* One display_data with both forms; printed where there is no display(). */
 static int show(const char *text, const char *html)
 {
-    PyObject *display = PyDict_GetItemString(PyEval_GetBuiltins(), "display"); /* borrowed */
-    if (!display) {
-        PySys_FormatStdout("%s", text);
-        return 0;
-    }
     PyObject *bundle = Py_BuildValue("{s:s,s:s}", "text/plain", text, "text/html", html);
-    PyObject *kw = Py_BuildValue("{s:O}", "raw", Py_True);
-    PyObject *args = bundle ? PyTuple_Pack(1, bundle) : NULL;
-    PyObject *r = args && kw ? PyObject_Call(display, args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
+    int rc = bundle ? mag_display(bundle, NULL, false) : -1;
     Py_XDECREF(bundle);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
+    if (rc == 0)
+        PySys_FormatStdout("%s", text);
+    return rc < 0 ? -1 : 0;
 }
 
 /* %kernels: every kernel compiled in this process and still alive. */

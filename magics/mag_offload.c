@@ -168,18 +168,11 @@ fail:
 /* The context's on_record: self is [display_id, shown]. Shows the table the
  * first time and updates it after that (update_display_data). */
 static PyObject *on_record(PyObject *self, PyObject *records) {
-    PyObject *display = PyDict_GetItemString(PyEval_GetBuiltins(), "display");
-    if (!display) Py_RETURN_NONE; /* outside the kernel: the printed steps are the report */
     PyObject *bundle = summary_bundle(records);
-    PyObject *shown = PyList_GET_ITEM(self, 1);
-    PyObject *args = bundle ? PyTuple_Pack(1, bundle) : NULL;
-    PyObject *kw = Py_BuildValue("{s:O,s:O,s:O}", "raw", Py_True, "display_id", PyList_GET_ITEM(self, 0), "update", shown);
-    PyObject *r = args && kw ? PyObject_Call(display, args, kw) : NULL;
-    if (r) PyList_SetItem(self, 1, Py_NewRef(Py_True));
+    int rc = bundle ? mag_display(bundle, PyList_GET_ITEM(self, 0), PyList_GET_ITEM(self, 1) == Py_True) : -1;
     Py_XDECREF(bundle);
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    return r ? (Py_DECREF(r), Py_NewRef(Py_None)) : NULL;
+    if (rc == 1) PyList_SetItem(self, 1, Py_NewRef(Py_True));
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static PyMethodDef on_record_def = {"offload_summary", on_record, METH_O, NULL};
@@ -209,10 +202,9 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
         if (!hook) goto out;
     }
     PyObject *ctor = PyObject_GetAttrString(offload, "LoopContext");
-    PyObject *kw = Py_BuildValue("{s:s,s:O,s:O,s:z}", "device", o.device[0] ? o.device : NULL, "verbose",
+    PyObject *kw = Py_BuildValue("{s:z,s:O,s:O,s:z}", "device", o.device[0] ? o.device : NULL, "verbose",
                                  o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
                                  o.show[0] ? o.show : NULL);
-    if (kw && !o.device[0]) PyDict_SetItemString(kw, "device", Py_None);
     PyObject *none = PyTuple_New(0);
     ctx = ctor && kw && none ? PyObject_Call(ctor, none, kw) : NULL;
     Py_XDECREF(ctor);
