@@ -173,6 +173,12 @@ static mod_array *view_new(mod_alloc *mem, PyObject *dtype, int nd, const Py_ssi
     return a;
 }
 
+PyObject *mod_array_view(mod_array *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                         Py_ssize_t offset)
+{
+    return (PyObject *)view_new(a->mem, a->dtype, nd, shape, strides, offset);
+}
+
 static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_ssize_t *strides)
 {
     Py_ssize_t s = itemsize;

@@ -104,6 +104,10 @@ int mod_array_init(void);
  * released after the last view dies and the device's queue has drained. */
 PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int nd,
                          const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t offset);
+/* Another view of a's memory with this layout (no checks: the caller keeps
+ * it inside a's span; strides may be 0 to broadcast). */
+PyObject *mod_array_view(mod_array *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                         Py_ssize_t offset);
 /* A new device array holding a copy of host (anything numpy.asarray takes). */
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev);
 
@@ -124,5 +128,15 @@ extern PyObject *mod_CompileError; /* Exception: filename, lineno, colno */
 int mod_kernel_add_functions(PyObject *module);
 int mod_launch_add_functions(PyObject *module);
 int mod_loops_add_functions(PyObject *module); /* mod_loops.c: prange, jit, LoopContext */
+
+/* ---- mod_gen.c: kernels the module writes (array operations) ----
+ * source: Python text defining `def name(item, ...)`, with the globals np
+ * (numpy), math and ol (offload). Compiled by the JIT as a user's kernel,
+ * once per text; the Kernel is kept for the process. */
+int mod_gen_init(void);
+PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
+/* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
+PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
+                         PyObject *const *args, Py_ssize_t nargs);
 
 #endif

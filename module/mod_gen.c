@@ -1,0 +1,96 @@
+/* mod_gen: kernels the module writes for itself -- array operators and
+ * functions, reductions, matmul.
+ *
+ * Each is Python source text that the JIT compiles exactly as it compiles a
+ * user's @offload.kernel: typed per signature (dtypes, dimensions, layout),
+ * built per device, cached in memory and on disk, listed by %kernels. This
+ * file turns a text into a Kernel once and keeps it for the process; the
+ * text's globals are `np` (numpy), `math` and `ol` (offload). */
+#include "mod_module.h"
+#include "mod_kernel.h"
+
+static PyObject *generated; /* dict: source text -> Kernel, until exit */
+
+/* A Kernel over the function `name` that source defines. Its file name is
+ * registered with linecache, so inspect (and the JIT, and error carets)
+ * read the text as they read a notebook cell. */
+static PyObject *compile_source(const char *name, PyObject *source) {
+    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *math = PyImport_ImportModule("math");
+    PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
+    PyObject *filename = PyUnicode_FromFormat("<offload %s #%zd>", name, PyDict_GET_SIZE(generated) + 1);
+    PyObject *lines = PyObject_CallMethod(source, "splitlines", "O", Py_True);
+    PyObject *entry = lines && filename ? Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(source), Py_None, lines, filename)
+                                        : NULL;
+    PyObject *ns = PyDict_New(), *code = NULL, *kernel = NULL;
+    if (!entry || !cache || !offload || !math || !ns || PyObject_SetItem(cache, filename, entry) < 0) goto out;
+    if (PyDict_SetItemString(ns, "__builtins__", builtins) < 0 || PyDict_SetItemString(ns, "ol", offload) < 0 ||
+        PyDict_SetItemString(ns, "np", mod_numpy_borrowed()) < 0 || PyDict_SetItemString(ns, "math", math) < 0)
+        goto out;
+    code = Py_CompileString(PyUnicode_AsUTF8(source), PyUnicode_AsUTF8(filename), Py_file_input);
+    PyObject *r = code ? PyEval_EvalCode(code, ns, ns) : NULL;
+    if (!r) goto out;
+    Py_DECREF(r);
+    PyObject *fn = PyDict_GetItemString(ns, name); /* borrowed */
+    if (!fn) {
+        PyErr_Format(PyExc_SystemError, "offload: generated source does not define %s", name);
+        goto out;
+    }
+    kernel = PyObject_CallMethod(offload, "kernel", "O", fn);
+out:
+    Py_XDECREF(linecache);
+    Py_XDECREF(offload);
+    Py_XDECREF(math);
+    Py_XDECREF(cache);
+    Py_XDECREF(filename);
+    Py_XDECREF(lines);
+    Py_XDECREF(entry);
+    Py_XDECREF(ns);
+    Py_XDECREF(code);
+    return kernel;
+}
+
+PyObject *mod_gen_kernel_borrowed(const char *name, const char *source) {
+    PyObject *key = PyUnicode_FromString(source);
+    if (!key) return NULL;
+    PyObject *k = PyDict_GetItemWithError(generated, key);
+    if (!k && !PyErr_Occurred() && (k = compile_source(name, key))) {
+        int rc = PyDict_SetItem(generated, key, k);
+        Py_DECREF(k); /* the dict holds it */
+        if (rc < 0) k = NULL;
+    }
+    Py_DECREF(key);
+    return k;
+}
+
+PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size, PyObject *const *args,
+                         Py_ssize_t nargs) {
+    PyObject *k = mod_gen_kernel_borrowed(name, source);
+    if (!k) return NULL;
+    mod_shape range = {.ndim = ndim};
+    for (int d = 0; d < ndim; d++) range.size[d] = size[d];
+    return mod_kernel_launch(k, &range, args, nargs, false);
+}
+
+/* Generated kernels live as long as the process; at exit they go with
+ * everything else, so they release their device programs like any other. */
+static PyObject *release_generated(PyObject *self, PyObject *unused) {
+    PyDict_Clear(generated);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef release_def = {"_release_generated", release_generated, METH_NOARGS, NULL};
+
+int mod_gen_init(void) {
+    if (generated) return 0;
+    if (!(generated = PyDict_New())) return -1;
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    PyObject *release = PyCFunction_New(&release_def, NULL);
+    PyObject *r = atexit && release ? PyObject_CallMethod(atexit, "register", "O", release) : NULL;
+    Py_XDECREF(atexit);
+    Py_XDECREF(release);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
