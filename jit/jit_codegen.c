@@ -262,6 +262,28 @@ static LLVMValueRef math1(cg *c, const char *name, jit_dtype d, LLVMValueRef x) 
     return jit_target_math(&c->m->tg, name, d == JIT_F64, &x, 1);
 }
 
+/* a // b for floats as Python and NumPy: from fmod, so that 1.0 // 0.1 is 9
+ * (floor(1.0 / 0.1) would be 10); by zero it is a / b (inf or nan). */
+static LLVMValueRef float_floordiv(cg *c, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1), half = LLVMConstReal(t, 0.5);
+    LLVMValueRef mod = LLVMBuildFRem(b, x, y, "");
+    LLVMValueRef div = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, mod, ""), y, "");
+    LLVMValueRef wrong_sign = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, mod, zero, ""),
+                                           LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""),
+                                                        LLVMBuildFCmp(b, LLVMRealOLT, mod, zero, ""), ""), "");
+    div = LLVMBuildSelect(b, wrong_sign, LLVMBuildFSub(b, div, one, ""), div, "");
+    LLVMValueRef fl = math1(c, "floor", d, div);
+    fl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, LLVMBuildFSub(b, div, fl, ""), half, ""),
+                         LLVMBuildFAdd(b, fl, one, ""), fl, "");
+    LLVMValueRef quot = LLVMBuildFDiv(b, x, y, "");
+    LLVMValueRef cs[2] = {zero, quot};
+    LLVMValueRef signed_zero = jit_target_math(&c->m->tg, "copysign", d == JIT_F64, cs, 2);
+    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, div, zero, ""), fl, signed_zero, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, zero, ""), quot, r, "");
+}
+
 /* The arithmetic of op on two values already converted to dtype d. */
 static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
     LLVMBuilderRef b = c->m->b;
@@ -281,7 +303,7 @@ static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef
     case OP_DIV: return LLVMBuildFDiv(b, x, y, "");
     case OP_FLOORDIV:
         if (!fl) return int_divmod(c, x, y, sg, false);
-        return math1(c, "floor", d, LLVMBuildFDiv(b, x, y, ""));
+        return float_floordiv(c, d, x, y);
     case OP_MOD: {
         if (!fl) return int_divmod(c, x, y, sg, true);
         LLVMValueRef r = LLVMBuildFRem(b, x, y, ""), zero = LLVMConstReal(LLVMTypeOf(x), 0);
@@ -407,6 +429,22 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         const char *fn = bi == B_ROUND ? "rint" : bi == B_CEIL ? "ceil" : bi == B_FLOOR ? "floor" : "trunc";
         return conv_dt(c, math1(c, fn, d0, a[0]), d0, dt_of(c, rt));
     }
+    case B_NP_FLOOR: case B_NP_CEIL: case B_NP_TRUNC: case B_NP_RINT: {
+        LLVMValueRef v = conv(c, a[0], t0, rt);
+        jit_dtype d = dt_of(c, rt);
+        if (!jit_dtype_is_float(d)) return v;
+        return math1(c, bi == B_NP_FLOOR ? "floor" : bi == B_NP_CEIL ? "ceil" : bi == B_NP_TRUNC ? "trunc" : "rint", d, v);
+    }
+    case B_MINIMUM: case B_MAXIMUM: { /* NumPy: a NaN on either side wins */
+        jit_dtype d = dt_of(c, rt);
+        LLVMValueRef x = conv(c, a[0], t0, rt), y = conv(c, a[1], n->kids[1]->type, rt);
+        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bi == B_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
+        if (!jit_dtype_is_float(d)) return r;
+        return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
+    }
+    case B_ISFINITE:
+        if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 1, 0);
+        return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]), LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
     case B_ISNAN: case B_ISINF: {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);
         if (bi == B_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");

@@ -284,7 +284,8 @@ static jit_type call_builtin(infer *s, jit_node *n, int b) {
     }
     int lo = 1, hi = 1;
     if (b == B_MIN || b == B_MAX) lo = 2, hi = 8;
-    else if (b == B_ATAN2 || b == B_COPYSIGN || b == B_POW || b == B_FMOD || b == B_LDEXP || b == B_HYPOT) lo = hi = 2;
+    else if (b == B_ATAN2 || b == B_COPYSIGN || b == B_POW || b == B_FMOD || b == B_LDEXP || b == B_HYPOT ||
+             b == B_MINIMUM || b == B_MAXIMUM) lo = hi = 2;
     else if (b == B_INT || b == B_FLOAT || b == B_BOOL) lo = 0;
     else if (b == B_ROUND) hi = 1;
     if (argc_is(s, n, name, lo, hi) < 0) return none;
@@ -302,7 +303,10 @@ static jit_type call_builtin(infer *s, jit_node *n, int b) {
     case B_INT: case B_ROUND: return jit_weak_int();
     case B_FLOAT: return jit_weak_float();
     case B_BOOL: return jit_scalar(JIT_BOOL);
-    case B_ISNAN: case B_ISINF: return jit_scalar(JIT_BOOL);
+    case B_ISNAN: case B_ISINF: case B_ISFINITE: return jit_scalar(JIT_BOOL);
+    case B_MINIMUM: case B_MAXIMUM: return all;
+    case B_NP_FLOOR: case B_NP_CEIL: case B_NP_TRUNC: case B_NP_RINT: /* NumPy: integers stay integers */
+        return a[0];
     case B_CEIL: case B_FLOOR: case B_TRUNC:
         return jit_is_floating(a[0]) ? jit_weak_int() : a[0];
     case B_LDEXP:

@@ -108,9 +108,24 @@ const char *const jit_builtin_names[B_NBUILTINS] = {
     "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
     "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
     "pow", "fmod", "erf", "erfc", "gamma", "lgamma", "ldexp", "hypot",
+    "floor", "ceil", "trunc", "rint", "minimum", "maximum", "isfinite",
     "group_barrier", "local_array", "private_array", "AtomicRef",
 };
 static PyObject *builtin_objs[B_NBUILTINS];
+
+/* NumPy's names for math.* builtins: the same code (on a scalar NumPy's
+ * ufuncs and math's functions agree, but for errors math raises and a kernel
+ * gives nan or inf as NumPy does). */
+static const struct { const char *name; unsigned char builtin; } numpy_twins[] = {
+    {"sin", B_SIN}, {"cos", B_COS}, {"tan", B_TAN}, {"arcsin", B_ASIN}, {"arccos", B_ACOS},
+    {"arctan", B_ATAN}, {"arctan2", B_ATAN2}, {"sinh", B_SINH}, {"cosh", B_COSH}, {"tanh", B_TANH},
+    {"arcsinh", B_ASINH}, {"arccosh", B_ACOSH}, {"arctanh", B_ATANH}, {"isnan", B_ISNAN},
+    {"isinf", B_ISINF}, {"sqrt", B_SQRT}, {"exp", B_EXP}, {"expm1", B_EXPM1}, {"exp2", B_EXP2},
+    {"log", B_LOG}, {"log10", B_LOG10}, {"log1p", B_LOG1P}, {"log2", B_LOG2}, {"copysign", B_COPYSIGN},
+    {"hypot", B_HYPOT}, {"ldexp", B_LDEXP}, {"abs", B_ABS}, {"absolute", B_ABS}, {"fabs", B_FABS},
+};
+#define NTWINS (sizeof numpy_twins / sizeof *numpy_twins)
+static PyObject *twin_objs[NTWINS];
 
 static int init_known(void) {
     if (mod_math) return 0;
@@ -123,11 +138,14 @@ static int init_known(void) {
     if (!mod_offload) return -1;
     int rc = 0;
     for (int b = 0; b < B_NBUILTINS && rc == 0; b++) {
-        PyObject *from = b < B_FIRST_MATH ? mod_builtins : b < B_FIRST_OFFLOAD ? mod_math : mod_offload;
+        PyObject *from = b < B_FIRST_MATH ? mod_builtins : b < B_FIRST_NUMPY ? mod_math
+                       : b < B_FIRST_OFFLOAD ? mod_numpy : mod_offload;
         if (b == B_EXP2 && !PyObject_HasAttrString(mod_math, "exp2")) continue; /* Python < 3.11 */
         if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) rc = -1;
     }
     Py_DECREF(mod_offload);
+    for (size_t i = 0; i < NTWINS && rc == 0; i++)
+        if (!(twin_objs[i] = PyObject_GetAttrString(mod_numpy, numpy_twins[i].name))) rc = -1;
     return rc;
 }
 
@@ -346,10 +364,12 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             int b;
             for (b = 0; b < B_NBUILTINS; b++)
                 if (builtin_objs[b] && obj == builtin_objs[b]) break;
+            for (size_t i = 0; b == B_NBUILTINS && i < NTWINS; i++)
+                if (obj == twin_objs[i]) b = numpy_twins[i].builtin;
             if (b == B_NBUILTINS) {
                 fail(p, at, "'%s' is a %s, which a kernel cannot use\n"
                      "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
-                     "closures, and call math functions, dtypes (np.float32) and @offload.device_func "
+                     "closures, and call math and NumPy math functions, dtypes (np.float32) and @offload.device_func "
                      "functions.", name, Py_TYPE(obj)->tp_name);
                 return NULL;
             }

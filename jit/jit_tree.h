@@ -64,11 +64,15 @@ typedef enum {
     B_ASINH, B_ACOSH, B_ATANH, B_ISNAN, B_ISINF, B_CEIL, B_FLOOR, B_TRUNC, B_FABS,
     B_SQRT, B_EXP, B_EXPM1, B_EXP2, B_LOG, B_LOG10, B_LOG1P, B_LOG2, B_COPYSIGN,
     B_POW, B_FMOD, B_ERF, B_ERFC, B_GAMMA, B_LGAMMA, B_LDEXP, B_HYPOT,
+    /* numpy.* with no math.* twin: floor/ceil/trunc/rint keep the dtype (math's
+       give ints), minimum/maximum propagate NaN (min/max do not) */
+    B_NP_FLOOR, B_NP_CEIL, B_NP_TRUNC, B_NP_RINT, B_MINIMUM, B_MAXIMUM, B_ISFINITE,
     /* offload.* for nd-range kernels */
     B_GROUP_BARRIER, B_LOCAL_ARRAY, B_PRIVATE_ARRAY, B_ATOMIC_REF,
     B_NBUILTINS
 } jit_builtin;
 #define B_FIRST_MATH B_SIN
+#define B_FIRST_NUMPY B_NP_FLOOR
 #define B_FIRST_OFFLOAD B_GROUP_BARRIER
 
 typedef struct jit_func jit_func;
