@@ -13,9 +13,9 @@
  * of contiguous arrays land straight in a new NumPy array; a strided view
  * reads the byte span that covers it and lets NumPy pick the elements out.
  *
- * Until device kernels exist, work that needs element-wise device code
- * (strided copies, dtype casts, fills of non-contiguous views) goes through
- * the host. Every device transfer runs with the GIL released. */
+ * Strided copies and dtype casts run as kernels (mod_ops); fills of
+ * non-contiguous views still go through the host. Every device transfer
+ * runs with the GIL released. */
 #include "mod_module.h"
 
 #include <stdlib.h>
@@ -457,35 +457,35 @@ static int fill_pattern(mod_array *a, const void *elem)
 
 /* ---- conversions between arrays ---- */
 
-/* A C-contiguous copy of a on dev (its own device or another). */
+/* A C-contiguous copy of a on dev (its own device or another): one device
+ * copy when a is contiguous, else a gather kernel on a's device first. */
 static PyObject *array_copy_to(mod_array *a, ofl_device *dev)
 {
-    if (mod_array_is_c_contiguous(a)) { /* one device copy, or through the host between devices */
-        PyObject *c = mod_array_new_empty(dev, a->dtype, a->nd, a->shape);
-        if (c && dev_copy((mod_array *)c, 0, a, a->offset, array_size(a) * a->itemsize) < 0)
-            Py_CLEAR(c);
+    if (!mod_array_is_c_contiguous(a)) {
+        PyObject *packed = mod_ops_copy(a, NULL);
+        if (!packed || dev == a->mem->dev)
+            return packed;
+        PyObject *c = array_copy_to((mod_array *)packed, dev);
+        Py_DECREF(packed);
         return c;
     }
-    PyObject *host = mod_array_asnumpy(a); /* strided: the host gathers (no kernels yet) */
-    PyObject *c = host ? upload(host, dev) : NULL;
-    Py_XDECREF(host);
+    PyObject *c = mod_array_new_empty(dev, a->dtype, a->nd, a->shape);
+    if (c && dev_copy((mod_array *)c, 0, a, a->offset, array_size(a) * a->itemsize) < 0)
+        Py_CLEAR(c);
     return c;
 }
 
-/* a as dtype on dev: through the host (no device kernels yet). */
+/* a as dtype on dev: converted by a kernel on a's device, then moved. */
 static PyObject *array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev)
 {
-    PyObject *host = mod_array_asnumpy(a);
-    PyObject *args = host ? PyTuple_Pack(1, dtype) : NULL;
-    PyObject *c = args ? call_method(host, "astype", args, NULL) : NULL;
-    PyObject *r = c ? upload(c, dev) : NULL;
-    Py_XDECREF(host);
-    Py_XDECREF(args);
-    Py_XDECREF(c);
-    return r;
+    PyObject *c = mod_ops_copy(a, dtype);
+    if (!c || dev == a->mem->dev)
+        return c;
+    PyObject *moved = array_copy_to((mod_array *)c, dev);
+    Py_DECREF(c);
+    return moved;
 }
 
-/* copy= of asarray/astype: None (copy if needed), True (always), False (never). */
 static int parse_copy(PyObject *copy)
 {
     if (copy == Py_None)
@@ -979,7 +979,7 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
     return r;
 }
 
-/* astype(dtype, copy=True): through the host until device kernels exist. */
+/* astype(dtype, copy=True): a kernel on the array's device. */
 static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"dtype", "copy", NULL};
@@ -1371,6 +1371,7 @@ static PyMethodDef array_functions[] = {
 
 int mod_array_init(void)
 {
+    mod_ops_fill_slots(&mod_ArrayType, &array_as_number);
     if (PyType_Ready(&AllocType) < 0 || PyType_Ready(&mod_ArrayType) < 0)
         return -1;
     return 0;

@@ -139,4 +139,10 @@ PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
 PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
                          PyObject *const *args, Py_ssize_t nargs);
 
+/* ---- mod_ops.c: element-wise operators and functions (JIT kernels) ---- */
+void mod_ops_fill_slots(PyTypeObject *type, PyNumberMethods *nb); /* before PyType_Ready */
+int mod_ops_add_functions(PyObject *module);
+/* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
+PyObject *mod_ops_copy(mod_array *a, PyObject *dtype);
+
 #endif
