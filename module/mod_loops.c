@@ -149,35 +149,52 @@ static PyObject *rewrite_source(PyObject *tree, PyObject *stmts, PyObject *filen
 
 /* offload._compile_cell(source, filename, first_line): the code of a cell
  * whose prange loops run on devices. */
-static PyObject *compile_cell(PyObject *self, PyObject *args) {
-    PyObject *source, *filename;
-    int first_line = 1;
-    if (!PyArg_ParseTuple(args, "UU|i", &source, &filename, &first_line)) return NULL;
-    if (first_line < 1) first_line = 1;
+/* Cells re-run unchanged (a notebook's loop over %%offload cells, %timeit)
+ * reuse their rewritten tree: parsing and finding the loops again costs a
+ * few hundred microseconds, compiling the tree under this run's file name
+ * much less. Keyed by (source, first_line); lives until exit. */
+static PyObject *cell_trees;
+
+static PyObject *rewritten_tree(PyObject *source, PyObject *filename, int first_line) {
+    PyObject *key = Py_BuildValue("(Oi)", source, first_line);
+    PyObject *tree = key ? PyDict_GetItemWithError(cell_trees, key) : NULL;
+    if (tree || !key || PyErr_Occurred()) {
+        Py_XDECREF(key);
+        return Py_XNewRef(tree);
+    }
     PyObject *ast = PyImport_ImportModule("ast");
-    PyObject *tree = ast ? PyObject_CallMethod(ast, "parse", "OO", source, filename) : NULL;
+    tree = ast ? PyObject_CallMethod(ast, "parse", "OO", source, filename) : NULL;
     PyObject *moved = tree ? PyObject_CallMethod(ast, "increment_lineno", "Oi", tree, first_line - 1) : NULL;
     PyObject *split = PyObject_CallMethod(source, "splitlines", NULL);
-    PyObject *lines = PyList_New(0), *code = NULL;
+    PyObject *lines = PyList_New(0), *done = NULL;
     for (int i = 1; lines && i < first_line; i++) {
         PyObject *e = PyUnicode_FromString("");
         if (!e || PyList_Append(lines, e) < 0) Py_CLEAR(lines);
         Py_XDECREF(e);
     }
     PyObject *stmts = moved ? PyObject_GetAttrString(tree, "body") : NULL;
-    if (lines && split && stmts && !PyList_SetSlice(lines, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, split)) {
-        PyObject *done = rewrite_source(tree, stmts, filename, lines);
-        PyObject *builtins = done ? PyEval_GetBuiltins() : NULL; /* borrowed */
-        PyObject *compile = builtins ? PyDict_GetItemString(builtins, "compile") : NULL;
-        code = compile ? PyObject_CallFunction(compile, "OOs", tree, filename, "exec") : NULL;
-        Py_XDECREF(done);
-    }
+    if (lines && split && stmts && !PyList_SetSlice(lines, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, split))
+        done = rewrite_source(tree, stmts, filename, lines);
+    if (!done || PyDict_SetItem(cell_trees, key, tree) < 0) Py_CLEAR(tree);
+    Py_XDECREF(done);
+    Py_XDECREF(key);
     Py_XDECREF(ast);
-    Py_XDECREF(tree);
     Py_XDECREF(moved);
     Py_XDECREF(split);
     Py_XDECREF(lines);
     Py_XDECREF(stmts);
+    return tree;
+}
+
+static PyObject *compile_cell(PyObject *self, PyObject *args) {
+    PyObject *source, *filename;
+    int first_line = 1;
+    if (!PyArg_ParseTuple(args, "UU|i", &source, &filename, &first_line)) return NULL;
+    if (first_line < 1) first_line = 1;
+    PyObject *tree = rewritten_tree(source, filename, first_line);
+    PyObject *compile = tree ? PyDict_GetItemString(PyEval_GetBuiltins(), "compile") : NULL; /* borrowed */
+    PyObject *code = compile ? PyObject_CallFunction(compile, "OOs", tree, filename, "exec") : NULL;
+    Py_XDECREF(tree);
     return code;
 }
 
@@ -916,6 +933,7 @@ static PyMethodDef functions[] = {
 static PyObject *release_loops(PyObject *self, PyObject *unused) {
     Py_CLEAR(registry_index);
     Py_CLEAR(registry);
+    Py_CLEAR(cell_trees);
     Py_RETURN_NONE;
 }
 
@@ -923,7 +941,8 @@ static PyMethodDef release_def = {"_release_loops", release_loops, METH_NOARGS, 
 
 int mod_loops_add_functions(PyObject *module) {
     if (PyType_Ready(&LoopType) < 0 || PyType_Ready(&LoopCtxType) < 0 || PyType_Ready(&JitFnType) < 0) return -1;
-    if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()))) return -1;
+    if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()) || !(cell_trees = PyDict_New())))
+        return -1;
     if (PyModule_AddObjectRef(module, "LoopContext", (PyObject *)&LoopCtxType) < 0) return -1;
     PyObject *atexit = PyImport_ImportModule("atexit");
     PyObject *release = PyCFunction_New(&release_def, NULL);

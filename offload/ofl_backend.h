@@ -101,6 +101,8 @@ struct ofl_buffer {
     ofl_device *dev;
     size_t size; /* as asked; a zero-size buffer holds one byte underneath */
     bool foreign; /* ofl_buffer_wrap: the memory is someone else's, never freed here */
+    bool queue_ordered; /* freeing it waits for nothing: the queue's earlier work still sees
+                           it (OpenCL's release; CUDA's stream-ordered pool), set by alloc */
     unsigned generation; /* dev->generation at allocation */
     union {
         cl_mem mem;

@@ -64,6 +64,11 @@ static const struct {
     OPT(cuFuncGetAttribute, "cuFuncGetAttribute"),
     OPT(cuFuncGetParamInfo, "cuFuncGetParamInfo"),
     OPT(cuLaunchKernel, "cuLaunchKernel"),
+    OPT(cuMemAllocAsync, "cuMemAllocAsync"),
+    OPT(cuMemFreeAsync, "cuMemFreeAsync"),
+    OPT(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
+    OPT(cuMemPoolSetAttribute, "cuMemPoolSetAttribute"),
+    OPT(cuMemPoolTrimTo, "cuMemPoolTrimTo"),
     OPT(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
     OPT(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset"),
 #undef SYM
@@ -366,10 +371,38 @@ static void reset(ofl_device *dev, ofl_error *err) {
                     "are lost.", call, ofl_cuda_strerror(rc, e, sizeof e));
 }
 
+/* The device's memory pool, when the driver has stream-ordered allocation:
+ * array operations make and drop a temporary per expression, and
+ * cuMemAlloc/cuMemFree would cost a synchronisation and a trip to the
+ * driver's allocator for each (CuPy keeps a pool for the same reason). The
+ * pool keeps what is freed (release threshold: never), and memory freed on
+ * the stream is reused by later work on the same stream in order. */
+static CUmemoryPool pool_of(ofl_device *dev) {
+    CUmemoryPool pool = NULL;
+    if (!ofl_cu.cuMemAllocAsync || !ofl_cu.cuMemFreeAsync || !ofl_cu.cuDeviceGetDefaultMemPool ||
+        !ofl_cu.cuMemPoolSetAttribute || !ofl_cu.cuMemPoolTrimTo ||
+        ofl_cu.cuDeviceGetDefaultMemPool(&pool, dev->h.cu.dev) != CUDA_SUCCESS)
+        return NULL;
+    unsigned long long keep_all = ~0ull;
+    return ofl_cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) == CUDA_SUCCESS ? pool
+                                                                                                          : NULL;
+}
+
+static CUresult alloc_from_pool(ofl_device *dev, CUmemoryPool pool, CUdeviceptr *ptr, size_t bytes) {
+    CUresult rc = ofl_cu.cuMemAllocAsync(ptr, bytes, dev->h.cu.stream);
+    if (rc != CUDA_ERROR_OUT_OF_MEMORY) return rc;
+    /* what the pool keeps may be what is missing: hand it back and try once more */
+    if ((rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream)) != CUDA_SUCCESS) return rc;
+    ofl_cu.cuMemPoolTrimTo(pool, 0);
+    return ofl_cu.cuMemAllocAsync(ptr, bytes, dev->h.cu.stream);
+}
+
 static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
     int st = enter(dev, err);
     if (st) return st;
-    CUresult rc = ofl_cu.cuMemAlloc(&buf->h.ptr, bytes);
+    CUmemoryPool pool = pool_of(dev);
+    CUresult rc = pool ? alloc_from_pool(dev, pool, &buf->h.ptr, bytes) : ofl_cu.cuMemAlloc(&buf->h.ptr, bytes);
+    buf->queue_ordered = pool != NULL;
     size_t avail = 0, total = 0;
     if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
         char want[32], fr[32], tot[32];
@@ -378,15 +411,15 @@ static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *e
                       ofl_size_str(bytes, want, sizeof want), dev->info.filter, dev->info.name,
                       ofl_size_str(avail, fr, sizeof fr), ofl_size_str(total, tot, sizeof tot));
     } else if (rc != CUDA_SUCCESS) {
-        st = cu_fail(err, dev, "cuMemAlloc", rc);
+        st = cu_fail(err, dev, pool ? "cuMemAllocAsync" : "cuMemAlloc", rc);
     }
     return leave(dev, st, err);
 }
 
 static void cu_free(ofl_buffer *buf) {
     if (enter(buf->dev, NULL)) return;
-    CUresult rc = ofl_cu.cuMemFree(buf->h.ptr);
-    if (is_fault(rc)) kernel_fault(NULL, buf->dev, "cuMemFree", rc);
+    CUresult rc = buf->queue_ordered ? ofl_cu.cuMemFreeAsync(buf->h.ptr, buf->dev->h.cu.stream) : ofl_cu.cuMemFree(buf->h.ptr);
+    if (is_fault(rc)) kernel_fault(NULL, buf->dev, buf->queue_ordered ? "cuMemFreeAsync" : "cuMemFree", rc);
     leave(buf->dev, 0, NULL);
 }
 

@@ -21,6 +21,8 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct { char bytes[16]; } CUuuid;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4 /* CUmemPool_attribute; the value is a cuuint64_t */
 
 enum {
     CUDA_SUCCESS = 0,
@@ -117,6 +119,12 @@ typedef struct {
     CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                CUstream stream, void **params, void **extra);
+    /* optional (CUDA 11.2+), stream-ordered allocation from the device's pool */
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream s);
+    CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream s);
+    CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *pool, CUdevice dev);
+    CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attr, void *value);
+    CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t keep);
     /* optional, to recover from a kernel's fault */
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);              /* _v2, else v1 */
     CUresult (*cuDevicePrimaryCtxReset)(CUdevice dev);                /* _v2, else v1 */

@@ -79,9 +79,10 @@ void ofl_free(ofl_buffer *buf) {
     if (!buf) return;
     ofl_device *dev = buf->dev;
     pthread_mutex_lock(&dev->lock); /* a buffer exists only on an opened device */
-    /* Queued work may still use the buffer; its failure is reported by the
-     * next ofl_synchronize or read, not here. */
-    if (dev->opened) dev->ops->synchronize(dev, NULL);
+    /* Queued work may still use the buffer, unless the backend frees in queue
+     * order: wait for it (its failure is reported by the next ofl_synchronize
+     * or read, not here). Foreign memory goes back to its owner after this. */
+    if (dev->opened && (buf->foreign || !buf->queue_ordered)) dev->ops->synchronize(dev, NULL);
     /* a stale buffer's memory went with its context (and so may the device's
      * open state, should reopening after the reset have failed) */
     if (!buf->foreign && buf->generation == dev->generation) dev->ops->free(buf);

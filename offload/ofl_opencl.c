@@ -262,6 +262,7 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
 static int cl_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
     cl_int rc;
     buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    buf->queue_ordered = true; /* the memory outlives the release until queued commands using it finish */
     if (buf->h.mem) return 0;
     if (is_oom(rc)) {
         char sz[32];
