@@ -327,34 +327,23 @@ static void append(char *buf, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* The kernel text for op over nd dimensions: parameters out, then one per
- * input (an array, or a scalar already in its loop dtype). */
-static void kernel_text(const op_def *op, const operand *in, int nin, int nd, char *name,
-                        size_t name_len, char *src, size_t src_len) {
-    snprintf(name, name_len, "%s_", op->name);
-    for (int i = 0; i < nin; i++)
-        append(name, name_len, "%s%s%s", i ? "_" : "", in[i].arr ? mod_dtype_name(in[i].arr->dtype) : "s",
-               in[i].arr ? "" : mod_dtype_name(in[i].loop));
-    append(name, name_len, "_%dd", nd);
-    char idx[32] = "";
-    for (int d = 0; d < nd; d++) append(idx, sizeof idx, "%si%d", d ? ", " : "", d);
-    snprintf(src, src_len, "def %s(it, out", name);
-    for (int i = 0; i < nin; i++) append(src, src_len, ", x%d", i);
-    append(src, src_len, "):\n");
-    for (int d = 0; d < nd; d++) append(src, src_len, "    i%d = it.get_id(%d)\n", d, d);
-    /* each operand's element, cast to its loop dtype */
+/* One statement `out[index] = <op's expression>`, each array operand read as
+ * elem (a printf format taking the operand's number) and cast to its loop
+ * dtype; scalars come as parameters x<i>, already in theirs. */
+static void store_text(const op_def *op, const operand *in, int nin, const char *indent, const char *index,
+                       const char *elem, char *src, size_t src_len) {
     char val[MAX_OPERANDS][96];
     for (int i = 0; i < nin; i++) {
-        char elem[48];
-        if (in[i].arr) snprintf(elem, sizeof elem, "x%d[%s]", i, idx);
-        else snprintf(elem, sizeof elem, "x%d", i);
-        bool cast = in[i].arr && PyObject_RichCompareBool(in[i].arr->dtype, in[i].loop, Py_NE) == 1;
-        if (cast) snprintf(val[i], sizeof val[i], "np.%s(%s)", mod_dtype_name(in[i].loop), elem);
-        else snprintf(val[i], sizeof val[i], "%s", elem);
+        char e[48];
+        if (in[i].arr) snprintf(e, sizeof e, elem, i);
+        else snprintf(e, sizeof e, "x%d", i);
+        bool cast = in[i].arr && in[i].arr->dtype != in[i].loop; /* canonical dtypes: identity */
+        if (cast) snprintf(val[i], sizeof val[i], "np.%s(%s)", mod_dtype_name(in[i].loop), e);
+        else snprintf(val[i], sizeof val[i], "%s", e);
     }
     bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") == 0; /* ops with a bool_expr have one loop dtype */
     const char *expr = bool_loop && op->bool_expr ? op->bool_expr : op->expr;
-    append(src, src_len, "    out[%s] = ", idx);
+    append(src, src_len, "%sout[%s] = ", indent, index);
     for (const char *p = expr; *p; p++) {
         if (*p == '$' && p[1] >= '0' && p[1] < '0' + nin) {
             append(src, src_len, "(%s)", val[p[1] - '0']);
@@ -364,6 +353,47 @@ static void kernel_text(const op_def *op, const operand *in, int nin, int nd, ch
         }
     }
     append(src, src_len, "\n");
+}
+
+/* Work-items of a 1-D kernel each do UNROLL elements, m apart (m: the
+ * work-items), loading all before storing any: on an H100 that takes x * 4.0
+ * from 80 % to the device copy's bandwidth. */
+#define UNROLL 4
+
+/* The kernel text for op over nd dimensions: parameters out, then one per
+ * input (an array, or a scalar already in its loop dtype). */
+static void kernel_text(const op_def *op, const operand *in, int nin, int nd, char *name, size_t name_len,
+                        char *src, size_t src_len) {
+    snprintf(name, name_len, "%s_", op->name);
+    for (int i = 0; i < nin; i++)
+        append(name, name_len, "%s%s%s", i ? "_" : "", in[i].arr ? mod_dtype_name(in[i].arr->dtype) : "s",
+               in[i].arr ? "" : mod_dtype_name(in[i].loop));
+    append(name, name_len, "_%dd", nd);
+    snprintf(src, src_len, "def %s(it, out", name);
+    for (int i = 0; i < nin; i++) append(src, src_len, ", x%d", i);
+    append(src, src_len, "):\n");
+    if (nd > 1) {
+        char idx[32] = "", elem[48];
+        for (int d = 0; d < nd; d++) {
+            append(idx, sizeof idx, "%si%d", d ? ", " : "", d);
+            append(src, src_len, "    i%d = it.get_id(%d)\n", d, d);
+        }
+        snprintf(elem, sizeof elem, "x%%d[%s]", idx);
+        store_text(op, in, nin, "    ", idx, elem, src, src_len);
+        return;
+    }
+    append(src, src_len, "    i = it.get_id(0)\n    m = it.get_range(0)\n    n = out.shape[0]\n"
+                         "    if i + %d * m < n:\n", UNROLL - 1);
+    for (int i = 0; i < nin; i++)
+        for (int u = 0; in[i].arr && u < UNROLL; u++) append(src, src_len, "        x%d_%d = x%d[i + %d * m]\n", i, u, i, u);
+    for (int u = 0; u < UNROLL; u++) {
+        char idx[16], elem[16];
+        snprintf(idx, sizeof idx, "i + %d * m", u);
+        snprintf(elem, sizeof elem, "x%%d_%d", u);
+        store_text(op, in, nin, "        ", idx, elem, src, src_len);
+    }
+    append(src, src_len, "    else:\n        for k in range(i, n, m):\n");
+    store_text(op, in, nin, "            ", "k", "x%d[k]", src, src_len);
 }
 
 /* Launches the kernel over l (array operands' strides in l, the result
@@ -386,7 +416,9 @@ static int launch(const char *name, const char *src, mod_array **arrs, const ope
             if (!args[k]) rc = -1;
             a++;
         }
-        PyObject *r = rc == 0 ? mod_gen_launch(name, src, kdims, l->shape + lead, args, nin + 1) : NULL;
+        Py_ssize_t items = (l->shape[lead] + UNROLL - 1) / UNROLL; /* a 1-D kernel's work-items */
+        PyObject *r = rc == 0 ? mod_gen_launch(name, src, kdims, kdims == 1 ? &items : l->shape + lead, args, nin + 1)
+                              : NULL;
         for (int k = 0; k <= nin; k++) Py_XDECREF(args[k]);
         if (!r) return -1;
         Py_DECREF(r);
@@ -497,7 +529,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
     for (int k = 0; k < narr; k++) broadcast_strides(&l, k, arrs[k]);
     collapse(&l, narr);
     int kdims = l.nd < 3 ? l.nd : 3;
-    char name[160], src[2048];
+    char name[160], src[4096];
     kernel_text(op, in, nin, kdims, name, sizeof name, src, sizeof src);
     if (launch(name, src, arrs, in, nin, &l, kdims) == 0) goto done;
 fail:
