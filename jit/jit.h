@@ -15,7 +15,9 @@
  *     scalar -> its value: the dtype's width; weak int as i64, weak float as
  *               f64 (f32 on a target without fp64), bool as i8
  *   then i64 range[range_ndim] (the Range the user asked for; the grid may be
- *   larger and the kernel guards the tail).
+ *   larger and the kernel guards the tail);
+ *   then, with JIT_BOUNDSCHECK only, a global pointer to the bounds record
+ *   (JIT_BOUNDS_WORDS int64s, zeroed before the launch).
  * Range dimension d is hardware dimension range_ndim-1-d: the last (fastest in
  * SYCL's row-major order) is CUDA x / OpenCL 0. Over an NdRange (JIT_NDRANGE)
  * the item is an NdItem whose ids and sizes come from the hardware; the
@@ -58,12 +60,35 @@ enum {
     JIT_NO_DISK = 4,     /* bypass the disk cache (inspection) */
     JIT_NDRANGE = 8,     /* launched over an NdRange: the item is an NdItem, and the
                             grid is exactly the global size (no tail to guard) */
+    JIT_BOUNDSCHECK = 16, /* check every array index against its axis (numba's
+                             boundscheck=True); see the bounds record below */
+};
+
+/* JIT_BOUNDSCHECK: before each element access the kernel checks every index
+ * (after Python's wrap of a negative one: -n..n-1 is valid for a signed index).
+ * The first work-item to find one out of range claims the record with a
+ * compare-exchange on the flag's low 32 bits (32-bit atomics exist on every
+ * device) and fills it in; the access itself is skipped: where no barrier could
+ * be waiting for it, the work-item leaves the kernel (as Python stops at the
+ * exception), else (barriers, device functions) it goes on with the access
+ * redirected to a scratch element, so no memory out of range is touched. */
+enum {
+    JIT_BOUNDS_FLAG,     /* nonzero once an index was out of range */
+    JIT_BOUNDS_INDEX,    /* the index as written (before the wrap of a negative one) */
+    JIT_BOUNDS_AXIS,
+    JIT_BOUNDS_SIZE,     /* of that axis */
+    JIT_BOUNDS_SITE,     /* the line of jit_artifact.bounds_sites that says where */
+    JIT_BOUNDS_UNSIGNED, /* 1 when the index has an unsigned type (INDEX is then a uint64) */
+    JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (8 bytes) */
+    JIT_BOUNDS_WORDS
 };
 
 typedef struct {
     jit_blob code;        /* what the device loads (PTX text is '\0'-terminated) */
     char entry[160];      /* the kernel's symbol */
     char *llvm_text, *spirv_text; /* malloc'ed when asked for, else NULL */
+    char *bounds_sites;   /* JIT_BOUNDSCHECK: malloc'ed, one line per checked place:
+                             "array 'a' at <cell 3>:4:9"; else NULL */
     bool disk_hit;
     double ms;            /* wall time of jit_compile */
 } jit_artifact;

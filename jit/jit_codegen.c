@@ -33,6 +33,7 @@ typedef struct {
     const jit_target *target;
     LLVMTypeRef i1, i8, i32, i64, f32, f64, gptr, voidt;
     jit_error *err;
+    struct cg_bounds *bc; /* JIT_BOUNDSCHECK, else NULL */
     cg_devfn *devfns;
     int ndevfns;
     int depth;
@@ -47,6 +48,7 @@ typedef struct {
     cg_array *arrays;    /* array variables */
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
     int range_ndim;
+    LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
     LLVMBasicBlockRef brk[64], cont[64];
     int nloops;
     LLVMBasicBlockRef ret_block;
@@ -156,9 +158,150 @@ static bool const_nonneg(const jit_node *n) {
     return n->kind == N_CONST && n->type.kind != JT_WEAK_FLOAT && n->v.i >= 0;
 }
 
+/* ---- JIT_BOUNDSCHECK (jit.h says what the kernel records) ---- */
+
+struct cg_bounds {
+    bool leave;       /* a failing work-item of the kernel returns: no barrier waits for it */
+    const char *entry;
+    char *sites;      /* jit_artifact.bounds_sites so far */
+    size_t len;
+    int nsites;
+    LLVMValueRef local_scratch; /* made at first need */
+};
+
+/* Whether a work-item leaving early could strand its group at a barrier:
+ * n names group_barrier, or a device function that does (too deep: assume so). */
+static bool names_barrier(const jit_node *n, int depth) {
+    if (!n) return false;
+    if (depth > 16) return true;
+    if (n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && n->v.ref.id == B_GROUP_BARRIER) return true;
+    if (n->kind == N_REF && n->v.ref.kind == REF_DEVFUNC && n->v.ref.func)
+        for (int i = 0; i < n->v.ref.func->nbody; i++)
+            if (names_barrier(n->v.ref.func->body[i], depth + 1)) return true;
+    if (names_barrier(n->a, depth) || names_barrier(n->b, depth) || names_barrier(n->c, depth)) return true;
+    for (int i = 0; i < n->nkids; i++)
+        if (names_barrier(n->kids[i], depth)) return true;
+    for (int i = 0; i < n->nbody; i++)
+        if (names_barrier(n->body[i], depth)) return true;
+    for (int i = 0; i < n->norelse; i++)
+        if (names_barrier(n->orelse[i], depth)) return true;
+    return false;
+}
+
+/* The number of the line "array 'a' at FILE:LINE:COL" for the access at
+ * (arr the array's expression), shared by accesses that say the same; -1
+ * when out of memory. */
+static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
+    struct cg_bounds *bc = c->m->bc;
+    const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
+                       : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
+                           ? "private_array(...)" : "local_array(...)";
+    char line[1200];
+    int n = snprintf(line, sizeof line, "array '%s' at %s:%d:%d\n", name, c->f->filename ? c->f->filename : "?",
+                     at->line, at->col);
+    if (n < 0) return -1;
+    size_t len = strlen(line);
+    for (size_t i = 0; i + 1 < len; i++) /* one line per site, whatever the file is called */
+        if (line[i] == '\n') line[i] = ' ';
+    int id = 0;
+    for (const char *p = bc->sites; p && *p; id++) {
+        const char *end = strchr(p, '\n') + 1;
+        if ((size_t)(end - p) == len && !memcmp(p, line, len)) return id;
+        p = end;
+    }
+    char *more = realloc(bc->sites, bc->len + len + 1);
+    if (!more) return -1;
+    bc->sites = more;
+    memcpy(bc->sites + bc->len, line, len + 1);
+    bc->len += len;
+    return bc->nsites++;
+}
+
+static void bounds_word(cg *c, int word, LLVMValueRef v) {
+    LLVMValueRef at = i64c(c, word);
+    LLVMValueRef s = LLVMBuildStore(c->m->b, v, LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, ""));
+    LLVMSetAlignment(s, 8);
+}
+
+/* In a failing work-item: the first one claims the record and fills it in. */
+static void bounds_record(cg *c, LLVMValueRef index, LLVMValueRef axis, LLVMValueRef size, LLVMValueRef uns,
+                          int site) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, c->record, LLVMConstInt(c->m->i32, 0, 0),
+                                               LLVMConstInt(c->m->i32, 1, 0), LLVMAtomicOrderingMonotonic,
+                                               LLVMAtomicOrderingMonotonic, 0);
+    LLVMBasicBlockRef fill = block(c, "bounds.first"), done = block(c, "bounds.recorded");
+    LLVMBuildCondBr(b, LLVMBuildExtractValue(b, pair, 1, ""), fill, done);
+    LLVMPositionBuilderAtEnd(b, fill);
+    bounds_word(c, JIT_BOUNDS_INDEX, index);
+    bounds_word(c, JIT_BOUNDS_AXIS, axis);
+    bounds_word(c, JIT_BOUNDS_SIZE, size);
+    bounds_word(c, JIT_BOUNDS_SITE, i64c(c, site));
+    bounds_word(c, JIT_BOUNDS_UNSIGNED, uns);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
+/* Where a failed access in memory space sp goes instead: 8 bytes of that
+ * space that no array uses (the largest element fits). */
+static LLVMValueRef bounds_scratch(cg *c, jit_space sp) {
+    struct cg_bounds *bc = c->m->bc;
+    if (sp == JIT_GLOBAL) {
+        LLVMValueRef at = i64c(c, JIT_BOUNDS_SCRATCH);
+        return LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, "bounds.scratch");
+    }
+    if (sp == JIT_PRIVATE) {
+        if (!c->private_scratch) c->private_scratch = entry_alloca(c, c->m->i64, "bounds.scratch");
+        return c->private_scratch;
+    }
+    if (!bc->local_scratch) { /* named like the kernel's other local variables (scratch_array says why) */
+        char name[200];
+        snprintf(name, sizeof name, "%s.bounds_scratch", bc->entry);
+        LLVMTypeRef t = LLVMArrayType(c->m->i64, 1);
+        bc->local_scratch = LLVMAddGlobalInAddressSpace(c->m->tg.mod, t, name, jit_target_space(&c->m->tg, JIT_LOCAL));
+        LLVMSetInitializer(bc->local_scratch, LLVMGetUndef(t));
+        LLVMSetLinkage(bc->local_scratch, LLVMInternalLinkage);
+        LLVMSetAlignment(bc->local_scratch, 8);
+    }
+    return bc->local_scratch;
+}
+
+/* p (the element at idx, indices after the wrap; raw as written) checked:
+ * what the access may use. The check is idx < shape unsigned, which a wrapped
+ * index below -n fails too. */
+static LLVMValueRef bounds_check(cg *c, jit_node *n, cg_array *a, LLVMValueRef *raw, LLVMValueRef *idx,
+                                 const bool *uns, LLVMValueRef p) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef in[3], ok = NULL;
+    for (int k = 0; k < a->t.ndim; k++) {
+        in[k] = LLVMBuildICmp(b, LLVMIntULT, idx[k], a->shape[k], "");
+        ok = ok ? LLVMBuildAnd(b, ok, in[k], "") : in[k];
+    }
+    int site = bounds_site(c, n, n->a);
+    if (site < 0) return fail(c, n, "out of memory"), NULL;
+    LLVMBasicBlockRef bad = block(c, "bounds.fail"), good = block(c, "bounds.ok");
+    LLVMBuildCondBr(b, ok, good, bad);
+    LLVMPositionBuilderAtEnd(b, bad);
+    int last = a->t.ndim - 1; /* the record says the first axis out of range */
+    LLVMValueRef axis = i64c(c, last), index = raw[last], size = a->shape[last], u = i64c(c, uns[last]);
+    for (int k = last - 1; k >= 0; k--) {
+        LLVMValueRef out = LLVMBuildNot(b, in[k], "");
+        axis = LLVMBuildSelect(b, out, i64c(c, k), axis, "");
+        index = LLVMBuildSelect(b, out, raw[k], index, "");
+        size = LLVMBuildSelect(b, out, a->shape[k], size, "");
+        u = LLVMBuildSelect(b, out, i64c(c, uns[k]), u, "");
+    }
+    bounds_record(c, index, axis, size, u, site);
+    bool leave = c->m->bc->leave && c->m->depth == 0; /* a device function cannot end the kernel */
+    LLVMBuildBr(b, leave ? c->ret_block : good);
+    LLVMPositionBuilderAtEnd(b, good);
+    return leave ? p : LLVMBuildSelect(b, ok, p, bounds_scratch(c, (jit_space)a->t.space), "elem");
+}
+
 static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
     LLVMBuilderRef b = c->m->b;
-    LLVMValueRef idx[3] = {0};
+    LLVMValueRef idx[3] = {0}, raw[3] = {0}, p;
+    bool uns[3] = {0};
     for (int k = 0; k < a->t.ndim; k++) {
         jit_node *kn = n->kids[k];
         LLVMValueRef v = expr(c, kn);
@@ -166,6 +309,8 @@ static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
         jit_dtype d = dt_of(c, kn->type);
         if (jit_dtype_is_signed(d)) v = conv_dt(c, v, d, JIT_I64);
         else if (d != JIT_U64) v = LLVMBuildZExt(b, v, c->m->i64, ""); /* bool, narrow unsigned */
+        raw[k] = v;
+        uns[k] = !jit_dtype_is_signed(d);
         if (jit_dtype_is_signed(d) && !const_nonneg(kn)) /* Python's a[-1] */
             v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""),
                                 LLVMBuildAdd(b, v, a->shape[k], ""), v, "");
@@ -177,11 +322,14 @@ static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
         for (int k = 1; k < a->t.ndim; k++)
             lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, a->shape[k], ""), idx[k], "");
         LLVMValueRef base = LLVMBuildGEP2(b, c->m->i8, a->base, &a->offset, 1, "");
-        return LLVMBuildGEP2(b, mtype_dt(c, a->t.dtype), base, &lin, 1, "elem");
+        p = LLVMBuildGEP2(b, mtype_dt(c, a->t.dtype), base, &lin, 1, "elem");
+    } else {
+        byte = a->offset;
+        for (int k = 0; k < a->t.ndim; k++)
+            byte = LLVMBuildAdd(b, byte, LLVMBuildMul(b, idx[k], a->strides[k], ""), "");
+        p = LLVMBuildGEP2(b, c->m->i8, a->base, &byte, 1, "elem");
     }
-    byte = a->offset;
-    for (int k = 0; k < a->t.ndim; k++) byte = LLVMBuildAdd(b, byte, LLVMBuildMul(b, idx[k], a->strides[k], ""), "");
-    return LLVMBuildGEP2(b, c->m->i8, a->base, &byte, 1, "elem");
+    return c->m->bc ? bounds_check(c, n, a, raw, idx, uns, p) : p;
 }
 
 static LLVMValueRef load_elem(cg *c, LLVMValueRef p, jit_dtype d) {
@@ -558,6 +706,7 @@ static LLVMValueRef atomic_ptr(cg *c, jit_node *n) {
     cg_array a;
     if (array_of(c, n->kids[0], &a) < 0) return NULL;
     jit_node idx = *n, *ix = n->kids[1];
+    idx.a = n->kids[0]; /* the array, as an index's a: what a bounds check names */
     idx.kids = ix->kind == N_TUPLE ? ix->kids : &n->kids[1];
     idx.nkids = ix->kind == N_TUPLE ? ix->nkids : 1;
     return element_ptr(c, &idx, &a);
@@ -1354,12 +1503,13 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         df->nargs = n->nkids;
         memcpy(df->args, at, sizeof(jit_type) * (size_t)n->nkids);
         df->ret = ret;
-        LLVMTypeRef pts[16 * 8];
+        LLVMTypeRef pts[16 * 8 + 1];
         int np = 0;
         for (int i = 0; i < n->nkids; i++) {
             param_types(c, at[i], pts + np);
             np += param_count(at[i]);
         }
+        if (m->bc) pts[np++] = m->gptr; /* the bounds record */
         LLVMTypeRef rt = ret.kind == JT_NONE ? m->voidt : ltype(c, ret);
         df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
         char name[256];
@@ -1388,6 +1538,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             bind_param(&sub, i, at[i], pv);
             pi += param_count(at[i]);
         }
+        if (m->bc) sub.record = LLVMGetParam(df->fn, (unsigned)pi);
         int idx = (int)(df - m->devfns);
         int rc = emit_function_body(&sub);
         df = &m->devfns[idx]; /* nested device functions may have grown the array */
@@ -1401,7 +1552,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         if (rc < 0) return NULL;
     }
     int dfi = (int)(df - m->devfns);
-    LLVMValueRef args[16 * 8];
+    LLVMValueRef args[16 * 8 + 1];
     int na = 0;
     for (int i = 0; i < n->nkids; i++) {
         if (at[i].kind == JT_ARRAY) {
@@ -1418,6 +1569,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             args[na++] = v;
         }
     }
+    if (m->bc) args[na++] = c->record;
     df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
     LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
@@ -1649,8 +1801,16 @@ void jit_symbol_sanitize(char *s) {
 }
 
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err) {
+                unsigned flags, LLVMContextRef ctx, const char *entry, LLVMModuleRef *out,
+                char **bounds_sites, jit_error *err) {
     cg_module m = {.target = t, .err = err};
+    struct cg_bounds bc = {.entry = entry};
+    *bounds_sites = NULL;
+    if (flags & JIT_BOUNDSCHECK) {
+        m.bc = &bc;
+        bc.leave = true;
+        for (int i = 0; i < f->nbody && bc.leave; i++) bc.leave = !names_barrier(f->body[i], 0);
+    }
     m.tg.ctx = ctx;
     m.tg.ptx = t->form == JIT_PTX;
     m.tg.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
@@ -1674,12 +1834,14 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
         np += param_count(args[i]);
     }
     for (int d = 0; d < range_ndim; d++) pts[np++] = m.i64;
+    if (m.bc) pts[np++] = m.gptr; /* the bounds record */
     c.fn = LLVMAddFunction(m.tg.mod, entry, LLVMFunctionType(m.voidt, pts, (unsigned)np, 0));
     jit_target_mark_kernel(&m.tg, c.fn);
     c.vars = calloc((size_t)f->nvars + 1, sizeof *c.vars);
     c.arrays = calloc((size_t)f->nvars + 1, sizeof *c.arrays);
     LLVMPositionBuilderAtEnd(m.b, block(&c, "entry"));
     make_allocas(&c);
+    if (m.bc) c.record = LLVMGetParam(c.fn, (unsigned)np - 1);
     int pi = 0;
     for (int i = 0; i < nargs; i++) {
         LLVMValueRef pv[8];
@@ -1714,8 +1876,15 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     free(m.devfns);
     LLVMDisposeBuilder(m.b);
     *out = m.tg.mod;
+    *bounds_sites = bc.sites;
+    if (m.bc && !bc.sites && !(*bounds_sites = calloc(1, 1))) { /* no access checked: an empty table */
+        LLVMDisposeModule(m.tg.mod);
+        *out = NULL;
+        return jit_error_at(err, f, 0, 0, "out of memory");
+    }
     return 0;
 fail:
+    free(bc.sites);
     free(m.devfns);
     LLVMDisposeBuilder(m.b);
     LLVMDisposeModule(m.tg.mod);

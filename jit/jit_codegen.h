@@ -12,9 +12,13 @@
 #include "jit_tree.h"
 
 /* Builds the kernel f (already typed by jit_infer for item + args; an NdItem
- * for an NdRange launch) into a new module in ctx, as the symbol entry. */
+ * for an NdRange launch) into a new module in ctx, as the symbol entry.
+ * flags: JIT_BOUNDSCHECK adds the index checks and the bounds record
+ * parameter; *bounds_sites then gets what jit_artifact.bounds_sites holds
+ * (malloc'ed), else NULL. */
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                LLVMContextRef ctx, const char *entry, LLVMModuleRef *out, jit_error *err);
+                unsigned flags, LLVMContextRef ctx, const char *entry, LLVMModuleRef *out,
+                char **bounds_sites, jit_error *err);
 /* Makes s a valid OpenCL/PTX identifier in place (anything else becomes '_'). */
 void jit_symbol_sanitize(char *s);
 
