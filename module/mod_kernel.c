@@ -4,7 +4,12 @@
  * A Kernel keeps its specialisations (device, range rank, argument types ->
  * loaded program) in a small array, searched from the one used last: the
  * common loop that launches one kernel with the same kinds of arguments finds
- * it at the first compare, without building any key or Python object. */
+ * it at the first compare, without building any key or Python object.
+ *
+ * A launch with bounds checks (@offload.kernel(boundscheck=True), or a
+ * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
+ * a zeroed bounds record, waits for it and reads the record: the first index
+ * out of range becomes an IndexError worded as NumPy's, with the place. */
 #include <string.h>
 #include <time.h>
 
@@ -19,11 +24,13 @@ typedef struct {
     ofl_device *dev;
     int range_ndim, nargs;
     bool nd;             /* compiled for an NdRange launch */
+    bool bounds;         /* compiled with JIT_BOUNDSCHECK */
     jit_type types[MAX_ARGS];
     ofl_program *prog;   /* owned */
     jit_blob code;       /* kept to rebuild after a CUDA context reset */
     char entry[160];
     char signature[512];
+    char *bounds_sites;  /* bounds: jit_artifact.bounds_sites (owned) */
     double compile_ms;   /* the JIT's (stats) */
     double build_ms;     /* the driver's build of the code (again after a context reset) */
     bool disk_hit;
@@ -36,6 +43,7 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD PyObject *pyfunc;
     jit_func *jf;        /* parsed at the first compile */
+    bool boundscheck;    /* every launch checks indices */
     spec *specs;
     int nspecs, last;
     long compiles, memory_hits, disk_hits;
@@ -221,11 +229,12 @@ static int build_program(spec *s) {
     return 0;
 }
 
-static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, const jit_type *types, int nargs) {
+static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
+                        int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
         int i = (k->last + probe) % k->nspecs;
         spec *s = &k->specs[i];
-        if (s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->nargs == nargs &&
+        if (s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->bounds == bounds && s->nargs == nargs &&
             !memcmp(s->types, types, sizeof *types * (size_t)nargs)) {
             k->last = i;
             k->memory_hits++;
@@ -252,7 +261,8 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
     if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
     jit_artifact art;
     jit_error err;
-    if (jit_compile(k->jf, types, nargs, range_ndim, &t, nd ? JIT_NDRANGE : 0, &art, &err) < 0) {
+    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
+    if (jit_compile(k->jf, types, nargs, range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
     }
@@ -268,16 +278,24 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
     s->dev = dev;
     s->range_ndim = range_ndim;
     s->nd = nd;
+    s->bounds = bounds;
     s->nargs = nargs;
     memcpy(s->types, types, sizeof *types * (size_t)nargs);
     s->code = art.code;
     art.code.data = NULL;
     snprintf(s->entry, sizeof s->entry, "%s", art.entry);
     s->disk_hit = art.disk_hit;
+    s->bounds_sites = art.bounds_sites;
+    art.bounds_sites = NULL;
     jit_artifact_free(&art);
     jit_signature_str(types, nargs, range_ndim, nd, s->signature, sizeof s->signature);
+    if (bounds) {
+        size_t len = strlen(s->signature);
+        snprintf(s->signature + len, sizeof s->signature - len, " with boundscheck");
+    }
     if (build_program(s) < 0) {
         jit_blob_free(&s->code);
+        free(s->bounds_sites);
         return NULL;
     }
     s->compile_ms = art.ms;
@@ -323,10 +341,46 @@ static int check_group(const spec *s, const mod_shape *r, const char *kernel) {
     return 0;
 }
 
+/* The bounds record of a checked launch: JIT_BOUNDS_WORDS zeros on dev. */
+static ofl_buffer *bounds_record_new(ofl_device *dev) {
+    static const int64_t zero[JIT_BOUNDS_WORDS];
+    ofl_buffer *buf = NULL;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_alloc(dev, sizeof zero, &buf, &err);
+    if (rc == 0 && (rc = ofl_write(buf, 0, zero, sizeof zero, &err)) != 0) ofl_free(buf);
+    Py_END_ALLOW_THREADS if (rc != 0) return mod_raise(&err), NULL;
+    return buf;
+}
+
+/* Waits for the checked launch and reads its record: 1 with *words filled in
+ * when an index was out of range, 0 when none was, -1 with an exception. */
+static int bounds_record_read(ofl_buffer *buf, int64_t words[JIT_BOUNDS_WORDS]) {
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = ofl_read(buf, 0, words, sizeof(int64_t) * JIT_BOUNDS_WORDS, &err);
+    Py_END_ALLOW_THREADS if (rc != 0) return mod_raise(&err), -1;
+    return words[JIT_BOUNDS_FLAG] != 0;
+}
+
+/* The record as NumPy words it, and where: "index 10 is out of bounds for
+ * axis 0 with size 10 (array 'a' at <cell 3>:4:9)". */
+static void bounds_raise(const spec *s, const int64_t w[JIT_BOUNDS_WORDS]) {
+    const char *site = s->bounds_sites ? s->bounds_sites : "";
+    for (int64_t i = 0; i < w[JIT_BOUNDS_SITE] && *site; i++) site = strchr(site, '\n') + 1;
+    char where[1200], index[32];
+    snprintf(where, sizeof where, "%.*s", (int)strcspn(site, "\n"), site); /* PyErr_Format has no %.*s */
+    if (w[JIT_BOUNDS_UNSIGNED]) snprintf(index, sizeof index, "%llu", (unsigned long long)w[JIT_BOUNDS_INDEX]);
+    else snprintf(index, sizeof index, "%lld", (long long)w[JIT_BOUNDS_INDEX]);
+    PyErr_Format(PyExc_IndexError, "index %s is out of bounds for axis %lld with size %lld (%s)", index,
+                 (long long)w[JIT_BOUNDS_AXIS], (long long)w[JIT_BOUNDS_SIZE], where[0] ? where : "?");
+}
+
 /* Launches k over range with args; NumPy arrays go to the device and back.
- * ev_out non-NULL: an asynchronous launch with an event. */
+ * want_event: an Event of the launch instead of None. bounds (or the
+ * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
-                        bool want_event) {
+                        bool want_event, bool bounds) {
     if (init_types() < 0) return NULL;
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
     jit_type types[MAX_ARGS];
@@ -335,6 +389,9 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     PyObject *result = NULL;
     int ncopied = 0;
     ofl_device *dev;
+    ofl_buffer *record = NULL;
+    ofl_event *ev = NULL;
+    bounds = bounds || k->boundscheck;
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (arg_type(args[i], (int)i, &types[i]) < 0) return NULL;
     if (args_device(args, nargs, &dev) < 0) return NULL;
@@ -346,10 +403,10 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
             ncopied++;
         }
     }
-    spec *s = specialise(k, dev, range->ndim, range->nd, types, (int)nargs);
+    spec *s = specialise(k, dev, range->ndim, range->nd, bounds, types, (int)nargs);
     if (!s) goto out;
 
-    ofl_arg largs[MAX_ARGS * 8 + 3];
+    ofl_arg largs[MAX_ARGS * 8 + 4];
     int64_t ints[MAX_ARGS * 8 + 3];
     slot vals[MAX_ARGS];
     size_t na = 0, ni = 0;
@@ -414,7 +471,10 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
     if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
-    ofl_event *ev = NULL;
+    if (bounds) {
+        if (!(record = bounds_record_new(dev))) goto out;
+        largs[na++] = (ofl_arg){.buffer = record};
+    }
     ofl_error err;
     if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, largs, na,
                    want_event ? &ev : NULL, &err) != 0) {
@@ -422,6 +482,9 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         goto out;
     }
     s->launches++;
+    int64_t words[JIT_BOUNDS_WORDS];
+    int failed = record ? bounds_record_read(record, words) : 0;
+    if (failed < 0) goto out;
     if (ncopied) { /* results back into the caller's NumPy arrays (this waits for the kernel) */
         for (Py_ssize_t i = 0; i < nargs; i++) {
             if (!copied[i]) continue;
@@ -438,8 +501,18 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
                            "keeps data on the device\n", ncopied, ncopied == 1 ? "" : "s",
                            jit_func_name(k->jf), ofl_device_get_info(dev)->filter);
     }
+    if (failed) { /* after the copies back: what ran before the bad index is kept, as in Python */
+        bounds_raise(s, words);
+        goto out;
+    }
     result = want_event ? mod_event_new(ev, s->entry + 4) : Py_NewRef(Py_None);
+    ev = NULL; /* the Event's now */
 out:
+    if (ev) ofl_event_release(ev);
+    if (record) {
+        Py_BEGIN_ALLOW_THREADS ofl_free(record); /* waits for the queue, which a failed launch may still hold */
+        Py_END_ALLOW_THREADS
+    }
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (copied[i]) Py_DECREF(dev_args[i]);
     return result;
@@ -458,7 +531,7 @@ typedef struct {
 static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     mod_launcher *l = (mod_launcher *)self;
     if (kwnames && PyTuple_GET_SIZE(kwnames)) return PyErr_Format(PyExc_TypeError, "kernel arguments are positional");
-    return launch(l->k, &l->range, args, PyVectorcall_NARGS(nargsf), false);
+    return launch(l->k, &l->range, args, PyVectorcall_NARGS(nargsf), false, false);
 }
 
 static int launcher_traverse(mod_launcher *l, visitproc visit, void *arg) {
@@ -542,6 +615,7 @@ static void kernel_dealloc(mod_kernel *k) {
     for (int i = 0; i < k->nspecs; i++) {
         ofl_program_release(k->specs[i].prog);
         jit_blob_free(&k->specs[i].code);
+        free(k->specs[i].bounds_sites);
     }
     free(k->specs);
     jit_func_free(k->jf);
@@ -562,13 +636,17 @@ static PyObject *kernel_repr(mod_kernel *k) {
                                 k->nspecs == 1 ? "" : "s");
 }
 
-/* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None) */
+/* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
+ * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
     if (init_types() < 0 || ensure_parsed(k) < 0) return NULL;
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "too many arguments");
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
     PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
+    PyObject *bounds_o = kw ? PyDict_GetItemString(kw, "boundscheck") : NULL;
+    int bounds = bounds_o && bounds_o != Py_None ? PyObject_IsTrue(bounds_o) : k->boundscheck;
+    if (bounds < 0) return NULL;
     mod_shape r = {.ndim = 1, .size = {1}};
     if (range_o && range_o != Py_None && mod_shape_of(range_o, &r) < 0) return NULL;
     jit_type types[MAX_ARGS];
@@ -593,7 +671,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     jit_artifact art;
     jit_error err;
     unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0) |
-                     (r.nd ? JIT_NDRANGE : 0);
+                     (r.nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
     if (jit_compile(k->jf, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
@@ -680,16 +758,18 @@ static PyObject *kernel_table(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *kernel_py_func(mod_kernel *k, void *c) { return Py_NewRef(k->pyfunc); }
+static PyObject *kernel_boundscheck(mod_kernel *k, void *c) { return PyBool_FromLong(k->boundscheck); }
 static PyObject *kernel_name(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__name__"); }
 static PyObject *kernel_doc(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__doc__"); }
 
 static PyMethodDef kernel_methods[] = {
     {"inspect_llvm", (PyCFunction)(void (*)(void))inspect_llvm, METH_VARARGS | METH_KEYWORDS,
-     "inspect_llvm(*args, range=None)\n\nThe optimised LLVM IR for these arguments on their device."},
+     "inspect_llvm(*args, range=None, boundscheck=None)\n\nThe optimised LLVM IR for these arguments on their "
+     "device (boundscheck: with index checks; None: as the kernel launches)."},
     {"inspect_spirv", (PyCFunction)(void (*)(void))inspect_spirv, METH_VARARGS | METH_KEYWORDS,
-     "inspect_spirv(*args, range=None)\n\nThe SPIR-V disassembly for these arguments."},
+     "inspect_spirv(*args, range=None, boundscheck=None)\n\nThe SPIR-V disassembly for these arguments."},
     {"inspect_ptx", (PyCFunction)(void (*)(void))inspect_ptx, METH_VARARGS | METH_KEYWORDS,
-     "inspect_ptx(*args, range=None, sm=80)\n\nThe PTX for these arguments (no GPU needed)."},
+     "inspect_ptx(*args, range=None, sm=80, boundscheck=None)\n\nThe PTX for these arguments (no GPU needed)."},
     {0},
 };
 
@@ -698,6 +778,7 @@ static PyGetSetDef kernel_getset[] = {
     {"stats", (getter)kernel_stats, NULL, "compiles, memory_hits, disk_hits, launches, compile_ms", NULL},
     {"py_func", (getter)kernel_py_func, NULL, "the Python function", NULL},
     {"__wrapped__", (getter)kernel_py_func, NULL, "the Python function", NULL},
+    {"boundscheck", (getter)kernel_boundscheck, NULL, "whether its launches check every index", NULL},
     {"__name__", (getter)kernel_name, NULL, NULL, NULL},
     {"__doc__", (getter)kernel_doc, NULL, NULL, NULL},
     {0},
@@ -757,9 +838,27 @@ static PyTypeObject DevFuncType = {
 
 /* ---- module functions ---- */
 
-static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 1) return PyErr_Format(PyExc_TypeError, "use @offload.kernel above a def");
-    return kernel_new_for(args[0]);
+/* self: Py_True for a kernel whose launches check indices. */
+static PyObject *kernel_with(PyObject *self, PyObject *pyfunc) {
+    PyObject *k = kernel_new_for(pyfunc);
+    if (k) ((mod_kernel *)k)->boundscheck = self == Py_True;
+    return k;
+}
+
+static PyMethodDef kernel_with_def = {"kernel", kernel_with, METH_O, "Make a device kernel of the function."};
+
+/* @offload.kernel, @offload.kernel(boundscheck=True), offload.kernel(f, boundscheck=True) */
+static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames) {
+    int bounds = 0;
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(name, "boundscheck"))
+            return PyErr_Format(PyExc_TypeError, "offload.kernel() takes boundscheck=, not %R=", name);
+        if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
+    }
+    if (n > 1) return PyErr_Format(PyExc_TypeError, "use @offload.kernel or @offload.kernel(boundscheck=True) above a def");
+    PyObject *flag = bounds ? Py_True : Py_False;
+    return n == 1 ? kernel_with(flag, args[0]) : PyCFunction_New(&kernel_with_def, flag);
 }
 
 static PyObject *device_func(PyObject *self, PyObject *const *args, Py_ssize_t n) {
@@ -776,7 +875,7 @@ static PyObject *call_kernel_(PyObject *const *args, Py_ssize_t n, bool async) {
                             "and an offload.Range", async ? "_async" : "");
     mod_shape r;
     if (mod_shape_of(args[1], &r) < 0) return NULL;
-    return launch((mod_kernel *)args[0], &r, args + 2, n - 2, async);
+    return launch((mod_kernel *)args[0], &r, args + 2, n - 2, async, false);
 }
 
 static PyObject *call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n) { return call_kernel_(args, n, false); }
@@ -792,8 +891,11 @@ static PyObject *kernel_only(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 static PyMethodDef functions[] = {
-    {"kernel", (PyCFunction)(void (*)(void))kernel_decorator, METH_FASTCALL,
-     "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with k[offload.Range(n)](*args)."},
+    {"kernel", (PyCFunction)(void (*)(void))kernel_decorator, METH_FASTCALL | METH_KEYWORDS,
+     "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with k[offload.Range(n)](*args).\n"
+     "@offload.kernel(boundscheck=True) checks every array index of every launch, as numba's boundscheck: the "
+     "first index out of range raises IndexError naming the index, axis, size, array and place (each launch "
+     "then waits for the kernel; without it there is no check and no cost)."},
     {"device_func", (PyCFunction)(void (*)(void))device_func, METH_FASTCALL,
      "@offload.device_func\ndef f(...): ...\n\nA function kernels can call; it may return a value."},
     {"call_kernel", (PyCFunction)(void (*)(void))call_kernel, METH_FASTCALL,
@@ -872,7 +974,12 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
 
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                             bool want_event) {
-    return launch((mod_kernel *)kernel, range, args, nargs, want_event);
+    return launch((mod_kernel *)kernel, range, args, nargs, want_event, false);
+}
+
+PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, PyObject *const *args,
+                                    Py_ssize_t nargs, bool want_event, bool boundscheck) {
+    return launch((mod_kernel *)kernel, range, args, nargs, want_event, boundscheck);
 }
 
 jit_func *mod_kernel_parsed(PyObject *kernel) { return ((mod_kernel *)kernel)->jf; }

@@ -36,6 +36,10 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf);
 /* Launches as kernel[range](*args) does; an Event when want_event, else None. */
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                             bool want_event);
+/* The same, with index checks when boundscheck (the kernel's own setting
+ * counts too): waits for the launch; an index out of range is an IndexError. */
+PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, PyObject *const *args,
+                                    Py_ssize_t nargs, bool want_event, bool boundscheck);
 jit_func *mod_kernel_parsed(PyObject *kernel); /* borrowed; NULL before its first compile */
 /* The JIT type of a kernel argument (argument i, for messages). */
 int mod_kernel_arg_type(PyObject *o, int i, jit_type *t);

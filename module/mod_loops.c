@@ -7,7 +7,10 @@
  * per %%offload cell, one per @offload.jit call) keeps the device copies of the
  * NumPy arrays its loops use -- copied in once, copied back at its end if a
  * loop may have written them -- and, when verbose, prints what happens as it
- * happens and keeps a record of it for the cell's summary. */
+ * happens and keeps a record of it for the cell's summary. With boundscheck
+ * its loops launch with index checks (%%offload --boundscheck,
+ * @offload.jit(boundscheck=True)): a loop's kernel is shared by every cell that
+ * runs the loop, and the check is part of its specialisation. */
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +40,7 @@ typedef struct mod_loopctx {
     PyObject *records; /* list of dicts: what happened, for summaries */
     PyObject *on_record; /* called with the records after each one, or NULL */
     const char *show;    /* "llvm", "spirv", "ptx": print each loop kernel's code once; or NULL */
+    bool boundscheck;
     PyObject *shown;     /* set of loops already shown */
     struct mod_loopctx *outer; /* the context active before this one (owned while active) */
     bool active;
@@ -312,11 +316,12 @@ static int finish(mod_loopctx *c) {
 }
 
 static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *names[] = {"device", "verbose", "on_record", "show", NULL};
+    static char *names[] = {"device", "verbose", "on_record", "show", "boundscheck", NULL};
     PyObject *device = Py_None, *on_record = Py_None;
-    int verbose = 0;
+    int verbose = 0, boundscheck = 0;
     const char *show = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOz:LoopContext", names, &device, &verbose, &on_record, &show))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOzp:LoopContext", names, &device, &verbose, &on_record, &show,
+                                     &boundscheck))
         return NULL;
     static const char *const forms[] = {"llvm", "spirv", "ptx"};
     const char *form = NULL;
@@ -331,6 +336,7 @@ static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     c->verbose = verbose;
     c->on_record = on_record != Py_None ? Py_NewRef(on_record) : NULL;
     c->show = form;
+    c->boundscheck = boundscheck;
     c->shown = PySet_New(NULL);
     c->copies = PyList_New(0);
     c->records = PyList_New(0);
@@ -389,9 +395,11 @@ static PyTypeObject LoopCtxType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.LoopContext",
     .tp_basicsize = sizeof(mod_loopctx),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "LoopContext(device=None, verbose=False): the prange loops run inside share device copies\n"
-              "of the NumPy arrays they use (copied back at the end when written); verbose prints each\n"
-              "step. %%offload cells and @offload.jit calls run in one.",
+    .tp_doc = "LoopContext(device=None, verbose=False, on_record=None, show=None, boundscheck=False): the\n"
+              "prange loops run inside share device copies of the NumPy arrays they use (copied back at the\n"
+              "end when written); verbose prints each step; boundscheck checks every array index of their\n"
+              "kernels (an IndexError for the first out of range). %%offload cells and @offload.jit calls\n"
+              "run in one.",
     .tp_new = ctx_new,
     .tp_dealloc = (destructor)ctx_dealloc,
     .tp_methods = ctx_methods,
@@ -555,7 +563,8 @@ static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObje
     PyObject *range = Range && sizes ? PyObject_Call(Range, sizes, NULL) : NULL;
     PyObject *pos = PyTuple_New(na);
     for (int i = 0; pos && i < na; i++) PyTuple_SET_ITEM(pos, i, Py_NewRef(argv[i]));
-    PyObject *kw = range ? Py_BuildValue("{s:O}", "range", range) : NULL;
+    PyObject *kw = range ? Py_BuildValue("{s:O,s:O}", "range", range, "boundscheck",
+                                         c->boundscheck ? Py_True : Py_False) : NULL;
     char method[32];
     snprintf(method, sizeof method, "inspect_%s", c->show);
     PyObject *fn = PyObject_GetAttrString(l->kernel, method);
@@ -701,7 +710,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (total > 0) {
         PyObject *stats0 = c->verbose ? PyObject_GetAttrString(l->kernel, "stats") : NULL;
         double t0 = now();
-        PyObject *ev = mod_kernel_launch(l->kernel, &shape, argv, na, c->verbose);
+        PyObject *ev = mod_kernel_launch_checked(l->kernel, &shape, argv, na, c->verbose, c->boundscheck);
         if (!ev) { Py_XDECREF(stats0); goto out; }
         if (c->verbose) {
             double host_ms = (now() - t0) * 1e3;
@@ -770,6 +779,7 @@ static PyObject *prange(PyObject *self, PyObject *args) {
 typedef struct {
     PyObject_HEAD PyObject *pyfunc; /* the user's function */
     PyObject *compiled;             /* it again with its prange loops rewritten, or NULL */
+    bool boundscheck;               /* its loops check indices */
 } mod_jitfn;
 
 static PyTypeObject JitFnType;
@@ -852,7 +862,10 @@ out:
 
 static PyObject *jitfn_call(mod_jitfn *j, PyObject *args, PyObject *kw) {
     if (!j->compiled && !(j->compiled = jit_prepare(j->pyfunc))) return NULL;
-    PyObject *ctx = PyObject_CallNoArgs((PyObject *)&LoopCtxType);
+    PyObject *none = PyTuple_New(0), *ckw = Py_BuildValue("{s:O}", "boundscheck", j->boundscheck ? Py_True : Py_False);
+    PyObject *ctx = none && ckw ? PyObject_Call((PyObject *)&LoopCtxType, none, ckw) : NULL;
+    Py_XDECREF(none);
+    Py_XDECREF(ckw);
     if (!ctx) return NULL;
     PyObject *entered = ctx_enter((mod_loopctx *)ctx, NULL);
     Py_XDECREF(entered);
@@ -882,10 +895,12 @@ static void jitfn_dealloc(mod_jitfn *j) {
 static PyObject *jitfn_repr(mod_jitfn *j) { return PyUnicode_FromFormat("<offload.jit %R>", j->pyfunc); }
 static PyObject *jitfn_py_func(mod_jitfn *j, void *c) { return Py_NewRef(j->pyfunc); }
 static PyObject *jitfn_attr(mod_jitfn *j, void *c) { return PyObject_GetAttrString(j->pyfunc, c); }
+static PyObject *jitfn_boundscheck(mod_jitfn *j, void *c) { return PyBool_FromLong(j->boundscheck); }
 
 static PyGetSetDef jitfn_getset[] = {
     {"py_func", (getter)jitfn_py_func, NULL, "the Python function", NULL},
     {"__wrapped__", (getter)jitfn_py_func, NULL, "the Python function", NULL},
+    {"boundscheck", (getter)jitfn_boundscheck, NULL, "whether its loops check every index", NULL},
     {"__name__", (getter)jitfn_attr, NULL, NULL, "__name__"},
     {"__doc__", (getter)jitfn_attr, NULL, NULL, "__doc__"},
     {NULL},
@@ -903,14 +918,32 @@ static PyTypeObject JitFnType = {
     .tp_getset = jitfn_getset,
 };
 
-static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    if (n != 1 || !PyFunction_Check(args[0])) return PyErr_Format(PyExc_TypeError, "use @offload.jit above a def");
+/* self: Py_True for a function whose loops check indices. */
+static PyObject *jit_with(PyObject *self, PyObject *pyfunc) {
+    if (!PyFunction_Check(pyfunc)) return PyErr_Format(PyExc_TypeError, "use @offload.jit above a def");
     mod_jitfn *j = PyObject_GC_New(mod_jitfn, &JitFnType);
     if (!j) return NULL;
-    j->pyfunc = Py_NewRef(args[0]);
+    j->pyfunc = Py_NewRef(pyfunc);
     j->compiled = NULL;
+    j->boundscheck = self == Py_True;
     PyObject_GC_Track(j);
     return (PyObject *)j;
+}
+
+static PyMethodDef jit_with_def = {"jit", jit_with, METH_O, "Make the function's prange loops run on a device."};
+
+/* @offload.jit, @offload.jit(boundscheck=True), offload.jit(f, boundscheck=True) */
+static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames) {
+    int bounds = 0;
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(name, "boundscheck"))
+            return PyErr_Format(PyExc_TypeError, "offload.jit() takes boundscheck=, not %R=", name);
+        if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
+    }
+    if (n > 1) return PyErr_Format(PyExc_TypeError, "use @offload.jit or @offload.jit(boundscheck=True) above a def");
+    PyObject *flag = bounds ? Py_True : Py_False;
+    return n == 1 ? jit_with(flag, args[0]) : PyCFunction_New(&jit_with_def, flag);
 }
 
 static PyMethodDef functions[] = {
@@ -918,10 +951,12 @@ static PyMethodDef functions[] = {
      "prange([start,] stop[, step])\n\nrange, whose loop runs on a device in %%offload cells and @offload.jit "
      "functions: each iteration is a work-item; nested pranges give up to 3 dimensions; s += ..., s *= ..., "
      "s = min(s, ...) and s = max(s, ...) are reductions."},
-    {"jit", (PyCFunction)(void (*)(void))jit_decorator, METH_FASTCALL,
+    {"jit", (PyCFunction)(void (*)(void))jit_decorator, METH_FASTCALL | METH_KEYWORDS,
      "@offload.jit\ndef f(...): ...\n\nf runs as Python, except its prange loops, which run on a device: "
      "the device of the offload arrays they use, else the default. NumPy arrays are copied to it once per "
-     "call and back at its end if a loop may write them."},
+     "call and back at its end if a loop may write them.\n"
+     "@offload.jit(boundscheck=True): the loops check every array index, as numba's boundscheck; the first "
+     "out of range raises IndexError naming the index, axis, size, array and place."},
     {"_loop", (PyCFunction)(void (*)(void))loop_run, METH_FASTCALL, "_loop(id, ranges, values): a prange loop (internal)"},
     {"_compile_cell", compile_cell, METH_VARARGS,
      "_compile_cell(source, filename, first_line=1): the code of source with its prange loops on devices"},
