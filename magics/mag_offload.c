@@ -1,7 +1,8 @@
 /* mag_offload: the %%offload cell magic -- the cell runs as Python, its prange
  * loops as device kernels (offload._compile_cell), inside one
  * offload.LoopContext that prints each step as it happens and feeds a summary
- * table, shown once and updated in place as the cell goes on. */
+ * table, shown once and updated in place as the cell goes on. --boundscheck
+ * makes the context launch every loop with index checks. */
 #include "mag_impl.h"
 
 #include <stdbool.h>
@@ -12,7 +13,7 @@ static const char usage[] = "usage: %%%%offload [--device FILTER] [--quiet] [--s
 
 typedef struct {
     char device[128];
-    bool quiet;
+    bool quiet, boundscheck;
     char show[16];
 } options;
 
@@ -33,9 +34,8 @@ static int parse(const char *args, options *o) {
             snprintf(t[2] == 'd' ? o->device : o->show, t[2] == 'd' ? sizeof o->device : sizeof o->show, "%s", value);
             if (t[2] == 's' && strcmp(value, "llvm") && strcmp(value, "spirv") && strcmp(value, "ptx"))
                 return PyErr_Format(mag_UsageError, "--show takes llvm, spirv or ptx, not '%s'", value), -1;
-        } else if (!strcmp(t, "--boundscheck")) {
-            return PyErr_Format(mag_UsageError, "%%%%offload --boundscheck is not available yet: index checks in "
-                                "device loops are still to come"), -1;
+        } else if (!strcmp(t, "--boundscheck") && !value) {
+            o->boundscheck = true;
         } else {
             return PyErr_Format(mag_UsageError, "unknown option '%s'; %s", t, usage), -1;
         }
@@ -202,9 +202,9 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
         if (!hook) goto out;
     }
     PyObject *ctor = PyObject_GetAttrString(offload, "LoopContext");
-    PyObject *kw = Py_BuildValue("{s:z,s:O,s:O,s:z}", "device", o.device[0] ? o.device : NULL, "verbose",
+    PyObject *kw = Py_BuildValue("{s:z,s:O,s:O,s:z,s:O}", "device", o.device[0] ? o.device : NULL, "verbose",
                                  o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
-                                 o.show[0] ? o.show : NULL);
+                                 o.show[0] ? o.show : NULL, "boundscheck", o.boundscheck ? Py_True : Py_False);
     PyObject *none = PyTuple_New(0);
     ctx = ctor && kw && none ? PyObject_Call(ctor, none, kw) : NULL;
     Py_XDECREF(ctor);

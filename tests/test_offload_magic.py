@@ -147,8 +147,6 @@ def test_bad_options_and_device_filter(kernel: Kernel, kcs):
     assert "--show takes llvm, spirv or ptx" in evalue
     ename, evalue, _ = error(kcs, "%%offload --device cuda:gpu:7\npass\n")
     assert ename in ("DeviceNotFoundError", "ValueError") and "cuda:gpu:7" in evalue
-    ename, evalue, _ = error(kcs, "%%offload --boundscheck\npass\n")
-    assert "not available yet" in evalue
     kernel.assert_alive("bad %%offload options")
 
 
