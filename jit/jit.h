@@ -87,7 +87,7 @@ typedef struct {
     jit_blob code;        /* what the device loads (PTX text is '\0'-terminated) */
     char entry[160];      /* the kernel's symbol */
     char *llvm_text, *spirv_text; /* malloc'ed when asked for, else NULL */
-    char *bounds_sites;   /* JIT_BOUNDSCHECK: malloc'ed, one line per checked place:
+    char *bounds_sites;   /* JIT_BOUNDSCHECK: malloc'ed, one line per check, in code order:
                              "array 'a' at <cell 3>:4:9"; else NULL */
     bool disk_hit;
     double ms;            /* wall time of jit_compile */

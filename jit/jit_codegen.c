@@ -189,26 +189,21 @@ static bool names_barrier(const jit_node *n, int depth) {
 }
 
 /* The number of the line "array 'a' at FILE:LINE:COL" for the access at
- * (arr the array's expression), shared by accesses that say the same; -1
- * when out of memory. */
+ * (arr the array's expression): the accesses in the order they are
+ * generated, so that code from the disk cache numbers them alike wherever
+ * the source now sits. -1 when out of memory. */
 static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
     struct cg_bounds *bc = c->m->bc;
     const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
                        : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
                            ? "private_array(...)" : "local_array(...)";
     char line[1200];
-    int n = snprintf(line, sizeof line, "array '%s' at %s:%d:%d\n", name, c->f->filename ? c->f->filename : "?",
-                     at->line, at->col);
-    if (n < 0) return -1;
+    if (snprintf(line, sizeof line, "array '%s' at %s:%d:%d\n", name, c->f->filename ? c->f->filename : "?",
+                 at->line, at->col) < 0)
+        return -1;
     size_t len = strlen(line);
     for (size_t i = 0; i + 1 < len; i++) /* one line per site, whatever the file is called */
         if (line[i] == '\n') line[i] = ' ';
-    int id = 0;
-    for (const char *p = bc->sites; p && *p; id++) {
-        const char *end = strchr(p, '\n') + 1;
-        if ((size_t)(end - p) == len && !memcmp(p, line, len)) return id;
-        p = end;
-    }
     char *more = realloc(bc->sites, bc->len + len + 1);
     if (!more) return -1;
     bc->sites = more;

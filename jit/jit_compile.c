@@ -57,25 +57,19 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
     return 0;
 }
 
-/* A disk hit: the code and, for a checked kernel, its sites (key has room
- * for the suffix after klen); a miss if either is missing. */
-static bool disk_load(char *key, size_t klen, const char *suffix, bool bounds, jit_artifact *out) {
-    if (jit_cache_load(key, klen, &out->code.data, &out->code.size) != 1) return false;
-    if (!bounds) return true;
-    void *sites = NULL;
-    size_t n = 0, slen = strlen(suffix);
-    memcpy(key + klen, suffix, slen);
-    if (jit_cache_load(key, klen + slen, &sites, &n) == 1) {
-        char *text = realloc(sites, n + 1); /* a '\0' to end it */
-        if (text) {
-            text[n] = '\0';
-            out->bounds_sites = text;
-            return true;
-        }
-    }
-    free(sites);
-    jit_blob_free(&out->code);
-    return false;
+/* A checked kernel's sites from the disk cache would name the places of
+ * whichever process stored it: the key covers the source, not where it sits
+ * (a cell's loop moves with the lines above it). Generating the module again
+ * numbers the sites as the stored code does (in the order of the accesses)
+ * and says where they are now. */
+static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                              unsigned flags, jit_artifact *out, jit_error *err) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = NULL;
+    int rc = jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod, &out->bounds_sites, err);
+    if (mod) LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    return rc;
 }
 
 int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
@@ -109,13 +103,16 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d|%s|%s",
                         PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
                         (int)t->fp64, (int)t->atomic64, t->device ? t->device : "", bounds ? "boundscheck|" : "");
-    if (klen < 0 || klen + 32 + 16 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
+    if (klen < 0 || klen + 32 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
     memcpy(key + klen, f->source_hash, 32);
     klen += 32;
     bool want_text = flags & (JIT_WANT_LLVM | JIT_WANT_SPIRV);
-    /* the sites of a checked kernel are an entry of their own, under the code's key and this */
-    static const char sites_suffix[] = "|bounds sites";
-    if (!want_text && !(flags & JIT_NO_DISK) && disk_load(key, (size_t)klen, sites_suffix, bounds, out)) {
+    if (!want_text && !(flags & JIT_NO_DISK) &&
+        jit_cache_load(key, (size_t)klen, &out->code.data, &out->code.size) == 1) {
+        if (bounds && bounds_sites_again(f, args, nargs, range_ndim, t, flags, out, err) < 0) {
+            jit_artifact_free(out);
+            return -1;
+        }
         out->disk_hit = true;
         out->ms = now_ms() - t0;
         return 0;
@@ -162,13 +159,7 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
             out->code = spirv;
         }
     }
-    if (!want_text && !(flags & JIT_NO_DISK)) {
-        jit_cache_store(key, (size_t)klen, out->code.data, out->code.size);
-        if (bounds) {
-            memcpy(key + klen, sites_suffix, sizeof sites_suffix - 1);
-            jit_cache_store(key, (size_t)klen + sizeof sites_suffix - 1, out->bounds_sites, strlen(out->bounds_sites));
-        }
-    }
+    if (!want_text && !(flags & JIT_NO_DISK)) jit_cache_store(key, (size_t)klen, out->code.data, out->code.size);
     rc = 0;
 done:
     if (mod) LLVMDisposeModule(mod);
