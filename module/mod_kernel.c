@@ -510,7 +510,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
 out:
     if (ev) ofl_event_release(ev);
     if (record) {
-        Py_BEGIN_ALLOW_THREADS ofl_free(record); /* waits for the queue, which a failed launch may still hold */
+        Py_BEGIN_ALLOW_THREADS ofl_free(record); /* it may wait for the queue */
         Py_END_ALLOW_THREADS
     }
     for (Py_ssize_t i = 0; i < nargs; i++)
