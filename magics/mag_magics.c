@@ -77,7 +77,7 @@ static const struct magic {
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
     {"lsplatform", true, false, mag_lsplatform, "platforms and devices: %lsplatform [-v|-vv]"},
     {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
-    {"offload", false, true, mag_offload, "run the cell's prange loops on a device: [--device F] [--quiet] [--show llvm|spirv|ptx]"},
+    {"offload", false, true, mag_offload, "run the cell's prange loops on a device: [--device F] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]"},
     {"pinfo", true, false, magic_pinfo, "help on an object (what obj? runs)"},
     {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},
     {"time", true, true, mag_time, "run once: CPU, wall and device time (devices waited for)"},
