@@ -46,6 +46,7 @@ typedef struct {
     int tm, tn; /* register block of each work-item */
     int bk;     /* k step (elements of k per local slab) */
     bool a_by_col, b_by_col; /* copy the slab walking dimension 0 fastest (a .T view) */
+    bool ahead;              /* read the next slabs during the multiply (more registers) */
 } mm_tiles;
 
 /* ---- the kernel text ---- */
@@ -83,44 +84,73 @@ static void put(mm_text *t, const char *fmt, ...)
     }
 }
 
-/* The copy of one operand's slab into local memory: `count` elements of a
- * rows x cols slab (rows along the operand's dimension 0), work-item `t`
- * taking every NT-th one. by_col walks the slab's dimension 0 fastest.
- * Elements past the operand's edges become zeros. */
-static void put_slab_copy(mm_text *t, const char *arr, const char *local, int rows, int cols, int nt, bool by_col,
-                          const char *row0, const char *rows_end, const char *col0, const char *cols_end,
-                          bool local_transposed)
+/* One operand's slab: rows x cols elements (rows along the operand's
+ * dimension 0), nt work-items each taking every nt-th (nt divides the
+ * count). Work-item t's share sits at fixed places in the slab, named once
+ * (<i><p>, <j><p>); by_col walks the slab's dimension 0 fastest. */
+typedef struct {
+    const char *arr, *local, *i, *j, *v; /* names: operand, local array, slab row, slab column, value */
+    int rows, cols, per_item;
+    bool by_col, local_transposed; /* local_transposed: local[j, i] */
+} mm_slab;
+
+static void put_slab_places(mm_text *t, const mm_slab *s, int nt)
 {
-    int count = rows * cols;
-    for (int p = 0; p < (count + nt - 1) / nt; p++) {
-        const char *ind = "        ";
-        if ((p + 1) * nt > count) { /* only when nt does not divide the slab */
-            put(t, "        if t + %d < %d:\n", p * nt, count);
-            ind = "            ";
-        }
-        if (by_col)
-            put(t, "%sr = (t + %d) %% %d\n%sq = (t + %d) // %d\n", ind, p * nt, rows, ind, p * nt, rows);
+    for (int p = 0; p < s->per_item; p++) {
+        char e[32];
+        snprintf(e, sizeof e, p ? "(t + %d)" : "t", p * nt);
+        if (s->by_col)
+            put(t, "    %s%d = %s %% %d\n    %s%d = %s // %d\n", s->i, p, e, s->rows, s->j, p, e, s->rows);
         else
-            put(t, "%sr = (t + %d) // %d\n%sq = (t + %d) %% %d\n", ind, p * nt, cols, ind, p * nt, cols);
-        put(t, "%sif %s + r < %s and %s + q < %s:\n", ind, row0, rows_end, col0, cols_end);
-        put(t, "%s    %s[%s] = %s[%s + r, %s + q]\n", ind, local, local_transposed ? "q, r" : "r, q", arr, row0,
-            col0);
-        put(t, "%selse:\n%s    %s[%s] = 0\n", ind, ind, local, local_transposed ? "q, r" : "r, q");
+            put(t, "    %s%d = %s // %d\n    %s%d = %s %% %d\n", s->i, p, e, s->cols, s->j, p, e, s->cols);
+    }
+}
+
+/* The share's values read into registers (zeros past the operand's edges),
+ * the slab starting at (row0, col0) of the operand; "0" as an origin is left out. */
+static void put_slab_fetch(mm_text *t, const mm_slab *s, const char *ind, const char *row0, const char *rows_end,
+                           const char *col0, const char *cols_end)
+{
+    for (int p = 0; p < s->per_item; p++) {
+        char r[64], c[64];
+        snprintf(r, sizeof r, strcmp(row0, "0") ? "%s + %s%d" : "%.0s%s%d", row0, s->i, p);
+        snprintf(c, sizeof c, strcmp(col0, "0") ? "%s + %s%d" : "%.0s%s%d", col0, s->j, p);
+        put(t, "%s%s%d = %s[%s, %s] if %s < %s and %s < %s else 0\n", ind, s->v, p, s->arr, r, c, r, rows_end, c,
+            cols_end);
+    }
+}
+
+static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind)
+{
+    for (int p = 0; p < s->per_item; p++) {
+        if (s->local_transposed)
+            put(t, "%s%s[%s%d, %s%d] = %s%d\n", ind, s->local, s->j, p, s->i, p, s->v, p);
+        else
+            put(t, "%s%s[%s%d, %s%d] = %s%d\n", ind, s->local, s->i, p, s->j, p, s->v, p);
     }
 }
 
 /* Python text of `def name(item, a, b, c)`: c = a @ b for 2-D a (m x k),
  * b (k x n), c (m x n), accumulating in dtype (c's, or a wider integer
  * type: integer products and sums wrap the same modulo 2^8 (2^16) whether
- * they are computed in 8 (16) or 32 bits, so the store's truncation gives NumPy's result). */
+ * they are computed in 8 (16) or 32 bits, so the store's truncation gives
+ * NumPy's result). With z->ahead the next slabs are read into registers
+ * while the current ones are multiplied, so global memory's latency hides
+ * behind arithmetic; one barrier guards each side of the local slabs' use. */
 static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
 {
     int bm = z->ty * z->tm, bn = z->tx * z->tn, nt = z->ty * z->tx;
+    mm_slab sa = {.arr = "a", .local = "As", .i = "ia", .j = "ka", .v = "va", .rows = bm, .cols = z->bk,
+                  .per_item = bm * z->bk / nt, .by_col = z->a_by_col, .local_transposed = true};
+    mm_slab sb = {.arr = "b", .local = "Bs", .i = "kb", .j = "jb", .v = "vb", .rows = z->bk, .cols = bn,
+                  .per_item = bn * z->bk / nt, .by_col = z->b_by_col};
     mm_text t = {0};
     put(&t, "def %s(item, a, b, c):\n", name);
     put(&t, "    ty = ol.uint64(item.get_local_id(0))\n");
     put(&t, "    tx = ol.uint64(item.get_local_id(1))\n");
     put(&t, "    t = ty * %d + tx\n", z->tx);
+    put(&t, "    ti = ty * %d\n", z->tm); /* the work-item's block: rows ti.., columns tj.. */
+    put(&t, "    tj = tx * %d\n", z->tn);
     put(&t, "    g = item.get_group()\n");
     put(&t, "    m = ol.uint64(c.shape[0])\n");
     put(&t, "    n = ol.uint64(c.shape[1])\n");
@@ -128,6 +158,8 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     put(&t, "    col0 = ol.uint64(g.get_group_id(1)) * %d\n", bn);
     put(&t, "    As = ol.local_array((%d, %d), np.%s)\n", z->bk, bm + MM_PAD, dtype);
     put(&t, "    Bs = ol.local_array((%d, %d), np.%s)\n", z->bk, bn + MM_PAD, dtype);
+    put_slab_places(&t, &sa, nt);
+    put_slab_places(&t, &sb, nt);
     /* the outer loop: more row blocks than the grid has rows (CUDA: 65535) */
     put(&t, "    for rb in range(ol.uint64(g.get_group_id(0)), (m + %d) // %d, ol.uint64(g.get_group_range(0))):\n",
         bm - 1, bm);
@@ -135,36 +167,37 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     for (int r = 0; r < z->tm; r++)
         for (int j = 0; j < z->tn; j++)
             put(&t, "        c%d_%d = np.%s(0)\n", r, j, dtype);
+    if (z->ahead) {
+        put_slab_fetch(&t, &sa, "        ", "row0", "m", "0", "k");
+        put_slab_fetch(&t, &sb, "        ", "0", "k", "col0", "n");
+    }
     put(&t, "        for k0 in range(ol.uint64(0), k, %d):\n", z->bk);
-    mm_text body = {0}; /* the slab copies, indented one level deeper below */
-    put_slab_copy(&body, "a", "As", bm, z->bk, nt, z->a_by_col, "row0", "m", "k0", "k", true);
-    put_slab_copy(&body, "b", "Bs", z->bk, bn, nt, z->b_by_col, "k0", "k", "col0", "n", false);
-    if (body.failed || t.failed) {
-        PyMem_Free(body.s);
-        PyMem_Free(t.s);
-        PyErr_NoMemory();
-        return NULL;
+    if (!z->ahead) {
+        put_slab_fetch(&t, &sa, "            ", "row0", "m", "k0", "k");
+        put_slab_fetch(&t, &sb, "            ", "k0", "k", "col0", "n");
     }
-    for (char *line = body.s, *end; line && *line; line = end + 1) { /* add 4 spaces to each line */
-        end = strchr(line, '\n');
-        put(&t, "    %.*s\n", (int)(end - line), line);
-    }
-    PyMem_Free(body.s);
+    put_slab_store(&t, &sa, "            ");
+    put_slab_store(&t, &sb, "            ");
     put(&t, "            ol.group_barrier(g)\n");
+    if (z->ahead) {
+        put(&t, "            k1 = k0 + %d\n", z->bk);
+        put_slab_fetch(&t, &sa, "            ", "row0", "m", "k1", "k");
+        put_slab_fetch(&t, &sb, "            ", "k1", "k", "col0", "n");
+    }
     put(&t, "            for q in range(%d):\n", z->bk);
     for (int r = 0; r < z->tm; r++)
-        put(&t, "                a%d = As[q, ty * %d + %d]\n", r, z->tm, r);
+        put(&t, r ? "                a%d = As[q, ti + %d]\n" : "                a%d = As[q, ti]\n", r, r);
     for (int j = 0; j < z->tn; j++)
-        put(&t, "                b%d = Bs[q, tx * %d + %d]\n", j, z->tn, j);
+        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n", j, j);
     for (int r = 0; r < z->tm; r++)
         for (int j = 0; j < z->tn; j++)
             put(&t, "                c%d_%d += a%d * b%d\n", r, j, r, j);
     put(&t, "            ol.group_barrier(g)\n");
     for (int r = 0; r < z->tm; r++) {
-        put(&t, "        i = row0 + ty * %d + %d\n", z->tm, r);
+        put(&t, "        i = row0 + ti + %d\n", r);
         put(&t, "        if i < m:\n");
         for (int j = 0; j < z->tn; j++) {
-            put(&t, "            j = col0 + tx * %d + %d\n", z->tn, j);
+            put(&t, "            j = col0 + tj + %d\n", j);
             put(&t, "            if j < n:\n");
             put(&t, "                c[i, j] = c%d_%d\n", r, j);
         }
@@ -189,24 +222,64 @@ static bool by_col(const mod_array *x)
     return s0 < s1;
 }
 
+/* The limits choose_tiles reads: a device's, or a typical one's. */
+typedef struct {
+    bool cuda;
+    size_t most, most_x, most_y; /* work-items per group, and along x and y */
+    uint64_t local_mem;
+} mm_limits;
+
+static mm_limits device_limits(ofl_device *dev)
+{
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    return (mm_limits){.cuda = ofl_device_binary_kind(dev) == OFL_BIN_PTX,
+                       .most = in->max_work_group_size,
+                       .most_x = in->max_work_item_sizes[0],
+                       .most_y = in->max_work_item_sizes[1],
+                       .local_mem = in->local_mem_size};
+}
+
 /* CUDA: 16 x 16 work-items of 8 x 8 (4-byte types) or 4 x 4 results.
  * Elsewhere (SPIR-V, SPIR): 4 x 4 per work-item -- LLVM's SLP vectoriser
  * turns a register block into one vector, and the SPIR-V translator aborts
  * the process on vectors wider than 16 -- over 16 x 16 work-items (PoCL
  * runs a work-group's items as loops, so larger groups buy nothing).
- * Smaller work-groups where the device allows fewer. */
-static void choose_tiles(ofl_device *dev, Py_ssize_t itemsize, mm_tiles *z)
+ * Smaller work-groups where the device allows fewer. OFFLOAD_MATMUL_TILES
+ * overrides the choice (within those limits); -1 with ValueError when it is
+ * malformed. */
+static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
 {
-    const ofl_device_info *in = ofl_device_get_info(dev);
-    bool cuda = ofl_device_binary_kind(dev) == OFL_BIN_PTX;
-    *z = (mm_tiles){.ty = 16, .tx = 16, .tm = 4, .tn = 4, .bk = 8};
-    if (cuda && itemsize <= 4)
+    *z = (mm_tiles){.ty = 16, .tx = 16, .tm = 4, .tn = 4, .bk = 8, .ahead = true};
+    if (l->cuda && itemsize <= 4)
         z->tm = z->tn = 8;
-    else if (cuda)
+    else if (l->cuda)
         z->bk = 16;
-    size_t most = in->max_work_group_size ? in->max_work_group_size : 256;
-    size_t most_x = in->max_work_item_sizes[0] ? in->max_work_item_sizes[0] : 16;
-    size_t most_y = in->max_work_item_sizes[1] ? in->max_work_item_sizes[1] : 16;
+    /* a tuning knob for benchmarks on devices not seen here; kept to the device's limits below */
+    const char *env = getenv("OFFLOAD_MATMUL_TILES");
+    if (env && *env) {
+        int v[6] = {0, 0, 0, 0, 0, 1}, used = 0, got = sscanf(env, "%d,%d,%d,%d,%d%n,%d%n", &v[0], &v[1], &v[2],
+                                                           &v[3], &v[4], &used, &v[5], &used);
+        if (got < 5 || env[used] || (v[5] != 0 && v[5] != 1) ||
+            v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[0] * v[1] > 4096 || v[2] * v[3] > 64 ||
+            v[4] > 256) {
+            PyErr_Format(PyExc_ValueError,
+                         "OFFLOAD_MATMUL_TILES=%s: want TY,TX,TM,TN,BK[,AHEAD] (work-group rows and columns, "
+                         "each work-item's block of results, the k step, and 1 or 0: read the next slabs "
+                         "during the multiply or not), e.g. 16,16,8,8,8,1, with TM*TN <= 64",
+                         env);
+            return -1;
+        }
+        if (!l->cuda && v[2] * v[3] > 16) {
+            PyErr_Format(PyExc_ValueError,
+                         "OFFLOAD_MATMUL_TILES=%s: TM*TN is at most 16 on OpenCL devices (a larger block "
+                         "becomes a vector the SPIR-V translator cannot take)",
+                         env);
+            return -1;
+        }
+        *z = (mm_tiles){.ty = v[0], .tx = v[1], .tm = v[2], .tn = v[3], .bk = v[4], .ahead = v[5]};
+    }
+    size_t most = l->most ? l->most : 256, most_x = l->most_x ? l->most_x : 16;
+    size_t most_y = l->most_y ? l->most_y : 16;
     while ((size_t)(z->ty * z->tx) > most || (size_t)z->tx > most_x || (size_t)z->ty > most_y) {
         if (z->ty > 1 && (z->ty >= z->tx || (size_t)z->ty > most_y))
             z->ty /= 2;
@@ -216,9 +289,15 @@ static void choose_tiles(ofl_device *dev, Py_ssize_t itemsize, mm_tiles *z)
             break;
     }
     /* local memory: the two slabs must fit (they do on every device seen; this is for odd ones) */
-    while (z->bk > 1 && (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * MM_PAD) * itemsize) >
-                            (in->local_mem_size ? in->local_mem_size : 16384))
+    uint64_t local_mem = l->local_mem ? l->local_mem : 16384;
+    while (z->bk > 1 && (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * MM_PAD) * itemsize) > local_mem)
         z->bk /= 2;
+    /* each work-item copies a whole number of each slab's elements */
+    while ((z->tm * z->bk) % z->tx || (z->tn * z->bk) % z->ty) {
+        z->tx = z->tx > 1 ? z->tx / 2 : 1;
+        z->ty = z->ty > 1 ? z->ty / 2 : 1;
+    }
+    return 0;
 }
 
 /* ---- operands ---- */
@@ -287,23 +366,31 @@ static PyObject *result_dtype(mod_array *a, mod_array *b)
     return dt;
 }
 
-/* Queues c = a @ b (2-D, same device, dtypes checked) on the device. */
-static int launch(mod_array *a, mod_array *b, mod_array *c)
+/* The kernel text for a result of dtype (a canonical dtype's name) and its
+ * tiling; name gets the kernel's name. PyMem_Free the text. */
+static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col, bool b_by_col,
+                        mm_tiles *z, char *name, size_t namelen)
 {
-    ofl_device *dev = mod_array_device(c);
-    mm_tiles z;
-    choose_tiles(dev, c->itemsize, &z);
-    z.a_by_col = by_col(a);
-    z.b_by_col = by_col(b);
-    const char *dtype = mod_dtype_name(c->dtype);
-    char name[64];
-    snprintf(name, sizeof name, "matmul_%s", dtype);
+    if (choose_tiles(lim, itemsize, z) < 0)
+        return NULL;
+    z->a_by_col = a_by_col;
+    z->b_by_col = b_by_col;
+    snprintf(name, namelen, "matmul_%s", dtype);
     /* 8- and 16-bit sums go in 32 bits: LLVM turns narrow ones into
      * llvm.vector.reduce.add, which the SPIR-V translator rejects by
      * exiting the process */
-    if (c->itemsize < 4)
+    if (itemsize < 4)
         dtype = dtype[0] == 'u' ? "uint32" : "int32";
-    char *text = kernel_text(name, dtype, &z);
+    return kernel_text(name, dtype, z);
+}
+
+/* Queues c = a @ b (2-D, same device, dtypes checked) on the device. */
+static int launch(mod_array *a, mod_array *b, mod_array *c)
+{
+    mm_limits lim = device_limits(mod_array_device(c));
+    mm_tiles z;
+    char name[64];
+    char *text = source_for(mod_dtype_name(c->dtype), c->itemsize, &lim, by_col(a), by_col(b), &z, name, sizeof name);
     if (!text)
         return -1;
     PyObject *k = mod_gen_kernel_borrowed(name, text);
@@ -394,12 +481,50 @@ static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return matmul((mod_array *)args[0], (mod_array *)args[1]);
 }
 
+/* _matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) ->
+ * (source, local size): the kernel text matmul runs for that result dtype
+ * on device (a Device, a filter, or "ptx": the tiling of a CUDA GPU, so
+ * that the text's PTX can be read where none exists). For tests and
+ * inspect_ptx; not API. */
+static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"dtype", "device", "a_by_col", "b_by_col", NULL};
+    PyObject *spec, *device = Py_None;
+    int a_by_col = 0, b_by_col = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opp:_matmul_source", kwlist, &spec, &device, &a_by_col, &b_by_col))
+        return NULL;
+    mm_limits lim = {.cuda = true, .most = 1024, .most_x = 1024, .most_y = 1024, .local_mem = 49152};
+    ofl_device *dev;
+    if (!(PyUnicode_Check(device) && PyUnicode_CompareWithASCIIString(device, "ptx") == 0)) {
+        if (mod_device_resolve(device, &dev) < 0)
+            return NULL;
+        lim = device_limits(dev);
+    }
+    PyObject *dtype = mod_dtype_new(spec);
+    if (!dtype)
+        return NULL;
+    mm_tiles z;
+    char name[64];
+    char *text = source_for(mod_dtype_name(dtype), mod_dtype_itemsize(dtype), &lim, a_by_col, b_by_col, &z, name,
+                            sizeof name);
+    Py_DECREF(dtype);
+    if (!text)
+        return NULL;
+    PyObject *r = Py_BuildValue("(s(ii))", text, z.ty, z.tx);
+    PyMem_Free(text);
+    return r;
+}
+
 static PyMethodDef functions[] = {
     {"matmul", (PyCFunction)(void (*)(void))f_matmul, METH_FASTCALL,
      "matmul(x1, x2, /) -> ndarray: the matrix product x1 @ x2 on the operands' device\n\n"
      "1-D and 2-D offload arrays of float32, float64 or integer dtypes, NumPy's shape rules and result "
      "dtype (float32 @ float64 is float64); a 1-D operand is a vector, and vector @ vector is a 0-d array. "
      "Computed asynchronously by a tiled kernel; the result is a new C-contiguous array."},
+    {"_matmul_source", (PyCFunction)(void (*)(void))f_matmul_source, METH_VARARGS | METH_KEYWORDS,
+     "_matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) -> (source, (ty, tx)): the kernel "
+     "text matmul uses for that result dtype on device ('ptx': as on a CUDA GPU), and its work-group. "
+     "For tests and kernel.inspect_ptx."},
     {NULL, NULL, 0, NULL},
 };
 
