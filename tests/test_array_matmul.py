@@ -353,6 +353,10 @@ def test_tiles_from_the_environment(device, rng, monkeypatch):
     for tiles in ("4,8,2,2,4,0", "8,4,4,2,8,1", "2,2,1,1,1"):
         monkeypatch.setenv("OFFLOAD_MATMUL_TILES", tiles)
         check_product(a @ b, A, B, f"OFFLOAD_MATMUL_TILES={tiles}")
+    # one-row blocks: more row blocks than are launched (32768), so work-groups loop over rows
+    monkeypatch.setenv("OFFLOAD_MATMUL_TILES", "1,16,1,1,16,1")
+    A2, B2 = rand(rng, (40000, 3), "float32"), rand(rng, (3, 5), "float32")
+    check_product(on(device, A2) @ on(device, B2), A2, B2, "40000 one-row blocks")
     bad = ["16,16", "16,16,0,4,8", "a,b,c,d,e", "16,16,4,4,8,2", "16,16,4,4,8,1,"]
     if device.backend != "cuda":
         bad.append("16,16,8,8,8")  # a 64-element block: too wide a vector for SPIR-V
