@@ -140,6 +140,11 @@ static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind)
 static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
 {
     int bm = z->ty * z->tm, bn = z->tx * z->tn, nt = z->ty * z->tx;
+    /* a work-item's columns come in runs of (at most) 4, the runs TX * 4 apart:
+     * a quarter-warp's 128-bit reads of Bs then cover 128 consecutive bytes,
+     * one per bank, and its stores to c are runs too */
+    int chunk = z->tn < 4 ? z->tn : 4;
+#define COL_OFFSET(j) ((j) / chunk * z->tx * chunk + (j) % chunk)
     mm_slab sa = {.arr = "a", .local = "As", .i = "ia", .j = "ka", .v = "va", .rows = bm, .cols = z->bk,
                   .per_item = bm * z->bk / nt, .by_col = z->a_by_col, .local_transposed = true};
     mm_slab sb = {.arr = "b", .local = "Bs", .i = "kb", .j = "jb", .v = "vb", .rows = z->bk, .cols = bn,
@@ -149,8 +154,8 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     put(&t, "    ty = ol.uint64(item.get_local_id(0))\n");
     put(&t, "    tx = ol.uint64(item.get_local_id(1))\n");
     put(&t, "    t = ty * %d + tx\n", z->tx);
-    put(&t, "    ti = ty * %d\n", z->tm); /* the work-item's block: rows ti.., columns tj.. */
-    put(&t, "    tj = tx * %d\n", z->tn);
+    put(&t, "    ti = ty * %d\n", z->tm); /* the work-item's block: rows ti.., columns from tj */
+    put(&t, "    tj = tx * %d\n", chunk);
     put(&t, "    g = item.get_group()\n");
     put(&t, "    m = ol.uint64(c.shape[0])\n");
     put(&t, "    n = ol.uint64(c.shape[1])\n");
@@ -188,7 +193,7 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     for (int r = 0; r < z->tm; r++)
         put(&t, r ? "                a%d = As[q, ti + %d]\n" : "                a%d = As[q, ti]\n", r, r);
     for (int j = 0; j < z->tn; j++)
-        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n", j, j);
+        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n", j, COL_OFFSET(j));
     for (int r = 0; r < z->tm; r++)
         for (int j = 0; j < z->tn; j++)
             put(&t, "                c%d_%d += a%d * b%d\n", r, j, r, j);
@@ -197,11 +202,12 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
         put(&t, "        i = row0 + ti + %d\n", r);
         put(&t, "        if i < m:\n");
         for (int j = 0; j < z->tn; j++) {
-            put(&t, "            j = col0 + tj + %d\n", j);
+            put(&t, "            j = col0 + tj + %d\n", COL_OFFSET(j));
             put(&t, "            if j < n:\n");
             put(&t, "                c[i, j] = c%d_%d\n", r, j);
         }
     }
+#undef COL_OFFSET
     if (t.failed) {
         PyMem_Free(t.s);
         PyErr_NoMemory();

@@ -350,7 +350,7 @@ def test_tiles_from_the_environment(device, rng, monkeypatch):
     products; malformed ones, and blocks an OpenCL device cannot take, are a ValueError."""
     A, B = rand(rng, (45, 37), "float32"), rand(rng, (37, 29), "float32")
     a, b = on(device, A), on(device, B)
-    for tiles in ("4,8,2,2,4,0", "8,4,4,2,8,1", "2,2,1,1,1"):
+    for tiles in ("4,8,2,2,4,0", "8,4,4,2,8,1", "8,4,2,8,8,1", "2,2,1,1,1"):
         monkeypatch.setenv("OFFLOAD_MATMUL_TILES", tiles)
         check_product(a @ b, A, B, f"OFFLOAD_MATMUL_TILES={tiles}")
     # one-row blocks: more row blocks than are launched (32768), so work-groups loop over rows
