@@ -237,9 +237,9 @@ def test_at_equals_rebinds_to_the_product(device, rng):
     np.testing.assert_array_equal(ol.asnumpy(before), A)
 
 
-def test_products_queue_without_waiting(device, rng):
-    """Each product is one launch queued behind the last: a chain reads the results of the
-    launches before it with no synchronisation in between."""
+def test_chained_products(device, rng):
+    """Each product is one launch on the device's in-order queue, and a chain's later launches
+    read the earlier ones' results (intermediates included) in order."""
     A, B, C = (rand(rng, (64, 64), "float32") for _ in range(3))
     a, b, cc = on(device, A), on(device, B), on(device, C)
     with ol.DeviceTimer() as t:
