@@ -303,9 +303,9 @@ def test_bool_operands_raise_type_error_naming_the_supported_dtypes(device, dtyp
 def test_numpy_operands_are_refused(device):
     """No silent copies either way: NumPy defers to offload's operator, which refuses."""
     a, h = on(device, np.ones((3, 3), np.float32)), np.ones((3, 3), np.float32)
-    for how, f in [("a @ numpy", lambda: a @ h), ("numpy @ a", lambda: h @ a), ("matmul(a, numpy)", lambda: ol.matmul(a, h)),
-                   ("matmul(numpy, a)", lambda: ol.matmul(h, a)), ("a @ list", lambda: a @ h.tolist()),
-                   ("matmul(numpy, numpy)", lambda: ol.matmul(h, h))]:
+    for how, f in [("a @ numpy", lambda: a @ h), ("numpy @ a", lambda: h @ a),
+                   ("matmul(a, numpy)", lambda: ol.matmul(a, h)), ("matmul(numpy, a)", lambda: ol.matmul(h, a)),
+                   ("a @ list", lambda: a @ h.tolist()), ("matmul(numpy, numpy)", lambda: ol.matmul(h, h))]:
         with pytest.raises(TypeError, match=r"offload\.asarray") as info:
             f()
         assert "numpy.ndarray" in str(info.value) or "list" in str(info.value), f"{how}: {info.value}"
