@@ -372,21 +372,22 @@ static PyObject *result_dtype(mod_array *a, mod_array *b)
     return dt;
 }
 
-/* The kernel text for a result of dtype (a canonical dtype's name) and its
- * tiling; name gets the kernel's name. PyMem_Free the text. */
+/* The kernel text for a result of dtype (a canonical dtype's name, of
+ * itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
+ * the text. */
 static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col, bool b_by_col,
                         mm_tiles *z, char *name, size_t namelen)
 {
-    if (choose_tiles(lim, itemsize, z) < 0)
-        return NULL;
-    z->a_by_col = a_by_col;
-    z->b_by_col = b_by_col;
     snprintf(name, namelen, "matmul_%s", dtype);
     /* 8- and 16-bit sums go in 32 bits: LLVM turns narrow ones into
      * llvm.vector.reduce.add, which the SPIR-V translator rejects by
      * exiting the process */
     if (itemsize < 4)
-        dtype = dtype[0] == 'u' ? "uint32" : "int32";
+        dtype = dtype[0] == 'u' ? "uint32" : "int32", itemsize = 4;
+    if (choose_tiles(lim, itemsize, z) < 0)
+        return NULL;
+    z->a_by_col = a_by_col;
+    z->b_by_col = b_by_col;
     return kernel_text(name, dtype, z);
 }
 
