@@ -28,7 +28,11 @@
  * a transposed view (.T) still reads memory in runs. Index arithmetic is
  * done in uint64: unsigned indices need no negative-index wrap-around, and
  * divisions by the (power of two) tile sizes are shifts. Row blocks beyond
- * CUDA's 65535 grid rows are walked by a loop over the groups' rows. */
+ * CUDA's 65535 grid rows are walked by a loop over the groups' rows.
+ *
+ * The tiling per device is choose_tiles'; OFFLOAD_MATMUL_TILES overrides it
+ * (a knob for tuning on a device, read at each product), and the private
+ * offload._matmul_source shows the text a product would run. */
 #include "mod_module.h"
 #include "mod_kernel.h"
 
