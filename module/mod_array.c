@@ -1037,6 +1037,7 @@ static PyNumberMethods array_as_number = {
     .nb_int = (unaryfunc)array_int,
     .nb_float = (unaryfunc)array_float,
     .nb_index = (unaryfunc)array_index,
+    .nb_matrix_multiply = mod_matmul_operator,
 };
 
 PyTypeObject mod_ArrayType = {

@@ -145,4 +145,9 @@ int mod_ops_add_functions(PyObject *module);
 /* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
 PyObject *mod_ops_copy(mod_array *a, PyObject *dtype);
 
+/* ---- mod_matmul.c: matmul and @ (a tiled JIT kernel) ---- */
+int mod_matmul_add_functions(PyObject *module); /* offload.matmul */
+/* ndarray's nb_matrix_multiply: a @ b with an offload array on either side. */
+PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
+
 #endif
