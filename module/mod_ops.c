@@ -138,9 +138,11 @@ static int classify(PyObject *o, const char *what, operand *out) {
 }
 
 /* What resolve_dtypes takes for an operand: its dtype, or int / float for a
- * weak Python scalar (NEP 50); a Python bool is a bool. */
+ * weak Python scalar (NEP 50); a Python bool is a bool. A NumPy scalar is
+ * strong, np.float64 too although it subclasses float. */
 static PyObject *dtype_spec(const operand *o) {
     if (o->arr) return Py_NewRef(o->arr->dtype);
+    if (is_numpy_scalar(o->obj)) return PyObject_GetAttrString(o->obj, "dtype");
     if (PyBool_Check(o->obj)) return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
     if (PyLong_Check(o->obj)) return Py_NewRef((PyObject *)&PyLong_Type);
     if (PyFloat_Check(o->obj)) return Py_NewRef((PyObject *)&PyFloat_Type);
