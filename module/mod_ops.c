@@ -623,11 +623,26 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"a", "a_min", "a_max", NULL};
     PyObject *x, *lo = Py_None, *hi = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:clip", kwlist, &x, &lo, &hi)) return NULL;
+    /* as numpy's _clip: a Python int bound beyond an integer array's range is no bound */
+    const char *dt = mod_array_check(x) ? mod_dtype_name(((mod_array *)x)->dtype) : "";
+    if (!strncmp(dt, "int", 3) || !strncmp(dt, "uint", 4)) {
+        PyObject *info = PyObject_CallMethod(mod_numpy_borrowed(), "iinfo", "O", ((mod_array *)x)->dtype);
+        PyObject *min = info ? PyObject_GetAttrString(info, "min") : NULL;
+        PyObject *max = info ? PyObject_GetAttrString(info, "max") : NULL;
+        int lo_out = min && PyLong_CheckExact(lo) ? PyObject_RichCompareBool(lo, min, Py_LE) : 0;
+        int hi_out = max && PyLong_CheckExact(hi) ? PyObject_RichCompareBool(hi, max, Py_GE) : 0;
+        Py_XDECREF(info);
+        Py_XDECREF(min);
+        Py_XDECREF(max);
+        if (!max || lo_out < 0 || hi_out < 0) return NULL;
+        if (lo_out) lo = Py_None;
+        if (hi_out) hi = Py_None;
+    }
     PyObject *xs[3] = {x, lo, hi};
     if (lo != Py_None && hi != Py_None) return run(&ops[OP_CLIP], xs, 3, NULL, NULL);
     if (lo != Py_None) return run(&ops[OP_MAXIMUM], xs, 2, NULL, NULL);
     if (hi != Py_None) return run(&ops[OP_MINIMUM], (PyObject *[]){x, hi}, 2, NULL, NULL);
-    return run(&ops[OP_COPY], xs, 1, NULL, NULL);
+    return run(&ops[OP_POS], xs, 1, NULL, NULL); /* numpy.positive: a copy, a TypeError for bool */
 }
 
 static mod_array *array_arg(PyObject *x, const char *fn) {
