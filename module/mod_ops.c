@@ -217,17 +217,31 @@ static int resolve_where(operand *in, PyObject **result) {
     return in[0].loop ? 0 : -1;
 }
 
+static bool integer_dtype(PyObject *dtype) {
+    const char *name = mod_dtype_name(dtype);
+    return !strncmp(name, "int", 3) || !strncmp(name, "uint", 4);
+}
+
 /* A scalar in its loop dtype, as NumPy converts it: 300 into int8 raises
- * OverflowError. A comparison is the exception: NumPy compares an
- * out-of-range Python int exactly, so it is passed as int64 instead. */
-static int convert_scalar(const op_def *op, operand *o) {
+ * OverflowError. A comparison with an integer array is the exception: NumPy
+ * compares an out-of-range Python int exactly, so it is passed as int64
+ * instead -- or, beyond int64 too, as an infinity of its sign, which every
+ * integer element compares with as with the int. (A bool or float array's
+ * loop is int64 or the float: NumPy raises there, and so does this.) */
+static int convert_scalar(const op_def *op, operand *o, const operand *other) {
     PyObject *type = PyObject_GetAttrString(o->loop, "type");
     o->value = type ? PyObject_CallOneArg(type, o->obj) : NULL;
     Py_XDECREF(type);
-    bool comparison = op >= &ops[OP_EQ] && op <= &ops[OP_GE];
+    bool comparison = op >= &ops[OP_EQ] && op <= &ops[OP_GE] && other->arr && integer_dtype(other->arr->dtype);
     if (!o->value && comparison && PyLong_Check(o->obj) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
         o->value = PyObject_CallMethod(mod_numpy_borrowed(), "int64", "O", o->obj);
+        if (!o->value && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            int negative = PyObject_RichCompareBool(o->obj, Py_False, Py_LT);
+            if (negative >= 0)
+                o->value = PyObject_CallMethod(mod_numpy_borrowed(), "float64", "s", negative ? "-inf" : "inf");
+        }
     }
     return o->value ? 0 : -1;
 }
@@ -463,7 +477,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         rc = 0;
     } else rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
     for (int i = 0; i < nin && rc == 0; i++)
-        if (!in[i].arr) rc = convert_scalar(op, &in[i]);
+        if (!in[i].arr) rc = convert_scalar(op, &in[i], &in[nin == 2 ? 1 - i : 0]);
     layout l;
     if (rc < 0 || broadcast(in, nin, &l) < 0) goto done;
     if (out) {
@@ -624,8 +638,7 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *lo = Py_None, *hi = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:clip", kwlist, &x, &lo, &hi)) return NULL;
     /* as numpy's _clip: a Python int bound beyond an integer array's range is no bound */
-    const char *dt = mod_array_check(x) ? mod_dtype_name(((mod_array *)x)->dtype) : "";
-    if (!strncmp(dt, "int", 3) || !strncmp(dt, "uint", 4)) {
+    if (mod_array_check(x) && integer_dtype(((mod_array *)x)->dtype)) {
         PyObject *info = PyObject_CallMethod(mod_numpy_borrowed(), "iinfo", "O", ((mod_array *)x)->dtype);
         PyObject *min = info ? PyObject_GetAttrString(info, "min") : NULL;
         PyObject *max = info ? PyObject_GetAttrString(info, "max") : NULL;
