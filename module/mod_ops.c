@@ -138,9 +138,11 @@ static int classify(PyObject *o, const char *what, operand *out) {
 }
 
 /* What resolve_dtypes takes for an operand: its dtype, or int / float for a
- * weak Python scalar (NEP 50); a Python bool is a bool. */
+ * weak Python scalar (NEP 50); a Python bool is a bool. A NumPy scalar is
+ * strong, np.float64 too although it subclasses float. */
 static PyObject *dtype_spec(const operand *o) {
     if (o->arr) return Py_NewRef(o->arr->dtype);
+    if (is_numpy_scalar(o->obj)) return PyObject_GetAttrString(o->obj, "dtype");
     if (PyBool_Check(o->obj)) return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
     if (PyLong_Check(o->obj)) return Py_NewRef((PyObject *)&PyLong_Type);
     if (PyFloat_Check(o->obj)) return Py_NewRef((PyObject *)&PyFloat_Type);
@@ -215,17 +217,31 @@ static int resolve_where(operand *in, PyObject **result) {
     return in[0].loop ? 0 : -1;
 }
 
+static bool integer_dtype(PyObject *dtype) {
+    const char *name = mod_dtype_name(dtype);
+    return !strncmp(name, "int", 3) || !strncmp(name, "uint", 4);
+}
+
 /* A scalar in its loop dtype, as NumPy converts it: 300 into int8 raises
- * OverflowError. A comparison is the exception: NumPy compares an
- * out-of-range Python int exactly, so it is passed as int64 instead. */
-static int convert_scalar(const op_def *op, operand *o) {
+ * OverflowError. A comparison with an integer array is the exception: NumPy
+ * compares an out-of-range Python int exactly, so it is passed as int64
+ * instead -- or, beyond int64 too, as an infinity of its sign, which every
+ * integer element compares with as with the int. (A bool or float array's
+ * loop is int64 or the float: NumPy raises there, and so does this.) */
+static int convert_scalar(const op_def *op, operand *o, const operand *other) {
     PyObject *type = PyObject_GetAttrString(o->loop, "type");
     o->value = type ? PyObject_CallOneArg(type, o->obj) : NULL;
     Py_XDECREF(type);
-    bool comparison = op >= &ops[OP_EQ] && op <= &ops[OP_GE];
+    bool comparison = op >= &ops[OP_EQ] && op <= &ops[OP_GE] && other->arr && integer_dtype(other->arr->dtype);
     if (!o->value && comparison && PyLong_Check(o->obj) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
         o->value = PyObject_CallMethod(mod_numpy_borrowed(), "int64", "O", o->obj);
+        if (!o->value && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            int negative = PyObject_RichCompareBool(o->obj, Py_False, Py_LT);
+            if (negative >= 0)
+                o->value = PyObject_CallMethod(mod_numpy_borrowed(), "float64", "s", negative ? "-inf" : "inf");
+        }
     }
     return o->value ? 0 : -1;
 }
@@ -493,7 +509,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         rc = 0;
     } else rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
     for (int i = 0; i < nin && rc == 0; i++)
-        if (!in[i].arr) rc = convert_scalar(op, &in[i]);
+        if (!in[i].arr) rc = convert_scalar(op, &in[i], &in[nin == 2 ? 1 - i : 0]);
     layout l;
     if (rc < 0 || broadcast(in, nin, &l) < 0) goto done;
     if (out) {
@@ -653,11 +669,25 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"a", "a_min", "a_max", NULL};
     PyObject *x, *lo = Py_None, *hi = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:clip", kwlist, &x, &lo, &hi)) return NULL;
+    /* as numpy's _clip: a Python int bound beyond an integer array's range is no bound */
+    if (mod_array_check(x) && integer_dtype(((mod_array *)x)->dtype)) {
+        PyObject *info = PyObject_CallMethod(mod_numpy_borrowed(), "iinfo", "O", ((mod_array *)x)->dtype);
+        PyObject *min = info ? PyObject_GetAttrString(info, "min") : NULL;
+        PyObject *max = info ? PyObject_GetAttrString(info, "max") : NULL;
+        int lo_out = min && PyLong_CheckExact(lo) ? PyObject_RichCompareBool(lo, min, Py_LE) : 0;
+        int hi_out = max && PyLong_CheckExact(hi) ? PyObject_RichCompareBool(hi, max, Py_GE) : 0;
+        Py_XDECREF(info);
+        Py_XDECREF(min);
+        Py_XDECREF(max);
+        if (!max || lo_out < 0 || hi_out < 0) return NULL;
+        if (lo_out) lo = Py_None;
+        if (hi_out) hi = Py_None;
+    }
     PyObject *xs[3] = {x, lo, hi};
     if (lo != Py_None && hi != Py_None) return run(&ops[OP_CLIP], xs, 3, NULL, NULL);
     if (lo != Py_None) return run(&ops[OP_MAXIMUM], xs, 2, NULL, NULL);
     if (hi != Py_None) return run(&ops[OP_MINIMUM], (PyObject *[]){x, hi}, 2, NULL, NULL);
-    return run(&ops[OP_COPY], xs, 1, NULL, NULL);
+    return run(&ops[OP_POS], xs, 1, NULL, NULL); /* numpy.positive: a copy, a TypeError for bool */
 }
 
 static mod_array *array_arg(PyObject *x, const char *fn) {
