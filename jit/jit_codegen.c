@@ -453,7 +453,11 @@ static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef
         LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, r, zero, ""),
                                         LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
                                                      LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
-        return LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+        r = LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+        /* a zero remainder takes the divisor's sign, as Python's and NumPy's */
+        LLVMValueRef cs[2] = {zero, y};
+        LLVMValueRef signed_zero = jit_target_math(&c->m->tg, "copysign", d == JIT_F64, cs, 2);
+        return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, r, zero, ""), signed_zero, r, "");
     }
     case OP_POW:
         if (!fl) return int_pow(c, x, y, sg);

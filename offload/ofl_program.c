@@ -426,6 +426,12 @@ static size_t pow2_floor(size_t v) {
     return p;
 }
 
+static size_t pow2_ceil(size_t n) {
+    size_t p = 1;
+    while (p < n && p <= SIZE_MAX / 2) p *= 2;
+    return p;
+}
+
 /* The runtime's work-group sizes. Both start from 256 work-items (enough to
  * hide latency on a GPU, few enough to run anywhere; on PoCL's CPU device one
  * work-group is one task, so larger 1-D groups cut its per-group overhead),
@@ -441,9 +447,12 @@ static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
     const size_t *shape = cuda ? shape_cu[ndim - 1] : shape_cl[ndim - 1];
     size_t most = prog->max_threads;
     if (in->max_work_group_size && in->max_work_group_size < most) most = in->max_work_group_size;
+    /* OpenCL: a global size below the group's is rounded up to a power of two,
+     * not taken as is -- PoCL builds a work-group function per local size
+     * (~40 ms), and arrays of many small lengths would each pay it */
     size_t rest = 1;
     for (unsigned d = 1; d < 3; d++) {
-        l[d] = d < ndim ? min_z(shape[d], g[d]) : 1;
+        l[d] = d < ndim ? min_z(shape[d], cuda ? g[d] : pow2_ceil(g[d])) : 1;
         if (in->max_work_item_sizes[d]) l[d] = min_z(l[d], in->max_work_item_sizes[d]);
         if (l[d] == 0) l[d] = 1;
         rest *= l[d];
@@ -452,7 +461,7 @@ static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
     /* CUDA schedules warps of 32 threads: keep x a whole number of them, and a
      * small global in x costs one warp, not a group of 256 */
     if (cuda) x = min_z(x / 32 * 32, round_up(g[0], 32));
-    else x = min_z(pow2_floor(x), g[0]);
+    else x = min_z(pow2_floor(x), pow2_ceil(g[0]));
     if (in->max_work_item_sizes[0]) x = min_z(x, in->max_work_item_sizes[0]);
     l[0] = x ? x : 1;
     if (l[0] * rest <= most) return;
