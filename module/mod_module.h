@@ -139,4 +139,16 @@ PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
 PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
                          PyObject *const *args, Py_ssize_t nargs);
 
+/* ---- mod_reduce.c: sum prod min max mean argmin argmax ----
+ * Functions offload.<name>(a, axis=None, ...) and the ndarray methods of the
+ * same names (in mod_array.c's table: self, args, kwargs as NumPy's). */
+int mod_reduce_add_functions(PyObject *module);
+PyObject *mod_reduce_method_sum(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_prod(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_min(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_max(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_mean(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_argmin(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_argmax(PyObject *x, PyObject *args, PyObject *kw);
+
 #endif
