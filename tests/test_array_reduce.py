@@ -148,7 +148,7 @@ def check_float(op, got, want, a, what, axis, keepdims):
 
 
 SHAPES_AXES = [
-    ((10007,), [None, 0, -1]),  # long enough on the CPU to split over groups: a second pass
+    ((131075,), [None, 0, -1]),  # long enough to split over groups: a second pass, over partials
     ((7, 1000), [None, 0, 1, -1]),  # axis 0: one work-item per output; axis 1: a group per output
     ((5, 6, 70), [None, 0, 1, 2, -2]),
     ((1,), [None, 0]),
@@ -276,7 +276,7 @@ def test_large_axis_reductions(device, rng, shape, axis):
 def test_queued_reductions_share_their_scratch_safely(device, rng):
     """Many two-pass reductions queued back to back (no wait between them)
     reuse one partials buffer: each must still see its own."""
-    arrays = [rng.standard_normal(100_000 + 17 * i) for i in range(12)]
+    arrays = [rng.standard_normal((1 << 18) + 17 * i) for i in range(12)]
     xs = [ol.asarray(a, device=device) for a in arrays]
     sums = [ol.sum(x) for x in xs]
     argmaxes = [ol.argmax(x) for x in xs]
