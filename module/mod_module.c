@@ -139,7 +139,8 @@ PyMODINIT_FUNC PyInit_offload(void)
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
         mod_array_add_functions(m) < 0 || mod_dlpack_add_functions(m) < 0 ||
         mod_kernel_add_functions(m) < 0 || mod_launch_add_functions(m) < 0 || mod_loops_add_functions(m) < 0 ||
-        mod_gen_init() < 0 || mod_matmul_add_functions(m) < 0 || mod_ops_add_functions(m) < 0)
+        mod_gen_init() < 0 || mod_matmul_add_functions(m) < 0 || mod_ops_add_functions(m) < 0 ||
+        mod_reduce_add_functions(m) < 0)
         goto fail;
     return m;
 fail:

@@ -150,4 +150,16 @@ int mod_matmul_add_functions(PyObject *module); /* offload.matmul */
 /* ndarray's nb_matrix_multiply: a @ b with an offload array on either side. */
 PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
 
+/* ---- mod_reduce.c: sum prod min max mean argmin argmax ----
+ * Functions offload.<name>(a, axis=None, ...) and the ndarray methods of the
+ * same names (in mod_array.c's table: self, args, kwargs as NumPy's). */
+int mod_reduce_add_functions(PyObject *module);
+PyObject *mod_reduce_method_sum(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_prod(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_min(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_max(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_mean(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_argmin(PyObject *x, PyObject *args, PyObject *kw);
+PyObject *mod_reduce_method_argmax(PyObject *x, PyObject *args, PyObject *kw);
+
 #endif
