@@ -405,13 +405,20 @@ static LLVMValueRef math1(cg *c, const char *name, jit_dtype d, LLVMValueRef x) 
     return jit_target_math(&c->m->tg, name, d == JIT_F64, &x, 1);
 }
 
+/* C's fmod, exact: NVPTX expands LLVM's frem to x - trunc(x / y) * y, which
+ * is inexact for large quotients and NaN for an infinite y (0 % inf is 0). */
+static LLVMValueRef exact_fmod(cg *c, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
+    LLVMValueRef args[2] = {x, y};
+    return jit_target_math(&c->m->tg, "fmod", d == JIT_F64, args, 2);
+}
+
 /* a // b for floats as Python and NumPy: from fmod, so that 1.0 // 0.1 is 9
  * (floor(1.0 / 0.1) would be 10); by zero it is a / b (inf or nan). */
 static LLVMValueRef float_floordiv(cg *c, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1), half = LLVMConstReal(t, 0.5);
-    LLVMValueRef mod = LLVMBuildFRem(b, x, y, "");
+    LLVMValueRef mod = exact_fmod(c, d, x, y);
     LLVMValueRef div = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, mod, ""), y, "");
     LLVMValueRef wrong_sign = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, mod, zero, ""),
                                            LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""),
@@ -449,7 +456,7 @@ static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef
         return float_floordiv(c, d, x, y);
     case OP_MOD: {
         if (!fl) return int_divmod(c, x, y, sg, true);
-        LLVMValueRef r = LLVMBuildFRem(b, x, y, ""), zero = LLVMConstReal(LLVMTypeOf(x), 0);
+        LLVMValueRef r = exact_fmod(c, d, x, y), zero = LLVMConstReal(LLVMTypeOf(x), 0);
         LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, r, zero, ""),
                                         LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
                                                      LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
