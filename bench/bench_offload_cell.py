@@ -201,9 +201,10 @@ def main():
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--n", type=int, help="points (default 4096 GPU, 1024 CPU); a small n leaves the overhead alone")
     args = ap.parse_args()
     dev = ol.get_devices(backend="cuda")[0] if args.gpu else ol.get_devices(backend="opencl")[0]
-    n = 256 if args.quick else (4096 if args.gpu else 1024)
+    n = args.n or (256 if args.quick else (4096 if args.gpu else 1024))
     reps = 3 if args.quick else args.reps
     print(f"device {dev.filter_string} ({dev.name}); pairwise distance n = {n}, float32; reps {reps}\n")
     t_kernel, t_prange, t_cell, t_bare, ok = in_process(dev, n, reps)

@@ -51,6 +51,7 @@ typedef struct {
     int sm;              /* PTX: compute capability, e.g. 80 */
     bool fp64;           /* the device computes in float64 */
     bool atomic64;       /* the device has 64-bit integer atomics */
+    unsigned long long local_mem; /* bytes of local memory a work-group may use; 0: no limit (inspection) */
     const char *device;  /* identity for the disk cache: name, driver version */
 } jit_target;
 

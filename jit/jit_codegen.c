@@ -38,6 +38,7 @@ typedef struct {
     int ndevfns;
     int depth;
     LLVMValueRef print_words, repr[2]; /* print(): its constant strings, float formatters (f32, f64) */
+    unsigned long long local_bytes; /* of the ol.local_arrays made so far, device functions' included */
 } cg_module;
 
 typedef struct {
@@ -683,6 +684,13 @@ static int scratch_array(cg *c, jit_node *n, cg_array *out) {
     LLVMTypeRef et = mtype_dt(c, t.dtype), at = LLVMArrayType(et, (unsigned)count);
     cg_array a = {.offset = i64c(c, 0), .t = t};
     if (t.space == JIT_LOCAL) {
+        /* over the device's local memory a launch fails, or PoCL aborts the process */
+        c->m->local_bytes += (unsigned long long)count * (unsigned long long)jit_dtype_size(t.dtype);
+        unsigned long long most = c->m->target->local_mem;
+        if (most && c->m->local_bytes > most)
+            return fail(c, n, "the kernel's local arrays need %llu bytes, more than the %llu bytes of local memory "
+                        "a work-group has on this device\nUse smaller tiles, or fewer or narrower local arrays.",
+                        c->m->local_bytes, most);
         char name[200];
         snprintf(name, sizeof name, "%s.local%d", LLVMGetValueName(c->fn), c->nscratch);
         a.base = LLVMAddGlobalInAddressSpace(c->m->tg.mod, at, name, jit_target_space(&c->m->tg, JIT_LOCAL));

@@ -126,6 +126,27 @@ static void call_line(strbuf *b, const char *line, size_t len)
     puts_(b, ")");
 }
 
+/* `target = %magic args`, as IPython takes it: the magic's value is
+ * assigned. The start of the magic, or NULL when the line is not one (the
+ * target may be names, attributes, subscripts and tuples of them). */
+static const char *assigned_magic(const char *first, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char ch = first[i];
+        if (ch == '=') {
+            if (i == 0 || (i + 1 < len && first[i + 1] == '='))
+                return NULL;
+            const char *m = mag_skip_blank(first + i + 1);
+            if (m + 1 < first + len && m[0] == '%' && (isalpha((unsigned char)m[1]) || m[1] == '_'))
+                return m;
+            return NULL;
+        }
+        if (!isalnum((unsigned char)ch) && !strchr("_., []()*", ch))
+            return NULL;
+    }
+    return NULL;
+}
+
 int mag_transform(const char *cell, mag_cell *out)
 {
     memset(out, 0, sizeof *out);
@@ -162,10 +183,14 @@ int mag_transform(const char *cell, mag_cell *out)
         const char *name;
         size_t nlen;
         int detail;
+        const char *magic = NULL;
         if (!in_triple && first < line + len && first[0] == '%' &&
             (isalpha((unsigned char)first[1]) || first[1] == '_')) {
             put(&b, line, (size_t)(first - line));
             call_line(&b, first, (size_t)(line + len - first));
+        } else if (!in_triple && (magic = assigned_magic(first, (size_t)(line + len - first)))) {
+            put(&b, line, (size_t)(magic - line));
+            call_line(&b, magic, (size_t)(line + len - magic));
         } else if (!in_triple && help_span(first, (size_t)(line + len - first), &name, &nlen, &detail)) {
             put(&b, line, (size_t)(first - line));
             puts_(&b, "__import__('_offload_magics').run_line_magic(");

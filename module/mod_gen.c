@@ -74,9 +74,15 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
     return mod_kernel_launch(k, &range, args, nargs, false);
 }
 
-/* Generated kernels live as long as the process; at exit they go with
- * everything else, so they release their device programs like any other. */
+/* At exit: generated kernels go with everything else, so they release their
+ * device programs like any other; and the devices finish their queued work
+ * first -- frees do not wait for it, and PoCL, still running a kernel while
+ * the process tears down, crashes now and then. */
 static PyObject *release_generated(PyObject *self, PyObject *unused) {
+    ofl_error err;
+    Py_BEGIN_ALLOW_THREADS
+    ofl_synchronize_launched(&err); /* a failure was the work's to report; nothing to do with it now */
+    Py_END_ALLOW_THREADS
     PyDict_Clear(generated);
     Py_RETURN_NONE;
 }

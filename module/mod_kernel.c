@@ -189,6 +189,7 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
     t->sm = info->cuda_cc_major * 10 + info->cuda_cc_minor;
     t->fp64 = info->has_fp64;
     t->atomic64 = info->has_atomic64;
+    t->local_mem = info->local_mem_size;
     snprintf(ident, len, "%s|%s|%s", info->name, info->driver_version, info->version);
     t->device = ident;
     if (kind == OFL_BIN_NONE) {

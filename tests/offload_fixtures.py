@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
 import textwrap
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -284,3 +286,36 @@ SLICES = [
     ("3d[:,:,5]", A3, lambda a: a[:, :, 5]),
     ("3d.T[1][::-1]", A3, lambda a: a.T[1][::-1]),
 ]
+
+
+# ---------------------------------------------------------------- device tests on fresh data
+
+# One seed per pytest session; a failing test prints it, OFFLOAD_TEST_SEED=<n> reruns with it.
+SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
+
+
+def device_filters(ol_module) -> list[str]:
+    """The devices a device test runs on: PoCL's CPU, and the first CUDA GPU where offload finds one."""
+    return [CPU_FILTER] + (["cuda:gpu:0"] if ol_module.get_devices(backend="cuda") else [])
+
+
+def device_fixture(ol_module):
+    """A module-scoped `device` fixture over device_filters(): in a test module,
+    `device = device_fixture(ol)`."""
+
+    @pytest.fixture(scope="module", params=device_filters(ol_module))
+    def device(request):
+        devs = [d for d in ol_module.get_devices() if d.filter_string == request.param]
+        if not devs:
+            pytest.fail(f"no {request.param} device; offload.get_devices() = {ol_module.get_devices()!r}",
+                        pytrace=False)
+        return devs[0]
+
+    return device
+
+
+@pytest.fixture
+def rng(request):
+    """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
+    print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
+    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])

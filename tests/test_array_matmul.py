@@ -21,35 +21,20 @@ from __future__ import annotations
 import linecache
 import os
 import re
-import secrets
 import shutil
 import subprocess
-import zlib
 
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, TWO_CPUS_ENV, load_offload, run_python
+from offload_fixtures import CPU_FILTER, TWO_CPUS_ENV, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
 
 ol = load_offload()  # a missing extension is a failure, not a skip
 
-DEVICES = [CPU_FILTER] + (["cuda:gpu:0"] if ol.get_devices(backend="cuda") else [])
-SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
+DEVICES = device_filters(ol)
 
 
-@pytest.fixture(scope="module", params=DEVICES)
-def device(request):
-    devs = [d for d in ol.get_devices() if d.filter_string == request.param]
-    if not devs:
-        pytest.fail(f"no {request.param} device; offload.get_devices() = {ol.get_devices()!r}", pytrace=False)
-    return devs[0]
-
-
-@pytest.fixture
-def rng(request):
-    """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
-    print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
-    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
+device = device_fixture(ol)
 
 
 def rand(rng, shape, dtype) -> np.ndarray:

@@ -27,28 +27,24 @@ pytest and offload_fixtures.
 from __future__ import annotations
 
 import operator
-import os
-import secrets
-import zlib
 
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, DTYPES, SLICES, TWO_CPUS_ENV, load_offload, run_python
+from offload_fixtures import DTYPES, SLICES, TWO_CPUS_ENV, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
 
 ol = load_offload()  # a missing extension is a failure, not a skip
 
-DEVICES = [CPU_FILTER] + (["cuda:gpu:0"] if ol.get_devices(backend="cuda") else [])
-SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
+DEVICES = device_filters(ol)
 
 INTS = [d for d in DTYPES if np.dtype(d).kind in "iu"]
 FLOATS = ["float32", "float64"]
 
 # Sizes. PoCL builds a kernel's work-group function once per local size, and
-# offload picks the local size from the launch's shape (a 1-D launch of fewer
-# than 256 items runs as one group of all of them), so a new small size costs a
-# build of every kernel it meets. The tests keep to shapes whose launches use
-# the same few local sizes: N (>= 256) elements in 1-D, rows of >= 16 in 2-D,
+# offload picks the local size from the launch's shape (below 256 items, the
+# next power of two), so each new small size class costs a build of every
+# kernel it meets. The tests keep to shapes whose launches use the same few
+# local sizes: N (>= 256) elements in 1-D, rows of >= 16 in 2-D,
 # (>= 4, >= 4, >= 16) in 3-D.
 N = 300
 HELD = {np.dtype(d) for d in DTYPES}  # the dtypes offload arrays hold
@@ -62,19 +58,7 @@ MIXED = [
 ]
 
 
-@pytest.fixture(scope="module", params=DEVICES)
-def device(request):
-    devs = [d for d in ol.get_devices() if d.filter_string == request.param]
-    if not devs:
-        pytest.fail(f"no {request.param} device; offload.get_devices() = {ol.get_devices()!r}", pytrace=False)
-    return devs[0]
-
-
-@pytest.fixture
-def rng(request):
-    """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
-    print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
-    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
+device = device_fixture(ol)
 
 
 # ============================================================================

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import textwrap
-import zlib
 
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload, run_python
+from offload_fixtures import load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 # The kernels below call ol.local_array, ol.group_barrier, ol.AtomicRef: the JIT
@@ -38,26 +36,13 @@ _ol = load_offload()  # a missing extension is a failure, not a skip
 ol = _ol
 prange = ol.prange
 
-DEVICES = [CPU_FILTER] + (["cuda:gpu:0"] if ol.get_devices(backend="cuda") else [])
-SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
+DEVICES = device_filters(ol)
 GROUP = 64  # work-group size of the nd-range kernels
 NBINS = 40  # bins of the local histogram
 HERE = os.path.abspath(__file__)
 
 
-@pytest.fixture(scope="module", params=DEVICES)
-def device(request):
-    devs = [d for d in ol.get_devices() if d.filter_string == request.param]
-    if not devs:
-        pytest.fail(f"no {request.param} device; offload.get_devices() = {ol.get_devices()!r}", pytrace=False)
-    return devs[0]
-
-
-@pytest.fixture
-def rng(request):
-    """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
-    print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
-    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
+device = device_fixture(ol)
 
 
 def poisoned(shape, dtype) -> np.ndarray:

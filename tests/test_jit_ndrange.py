@@ -18,26 +18,22 @@ seed: OFFLOAD_TEST_SEED=<n> reruns it with the same inputs.
 from __future__ import annotations
 
 import inspect
-import os
 import re
-import secrets
-import zlib
 
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload, run_python
+from offload_fixtures import CPU_FILTER, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 # The kernels below call ol.local_array, ol.group_barrier, ol.AtomicRef: the JIT
 # resolves this module global (so there is no `ol` fixture to shadow it).
 ol = _ol
 
-DEVICES = [CPU_FILTER] + (["cuda:gpu:0"] if ol.get_devices(backend="cuda") else [])
+DEVICES = device_filters(ol)
 ATOMIC_DTYPES = ["int32", "uint32", "int64", "uint64", "float32", "float64"]
 INT_ATOMIC_DTYPES = ["int32", "uint32", "int64", "uint64"]
 
-SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
 
 # Compile-time constants the kernels read from module globals.
 TILE = 16  # tiled matmul: TILE x TILE work-groups and local tiles
@@ -48,19 +44,7 @@ PER_ITEM = 6  # elements each work-item counts in the local-memory histogram
 NIDS3 = 24  # values ids_3d writes per work-item
 
 
-@pytest.fixture(scope="module", params=DEVICES)
-def device(request):
-    devs = [d for d in ol.get_devices() if d.filter_string == request.param]
-    if not devs:
-        pytest.fail(f"no {request.param} device; offload.get_devices() = {ol.get_devices()!r}", pytrace=False)
-    return devs[0]
-
-
-@pytest.fixture
-def rng(request):
-    """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
-    print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
-    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
+device = device_fixture(ol)
 
 
 def poisoned(shape, dtype) -> np.ndarray:
@@ -592,6 +576,33 @@ def test_local_size_over_the_device_limit(device):
     ids = ol.asarray(poisoned(n, np.int64), device=device)
     group_ids[ol.NdRange(n, 64)](ids)
     np.testing.assert_array_equal(ol.asnumpy(ids), np.arange(n) // 64)
+
+
+# More local memory than any device here has (a compile-time constant, read at
+# the kernel's first compile): over the limit PoCL would abort the process.
+TOO_MUCH_LOCAL = max(d.local_mem_size for d in ol.get_devices()) // 8 + 1024
+
+
+@ol.kernel
+def huge_local(item, out):
+    buf = ol.local_array(TOO_MUCH_LOCAL, np.float64)
+    li = item.get_local_id(0)
+    buf[li] = li
+    ol.group_barrier(item.get_group())
+    out[item.get_global_id(0)] = buf[0]
+
+
+def test_local_arrays_over_the_device_local_memory(device):
+    out = ol.asarray(poisoned(64, np.float64), device=device)
+    with pytest.raises(ol.CompileError) as info:
+        huge_local[ol.NdRange(64, 64)](out)
+    msg = str(info.value)
+    assert f"need {TOO_MUCH_LOCAL * 8} bytes" in msg and str(device.local_mem_size) in msg, msg
+    assert "ol.local_array(TOO_MUCH_LOCAL" in msg, f"the caret should show the local_array line: {msg}"
+    np.testing.assert_array_equal(ol.asnumpy(out), poisoned(64, np.float64), err_msg="a refused launch ran")
+    ids = ol.asarray(poisoned(128, np.int64), device=device)  # the process and the device still work
+    group_ids[ol.NdRange(128, 64)](ids)
+    np.testing.assert_array_equal(ol.asnumpy(ids), np.arange(128) // 64)
 
 
 # ============================================================================

@@ -175,6 +175,14 @@ def test_timeit_o_returns_result_object(defined):
     assert eval_text(defined, "(_.device_average, _.device_best, _.launches_per_loop, _.loops)") == "(None, None, 0.0, 2)"
 
 
+def test_magic_values_assign_as_in_ipython(defined):
+    """`name = %magic ...` assigns the magic's value; comparisons and strings are left alone."""
+    ok(defined, "tm_r = %timeit -o -q -n 2 -r 2 pass\ntm_v, = %time [sum(range(10))]\ntm_obj = type('O', (), {})()\n"
+                "tm_obj.t = %time 6 * 7\ntm_s = 'a = %time 1'\ntm_eq = 3 == 3")
+    got = eval_text(defined, "(tm_r.loops, len(tm_r.all_runs), tm_v, tm_obj.t, tm_s, tm_eq)")
+    assert got == "(2, 2, 45, 42, 'a = %time 1', True)", got
+
+
 def test_cell_timeit(defined):
     ok(defined, "tm_setups = 0")
     msgs = ok(defined, "%%timeit -n 3 -r 2 tm_setups += 1\ntm_add[ol.Range(4096)](tm_x)\ntm_add[ol.Range(4096)](tm_x)\n")
