@@ -92,11 +92,5 @@ static PyMethodDef release_def = {"_release_generated", release_generated, METH_
 int mod_gen_init(void) {
     if (generated) return 0;
     if (!(generated = PyDict_New())) return -1;
-    PyObject *atexit = PyImport_ImportModule("atexit");
-    PyObject *release = PyCFunction_New(&release_def, NULL);
-    PyObject *r = atexit && release ? PyObject_CallMethod(atexit, "register", "O", release) : NULL;
-    Py_XDECREF(atexit);
-    Py_XDECREF(release);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
+    return mod_atexit(&release_def);
 }

@@ -979,12 +979,6 @@ int mod_loops_add_functions(PyObject *module) {
     if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()) || !(cell_trees = PyDict_New())))
         return -1;
     if (PyModule_AddObjectRef(module, "LoopContext", (PyObject *)&LoopCtxType) < 0) return -1;
-    PyObject *atexit = PyImport_ImportModule("atexit");
-    PyObject *release = PyCFunction_New(&release_def, NULL);
-    PyObject *r = atexit && release ? PyObject_CallMethod(atexit, "register", "O", release) : NULL;
-    Py_XDECREF(atexit);
-    Py_XDECREF(release);
-    if (!r) return -1;
-    Py_DECREF(r);
+    if (mod_atexit(&release_def) < 0) return -1;
     return PyModule_AddFunctions(module, functions);
 }

@@ -61,6 +61,17 @@ static PyObject *check_same_device(PyObject *self, PyObject *args)
     return mod_device_new(mod_array_device(first));
 }
 
+int mod_atexit(PyMethodDef *def)
+{
+    PyObject *atexit = PyImport_ImportModule("atexit");
+    PyObject *fn = PyCFunction_New(def, NULL);
+    PyObject *r = atexit && fn ? PyObject_CallMethod(atexit, "register", "O", fn) : NULL;
+    Py_XDECREF(atexit);
+    Py_XDECREF(fn);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 /* synchronize(device=None): waits for everything queued on the device. */
 static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw)
 {

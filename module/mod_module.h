@@ -37,6 +37,10 @@ extern PyObject *mod_ExecutionPlacementError; /* Exception */
  * returns NULL so callers can `return mod_raise(&err);`. */
 PyObject *mod_raise(const ofl_error *err);
 PyObject *mod_numpy_borrowed(void); /* the numpy module, imported at init */
+/* Calls def's function (no arguments) from Python's atexit: the module's
+ * process-wide caches go before the interpreter does, so what they hold
+ * frees its device memory and programs like everything else. */
+int mod_atexit(PyMethodDef *def);
 /* numpy.<name>(*args, **kw) -- a short way to call NumPy's API. */
 PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw);
 

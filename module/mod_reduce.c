@@ -816,14 +816,7 @@ static PyMethodDef functions[] = {
 int mod_reduce_add_functions(PyObject *module) {
     if (!scratch) {
         if (!(scratch = PyDict_New())) return -1;
-        /* the scratch arrays go at exit like everything else, freeing their device memory */
-        PyObject *atexit = PyImport_ImportModule("atexit");
-        PyObject *release = PyCFunction_New(&release_def, NULL);
-        PyObject *r = atexit && release ? PyObject_CallMethod(atexit, "register", "O", release) : NULL;
-        Py_XDECREF(atexit);
-        Py_XDECREF(release);
-        if (!r) return -1;
-        Py_DECREF(r);
+        if (mod_atexit(&release_def) < 0) return -1; /* the scratch arrays free their device memory */
     }
     return PyModule_AddFunctions(module, functions);
 }
