@@ -403,7 +403,7 @@ static void kernel_text(const op_def *op, const operand *in, int nin, int nd, ch
     for (int i = 0; i < nin; i++)
         for (int u = 0; in[i].arr && u < UNROLL; u++) append(src, src_len, "        x%d_%d = x%d[i + %d * m]\n", i, u, i, u);
     for (int u = 0; u < UNROLL; u++) {
-        char idx[16], elem[16];
+        char idx[32], elem[32];
         snprintf(idx, sizeof idx, "i + %d * m", u);
         snprintf(elem, sizeof elem, "x%%d_%d", u);
         store_text(op, in, nin, "        ", idx, elem, src, src_len);
