@@ -215,7 +215,7 @@ static int unroll_of(red_op op) { return is_arg(op) ? 4 : 16; }
  * still land right, modulo 2**64. */
 static void put_loop(text *t, const text_key *key, int ind, const char *at, int unroll) {
     bool arg = is_arg(key->op);
-    char kk[32], idx[200], v[8];
+    char kk[32], idx[200], v[16];
     if (unroll > 1) {
         put(t, "%*swhile k + %d * step < n:\n", ind, "", unroll - 1);
         for (int u = 0; u < unroll; u++) {
