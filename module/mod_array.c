@@ -648,11 +648,8 @@ static PyObject *array_subscript(mod_array *a, PyObject *key)
  * 1 done, 0 not this case, -1 error. */
 static int assign_from_buffer(mod_array *v, PyObject *value)
 {
-    PyObject *ndarray = PyObject_GetAttrString(mod_numpy_borrowed(), "ndarray");
-    int is_np = ndarray ? PyObject_IsInstance(value, ndarray) : -1;
-    Py_XDECREF(ndarray);
-    if (is_np != 1 || !mod_array_is_c_contiguous(v))
-        return is_np < 0 ? -1 : 0;
+    if (!mod_is_numpy_array(value) || !mod_array_is_c_contiguous(v))
+        return 0;
     PyObject *dtype = PyObject_GetAttrString(value, "dtype");
     PyObject *shape = PyObject_GetAttrString(value, "shape");
     PyObject *want = mod_int_tuple(v->nd, v->shape);

@@ -83,17 +83,11 @@ static void raise_jit(const jit_error *err) {
 /* ---- argument types ---- */
 
 static PyObject *dtype_objs[JIT_NDTYPES]; /* canonical numpy.dtype per jit dtype, borrowed */
-static PyObject *np_ndarray, *np_generic;
-
-static int init_types(void) {
-    if (np_ndarray) return 0;
+static void init_types(void) {
+    if (dtype_objs[0]) return;
     static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
     for (int d = 0; d < JIT_NDTYPES; d++)
         dtype_objs[d] = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
-    PyObject *np = mod_numpy_borrowed();
-    np_ndarray = PyObject_GetAttrString(np, "ndarray");
-    np_generic = PyObject_GetAttrString(np, "generic");
-    return np_ndarray && np_generic ? 0 : -1;
 }
 
 static int dtype_of(PyObject *dtype) {
@@ -137,7 +131,7 @@ static int arg_type(PyObject *o, int i, jit_type *t) {
     if (PyBool_Check(o)) { *t = jit_scalar(JIT_BOOL); return 0; }
     if (PyLong_CheckExact(o)) { *t = jit_weak_int(); return 0; }
     if (PyFloat_CheckExact(o)) { *t = jit_weak_float(); return 0; }
-    if (PyObject_TypeCheck(o, (PyTypeObject *)np_ndarray)) {
+    if (mod_is_numpy_array(o)) {
         PyObject *dt = PyObject_GetAttrString(o, "dtype");
         int d = dt ? dtype_of(dt) : -1;
         Py_XDECREF(dt);
@@ -153,7 +147,7 @@ static int arg_type(PyObject *o, int i, jit_type *t) {
         *t = jit_array((jit_dtype)d, nd, JIT_LAYOUT_C);
         return 0;
     }
-    if (PyObject_TypeCheck(o, (PyTypeObject *)np_generic) && numpy_scalar_type(o, t) == 0) return 0;
+    if (mod_is_numpy_scalar(o) && numpy_scalar_type(o, t) == 0) return 0;
     PyErr_Format(PyExc_TypeError, "argument %d: a kernel takes offload or NumPy arrays and numbers, not %s",
                  i + 1, Py_TYPE(o)->tp_name);
     return -1;
@@ -382,7 +376,7 @@ static void bounds_raise(const spec *s, const int64_t w[JIT_BOUNDS_WORDS]) {
  * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                         bool want_event, bool bounds) {
-    if (init_types() < 0) return NULL;
+    init_types();
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
     jit_type types[MAX_ARGS];
     PyObject *dev_args[MAX_ARGS]; /* borrowed, or owned device copies of NumPy arrays */
@@ -640,7 +634,8 @@ static PyObject *kernel_repr(mod_kernel *k) {
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
  * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
-    if (init_types() < 0 || ensure_parsed(k) < 0) return NULL;
+    init_types();
+    if (ensure_parsed(k) < 0) return NULL;
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "too many arguments");
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
@@ -985,6 +980,9 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
 
 jit_func *mod_kernel_parsed(PyObject *kernel) { return ((mod_kernel *)kernel)->jf; }
 
-int mod_kernel_arg_type(PyObject *o, int i, jit_type *t) { return init_types() < 0 ? -1 : arg_type(o, i, t); }
+int mod_kernel_arg_type(PyObject *o, int i, jit_type *t) {
+    init_types();
+    return arg_type(o, i, t);
+}
 
 void mod_raise_jit(const jit_error *err) { raise_jit(err); }

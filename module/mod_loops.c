@@ -409,16 +409,7 @@ static PyTypeObject LoopCtxType = {
 /* ---- running a loop ---- */
 
 static bool is_number(PyObject *o) {
-    static PyObject *generic;
-    if (!generic && !(generic = PyObject_GetAttrString(mod_numpy_borrowed(), "generic"))) PyErr_Clear();
-    return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-           (generic && PyObject_IsInstance(o, generic) == 1);
-}
-
-static int is_host_array(PyObject *o) {
-    static PyObject *ndarray;
-    if (!ndarray && !(ndarray = PyObject_GetAttrString(mod_numpy_borrowed(), "ndarray"))) return -1;
-    return PyObject_TypeCheck(o, (PyTypeObject *)ndarray);
+    return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || mod_is_numpy_scalar(o);
 }
 
 /* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
@@ -658,8 +649,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     Py_ssize_t bytes = 0;
     for (Py_ssize_t i = 0; i < nreads; i++) {
         PyObject *v = PyTuple_GET_ITEM(values, i), *name = PyTuple_GET_ITEM(l->info.reads, i);
-        int host = is_host_array(v);
-        if (host < 0) goto out;
+        bool host = mod_is_numpy_array(v);
         if (host) {
             int written = PySet_Contains(l->info.writes, name);
             if (written < 0 || !(v = device_copy(c, v, dev, written, name))) goto out;

@@ -312,15 +312,6 @@ static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
 
 /* ---- operands ---- */
 
-static bool is_instance_of_numpy(PyObject *o, const char *type_name)
-{
-    PyObject *type = PyObject_GetAttrString(mod_numpy_borrowed(), type_name);
-    int r = type ? PyObject_IsInstance(o, type) : -1;
-    Py_XDECREF(type);
-    PyErr_Clear();
-    return r == 1;
-}
-
 /* 1: an offload array; 0: no operand of ours (the operator's NotImplemented);
  * -1 with an exception: host data (never copied behind the user's back) or a
  * scalar (NumPy's own ValueError: a scalar has no dimensions). */
@@ -329,14 +320,14 @@ static int classify(PyObject *o, int i, bool function)
     if (mod_array_check(o))
         return 1;
     if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) ||
-        is_instance_of_numpy(o, "generic")) {
+        mod_is_numpy_scalar(o)) {
         PyErr_Format(PyExc_ValueError,
                      "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core with "
                      "signature (n?,k),(k,m?)->(n?,m?) requires 1)",
                      i);
         return -1;
     }
-    if (function || is_instance_of_numpy(o, "ndarray") || PyList_Check(o) || PyTuple_Check(o)) {
+    if (function || mod_is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
                      "matmul: operand %d is a %s, not an offload array; call offload.asarray(...) on it first "
                      "(offload never copies to the device behind your back)",

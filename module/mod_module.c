@@ -6,6 +6,7 @@
 
 PyObject *mod_DeviceNotFoundError, *mod_DeviceError, *mod_ExecutionPlacementError;
 static PyObject *numpy; /* owned for the process */
+static PyTypeObject *numpy_ndarray, *numpy_generic; /* numpy's, owned for the process */
 
 PyObject *mod_raise(const ofl_error *err)
 {
@@ -23,6 +24,8 @@ PyObject *mod_raise(const ofl_error *err)
 }
 
 PyObject *mod_numpy_borrowed(void) { return numpy; }
+bool mod_is_numpy_array(PyObject *o) { return PyObject_TypeCheck(o, numpy_ndarray); }
+bool mod_is_numpy_scalar(PyObject *o) { return PyObject_TypeCheck(o, numpy_generic); }
 
 PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw)
 {
@@ -126,6 +129,10 @@ PyMODINIT_FUNC PyInit_offload(void)
     if (!numpy) {
         numpy = PyImport_ImportModule("numpy");
         if (!numpy) /* NumPy's own ImportError says what is missing */
+            return NULL;
+        numpy_ndarray = (PyTypeObject *)PyObject_GetAttrString(numpy, "ndarray");
+        numpy_generic = (PyTypeObject *)PyObject_GetAttrString(numpy, "generic");
+        if (!numpy_ndarray || !numpy_generic)
             return NULL;
     }
     if (mod_dtype_init() < 0 || mod_array_init() < 0 || PyType_Ready(&mod_DeviceType) < 0)

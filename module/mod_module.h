@@ -37,6 +37,8 @@ extern PyObject *mod_ExecutionPlacementError; /* Exception */
  * returns NULL so callers can `return mod_raise(&err);`. */
 PyObject *mod_raise(const ofl_error *err);
 PyObject *mod_numpy_borrowed(void); /* the numpy module, imported at init */
+bool mod_is_numpy_array(PyObject *o);  /* a numpy.ndarray (or subclass) */
+bool mod_is_numpy_scalar(PyObject *o); /* a numpy.generic: np.float32(1), np.int64(2) */
 /* Calls def's function (no arguments) from Python's atexit: the module's
  * process-wide caches go before the interpreter does, so what they hold
  * frees its device memory and programs like everything else. */

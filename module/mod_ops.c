@@ -101,22 +101,6 @@ static void operands_clear(operand *o, int n) {
     }
 }
 
-static bool is_numpy_array(PyObject *o) {
-    PyObject *ndarray = PyObject_GetAttrString(mod_numpy_borrowed(), "ndarray");
-    int r = ndarray ? PyObject_IsInstance(o, ndarray) : -1;
-    Py_XDECREF(ndarray);
-    PyErr_Clear();
-    return r == 1;
-}
-
-static bool is_numpy_scalar(PyObject *o) {
-    PyObject *generic = PyObject_GetAttrString(mod_numpy_borrowed(), "generic");
-    int r = generic ? PyObject_IsInstance(o, generic) : -1;
-    Py_XDECREF(generic);
-    PyErr_Clear();
-    return r == 1;
-}
-
 /* 1: o is an operand; 0: not one of ours (an operator returns NotImplemented);
  * -1: TypeError, for NumPy arrays and sequences (never a silent copy). */
 static int classify(PyObject *o, const char *what, operand *out) {
@@ -126,8 +110,8 @@ static int classify(PyObject *o, const char *what, operand *out) {
         out->arr = (mod_array *)o;
         return 1;
     }
-    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || is_numpy_scalar(o)) return 1;
-    if (is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
+    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || mod_is_numpy_scalar(o)) return 1;
+    if (mod_is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: an offload array cannot be combined with a %s; call offload.asarray(...) on it first "
                      "(offload never copies to the device behind your back)",
@@ -142,7 +126,7 @@ static int classify(PyObject *o, const char *what, operand *out) {
  * strong, np.float64 too although it subclasses float. */
 static PyObject *dtype_spec(const operand *o) {
     if (o->arr) return Py_NewRef(o->arr->dtype);
-    if (is_numpy_scalar(o->obj)) return PyObject_GetAttrString(o->obj, "dtype");
+    if (mod_is_numpy_scalar(o->obj)) return PyObject_GetAttrString(o->obj, "dtype");
     if (PyBool_Check(o->obj)) return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
     if (PyLong_Check(o->obj)) return Py_NewRef((PyObject *)&PyLong_Type);
     if (PyFloat_Check(o->obj)) return Py_NewRef((PyObject *)&PyFloat_Type);
@@ -693,7 +677,7 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
 static mod_array *array_arg(PyObject *x, const char *fn) {
     if (mod_array_check(x)) return (mod_array *)x;
     PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %s%s", fn, Py_TYPE(x)->tp_name,
-                 is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
+                 mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
     return NULL;
 }
 
