@@ -251,6 +251,23 @@ def execute(kc, code: str, timeout: float = TIMEOUT, **kw) -> tuple[dict, list[d
     return reply, msgs
 
 
+def cell_ok(kc, code: str) -> list[dict]:
+    """Run a cell that must succeed (the error, with its traceback, otherwise); its IOPub messages."""
+    reply, msgs = execute(kc, code)
+    content = reply["content"]
+    assert content["status"] == "ok", f"{content.get('ename')}: {content.get('evalue')}\n" + \
+        "\n".join(content.get("traceback", []))
+    return msgs
+
+
+def cell_error(kc, code: str) -> tuple[str, str, list[dict]]:
+    """Run a cell that must fail: (ename, evalue without colours, IOPub messages)."""
+    reply, msgs = execute(kc, code)
+    content = reply["content"]
+    assert content["status"] == "error", "expected an error"
+    return content["ename"], strip_ansi(content["evalue"]), msgs
+
+
 def request(kc, msg_type: str, content: dict, channel: str = "shell", timeout: float = TIMEOUT):
     """Send any request through the client's session; return (reply, IOPub messages)."""
     msg = kc.session.msg(msg_type, content)

@@ -319,3 +319,11 @@ def rng(request):
     """Fresh inputs for each test. The seed goes to stdout, which pytest shows for a failing test."""
     print(f"inputs from OFFLOAD_TEST_SEED={SEED}")
     return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """An output's starting value, unlike any result: NaN for floats, 0x5A5A... for integers."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return np.full(shape, np.nan, dt)
+    return np.full(shape, np.frombuffer(b"\x5a" * dt.itemsize, dt)[0], dt)

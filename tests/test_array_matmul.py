@@ -27,7 +27,15 @@ import subprocess
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, TWO_CPUS_ENV, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    CPU_FILTER,
+    TWO_CPUS_ENV,
+    load_offload,
+    run_python,
+    device_filters,
+    device_fixture,
+    rng,
+)
 
 ol = load_offload()  # a missing extension is a failure, not a skip
 

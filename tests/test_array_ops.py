@@ -31,7 +31,16 @@ import operator
 import numpy as np
 import pytest
 
-from offload_fixtures import DTYPES, SLICES, TWO_CPUS_ENV, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    DTYPES,
+    SLICES,
+    TWO_CPUS_ENV,
+    load_offload,
+    run_python,
+    device_filters,
+    device_fixture,
+    rng,
+)
 
 ol = load_offload()  # a missing extension is a failure, not a skip
 

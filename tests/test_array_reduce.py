@@ -27,7 +27,14 @@ import warnings
 import numpy as np
 import pytest
 
-from offload_fixtures import DTYPES, SLICES, load_offload, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    DTYPES,
+    SLICES,
+    load_offload,
+    device_filters,
+    device_fixture,
+    rng,
+)
 
 ol = load_offload()
 

@@ -28,7 +28,14 @@ import textwrap
 import numpy as np
 import pytest
 
-from offload_fixtures import load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    load_offload,
+    run_python,
+    device_filters,
+    device_fixture,
+    rng,
+    poisoned,
+)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 # The kernels below call ol.local_array, ol.group_barrier, ol.AtomicRef: the JIT
@@ -43,14 +50,6 @@ HERE = os.path.abspath(__file__)
 
 
 device = device_fixture(ol)
-
-
-def poisoned(shape, dtype) -> np.ndarray:
-    """An output's starting value, unlike any result: NaN for floats, 0x5A5A... for integers."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.full(shape, np.nan, dt)
-    return np.full(shape, np.frombuffer(b"\x5a" * dt.itemsize, dt)[0], dt)
 
 
 def where(marker: str, array: str) -> str:
@@ -555,24 +554,16 @@ def kcs(request):
     return kc
 
 
-def run(kc, code: str):
-    from kernel_testlib import execute
-
-    reply, msgs = execute(kc, code)
-    return reply["content"], msgs
-
-
 def ok(kc, code: str):
-    content, msgs = run(kc, code)
-    assert content["status"] == "ok", f"{content.get('ename')}: {content.get('evalue')}\n" + \
-        "\n".join(content.get("traceback", []))
-    return msgs
+    from kernel_testlib import cell_ok  # jupyter_client: only where the kernel tests run
+
+    return cell_ok(kc, code)
 
 
 def error(kc, code: str):
-    content, msgs = run(kc, code)
-    assert content["status"] == "error", "expected an error"
-    return content["ename"], re.sub(r"\x1b\[[0-9;]*m", "", content["evalue"]), msgs
+    from kernel_testlib import cell_error
+
+    return cell_error(kc, code)
 
 
 def test_magic_index_error_and_the_kernel_lives_on(request, kcs):

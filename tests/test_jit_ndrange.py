@@ -23,7 +23,15 @@ import re
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload, run_python, device_filters, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    CPU_FILTER,
+    load_offload,
+    run_python,
+    device_filters,
+    device_fixture,
+    rng,
+    poisoned,
+)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 # The kernels below call ol.local_array, ol.group_barrier, ol.AtomicRef: the JIT
@@ -45,14 +53,6 @@ NIDS3 = 24  # values ids_3d writes per work-item
 
 
 device = device_fixture(ol)
-
-
-def poisoned(shape, dtype) -> np.ndarray:
-    """An output's starting value, unlike any result: NaN for floats, 0x5A5A... for integers."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return np.full(shape, np.nan, dt)
-    return np.full(shape, np.frombuffer(b"\x5a" * dt.itemsize, dt)[0], dt)
 
 
 def wrap(value: int, dtype) -> np.generic:

@@ -11,28 +11,12 @@ import re
 
 import pytest
 
-from kernel_testlib import Kernel, execute, of_type, stream_text
+from kernel_testlib import Kernel, of_type, stream_text
+from kernel_testlib import cell_error as error
+from kernel_testlib import cell_ok as ok
 from offload_fixtures import CPU_FILTER, two_cpu_kernel  # noqa: F401  (fixtures)
 
 SETUP = "import numpy as np, math, offload as ol\nfrom offload import prange\nrng = np.random.default_rng()\n"
-
-
-def run(kc, code: str):
-    reply, msgs = execute(kc, code)
-    return reply["content"], msgs
-
-
-def ok(kc, code: str):
-    content, msgs = run(kc, code)
-    assert content["status"] == "ok", f"{content.get('ename')}: {content.get('evalue')}\n" + \
-        "\n".join(content.get("traceback", []))
-    return msgs
-
-
-def error(kc, code: str):
-    content, msgs = run(kc, code)
-    assert content["status"] == "error", "expected an error"
-    return content["ename"], re.sub(r"\x1b\[[0-9;]*m", "", content["evalue"]), msgs
 
 
 @pytest.fixture
