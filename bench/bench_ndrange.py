@@ -600,8 +600,13 @@ def main():
     ap.add_argument("--hist-n", type=pow2, help="histogram bytes, a multiple of 4 (2**26)")
     ap.add_argument("--groups", type=int,
                     help="work-groups of reduce and histogram (8 x compute units)")
+    ap.add_argument("--cases", default="sgemm,reduce,histogram",
+                    help="which cases to run, comma-separated (all three)")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args()
+    cases = args.cases.split(",")
+    if not set(cases) <= {"sgemm", "reduce", "histogram"}:
+        ap.error("--cases takes sgemm, reduce and histogram")
     q = args.quick
     TILE = args.tile
     args.reps = args.reps or (5 if q else 25)
@@ -657,6 +662,8 @@ def main():
                                                checks)),
                 ("histogram", lambda: case_histogram(dev, args.hist_n, groups, args.reps,
                                                      cp, checks))):
+            if key not in cases:
+                continue
             r, results[key] = run()
             rows.append(r)
             if cp is not None:

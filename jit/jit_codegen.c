@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "jit_codegen.h"
 
 typedef struct {
@@ -170,23 +172,29 @@ struct cg_bounds {
     LLVMValueRef local_scratch; /* made at first need */
 };
 
-/* Whether a work-item leaving early could strand its group at a barrier:
- * n names group_barrier, or a device function that does (too deep: assume so). */
-static bool names_barrier(const jit_node *n, int depth) {
-    if (!n) return false;
-    if (depth > 16) return true;
-    if (n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && n->v.ref.id == B_GROUP_BARRIER) return true;
+/* How many nodes of n's tree pred holds for (all when pred is NULL), device
+ * functions' bodies included; too deep counts as many. */
+static int count_nodes(const jit_node *n, bool (*pred)(const jit_node *), int depth) {
+    if (!n) return 0;
+    if (depth > 16) return 1 << 20;
+    int k = !pred || pred(n);
     if (n->kind == N_REF && n->v.ref.kind == REF_DEVFUNC && n->v.ref.func)
-        for (int i = 0; i < n->v.ref.func->nbody; i++)
-            if (names_barrier(n->v.ref.func->body[i], depth + 1)) return true;
-    if (names_barrier(n->a, depth) || names_barrier(n->b, depth) || names_barrier(n->c, depth)) return true;
-    for (int i = 0; i < n->nkids; i++)
-        if (names_barrier(n->kids[i], depth)) return true;
-    for (int i = 0; i < n->nbody; i++)
-        if (names_barrier(n->body[i], depth)) return true;
-    for (int i = 0; i < n->norelse; i++)
-        if (names_barrier(n->orelse[i], depth)) return true;
-    return false;
+        for (int i = 0; i < n->v.ref.func->nbody; i++) k += count_nodes(n->v.ref.func->body[i], pred, depth + 1);
+    k += count_nodes(n->a, pred, depth) + count_nodes(n->b, pred, depth) + count_nodes(n->c, pred, depth);
+    for (int i = 0; i < n->nkids; i++) k += count_nodes(n->kids[i], pred, depth);
+    for (int i = 0; i < n->nbody; i++) k += count_nodes(n->body[i], pred, depth);
+    for (int i = 0; i < n->norelse; i++) k += count_nodes(n->orelse[i], pred, depth);
+    return k;
+}
+
+static bool is_barrier(const jit_node *n) {
+    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && n->v.ref.id == B_GROUP_BARRIER;
+}
+
+/* What keeps a loop from being unrolled (see unroll_copies). */
+static bool stops_unrolling(const jit_node *n) {
+    return n->kind == S_FOR || n->kind == S_WHILE || n->kind == S_BREAK || n->kind == S_CONTINUE ||
+           is_barrier(n);
 }
 
 /* The number of the line "array 'a' at FILE:LINE:COL" for the access at
@@ -1626,6 +1634,74 @@ static int assign(cg *c, jit_node *t, jit_node *value, LLVMValueRef v, jit_type 
     return 0;
 }
 
+/* ---- unrolling (PTX) ----
+ * A grid-stride loop streams: each work-item should have several loads in
+ * flight. LLVM 15's NVPTX tuning unrolls a loop of unknown trip count only
+ * while the copies stay under 75 instructions (two copies of a dozen
+ * statements), and it consumes an llvm.loop.unroll.count hint in its early
+ * full-unroll pass, with an exit test between the copies. So the copies are
+ * made here: an innermost loop of a runtime count, with no barrier, break or
+ * continue and a small body, runs UNROLL_COPIES bodies per trip and then the
+ * rest one at a time; jit_ptx.c then lets the copies' loads go first. A 256-bin
+ * histogram went from 41.2 to 36.6 us on an H100 (numba-cuda 36.9). */
+#define UNROLL_COPIES 4
+#define UNROLL_MAX_NODES 96 /* of the body's tree: beyond, the copies cost more compile time than they win */
+
+static int unroll_copies(cg *c, const jit_node *loop, LLVMValueRef trips) {
+    if (!c->m->tg.ptx || LLVMIsConstant(trips)) return 1;
+    int size = 0;
+    for (int i = 0; i < loop->nbody; i++) {
+        if (count_nodes(loop->body[i], stops_unrolling, 0)) return 1;
+        size += count_nodes(loop->body[i], NULL, 0);
+    }
+    return size <= UNROLL_MAX_NODES ? UNROLL_COPIES : 1;
+}
+
+/* !llvm.loop !{<self>, !{!"llvm.loop.unroll.disable"}} on a loop's back edge. */
+static void never_unroll(cg *c, LLVMValueRef latch) {
+    LLVMContextRef ctx = c->m->tg.ctx;
+    LLVMMetadataRef disable = LLVMMDStringInContext2(ctx, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef self = LLVMTemporaryMDNode(ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(ctx, &disable, 1)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id); /* frees the temporary */
+    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+}
+
+/* While counter < end: copies times { the loop variable = start + counter * step;
+ * the body; counter += 1 }. Leaves the builder after the loop, where break
+ * also goes. A remainder (of fewer than UNROLL_COPIES trips) is not for LLVM
+ * to unroll again. */
+static int range_loop(cg *c, const jit_node *n, LLVMTypeRef t, LLVMValueRef ctr, LLVMValueRef end,
+                      LLVMValueRef start, LLVMValueRef step, int copies, bool remainder) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef one = LLVMConstInt(t, 1, 0);
+    LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"), inc = block(c, "for.inc"),
+                      done = block(c, "for.end");
+    LLVMBuildBr(b, cb);
+    LLVMPositionBuilderAtEnd(b, cb);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, LLVMBuildLoad2(b, t, ctr, ""), end, ""), bb, done);
+    LLVMPositionBuilderAtEnd(b, bb);
+    if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
+    for (int j = 0; j < copies; j++) {
+        if (j) LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
+        LLVMValueRef k = LLVMBuildLoad2(b, t, ctr, "");
+        LLVMBuildStore(b, LLVMBuildAdd(b, start, LLVMBuildMul(b, k, step, ""), ""), c->vars[n->a->v.var]);
+        c->brk[c->nloops] = done;
+        c->cont[c->nloops++] = inc;
+        int rc = stmts(c, n->body, n->nbody);
+        c->nloops--;
+        if (rc < 0) return -1;
+    }
+    LLVMBuildBr(b, inc);
+    LLVMPositionBuilderAtEnd(b, inc);
+    LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
+    LLVMValueRef latch = LLVMBuildBr(b, cb);
+    if (remainder) never_unroll(c, latch);
+    LLVMPositionBuilderAtEnd(b, done);
+    return 0;
+}
+
 static int stmt(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
     switch ((jit_node_kind)n->kind) {
@@ -1750,27 +1826,12 @@ static int stmt(cg *c, jit_node *n) {
         count = LLVMBuildSelect(b, runs, count, zero, "trips");
         LLVMValueRef ctr = entry_alloca(c, t, "range.k");
         LLVMBuildStore(b, zero, ctr);
-        LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"), inc = block(c, "for.inc"),
-                          done = block(c, "for.end");
-        LLVMBuildBr(b, cb);
-        LLVMPositionBuilderAtEnd(b, cb);
-        LLVMValueRef k = LLVMBuildLoad2(b, t, ctr, "");
-        LLVMValueRef cond = LLVMBuildICmp(b, LLVMIntULT, k, count, "");
-        LLVMBuildCondBr(b, cond, bb, done);
-        LLVMPositionBuilderAtEnd(b, bb);
-        LLVMBuildStore(b, LLVMBuildAdd(b, start, LLVMBuildMul(b, k, step, ""), ""), c->vars[n->a->v.var]);
-        if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
-        c->brk[c->nloops] = done;
-        c->cont[c->nloops++] = inc;
-        int rc = stmts(c, n->body, n->nbody);
-        c->nloops--;
-        if (rc < 0) return -1;
-        LLVMBuildBr(b, inc);
-        LLVMPositionBuilderAtEnd(b, inc);
-        LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
-        LLVMBuildBr(b, cb);
-        LLVMPositionBuilderAtEnd(b, done);
-        return 0;
+        int copies = unroll_copies(c, n, count);
+        if (copies > 1) { /* no break in its body: the copies' loop only ever exits to the rest */
+            LLVMValueRef whole = LLVMBuildSub(b, count, LLVMBuildURem(b, count, LLVMConstInt(t, copies, 0), ""), "");
+            if (range_loop(c, n, t, ctr, whole, start, step, copies, false) < 0) return -1;
+        }
+        return range_loop(c, n, t, ctr, count, start, step, 1, copies > 1);
     }
     case S_BREAK: case S_CONTINUE:
         if (!c->nloops) return fail(c, n, "'%s' outside a loop", n->kind == S_BREAK ? "break" : "continue");
@@ -1823,7 +1884,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     if (flags & JIT_BOUNDSCHECK) {
         m.bc = &bc;
         bc.leave = true;
-        for (int i = 0; i < f->nbody && bc.leave; i++) bc.leave = !names_barrier(f->body[i], 0);
+        for (int i = 0; i < f->nbody && bc.leave; i++) bc.leave = !count_nodes(f->body[i], is_barrier, 0);
     }
     m.tg.ctx = ctx;
     m.tg.ptx = t->form == JIT_PTX;

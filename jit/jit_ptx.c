@@ -271,6 +271,64 @@ static void jit_resolve_reflect(LLVMModuleRef m, int sm)
     }
 }
 
+/* ---- loads ahead of shared-memory atomics ----
+ * When registers are tight ptxas issues a global load where the PTX has it,
+ * so in a loop body that jit_codegen.c copied four times each copy's load
+ * waited behind the previous copy's shared-memory atomics (a histogram: one
+ * load in flight per work-item). Global and shared memory never alias and a
+ * relaxed atomic orders nothing else, so a relaxed atomicrmw on shared memory
+ * whose value is unused moves down past global loads and arithmetic, and the
+ * loads of all the copies go first. */
+#define JIT_PTX_GLOBAL 1
+#define JIT_PTX_SHARED 3
+
+static unsigned jit_space_of(LLVMValueRef ptr)
+{
+    return LLVMGetPointerAddressSpace(LLVMTypeOf(ptr));
+}
+
+static int jit_is_sinkable_atomic(LLVMValueRef i)
+{
+    return LLVMGetInstructionOpcode(i) == LLVMAtomicRMW && !LLVMGetFirstUse(i) &&
+           LLVMGetOrdering(i) == LLVMAtomicOrderingMonotonic &&
+           jit_space_of(LLVMGetOperand(i, 0)) == JIT_PTX_SHARED;
+}
+
+/* Whether an atomic on shared memory may move from before i to after it. */
+static int jit_atomic_may_pass(LLVMValueRef i)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(i);
+    if (op == LLVMLoad)
+        return jit_space_of(LLVMGetOperand(i, 0)) == JIT_PTX_GLOBAL && !LLVMGetVolatile(i) &&
+               LLVMGetOrdering(i) == LLVMAtomicOrderingNotAtomic;
+    return (op >= LLVMAdd && op <= LLVMXor) || (op >= LLVMTrunc && op <= LLVMBitCast) || op == LLVMAddrSpaceCast ||
+           op == LLVMICmp || op == LLVMFCmp || op == LLVMSelect || op == LLVMGetElementPtr ||
+           op == LLVMFNeg || op == LLVMFreeze || op == LLVMExtractValue || op == LLVMInsertValue;
+}
+
+static void jit_sink_shared_atomics(LLVMModuleRef m)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            /* bottom up, so that atomics keep their order among themselves */
+            for (LLVMValueRef i = LLVMGetLastInstruction(bb), prev; i; i = prev) {
+                prev = LLVMGetPreviousInstruction(i);
+                if (!jit_is_sinkable_atomic(i))
+                    continue;
+                LLVMValueRef last = i;
+                for (LLVMValueRef n = LLVMGetNextInstruction(i); n && jit_atomic_may_pass(n);
+                     n = LLVMGetNextInstruction(n))
+                    last = n;
+                if (last == i)
+                    continue;
+                LLVMInstructionRemoveFromParent(i);
+                LLVMPositionBuilder(b, bb, LLVMGetNextInstruction(last)); /* the terminator at worst */
+                LLVMInsertIntoBuilder(b, i);
+            }
+    LLVMDisposeBuilder(b);
+}
+
 int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errlen)
 {
     ptx->data = NULL;
@@ -305,6 +363,7 @@ int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errle
     }
     if (jit_optimize_tm(m, tm, err, errlen))
         goto out;
+    jit_sink_shared_atomics(m);
     char *msg = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &buf)) {

@@ -228,6 +228,97 @@ def test_histogram_global_atomics(device, rng, dtype):
     assert_counts_before(data, ol.asnumpy(olds), base, f"{dtype} histogram")
 
 
+# A grid-stride loop of a runtime trip count: on PTX the JIT runs it four bodies
+# per trip, then the rest one at a time, with the copies' global loads ahead of
+# their local-memory atomics. These check every remainder and the order.
+WORD_BINS = 256
+
+
+@ol.kernel
+def word_histogram(item, words, hist):
+    lid = item.get_local_id(0)
+    h = ol.local_array(WORD_BINS, ol.uint32)
+    for b in range(lid, WORD_BINS, item.get_local_range(0)):
+        h[b] = 0
+    ol.group_barrier(item.get_group())
+    for i in range(item.get_global_id(0), words.shape[0], item.get_global_range(0)):
+        w = words[i]
+        ol.AtomicRef(h, w & 255).fetch_add(1)
+        ol.AtomicRef(h, (w >> 8) & 255).fetch_add(1)
+        ol.AtomicRef(h, (w >> 16) & 255).fetch_add(1)
+        ol.AtomicRef(h, (w >> 24) & 255).fetch_add(1)
+    ol.group_barrier(item.get_group())
+    for b in range(lid, WORD_BINS, item.get_local_range(0)):
+        if h[b] != 0:
+            ol.AtomicRef(hist, b).fetch_add(h[b])
+
+
+@pytest.mark.parametrize("nwords", [1, 3 * 64 + 5, 4 * 4 * 64, 4 * 4 * 64 + 4 * 64 - 1, 9 * 4 * 64 + 77])
+def test_grid_stride_histogram_every_remainder(device, rng, nwords):
+    """Each work-item's trips run from 0 to 10, so every remainder of the four-body loop occurs."""
+    data = rng.integers(0, 256, 4 * nwords, dtype=np.uint8)
+    hist = ol.asarray(np.zeros(WORD_BINS, np.uint32), device=device)
+    word_histogram[ol.NdRange(4 * 64, 64)](ol.asarray(data.view(np.uint32), device=device), hist)
+    np.testing.assert_array_equal(ol.asnumpy(hist), np.bincount(data, minlength=WORD_BINS))
+
+
+@ol.kernel
+def strided_sums(item, x, out, start, stop, step):
+    g = item.get_global_id(0)
+    acc = 0
+    for i in range(start + g, stop, step):
+        acc += x[i] * (i + 1)
+        i = -1  # rebinding the loop variable changes nothing, in every copy of the body
+    out[g] = acc
+
+
+@pytest.mark.parametrize("start, stop, step", [(0, 0, 1), (0, 37, 1), (3, 64, 3), (5, 200, 8), (90, -1, -1),
+                                               (130, 2, -7), (0, 40, 100)])
+def test_runtime_range_loops_every_trip_count(device, rng, start, stop, step):
+    x = rng.integers(-1000, 1000, 256, dtype=np.int64)
+    out = ol.asarray(poisoned(8, np.int64), device=device)
+    strided_sums[ol.NdRange(8, 8)](ol.asarray(x, device=device), out, start, stop, step)
+    want = [sum(int(x[i]) * (i + 1) for i in range(start + g, stop, step)) for g in range(8)]
+    np.testing.assert_array_equal(ol.asnumpy(out), np.array(want, np.int64))
+
+
+def test_ptx_grid_stride_loop_has_four_bodies_loads_first():
+    """No GPU needed: the PTX of word_histogram has a block with four global loads, all
+    before its first local-memory atomic."""
+    words, hist = np.zeros(1 << 12, np.uint32), np.zeros(WORD_BINS, np.uint32)
+    ptx = word_histogram.inspect_ptx(words, hist, range=ol.NdRange(256, 64))
+    blocks = re.split(r"\n\$L__BB\d+_\d+:", ptx)
+    best = []
+    for blk in blocks:
+        ops = re.findall(r"^\s+(ld\.global|atom\.shared)", blk, re.M)
+        if "atom.shared" in ops:
+            best.append(ops[:ops.index("atom.shared")].count("ld.global"))
+    assert max(best, default=0) == 4, ptx
+
+
+@ol.kernel
+def count_the_group(item, out):
+    g = item.get_group()
+    n = ol.local_array(1, ol.uint32)
+    if item.get_local_id(0) == 0:
+        n[0] = 0
+    ol.group_barrier(g)
+    ol.AtomicRef(n, 0).fetch_add(1)
+    ol.group_barrier(g)
+    out[item.get_global_id(0)] = n[0]
+
+
+def test_local_atomic_stays_before_the_barrier(device):
+    """Every work-item sees the whole group's count after the barrier: on PTX the JIT moves a
+    local-memory atomic down past global loads, never past a barrier."""
+    out = ol.asarray(poisoned(4 * 64, np.uint32), device=device)
+    count_the_group[ol.NdRange(4 * 64, 64)](out)
+    np.testing.assert_array_equal(ol.asnumpy(out), np.full(4 * 64, 64, np.uint32))
+    ptx = count_the_group.inspect_ptx(np.zeros(256, np.uint32), range=ol.NdRange(256, 64))
+    ops = re.findall(r"^\s+(atom\.shared|bar\.sync)", ptx, re.M)
+    assert ops == ["bar.sync", "atom.shared", "bar.sync"], ptx
+
+
 @ol.kernel
 def histogram_2d(item, rows, cols, hist):
     i = item.get_global_id(0)
