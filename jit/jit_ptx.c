@@ -143,7 +143,8 @@ static int jit_libdevice(const char **data, size_t *size, char *err, size_t errl
                      "math functions on CUDA devices need libdevice.10.bc from the CUDA toolkit, "
                      "and it is not at $OFFLOAD_LIBDEVICE (%s), $CUDA_HOME/nvvm/libdevice/ (%s), "
                      "/usr/local/cuda/nvvm/libdevice/ or /usr/lib/nvidia-cuda-toolkit/libdevice/; "
-                     "install the toolkit or set OFFLOAD_LIBDEVICE to the file",
+                     "install the toolkit (or pip's nvidia-cuda-nvcc-cu12 and set CUDA_HOME to its "
+                     "nvidia/cuda_nvcc folder) or set OFFLOAD_LIBDEVICE to the file",
                      env && *env ? env : "unset", cuda && *cuda ? cuda : "unset");
             pthread_mutex_unlock(&jit_ld_lock);
             return -1;

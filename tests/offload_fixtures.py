@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,16 @@ REPO = Path(__file__).resolve().parent.parent
 BUILDDIR = Path(os.environ.get("OFFLOAD_BUILDDIR") or REPO).resolve()
 PYDIR = BUILDDIR / "python"
 CPU_FILTER = "opencl:cpu:0"
+
+
+def find_ptxas() -> str | None:
+    """NVIDIA's PTX assembler: on PATH, in $CUDA_HOME/bin (`make check` points CUDA_HOME at
+    pip's nvidia-cuda-nvcc-cu12 when no toolkit is set), or in /usr/local/cuda/bin."""
+    home = os.environ.get("CUDA_HOME")
+    for p in (shutil.which("ptxas"), home and os.path.join(home, "bin", "ptxas"), "/usr/local/cuda/bin/ptxas"):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
 # Two PoCL CPU devices: opencl:cpu:0 and opencl:cpu:1.
 TWO_CPUS_ENV = {"POCL_DEVICES": "pthread pthread"}
 

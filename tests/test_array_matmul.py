@@ -21,7 +21,6 @@ from __future__ import annotations
 import linecache
 import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -30,6 +29,7 @@ import pytest
 from offload_fixtures import (  # noqa: F401  (rng: a fixture)
     CPU_FILTER,
     TWO_CPUS_ENV,
+    find_ptxas,
     load_offload,
     run_python,
     device_filters,
@@ -409,8 +409,7 @@ def test_ptx_inner_loop(dtype, tmp_path):
     assert all(".v" in x for x in loads), f"scalar shared loads in the inner loop: {loads}"
     assert len(arith) >= 2 * 16, f"{len(arith)} arithmetic instructions"
     assert len(other) <= 8, f"{len(other)} instructions besides loads and arithmetic: {other}"
-    ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas" if os.access("/usr/local/cuda/bin/ptxas", os.X_OK)
-                                      else None)
+    ptxas = find_ptxas()
     if ptxas:  # where the toolkit is installed: no spills either
         (tmp_path / "matmul.ptx").write_text(ptx)
         p = subprocess.run([ptxas, "-arch=sm_90", "-v", "-o", os.devnull, str(tmp_path / "matmul.ptx")],

@@ -22,7 +22,6 @@ import contextlib
 import inspect
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import numpy as np
 import pytest
 
 from kernel_testlib import describe, execute, merged
-from offload_fixtures import CPU_FILTER, cpu, load_offload  # noqa: F401  (cpu: a fixture)
+from offload_fixtures import CPU_FILTER, cpu, find_ptxas, load_offload  # noqa: F401  (cpu: a fixture)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
@@ -207,15 +206,6 @@ def test_spirv_of_strings_and_keywords(ol):
     assert len(re.findall(r"OpExtInst %\w+ %\w+ printf ", spirv)) == 4, spirv[-3000:]
 
 
-def _ptxas():
-    found = shutil.which("ptxas")
-    for p in ([found] if found else []) + [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
-                                          "/usr/local/cuda/bin/ptxas"]:
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
-
-
 @pytest.mark.parametrize("name", ["show", "sep_end", "repr", "nd", "device_func"])
 def test_ptx_calls_vprintf_and_assembles(ol, name, tmp_path):
     launch = {
@@ -230,7 +220,7 @@ def test_ptx_calls_vprintf_and_assembles(ol, name, tmp_path):
     ptx = k.inspect_ptx(*args, range=rng, sm=80)
     assert re.search(r"\.extern \.func .*vprintf", ptx), ptx[:2000]
     assert re.search(r"call\.uni[^;]*vprintf", ptx, re.S), ptx[-3000:]
-    ptxas = _ptxas()
+    ptxas = find_ptxas()
     if ptxas is None:
         pytest.skip("ptxas is not installed: the PTX was checked by LLVM only")
     path = tmp_path / f"{name}.ptx"

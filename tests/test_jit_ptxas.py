@@ -4,8 +4,8 @@ arrays, barriers, atomics of every dtype) is accepted by NVIDIA's assembler,
 ptxas, for sm_80 and sm_90.
 
 inspect_ptx needs no GPU, so this runs wherever ptxas is installed (the CUDA
-toolkit: `ptxas` on PATH or /usr/local/cuda/bin/ptxas); without it the module
-is skipped, saying so. Kernels are checked in groups, the ptxas runs of a
+toolkit, or pip's nvidia-cuda-nvcc-cu12, which scripts/setup installs and `make
+check` finds); without it the module is skipped, saying so. Kernels are checked in groups, the ptxas runs of a
 group in parallel, so the whole corpus takes seconds.
 """
 
@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from offload_fixtures import load_offload
+from offload_fixtures import find_ptxas, load_offload
 
 
-def _find_ptxas() -> str | None:
-    found = shutil.which("ptxas")
-    if found:
-        return found
-    for p in (os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"), "/usr/local/cuda/bin/ptxas"):
-        if os.access(p, os.X_OK):
-            return p
-    return None
-
-
-PTXAS = _find_ptxas()
+PTXAS = find_ptxas()
 if PTXAS is None:
     pytest.skip("ptxas is not installed (not on PATH, not in $CUDA_HOME/bin or /usr/local/cuda/bin): "
-                "install the CUDA toolkit to check the JIT's PTX", allow_module_level=True)
+                "install the CUDA toolkit or pip's nvidia-cuda-nvcc-cu12 to check the JIT's PTX",
+                allow_module_level=True)
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
