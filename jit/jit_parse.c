@@ -1,7 +1,8 @@
 /* jit_parse: a Python function's source -> jit_tree.
  *
- * The source comes from inspect (so notebook cells work through linecache),
- * is parsed by the `ast` module and walked here. Names are resolved once:
+ * The source comes from linecache (so notebook cells work), with
+ * inspect.getsourcelines as the fallback; it is parsed by the `ast` module and
+ * walked here. Names are resolved once:
  * anything assigned in the function is a local variable (Python's rule), the
  * rest is looked up in the closure, the globals and the builtins and becomes a
  * constant (numbers) or a compile-time reference (math, numpy dtypes, device
@@ -925,7 +926,165 @@ static int parse_with(parser *p, PyObject *def, PyObject *globals) {
     return parse_def(p, def);
 }
 
-/* Source lines of pyfunc via inspect, dedented for ast.parse. */
+/* Leading blanks of a line; -1 for one that holds no code (blank, comment). */
+static int code_indent(const char *line) {
+    int n = 0;
+    while (line[n] == ' ' || line[n] == '\t') n++;
+    return line[n] == '\0' || line[n] == '\n' || line[n] == '\r' || line[n] == '#' ? -1 : n;
+}
+
+static bool starts_def(const char *line) {
+    line += strspn(line, " \t");
+    return !strncmp(line, "def ", 4) || !strncmp(line, "async def ", 10);
+}
+
+/* The function's lines straight from linecache: from co_firstlineno (the first
+ * decorator) to the last code line before one indented no deeper than the def.
+ * inspect.getsourcelines finds the end with the tokenizer instead, whose
+ * regular expressions cost a process ~6 ms the first time -- a third of the
+ * first kernel's compile. A block this cuts short (a multi-line string or
+ * bracket reaching back to the def's column) does not parse, and then inspect
+ * decides. A new list, or NULL (no exception set) to let inspect try. */
+static PyObject *block_lines(PyObject *pyfunc, PyObject *code, const char *filename,
+                             int *first_line) {
+    PyObject *result = NULL, *all = NULL;
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *globals = PyObject_GetAttrString(pyfunc, "__globals__");
+    PyObject *firstno = PyObject_GetAttrString(code, "co_firstlineno");
+    long first = firstno ? PyLong_AsLong(firstno) : -1;
+    if (!linecache || !globals || first < 1) goto out;
+    PyObject *r = PyObject_CallMethod(linecache, "checkcache", "s", filename); /* an edited file */
+    Py_XDECREF(r);
+    all = r ? PyObject_CallMethod(linecache, "getlines", "sO", filename, globals) : NULL;
+    if (!all || !PyList_Check(all) || PyList_GET_SIZE(all) < first) goto out;
+    Py_ssize_t n = PyList_GET_SIZE(all), at = first - 1, end = at, def = -1;
+    int base = -1;
+    for (Py_ssize_t i = at; i < n; i++) {
+        const char *line = PyUnicode_AsUTF8(PyList_GET_ITEM(all, i));
+        if (!line) goto out;
+        int indent = code_indent(line);
+        if (def < 0) { /* decorators, then the def line */
+            if (indent < 0) continue;
+            if (base < 0) base = indent;
+            if (starts_def(line)) def = i;
+            end = i + 1;
+        } else if (indent >= 0) {
+            if (indent <= base) break;
+            end = i + 1;
+        }
+    }
+    if (def < 0) goto out;
+    result = PyList_GetSlice(all, at, end);
+    *first_line = (int)first;
+out:
+    PyErr_Clear();
+    Py_XDECREF(linecache);
+    Py_XDECREF(globals);
+    Py_XDECREF(firstno);
+    Py_XDECREF(all);
+    return result;
+}
+
+/* The same through inspect.getsourcelines; NULL (no exception set) when it
+ * cannot find them either. */
+static PyObject *inspect_lines(PyObject *pyfunc, int *first_line) {
+    PyObject *inspect = PyImport_ImportModule("inspect");
+    PyObject *found = inspect ? PyObject_CallMethod(inspect, "getsourcelines", "O", pyfunc) : NULL;
+    PyObject *lines = NULL;
+    if (found && PyTuple_Check(found) && PyTuple_GET_SIZE(found) == 2) {
+        lines = Py_NewRef(PyTuple_GET_ITEM(found, 0));
+        *first_line = (int)PyLong_AsLong(PyTuple_GET_ITEM(found, 1));
+    }
+    PyErr_Clear();
+    Py_XDECREF(inspect);
+    Py_XDECREF(found);
+    return lines;
+}
+
+static void free_lines(jit_func *f) {
+    for (int i = 0; i < f->nlines; i++) free(f->lines[i]);
+    free(f->lines);
+    f->lines = NULL;
+    f->nlines = 0;
+}
+
+/* lines (a list of str) into f->lines, and dedented by the first line's
+ * indentation (a method or a nested function) as one string for ast.parse.
+ * NULL without memory. */
+static char *dedent_lines(jit_func *f, PyObject *lines, int *indent) {
+    f->nlines = (int)PyList_GET_SIZE(lines);
+    if (!(f->lines = calloc((size_t)f->nlines + 1, sizeof *f->lines))) return NULL;
+    size_t total = 0;
+    for (int i = 0; i < f->nlines; i++) {
+        const char *l = PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i));
+        if (!l || !(f->lines[i] = strdup(l))) return NULL;
+        total += strlen(f->lines[i]) + 1;
+    }
+    const char *l0 = f->nlines ? f->lines[0] : "";
+    *indent = 0;
+    while (l0[*indent] == ' ' || l0[*indent] == '\t') (*indent)++;
+    char *src = malloc(total + 1), *w = src;
+    if (!src) return NULL;
+    for (int i = 0; i < f->nlines; i++) {
+        const char *l = f->lines[i];
+        int k = 0;
+        while (k < *indent && (l[k] == ' ' || l[k] == '\t')) k++;
+        size_t len = strlen(l + k);
+        memcpy(w, l + k, len);
+        w += len;
+        if (len == 0 || w[-1] != '\n') *w++ = '\n';
+    }
+    *w = '\0';
+    return src;
+}
+
+/* The function's source, found, dedented and parsed by ast: the tree (new
+ * reference) and src (malloc'ed, what was parsed), f->lines and
+ * f->first_line filled. NULL with err set. */
+static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int *indent,
+                              char **src, jit_error *err) {
+    PyObject *ast = PyImport_ImportModule("ast");
+    if (!ast) {
+        internal_error(err, "cannot import ast");
+        return NULL;
+    }
+    PyObject *tree = NULL;
+    bool found = false;
+    for (int attempt = 0; attempt < 2 && !tree; attempt++) {
+        int first = 1;
+        PyObject *lines = attempt ? inspect_lines(pyfunc, &first)
+                                  : block_lines(pyfunc, code, f->filename, &first);
+        if (!lines) continue;
+        found = true;
+        free_lines(f);
+        free(*src);
+        *src = PyList_Check(lines) ? dedent_lines(f, lines, indent) : NULL;
+        Py_DECREF(lines);
+        f->first_line = first < 1 ? 1 : first;
+        if (!*src) {
+            internal_error(err, "out of memory");
+            break;
+        }
+        tree = PyObject_CallMethod(ast, "parse", "s", *src);
+        if (!tree && attempt == 0) PyErr_Clear(); /* cut short: ask inspect */
+    }
+    Py_DECREF(ast);
+    if (tree || err->msg[0]) return tree;
+    PyErr_Clear();
+    if (found) {
+        internal_error(err, "cannot parse the kernel's source");
+        return NULL;
+    }
+    err->compile_error = true;
+    err->line = err->col = 0;
+    snprintf(err->filename, sizeof err->filename, "%s", f->filename);
+    snprintf(err->msg, sizeof err->msg,
+             "cannot find the source of '%s' (%s): kernels are compiled from their Python source\n"
+             "Define the function in a file or a notebook cell (not with exec or in the plain REPL).",
+             f->name, f->filename);
+    return NULL;
+}
+
 static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err) {
     if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
     jit_func *f = calloc(1, sizeof *f);
@@ -933,7 +1092,8 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
     parser p = {.f = f, .err = err};
-    PyObject *inspect = NULL, *srclines = NULL, *ast = NULL, *tree = NULL, *code = NULL, *text = NULL;
+    PyObject *tree = NULL, *code = NULL;
+    char *src = NULL;
     int rc = -1;
     PyObject *qual = PyObject_GetAttrString(pyfunc, "__qualname__");
     f->name = strdup(qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "kernel");
@@ -950,53 +1110,11 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     PyObject *fn = PyObject_GetAttrString(code, "co_filename");
     f->filename = strdup(fn ? PyUnicode_AsUTF8(fn) : "<unknown>");
     Py_XDECREF(fn);
-    if (!(inspect = PyImport_ImportModule("inspect")) ||
-        !(srclines = PyObject_CallMethod(inspect, "getsourcelines", "O", pyfunc))) {
-        PyErr_Clear();
-        err->compile_error = true;
-        err->line = err->col = 0;
-        snprintf(err->filename, sizeof err->filename, "%s", f->filename);
-        snprintf(err->msg, sizeof err->msg,
-                 "cannot find the source of '%s' (%s): kernels are compiled from their Python source\n"
-                 "Define the function in a file or a notebook cell (not with exec or in the plain REPL).",
-                 f->name, f->filename);
-        goto out;
-    }
-    PyObject *lines = PyTuple_GET_ITEM(srclines, 0);
-    f->first_line = (int)PyLong_AsLong(PyTuple_GET_ITEM(srclines, 1));
-    if (f->first_line < 1) f->first_line = 1;
-    f->nlines = (int)PyList_GET_SIZE(lines);
-    f->lines = calloc((size_t)f->nlines + 1, sizeof *f->lines);
-    size_t total = 0;
-    for (int i = 0; i < f->nlines; i++) {
-        f->lines[i] = strdup(PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i)));
-        total += strlen(f->lines[i]) + 1;
-    }
-    /* dedent by the first line's indentation (a method or a nested function) */
-    const char *l0 = f->nlines ? f->lines[0] : "";
-    while (l0[p.indent] == ' ' || l0[p.indent] == '\t') p.indent++;
-    char *src = malloc(total + 1), *w = src;
-    for (int i = 0; i < f->nlines; i++) {
-        const char *l = f->lines[i];
-        int k = 0;
-        while (k < p.indent && (l[k] == ' ' || l[k] == '\t')) k++;
-        size_t len = strlen(l + k);
-        memcpy(w, l + k, len);
-        w += len;
-        if (len == 0 || w[-1] != '\n') *w++ = '\n';
-    }
-    *w = '\0';
+    if (!(tree = parse_source(f, pyfunc, code, &p.indent, &src, err))) goto out;
     p.line0 = f->first_line - 1;
     p.hash = EVP_MD_CTX_new();
     EVP_DigestInit_ex(p.hash, EVP_sha256(), NULL);
     EVP_DigestUpdate(p.hash, src, strlen(src));
-    text = PyUnicode_FromString(src);
-    free(src);
-    if (!text || !(ast = PyImport_ImportModule("ast")) ||
-        !(tree = PyObject_CallMethod(ast, "parse", "O", text))) {
-        internal_error(err, "cannot parse the kernel's source");
-        goto out;
-    }
     PyObject *body = PyObject_GetAttrString(tree, "body");
     PyObject *def = body && PyList_GET_SIZE(body) ? PyList_GET_ITEM(body, 0) : NULL;
     if (!def || !is(def, "FunctionDef")) {
@@ -1021,12 +1139,9 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
 out:
     if (p.hash) EVP_MD_CTX_free(p.hash);
-    Py_XDECREF(inspect);
-    Py_XDECREF(srclines);
-    Py_XDECREF(ast);
+    free(src);
     Py_XDECREF(tree);
     Py_XDECREF(code);
-    Py_XDECREF(text);
     if (rc < 0) {
         jit_func_free(f);
         return NULL;

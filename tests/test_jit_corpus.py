@@ -298,3 +298,96 @@ def test_kernel_in_its_globals_is_collected(ol, tmp_path):
     del mod, spec
     gc.collect()
     assert ref() is None, "the kernel was not collected"
+
+
+# ---------------------------------------------------------------- where the source comes from
+
+# The JIT takes a kernel's lines from linecache, from its first decorator to the
+# last line indented deeper than its def; a block that this cuts short (a string
+# or bracket reaching back to the def's column) is found by inspect instead.
+LAYOUTS = '''\
+import offload as ol
+
+def passthrough(f):
+    return f
+
+@passthrough
+@ol.kernel(
+)
+def decorated(item, a):
+    i = item.get_id(0)
+# a comment at column 0 inside the body
+    a[i] = a[i] + 1
+    # the body goes on after the comment
+    a[i] = a[i] * 3
+# a comment after the body
+
+def helper():
+    pass
+
+class Holder:
+    @staticmethod
+    @ol.kernel
+    def method(item, a):
+        i = item.get_id(0)
+        a[i] = a[i] - 2
+
+def make(c):
+    @ol.kernel
+    def nested(item, a):
+        i = item.get_id(0)
+        a[i] = a[i] * c
+    return nested
+
+@ol.kernel
+def string_at_column_0(item, a):
+    """A docstring that
+reaches column 0."""
+    i = item.get_id(0)
+    a[i] = a[i] + (
+3)
+
+@ol.kernel
+def one_line(item, a): a[item.get_id(0)] = 7
+@ol.kernel
+def right_after(item, a): a[item.get_id(0)] = 8
+'''
+
+
+@pytest.mark.parametrize("name, expect", [
+    ("decorated", lambda x: (x + 1) * 3),
+    ("Holder.method", lambda x: x - 2),
+    ("nested", lambda x: x * 5),
+    ("string_at_column_0", lambda x: x + 3),
+    ("one_line", lambda x: np.full_like(x, 7)),
+    ("right_after", lambda x: np.full_like(x, 8)),
+])
+def test_source_layouts(ol, tmp_path, name, expect):
+    import importlib.util
+
+    src = tmp_path / "layouts.py"
+    src.write_text(LAYOUTS)
+    spec = importlib.util.spec_from_file_location("layouts", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    kernel = mod.make(5) if name == "nested" else mod.Holder.method if name == "Holder.method" else getattr(mod, name)
+    x = np.random.default_rng().random(37).astype(np.float32)
+    a = ol.asarray(x, device=CPU_FILTER)
+    kernel[ol.Range(37)](a)
+    np.testing.assert_array_equal(ol.asnumpy(a), expect(x).astype(np.float32))
+
+
+def test_source_edited_on_disk_is_read_again(ol, tmp_path):
+    """An edited file, imported again, compiles its new source (linecache's entry is checked)."""
+    import importlib.util
+
+    src = tmp_path / "edited.py"
+    x = np.arange(6, dtype=np.float32)
+    for factor in (2, 3):
+        src.write_text(f"import offload as ol\n\n@ol.kernel\ndef scale(item, a):\n    a[item.get_id(0)] *= {factor}\n")
+        spec = importlib.util.spec_from_file_location("edited", src)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        a = ol.asarray(x, device=CPU_FILTER)
+        mod.scale[ol.Range(6)](a)
+        np.testing.assert_array_equal(ol.asnumpy(a), x * factor)
