@@ -60,6 +60,8 @@ typedef struct {
                   ofl_error *err);
 } ofl_backend_ops;
 
+typedef struct ofl_cuda_compiler ofl_cuda_compiler; /* ofl_cuda_compiler.h */
+
 struct ofl_device {
     ofl_device_info info;
     const ofl_backend_ops *ops;
@@ -93,6 +95,7 @@ struct ofl_device {
             /* Event calls run without the lock (a wait may be long); they
              * hold this for reading, the context reset for writing. */
             pthread_rwlock_t gate;
+            ofl_cuda_compiler *compiler; /* the thread that loads PTX; NULL: none */
         } cu;
     } h;
 };

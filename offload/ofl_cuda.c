@@ -5,7 +5,8 @@
  * the calling thread around every call and popped after, since the kernel's
  * main thread and user threads all come here and may have their own current
  * context. One stream per device, in order; copies are queued on it and
- * waited for, so they order with launches on the same stream. */
+ * waited for, so they order with launches on the same stream. PTX is
+ * compiled on the device's own compiler thread (ofl_cuda_compiler.c). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ofl_backend.h"
+#include "ofl_cuda_compiler.h"
 
 ofl_cuda_api ofl_cu;
 
@@ -300,7 +302,10 @@ static CUresult open_ctx(ofl_device *dev, const char **call) {
 static int cu_open(ofl_device *dev, ofl_error *err) {
     const char *call;
     CUresult rc = open_ctx(dev, &call);
-    if (rc == CUDA_SUCCESS) return 0;
+    if (rc == CUDA_SUCCESS) {
+        ofl_cuda_compiler_start(dev);
+        return 0;
+    }
     char e[256];
     return ofl_fail(err, OFL_ERR_DEVICE, "%s (%s): %s failed with %s", dev->info.filter,
                     dev->info.name, call, ofl_cuda_strerror(rc, e, sizeof e));
@@ -655,16 +660,8 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
     ofl_device *dev = prog->dev;
     char log[8192] = "";
     CUmodule mod = NULL;
-    CUresult rc;
-    const char *call = "cuModuleLoadDataEx";
-    if (ofl_cu.cuModuleLoadDataEx) { /* with a buffer for ptxas's messages */
-        int opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-        void *val[2] = {log, (void *)(uintptr_t)sizeof log};
-        rc = ofl_cu.cuModuleLoadDataEx(&mod, image, 2, opt, val);
-    } else {
-        call = "cuModuleLoadData";
-        rc = ofl_cu.cuModuleLoadData(&mod, image);
-    }
+    const char *call = ofl_cu.cuModuleLoadDataEx ? "cuModuleLoadDataEx" : "cuModuleLoadData";
+    CUresult rc = ofl_cuda_load_ptx(dev, &mod, image, log, sizeof log);
     if (rc != CUDA_SUCCESS) {
         if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
         char e[256];

@@ -444,6 +444,44 @@ def test_cuda_kernel_fault_is_a_device_error(gpu, tmp_path):
         assert r["cpu"] == [2.0 * i for i in range(8)]
 
 
+COMPILER_CHILD = """
+import glob, time
+import numpy as np
+import offload as ol
+
+
+def rsqrt_ratio(item, a, b, out):
+    i = item.get_id(0)
+    out[i] = a[i] / b[i] + 1.0 / math.sqrt(b[i])
+
+
+gpu = ol.Device("cuda:gpu:0")
+rng = np.random.default_rng()
+a, b = rng.random(1000, dtype=np.float32), rng.random(1000, dtype=np.float32) + 0.5
+da, db = ol.asarray(a, device=gpu), ol.asarray(b, device=gpu)  # opens the device
+names = lambda: [open(t).read().strip() for t in glob.glob("/proc/self/task/*/comm")]
+result["at_open"] = names().count("ofl-ptx-jit")
+time.sleep(1)  # the warm-up is over long before: the build below runs on that thread
+out = ol.asarray(np.full(1000, np.nan, np.float32), device=gpu)
+ol.kernel(rsqrt_ratio)[ol.Range(1000)](da, db, out)
+got = ol.asnumpy(out)
+want = (a.astype(np.float64) / b + 1.0 / np.sqrt(b.astype(np.float64))).astype(np.float32)
+result["close"] = bool(np.allclose(got, want, rtol=1e-6))
+result["after"] = names().count("ofl-ptx-jit")
+"""
+
+
+def test_cuda_kernels_compile_on_the_devices_compiler_thread(gpu, tmp_path):
+    """Opening a CUDA device starts its compiler thread (one per device, named ofl-ptx-jit),
+    which warms the driver's PTX compiler up; kernels built afterwards load there and run
+    right."""
+    child = tmp_path / "compiler_child.py"  # a file: kernels are compiled from their source
+    child.write_text("import math\nresult = {}\n" + COMPILER_CHILD)
+    r = run_python(f"import runpy\nresult.update(runpy.run_path({str(child)!r})['result'])",
+                   timeout=120)
+    assert (r["at_open"], r["close"], r["after"]) == (1, True, 1), r
+
+
 # ---------------------------------------------------------------- device time (%time, %timeit, %kernels)
 
 
