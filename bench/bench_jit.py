@@ -735,6 +735,24 @@ def fmt(v, p=2):
     return f"{v:.{p}f}"
 
 
+def print_table(title, heads, cells, note=None, left=(0,)):
+    """Prints title, note, heads, a rule and the rows of cells (strings), each column as wide
+    as its widest cell; the columns in left are aligned left, the others right. Shared by the
+    bench scripts, which keep their rows in TABLES themselves."""
+    w = [max([len(h)] + [len(x[i]) for x in cells]) for i, h in enumerate(heads)]
+
+    def line(xs):
+        return "  ".join(x.ljust(w[i]) if i in left else x.rjust(w[i]) for i, x in enumerate(xs))
+    print(f"\n{title}")
+    if note:
+        print(note)
+    print(line(heads))
+    print(line(["-" * x for x in w]))
+    for x in cells:
+        print(line(x))
+    sys.stdout.flush()
+
+
 def table(title, rows, extra=(), note=None):
     """rows: dicts with case, offload, peer, ratio, target, met and the extra keys."""
     cols = ["case", "offload", "peer", "ratio", "target", "met?"] + [e for e in extra]
@@ -742,18 +760,17 @@ def table(title, rows, extra=(), note=None):
     cells = [[fmt(r.get(k)) if k != "met" else
               ("-" if r.get("met") is None else ("yes" if r["met"] else "NO"))
               for k in keys] for r in rows]
-    w = [max(len(c), *(len(x[i]) for x in cells)) if cells else len(c)
-         for i, c in enumerate(cols)]
-    print()
-    print(title)
-    if note:
-        print(note)
-    print("  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(cols)))
-    print("  ".join("-" * x for x in w))
-    for x in cells:
-        print("  ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(x)))
-    sys.stdout.flush()
+    print_table(title, cols, cells, note)
     TABLES.append({"title": title, "note": note, "columns": cols, "rows": rows})
+
+
+def save_json(results, path):
+    """Every table printed so far goes into results, and results into path (when given)."""
+    results["tables"] = TABLES
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1, default=lambda o: repr(o))
+        log(f"wrote {path}")
 
 
 def check_table(title, rows, err_head="max rel err"):
@@ -1361,11 +1378,7 @@ def main():
         if args.cpu or both:
             cpu_part(ol, args, results)
     finally:
-        results["tables"] = TABLES
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1, default=lambda o: repr(o))
-            log(f"wrote {args.json}")
+        save_json(results, args.json)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,6 @@ for float32 (its rounding gives ~1e-7; TF32 or a lost tile gives more), 1e-12 fo
 --json PATH writes every number, the environment and the tables.
 """
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -50,7 +49,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_jit import TABLES, check_table, log  # noqa: E402  (one way to print and keep tables)
+from bench_jit import TABLES, check_table, log, print_table, save_json  # noqa: E402  (one way to print and keep tables)
 
 ol = None  # offload, once imported
 
@@ -204,19 +203,7 @@ COLUMNS = [("case", lambda r: r["case"]),
 
 def table(title, rows, note=None):
     cells = [[f(r) for _, f in COLUMNS] for r in rows]
-    heads = [h for h, _ in COLUMNS]
-    w = [max([len(h)] + [len(x[i]) for x in cells]) for i, h in enumerate(heads)]
-
-    def line(xs):
-        return "  ".join(x.ljust(w[i]) if i in (0, 5) else x.rjust(w[i]) for i, x in enumerate(xs))
-    print(f"\n{title}")
-    if note:
-        print(note)
-    print(line(heads))
-    print(line(["-" * x for x in w]))
-    for x in cells:
-        print(line(x))
-    sys.stdout.flush()
+    print_table(title, [h for h, _ in COLUMNS], cells, note, left=(0, 5))
     TABLES.append({"title": title, "note": note, "rows": rows})
 
 
@@ -338,11 +325,7 @@ def main():
               note="wall ms: a @ b plus synchronize on the host clock; % of peak: of the FP32 peak above "
                    "(offload's kernel does a multiply and an add per term, so 50% is its ceiling)")
     finally:
-        results["tables"] = TABLES
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1, default=lambda o: repr(o))
-            log(f"wrote {args.json}")
+        save_json(results, args.json)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,6 @@ Without numba-cuda its columns print n/a; without CuPy the FLOP ceiling prints n
 writes every number, the environment and the tables.
 """
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -72,7 +71,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_jit import TABLES, check_table, log  # noqa: E402  (one way to print and keep tables)
+from bench_jit import TABLES, check_table, log, print_table, save_json  # noqa: E402  (one way to print and keep tables)
 
 ol = None      # offload, once imported (the offload kernels below name it)
 cuda = None    # numba.cuda, once imported (the numba kernels below name it)
@@ -513,19 +512,7 @@ COLUMNS = [  # (header, cell of a row)
 
 def table(title, rows, note=None):
     cells = [[f(r) for _, f in COLUMNS] for r in rows]
-    heads = [h for h, _ in COLUMNS]
-    w = [max([len(h)] + [len(x[i]) for x in cells]) for i, h in enumerate(heads)]
-
-    def line(xs):
-        return "  ".join(x.ljust(w[i]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(xs))
-    print(f"\n{title}")
-    if note:
-        print(note)
-    print(line(heads))
-    print(line(["-" * x for x in w]))
-    for x in cells:
-        print(line(x))
-    sys.stdout.flush()
+    print_table(title, [h for h, _ in COLUMNS], cells, note, left=(0,))
     TABLES.append({"title": title, "note": note, "rows": rows})
 
 
@@ -677,11 +664,7 @@ def main():
                    "histogram of the best D2D copy of the same byte count (2 x bytes / t)"
                    + ("\n--quick: a smoke test, not a measurement" if q else ""))
     finally:
-        results["tables"] = TABLES
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1, default=lambda o: repr(o))
-            log(f"wrote {args.json}")
+        save_json(results, args.json)
 
 
 if __name__ == "__main__":
