@@ -71,7 +71,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_jit import TABLES, check_table, log, print_table, save_json  # noqa: E402  (one way to print and keep tables)
+from bench_jit import TABLES, await_full_build, check_table, log, print_table, save_json  # noqa: E402  (one way to print and keep tables)
 
 ol = None      # offload, once imported (the offload kernels below name it)
 cuda = None    # numba.cuda, once imported (the numba kernels below name it)
@@ -308,6 +308,7 @@ def time_ol(k, nd, args, reps, dev, warm=3):
     for _ in range(warm):
         k[nd](*args)
     ol.synchronize(dev)
+    await_full_build()
     SPIN["offload"]()
     evs = [ol.call_kernel_async(k, nd, *args) for _ in range(reps)]
     ol.synchronize(dev)

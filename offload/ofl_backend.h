@@ -146,6 +146,12 @@ struct ofl_program {
         struct {
             CUmodule module;
             CUfunction fn;
+            /* The full build that replaces a quick first one (ofl_cuda_compiler.c):
+             * set once, by the tuner thread, tuned_fn last (atomically); launches
+             * take it when their work-group fits tuned_max. */
+            CUmodule tuned_module;
+            CUfunction tuned_fn;
+            size_t tuned_max;
         } cu;
     } h;
     size_t name_len;

@@ -65,6 +65,10 @@ static const struct {
     OPT(cuModuleGetFunction, "cuModuleGetFunction"),
     OPT(cuFuncGetAttribute, "cuFuncGetAttribute"),
     OPT(cuFuncGetParamInfo, "cuFuncGetParamInfo"),
+    OPT(cuLinkCreate, "cuLinkCreate_v2"),
+    OPT(cuLinkAddData, "cuLinkAddData_v2"),
+    OPT(cuLinkComplete, "cuLinkComplete"),
+    OPT(cuLinkDestroy, "cuLinkDestroy"),
     OPT(cuLaunchKernel, "cuLaunchKernel"),
     OPT(cuMemAllocAsync, "cuMemAllocAsync"),
     OPT(cuMemFreeAsync, "cuMemFreeAsync"),
@@ -655,13 +659,20 @@ static void param_sizes(ofl_program *prog, CUfunction fn) {
     prog->nparams = (long)n;
 }
 
+/* Unloads prog's modules, the tuner done with it. Inside enter/leave. */
+static void unload(ofl_program *prog) {
+    ofl_cuda_forget(prog);
+    ofl_cu.cuModuleUnload(prog->h.cu.module);
+    if (prog->h.cu.tuned_module) ofl_cu.cuModuleUnload(prog->h.cu.tuned_module);
+}
+
 /* Inside enter/leave. */
 static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
     ofl_device *dev = prog->dev;
     char log[8192] = "";
     CUmodule mod = NULL;
     const char *call = ofl_cu.cuModuleLoadDataEx ? "cuModuleLoadDataEx" : "cuModuleLoadData";
-    CUresult rc = ofl_cuda_load_ptx(dev, &mod, image, log, sizeof log);
+    CUresult rc = ofl_cuda_load_ptx(prog, &mod, image, log, sizeof log);
     if (rc != CUDA_SUCCESS) {
         if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
         char e[256];
@@ -674,10 +685,11 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
         if (ofl_cu.cuModuleLoadDataEx) ofl_append_log(err, "; the PTX compiler says:\n", log);
         return code;
     }
+    prog->h.cu.module = mod;
     CUfunction fn = NULL;
     rc = ofl_cu.cuModuleGetFunction(&fn, mod, prog->name);
     if (rc != CUDA_SUCCESS) {
-        ofl_cu.cuModuleUnload(mod);
+        unload(prog); /* the build fails: no release follows */
         if (rc == CUDA_ERROR_NOT_FOUND)
             return ofl_fail(err, OFL_ERR_INVALID,
                             "no kernel named '%s' in the PTX module built for %s (%s): the name "
@@ -692,7 +704,6 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
         most = (int)dev->info.max_work_group_size;
     prog->max_threads = (size_t)most;
     if (ofl_cu.cuFuncGetParamInfo) param_sizes(prog, fn);
-    prog->h.cu.module = mod;
     prog->h.cu.fn = fn;
     return 0;
 }
@@ -731,11 +742,12 @@ static int cu_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
 
 static void cu_program_release(ofl_program *prog) {
     ofl_device *dev = prog->dev;
+    ofl_cuda_forget(prog); /* whatever else: the tuner may hold prog */
     if (!prog->h.cu.module || prog->generation != dev->generation || !dev->opened) return;
     if (enter(dev, NULL)) return;
     /* launches of it may still be queued */
     CUresult rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
-    if (rc == CUDA_SUCCESS) ofl_cu.cuModuleUnload(prog->h.cu.module);
+    if (rc == CUDA_SUCCESS) unload(prog);
     else cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
     leave(dev, 0, NULL);
 }
@@ -752,6 +764,13 @@ static int launch_fail(ofl_error *err, ofl_program *prog, const char *call, CUre
                         ? " (a work-group too large for the registers the kernel uses, or "
                           "arguments of the wrong size)"
                         : "");
+}
+
+/* The tuner's build once there is one, unless the work-group is too large
+ * for it (it may use more registers than the quick one). */
+static CUfunction launch_fn(const ofl_program *prog, const size_t l[3]) {
+    CUfunction tuned = __atomic_load_n(&prog->h.cu.tuned_fn, __ATOMIC_ACQUIRE);
+    return tuned && l[0] * l[1] * l[2] <= prog->h.cu.tuned_max ? tuned : prog->h.cu.fn;
 }
 
 /* Up to this many arguments, a launch allocates nothing. */
@@ -793,7 +812,7 @@ static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
         }
         if (!rc) {
             call = "cuLaunchKernel";
-            rc = ofl_cu.cuLaunchKernel(prog->h.cu.fn, (unsigned)(g[0] / l[0]),
+            rc = ofl_cu.cuLaunchKernel(launch_fn(prog, l), (unsigned)(g[0] / l[0]),
                                        (unsigned)(g[1] / l[1]), (unsigned)(g[2] / l[2]),
                                        (unsigned)l[0], (unsigned)l[1], (unsigned)l[2], 0, s,
                                        params, NULL);

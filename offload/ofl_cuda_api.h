@@ -20,6 +20,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUlinkState_st *CUlinkState;
 typedef struct { char bytes[16]; } CUuuid;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4 /* CUmemPool_attribute; the value is a cuuint64_t */
@@ -72,7 +73,10 @@ enum { /* CUjit_option */
     CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0-4, the value an unsigned int; 4 by default */
 };
+
+enum { CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType */
 
 /* Every pointer is NULL until ofl_cuda_load() succeeds. The launcher's entry
  * points (module, function, launch) are optional: NULL on a driver without
@@ -116,6 +120,14 @@ typedef struct {
     CUresult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
     /* CUDA 12.4+: lets a launch check its arguments' count and sizes */
     CUresult (*cuFuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
+    /* PTX to a cubin without touching a context's module list (ofl_cuda_compiler.c) */
+    CUresult (*cuLinkCreate)(unsigned noptions, int *options, void **values,
+                             CUlinkState *link);                            /* _v2 */
+    CUresult (*cuLinkAddData)(CUlinkState link, int type, void *data, size_t size,
+                              const char *name, unsigned noptions, int *options,
+                              void **values);                               /* _v2 */
+    CUresult (*cuLinkComplete)(CUlinkState link, void **cubin, size_t *size);
+    CUresult (*cuLinkDestroy)(CUlinkState link);
     CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                CUstream stream, void **params, void **extra);

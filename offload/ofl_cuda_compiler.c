@@ -1,29 +1,47 @@
-/* ofl_cuda_compiler: each CUDA device's compiler thread (ofl_cuda_compiler.h).
+/* ofl_cuda_compiler: each CUDA device's compiler threads (ofl_cuda_compiler.h).
  *
- * Why a thread of its own: the driver compiles PTX markedly faster on a thread
- * that has compiled PTX before, and warming one thread does nothing for
- * another. On an H100 with driver 580 (fresh processes, the driver's cache
- * off), the JIT's 233-line black_scholes took a median 43 ms as a thread's
- * first compile and 37 ms after a warm-up on the same thread; warmed on
- * another thread, 51 ms. So the device starts this thread when it opens and
- * warms it at once, while the user is still typing, with a small module of
- * what costs the driver most in the JIT's PTX: the correctly rounded
- * division, reciprocal and square root, in float32 and float64. In the
- * bench's cold compile (bench/bench_jit.py) black_scholes' load went from a
- * median 53 ms (36-54) to 43 ms (31-48).
+ * Why a thread of its own for loads: the driver compiles PTX markedly faster
+ * on a thread that has compiled PTX before, and warming one thread does
+ * nothing for another. On an H100 with driver 580 (fresh processes, the
+ * driver's cache off), the JIT's 233-line black_scholes took a median 43 ms
+ * as a thread's first compile and 37 ms after a warm-up on the same thread;
+ * warmed on another thread, 51 ms. So the device starts this thread when it
+ * opens and warms it at once, while the user is still typing, with a small
+ * module of what costs the driver most in the JIT's PTX: the correctly
+ * rounded division, reciprocal and square root, in float32 and float64.
  *
- * Builds hold the device's lock, so the thread serves one load at a time. A
- * build that comes while the warm-up still runs loads on its own thread, as
- * it would without this one: waiting could cost more than the warm-up gains.
- * At exit, a warm-up still running is waited for: the driver must not be
- * compiling while the process tears it down. */
+ * Why two builds: at the driver's optimisation level 0 the same load takes
+ * ~25 ms instead of ~42, and that code runs fine for a first launch (the
+ * bench's 2^16-element black_scholes: 13 us instead of 10) but not for long
+ * (2^24: 373 us instead of 138). So a program is loaded at level 0 and its
+ * full build follows on a second thread, the tuner, which launches take up
+ * when it is done (~40 ms later). The tuner builds with cuLink, not
+ * cuModuleLoadDataEx: a module load holds the context for its whole compile,
+ * stalling the user's copies and launches meanwhile (measured: a 64-byte
+ * read waited the 42 ms out), while cuLinkComplete compiles without it and
+ * the finished cubin loads in 0.1 ms.
+ *
+ * Builds hold the device's lock, so the loading thread serves one load at a
+ * time. A build that comes while the warm-up still runs loads on its own
+ * thread, as it would without this one: waiting could cost more than the
+ * warm-up gains. At exit, a warm-up and a tuning still running are waited
+ * for, and queued tunings dropped: the driver must not be compiling while
+ * the process tears it down. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ofl_cuda_compiler.h"
+
+/* A program's full build, from the load until the tuner is done with it. */
+typedef struct tuning {
+    ofl_program *prog; /* not owned: ofl_cuda_forget comes before it is freed */
+    struct tuning *next;
+    char ptx[]; /* a copy: the caller's is gone by the time the tuner runs */
+} tuning;
 
 struct ofl_cuda_compiler {
     pthread_mutex_t mu;
@@ -33,29 +51,38 @@ struct ofl_cuda_compiler {
     bool asked, answered;
     CUcontext ctx;
     const char *ptx;
+    bool quick;
     char *log;
     size_t loglen;
     CUmodule mod;
     CUresult rc;
+    /* the tuner: full builds of programs loaded quickly, first come first built */
+    bool tuner;      /* its thread runs: loads may be quick */
+    bool closing;    /* the process exits: nothing more is tuned */
+    tuning *queue;   /* owned; waiting, oldest first */
+    ofl_program *in_hand; /* the program the tuner builds now, or NULL */
     ofl_cuda_compiler *next; /* every device's, for the wait at exit */
 };
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static ofl_cuda_compiler *all;
 
-/* On the calling thread, in its current context. */
-static CUresult load_here(CUmodule *mod, const char *ptx, char *log, size_t loglen) {
+/* On the calling thread, in its current context; quick: at the driver's
+ * lowest optimisation level. */
+static CUresult load_here(CUmodule *mod, const char *ptx, bool quick, char *log,
+                          size_t loglen) {
     if (!ofl_cu.cuModuleLoadDataEx) return ofl_cu.cuModuleLoadData(mod, ptx);
-    int opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *val[2] = {log, (void *)(uintptr_t)loglen};
-    return ofl_cu.cuModuleLoadDataEx(mod, ptx, 2, opt, val);
+    int opt[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                  CU_JIT_OPTIMIZATION_LEVEL};
+    void *val[3] = {log, (void *)(uintptr_t)loglen, (void *)(uintptr_t)0};
+    return ofl_cu.cuModuleLoadDataEx(mod, ptx, quick ? 3 : 2, opt, val);
 }
 
-static CUresult load_in(CUcontext ctx, CUmodule *mod, const char *ptx, char *log,
+static CUresult load_in(CUcontext ctx, CUmodule *mod, const char *ptx, bool quick, char *log,
                         size_t loglen) {
     CUresult rc = ofl_cu.cuCtxPushCurrent(ctx);
     if (rc != CUDA_SUCCESS) return rc;
-    rc = load_here(mod, ptx, log, loglen);
+    rc = load_here(mod, ptx, quick, log, loglen);
     CUcontext popped;
     ofl_cu.cuCtxPopCurrent(&popped);
     return rc;
@@ -98,7 +125,7 @@ static void warm_up(ofl_device *dev) {
     if (ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx) == CUDA_SUCCESS) {
         CUmodule mod = NULL;
         char log[1024];
-        if (load_here(&mod, ptx, log, sizeof log) == CUDA_SUCCESS) ofl_cu.cuModuleUnload(mod);
+        if (load_here(&mod, ptx, false, log, sizeof log) == CUDA_SUCCESS) ofl_cu.cuModuleUnload(mod);
         CUcontext popped;
         ofl_cu.cuCtxPopCurrent(&popped);
     }
@@ -118,7 +145,7 @@ static void *compiler_main(void *arg) {
         c->asked = false;
         pthread_mutex_unlock(&c->mu);
         CUmodule mod = NULL;
-        CUresult rc = load_in(c->ctx, &mod, c->ptx, c->log, c->loglen);
+        CUresult rc = load_in(c->ctx, &mod, c->ptx, c->quick, c->log, c->loglen);
         pthread_mutex_lock(&c->mu);
         c->mod = mod, c->rc = rc, c->answered = true;
         pthread_cond_broadcast(&c->cv);
@@ -126,14 +153,102 @@ static void *compiler_main(void *arg) {
     return NULL;
 }
 
-static void wait_for_warm_ups(void) {
+/* PTX to a module by way of a cubin, at the full level. In the current
+ * context. */
+static CUresult link_ptx(const char *ptx, CUmodule *mod) {
+    CUlinkState link;
+    CUresult rc = ofl_cu.cuLinkCreate(0, NULL, NULL, &link);
+    if (rc != CUDA_SUCCESS) return rc;
+    void *cubin; /* the link's */
+    size_t size;
+    rc = ofl_cu.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, "kernel", 0,
+                              NULL, NULL);
+    if (rc == CUDA_SUCCESS) rc = ofl_cu.cuLinkComplete(link, &cubin, &size);
+    if (rc == CUDA_SUCCESS) rc = ofl_cu.cuModuleLoadData(mod, cubin);
+    ofl_cu.cuLinkDestroy(link);
+    return rc;
+}
+
+/* The full build of t->prog. Any failure leaves the program as it is: its
+ * quick build runs right, only slower. The gate keeps a context reset out
+ * meanwhile; after one (the generation moved on) there is nothing to tune. */
+static void tune(ofl_cuda_compiler *c, const tuning *t) {
+    ofl_program *prog = t->prog;
+    ofl_device *dev = prog->dev;
+    CUmodule mod = NULL;
+    CUfunction fn = NULL;
+    int most = 0;
+    pthread_rwlock_rdlock(&dev->h.cu.gate);
+    if (prog->generation == __atomic_load_n(&dev->generation, __ATOMIC_ACQUIRE) &&
+        ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx) == CUDA_SUCCESS) {
+        if (link_ptx(t->ptx, &mod) == CUDA_SUCCESS &&
+            (ofl_cu.cuModuleGetFunction(&fn, mod, prog->name) != CUDA_SUCCESS ||
+             ofl_cu.cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) !=
+                 CUDA_SUCCESS ||
+             most <= 0)) {
+            ofl_cu.cuModuleUnload(mod);
+            mod = NULL;
+        }
+        CUcontext popped;
+        ofl_cu.cuCtxPopCurrent(&popped);
+    }
+    pthread_rwlock_unlock(&dev->h.cu.gate);
+    if (!mod) return;
+    pthread_mutex_lock(&c->mu); /* ofl_cuda_forget waits for it there */
+    prog->h.cu.tuned_module = mod;
+    prog->h.cu.tuned_max = (size_t)most;
+    __atomic_store_n(&prog->h.cu.tuned_fn, fn, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *tuner_main(void *arg) {
+    ofl_cuda_compiler *c = arg;
+    pthread_setname_np(pthread_self(), "ofl-ptx-tune");
+    pthread_mutex_lock(&c->mu);
+    while (!c->closing) {
+        tuning *t = c->queue;
+        if (!t) {
+            pthread_cond_wait(&c->cv, &c->mu);
+            continue;
+        }
+        c->queue = t->next;
+        c->in_hand = t->prog;
+        pthread_mutex_unlock(&c->mu);
+        tune(c, t);
+        free(t);
+        pthread_mutex_lock(&c->mu);
+        c->in_hand = NULL;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static void close_compilers(void) {
     pthread_mutex_lock(&all_lock);
     for (ofl_cuda_compiler *c = all; c; c = c->next) {
         pthread_mutex_lock(&c->mu);
-        while (!c->warm) pthread_cond_wait(&c->cv, &c->mu);
+        c->closing = true;
+        for (tuning *t = c->queue, *next; t; t = next) next = t->next, free(t);
+        c->queue = NULL;
+        pthread_cond_broadcast(&c->cv);
+        while (!c->warm || c->in_hand) pthread_cond_wait(&c->cv, &c->mu);
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&all_lock);
+}
+
+/* A detached thread that takes no signals (SIGINT is the main thread's); it
+ * lives as long as the device: to exit. */
+static bool start_thread(void *(*main)(void *), void *arg) {
+    sigset_t none, old;
+    sigfillset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, &old);
+    pthread_t tid;
+    int rc = pthread_create(&tid, NULL, main, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) pthread_detach(tid);
+    return rc == 0;
 }
 
 void ofl_cuda_compiler_start(ofl_device *dev) {
@@ -143,33 +258,55 @@ void ofl_cuda_compiler_start(ofl_device *dev) {
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     dev->h.cu.compiler = c;
-    /* the thread takes no signals: SIGINT is the main thread's */
-    sigset_t none, old;
-    sigfillset(&none);
-    pthread_sigmask(SIG_SETMASK, &none, &old);
-    pthread_t tid;
-    int rc = pthread_create(&tid, NULL, compiler_main, dev);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc) {
+    if (!start_thread(compiler_main, dev)) {
         dev->h.cu.compiler = NULL; /* loads stay on their callers' threads */
         free(c);
         return;
     }
-    pthread_detach(tid); /* it lives as long as the device: to exit */
+    c->tuner = ofl_cu.cuLinkCreate && ofl_cu.cuLinkAddData && ofl_cu.cuLinkComplete &&
+               ofl_cu.cuLinkDestroy && ofl_cu.cuModuleLoadData && ofl_cu.cuModuleLoadDataEx &&
+               ofl_cu.cuFuncGetAttribute &&
+               start_thread(tuner_main, c);
     pthread_mutex_lock(&all_lock);
-    if (!all) atexit(wait_for_warm_ups);
+    if (!all) atexit(close_compilers);
     c->next = all, all = c;
     pthread_mutex_unlock(&all_lock);
 }
 
-CUresult ofl_cuda_load_ptx(ofl_device *dev, CUmodule *mod, const char *ptx, char *log,
-                           size_t loglen) {
+/* prog's full build, for the tuner; NULL when there is none (or no memory),
+ * and then the load must be a full one. */
+static tuning *new_tuning(ofl_cuda_compiler *c, ofl_program *prog, const char *ptx) {
+    size_t len = strlen(ptx) + 1;
+    tuning *t = c && c->tuner ? malloc(sizeof *t + len) : NULL;
+    if (t) {
+        t->prog = prog, t->next = NULL;
+        memcpy(t->ptx, ptx, len);
+    }
+    return t;
+}
+
+static void queue_tuning(ofl_cuda_compiler *c, tuning *t) {
+    pthread_mutex_lock(&c->mu);
+    if (c->closing) {
+        free(t);
+    } else {
+        tuning **end = &c->queue;
+        while (*end) end = &(*end)->next;
+        *end = t;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* On the warm thread if there is one, else here. */
+static CUresult load(ofl_device *dev, CUmodule *mod, const char *ptx, bool quick, char *log,
+                     size_t loglen) {
     ofl_cuda_compiler *c = dev->h.cu.compiler;
     if (c) {
         pthread_mutex_lock(&c->mu);
         if (c->warm) {
-            c->ctx = dev->h.cu.ctx, c->ptx = ptx, c->log = log, c->loglen = loglen;
-            c->asked = true, c->answered = false;
+            c->ctx = dev->h.cu.ctx, c->ptx = ptx, c->quick = quick, c->log = log;
+            c->loglen = loglen, c->asked = true, c->answered = false;
             pthread_cond_broadcast(&c->cv);
             while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
             *mod = c->mod;
@@ -179,5 +316,29 @@ CUresult ofl_cuda_load_ptx(ofl_device *dev, CUmodule *mod, const char *ptx, char
         }
         pthread_mutex_unlock(&c->mu);
     }
-    return load_here(mod, ptx, log, loglen);
+    return load_here(mod, ptx, quick, log, loglen);
+}
+
+CUresult ofl_cuda_load_ptx(ofl_program *prog, CUmodule *mod, const char *ptx, char *log,
+                           size_t loglen) {
+    ofl_cuda_compiler *c = prog->dev->h.cu.compiler;
+    tuning *t = new_tuning(c, prog, ptx);
+    CUresult rc = load(prog->dev, mod, ptx, t != NULL, log, loglen);
+    /* queued after the load: the two compiles would share the CPU */
+    if (rc == CUDA_SUCCESS && t) queue_tuning(c, t);
+    else free(t);
+    return rc;
+}
+
+void ofl_cuda_forget(ofl_program *prog) {
+    ofl_cuda_compiler *c = prog->dev->h.cu.compiler;
+    if (!c || !c->tuner) return;
+    pthread_mutex_lock(&c->mu);
+    for (tuning **p = &c->queue; *p;) {
+        tuning *t = *p;
+        if (t->prog == prog) *p = t->next, free(t);
+        else p = &t->next;
+    }
+    while (c->in_hand == prog) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
 }

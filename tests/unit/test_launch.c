@@ -6,7 +6,8 @@
  * POCL_DEVICES="pthread pthread" gives a second device, for the check that a
  * launch refuses an array of another device. CUDA, where a device exists:
  * the same with PTX written here, plus a kernel's fault, the message naming
- * it, and the recovery (stale arrays and programs, a rebuilt program runs).
+ * it, and the recovery (stale arrays and programs, a rebuilt program runs),
+ * and the tuner's full build taking over from the quick first one.
  * What the machine cannot run is skipped, saying why. Host overhead per
  * launch is printed, not checked: machines differ.
  *
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ofl_backend.h" /* the tuner's fields, for check_tuning */
 #include "ofl_runtime.h"
 #include "unit.h"
 
@@ -649,6 +651,47 @@ out:
     ofl_program_release(bad);
 }
 
+/* A program runs right from its quick build, and again once the tuner's
+ * full build has taken over; programs released while queued for the tuner,
+ * or in its hands, take nothing down. */
+static void check_tuning(const target *t) {
+    /* released at once: the first one is likely in the tuner's hands */
+    for (int k = 0; k < 6; k++) ofl_program_release(build(t, k % 2 ? "fill2d" : "vadd"));
+    ofl_program *p = build(t, "vadd");
+    ofl_buffer *ba = NULL, *bc = NULL;
+    ofl_error err = {0};
+    CHECK(ofl_alloc(t->dev, N * sizeof(float), &ba, &err) == 0);
+    CHECK(ofl_alloc(t->dev, PAD * sizeof(float), &bc, &err) == 0);
+    if (!p || !ba || !bc) goto out;
+    static float a[N];
+    for (int i = 0; i < N; i++) a[i] = (float)i;
+    CHECK(ofl_write(ba, 0, a, sizeof a, &err) == 0);
+    int n = N;
+    /* c = a + a, then c = a + c: the 3i that vadd_ok wants */
+    ofl_arg first[4] = {buf_arg(ba), buf_arg(ba), buf_arg(bc), {NULL, &n, sizeof n}};
+    ofl_arg second[4] = {buf_arg(ba), buf_arg(bc), buf_arg(bc), {NULL, &n, sizeof n}};
+    size_t global[1] = {N};
+    const char *how[2] = {"the quick build", "the tuned build"};
+    for (int tuned = 0; tuned < 2; tuned++) {
+        if (tuned) {
+            /* not a timing: the tuner takes ~50 ms; a minute means it never will */
+            for (int ms = 0; ms < 60000 && !__atomic_load_n(&p->h.cu.tuned_fn, __ATOMIC_ACQUIRE);
+                 ms += 5)
+                usleep(5000);
+            CHECK(p->h.cu.tuned_fn != NULL && p->h.cu.tuned_fn != p->h.cu.fn);
+            CHECK(p->h.cu.tuned_max >= 1);
+        }
+        reset_c(bc);
+        CHECK(ofl_launch(p, 1, global, NULL, first, 4, NULL, &err) == 0);
+        CHECK(ofl_launch(p, 1, global, NULL, second, 4, NULL, &err) == 0);
+        CHECK(vadd_ok(bc, how[tuned]));
+    }
+out:
+    ofl_free(ba);
+    ofl_free(bc);
+    ofl_program_release(p);
+}
+
 static void test_cuda(void) {
     ofl_device *dev = NULL, *other = NULL;
     for (size_t i = 0; i < ndevs; i++) {
@@ -668,6 +711,7 @@ static void test_cuda(void) {
     check_ptx_log(dev);
     check_vadd(&t, other);
     check_fill2d(&t);
+    check_tuning(&t);
     check_fault(&t);
 }
 
