@@ -45,9 +45,12 @@ no CUDA device; without numba-cuda (or CuPy) its peer columns print n/a.
 
 (c) Throughput, device time: events around each launch, R (--reps, 25) launches queued back
     to back after 3 warm-ups (so the host's launch cost never shows as a gap inside a timed
-    span), one synchronise, the median. offload: ol.call_kernel_async(...).elapsed (CUDA
-    events recorded around the launch by the runtime). numba: cuda.event() record / launch /
-    record on the default stream, cuda.event_elapsed_time. CuPy: cupy.cuda.Event likewise.
+    span), one synchronise, the median. offload's kernel is timed once its full build took
+    over (ofl_cuda_compiler.c). offload and numba take 5 turns of R/5 launches each, and go
+    first in every other turn: the device's clocks drift over a run. offload:
+    ol.call_kernel_async(...).elapsed (CUDA events recorded around the launch by the
+    runtime). numba: cuda.event() record / launch / record on the default stream,
+    cuda.event_elapsed_time. CuPy: cupy.cuda.Event likewise.
     Streaming kernels vadd (c = a + b), saxpy (y = a*x + y), triad (a = b + s*c), float32,
     2^26 and 2^28 elements, GB/s = bytes read + written / time (12 bytes per element), as
     a percentage of the best device-to-device copy measured in the same run on arrays of the
@@ -421,13 +424,15 @@ def await_full_build():
     time.sleep(0.2)
 
 
-def time_ol(ol, k, shape, args, reps, dev, warm=3):
-    """Device seconds of each of reps launches queued back to back."""
+def time_ol(ol, k, shape, args, reps, dev, warm=3, built=False):
+    """Device seconds of each of reps launches queued back to back; built: the kernel's full
+    build was waited for already."""
     r = ol.Range(*shape)
     for _ in range(warm):
         ol.call_kernel(k, r, *args)
     ol.synchronize(dev)
-    await_full_build()
+    if not built:
+        await_full_build()
     evs = [ol.call_kernel_async(k, r, *args) for _ in range(reps)]
     ol.synchronize(dev)
     return [e.elapsed for e in evs]
@@ -1105,15 +1110,16 @@ def stream_one(ol, dev, case, reps, nbc, cp, crow):
         crow.append((f"offload {tag}", e, ok))
     except Exception as ex:
         crow.append((f"offload {tag}: {type(ex).__name__}: {str(ex)[:200]}", None, False))
+    timers = {}
     if ok:
-        res["offload"] = time_ol(ol, k, case.shape, args, reps, dev)
-    del oarr, args
+        await_full_build()
+        timers["offload"] = lambda n, a=args: time_ol(ol, k, case.shape, a, n, dev, built=True)
+    keep = narr = nargs = None
     if nbc is not None:
         if cp is not None:
             keep = {k2: cp.asarray(v) for k2, v in case.arrays.items()}
             narr = {k2: nbc.as_cuda_array(v, sync=False) for k2, v in keep.items()}
         else:
-            keep = None
             narr = {k2: nbc.to_device(v) for k2, v in case.arrays.items()}
         kn = nbc.jit(globals()["nb_" + case.name])
         grid, block = nb_config(case.shape)
@@ -1129,8 +1135,14 @@ def stream_one(ol, dev, case, reps, nbc, cp, crow):
         except Exception as ex:
             crow.append((f"numba {tag}: {type(ex).__name__}: {str(ex)[:200]}", None, False))
         if ok:
-            res["numba"] = time_nb(kc, nargs, reps)
-        del narr, nargs, keep
+            timers["numba"] = lambda n, a=nargs: time_nb(kc, a, n)
+    # in turns, each framework first in every other one: the device's clocks drift over a
+    # run, and whichever went second would get the warmer (or cooler) device
+    turns = 5
+    for t in range(turns):
+        for name in (list(timers) if t % 2 == 0 else list(timers)[::-1]):
+            res.setdefault(name, []).extend(timers[name](-(-reps // turns)))
+    del oarr, args, narr, nargs, keep
     return res
 
 
