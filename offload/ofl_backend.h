@@ -149,7 +149,7 @@ struct ofl_program {
             /* The full build that replaces a quick first one (ofl_cuda_compiler.c):
              * set once, by the tuner thread, tuned_fn last (atomically); launches
              * take it when their work-group fits tuned_max. */
-            CUmodule tuned_module;
+            CUlibrary tuned_lib; /* context-independent: outlives a reset */
             CUfunction tuned_fn;
             size_t tuned_max;
         } cu;

@@ -65,10 +65,10 @@ static const struct {
     OPT(cuModuleGetFunction, "cuModuleGetFunction"),
     OPT(cuFuncGetAttribute, "cuFuncGetAttribute"),
     OPT(cuFuncGetParamInfo, "cuFuncGetParamInfo"),
-    OPT(cuLinkCreate, "cuLinkCreate_v2"),
-    OPT(cuLinkAddData, "cuLinkAddData_v2"),
-    OPT(cuLinkComplete, "cuLinkComplete"),
-    OPT(cuLinkDestroy, "cuLinkDestroy"),
+    OPT(cuLibraryLoadData, "cuLibraryLoadData"),
+    OPT(cuLibraryUnload, "cuLibraryUnload"),
+    OPT(cuLibraryGetKernel, "cuLibraryGetKernel"),
+    OPT(cuKernelGetFunction, "cuKernelGetFunction"),
     OPT(cuLaunchKernel, "cuLaunchKernel"),
     OPT(cuMemAllocAsync, "cuMemAllocAsync"),
     OPT(cuMemFreeAsync, "cuMemFreeAsync"),
@@ -659,11 +659,11 @@ static void param_sizes(ofl_program *prog, CUfunction fn) {
     prog->nparams = (long)n;
 }
 
-/* Unloads prog's modules, the tuner done with it. Inside enter/leave. */
-static void unload(ofl_program *prog) {
+/* Takes prog from the tuner and unloads its full build, if it has one: a
+ * library, which needs no context and outlives a reset. */
+static void drop_tuned(ofl_program *prog) {
     ofl_cuda_forget(prog);
-    ofl_cu.cuModuleUnload(prog->h.cu.module);
-    if (prog->h.cu.tuned_module) ofl_cu.cuModuleUnload(prog->h.cu.tuned_module);
+    if (prog->h.cu.tuned_lib) ofl_cu.cuLibraryUnload(prog->h.cu.tuned_lib);
 }
 
 /* Inside enter/leave. */
@@ -685,11 +685,11 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
         if (ofl_cu.cuModuleLoadDataEx) ofl_append_log(err, "; the PTX compiler says:\n", log);
         return code;
     }
-    prog->h.cu.module = mod;
     CUfunction fn = NULL;
     rc = ofl_cu.cuModuleGetFunction(&fn, mod, prog->name);
     if (rc != CUDA_SUCCESS) {
-        unload(prog); /* the build fails: no release follows */
+        ofl_cu.cuModuleUnload(mod);
+        drop_tuned(prog); /* the build fails: no release follows */
         if (rc == CUDA_ERROR_NOT_FOUND)
             return ofl_fail(err, OFL_ERR_INVALID,
                             "no kernel named '%s' in the PTX module built for %s (%s): the name "
@@ -704,6 +704,7 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
         most = (int)dev->info.max_work_group_size;
     prog->max_threads = (size_t)most;
     if (ofl_cu.cuFuncGetParamInfo) param_sizes(prog, fn);
+    prog->h.cu.module = mod;
     prog->h.cu.fn = fn;
     return 0;
 }
@@ -742,14 +743,15 @@ static int cu_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
 
 static void cu_program_release(ofl_program *prog) {
     ofl_device *dev = prog->dev;
-    ofl_cuda_forget(prog); /* whatever else: the tuner may hold prog */
-    if (!prog->h.cu.module || prog->generation != dev->generation || !dev->opened) return;
-    if (enter(dev, NULL)) return;
-    /* launches of it may still be queued */
-    CUresult rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
-    if (rc == CUDA_SUCCESS) unload(prog);
-    else cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
-    leave(dev, 0, NULL);
+    if (prog->h.cu.module && prog->generation == dev->generation && dev->opened &&
+        enter(dev, NULL) == 0) {
+        /* launches of it may still be queued */
+        CUresult rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
+        if (rc == CUDA_SUCCESS) ofl_cu.cuModuleUnload(prog->h.cu.module);
+        else cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
+        leave(dev, 0, NULL);
+    }
+    drop_tuned(prog); /* its launches are over, or died with the context */
 }
 
 static int launch_fail(ofl_error *err, ofl_program *prog, const char *call, CUresult rc) {

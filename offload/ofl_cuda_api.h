@@ -20,7 +20,8 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
-typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
 typedef struct { char bytes[16]; } CUuuid;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4 /* CUmemPool_attribute; the value is a cuuint64_t */
@@ -76,7 +77,6 @@ enum { /* CUjit_option */
     CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0-4, the value an unsigned int; 4 by default */
 };
 
-enum { CU_JIT_INPUT_PTX = 1 }; /* CUjitInputType */
 
 /* Every pointer is NULL until ofl_cuda_load() succeeds. The launcher's entry
  * points (module, function, launch) are optional: NULL on a driver without
@@ -120,14 +120,13 @@ typedef struct {
     CUresult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
     /* CUDA 12.4+: lets a launch check its arguments' count and sizes */
     CUresult (*cuFuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
-    /* PTX to a cubin without touching a context's module list (ofl_cuda_compiler.c) */
-    CUresult (*cuLinkCreate)(unsigned noptions, int *options, void **values,
-                             CUlinkState *link);                            /* _v2 */
-    CUresult (*cuLinkAddData)(CUlinkState link, int type, void *data, size_t size,
-                              const char *name, unsigned noptions, int *options,
-                              void **values);                               /* _v2 */
-    CUresult (*cuLinkComplete)(CUlinkState link, void **cubin, size_t *size);
-    CUresult (*cuLinkDestroy)(CUlinkState link);
+    /* optional (CUDA 12.0+), context-independent loading (ofl_cuda_compiler.c) */
+    CUresult (*cuLibraryLoadData)(CUlibrary *lib, const void *code, int *jit_options,
+                                  void **jit_values, unsigned njit, int *lib_options,
+                                  void **lib_values, unsigned nlib);
+    CUresult (*cuLibraryUnload)(CUlibrary lib);
+    CUresult (*cuLibraryGetKernel)(CUkernel *kernel, CUlibrary lib, const char *name);
+    CUresult (*cuKernelGetFunction)(CUfunction *fn, CUkernel kernel); /* in the current context */
     CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                CUstream stream, void **params, void **extra);
