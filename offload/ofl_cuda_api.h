@@ -77,7 +77,6 @@ enum { /* CUjit_option */
     CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0-4, the value an unsigned int; 4 by default */
 };
 
-
 /* Every pointer is NULL until ofl_cuda_load() succeeds. The launcher's entry
  * points (module, function, launch) are optional: NULL on a driver without
  * them, which no driver that passes cuInit lacks in practice. */
