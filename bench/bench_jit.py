@@ -424,15 +424,12 @@ def await_full_build():
     time.sleep(0.2)
 
 
-def time_ol(ol, k, shape, args, reps, dev, warm=3, built=False):
-    """Device seconds of each of reps launches queued back to back; built: the kernel's full
-    build was waited for already."""
+def time_ol(ol, k, shape, args, reps, dev, warm=3):
+    """Device seconds of each of reps launches queued back to back."""
     r = ol.Range(*shape)
     for _ in range(warm):
         ol.call_kernel(k, r, *args)
     ol.synchronize(dev)
-    if not built:
-        await_full_build()
     evs = [ol.call_kernel_async(k, r, *args) for _ in range(reps)]
     ol.synchronize(dev)
     return [e.elapsed for e in evs]
@@ -1008,6 +1005,7 @@ def gpu_part(ol, args, results):
         ol.call_kernel(kc, ol.Range(n), *launch_args(ccase, oarr))
         e, ok = check({"dst": ol.asnumpy(oarr["dst"])}, ccase.ref, np.float32)
         crow.append((f"offload copy kernel n=2^{n.bit_length() - 1}", e, ok))
+        await_full_build()
         copy_res["offload_kernel"] = time_ol(ol, kc, (n,), launch_args(ccase, oarr), reps, dev)
 
         def ol_assign(src=oarr["src"], dst=oarr["dst"]):
@@ -1113,7 +1111,7 @@ def stream_one(ol, dev, case, reps, nbc, cp, crow):
     timers = {}
     if ok:
         await_full_build()
-        timers["offload"] = lambda n, a=args: time_ol(ol, k, case.shape, a, n, dev, built=True)
+        timers["offload"] = lambda n, a=args: time_ol(ol, k, case.shape, a, n, dev)
     keep = narr = nargs = None
     if nbc is not None:
         if cp is not None:
