@@ -117,9 +117,40 @@ static int from_mimebundle_method(PyObject *obj, PyObject *include, PyObject *ex
     return rc;
 }
 
+static PyObject *formatter; /* IPython's DisplayFormatter.format once the shell exists; owned */
+
+void krn_display_use_formatter(PyObject *format)
+{
+    Py_XSETREF(formatter, Py_XNewRef(format));
+}
+
+/* IPython's formatter: its printers registered by libraries and by %precision
+ * and %config apply, as under ipykernel. */
+static int ipython_format(PyObject *obj, PyObject *include, PyObject *exclude, PyObject **data_out,
+                          PyObject **metadata_out)
+{
+    PyObject *kw = Py_BuildValue("{s:O, s:O}", "include", include ? include : Py_None, "exclude",
+                                 exclude ? exclude : Py_None);
+    PyObject *args = PyTuple_Pack(1, obj);
+    PyObject *r = kw && args ? PyObject_Call(formatter, args, kw) : NULL;
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    PyObject *data, *md;
+    if (!r || !PyArg_ParseTuple(r, "O!O!", &PyDict_Type, &data, &PyDict_Type, &md)) {
+        Py_XDECREF(r);
+        return -1;
+    }
+    *data_out = Py_NewRef(data);
+    *metadata_out = Py_NewRef(md);
+    Py_DECREF(r);
+    return 0;
+}
+
 int krn_display_format(PyObject *obj, PyObject *include, PyObject *exclude, PyObject **data_out,
                        PyObject **metadata_out)
 {
+    if (formatter)
+        return ipython_format(obj, include, exclude, data_out, metadata_out);
     PyObject *data = PyDict_New(), *metadata = PyDict_New();
     if (!data || !metadata)
         goto fail;

@@ -41,13 +41,14 @@ static struct {
 
 /* ---- sending (lock held) ---- */
 
-static void send_frames_locked(const char *msg_type, const json_t *parent, json_t *content)
+static void send_frames_locked(const char *msg_type, const json_t *parent, json_t *metadata,
+                               json_t *content)
 {
     char topic[96];
     snprintf(topic, sizeof topic, "kernel.%s.%s", io.session->session, msg_type);
     krn_bytes id = {topic, strlen(topic)};
     krn_frames f;
-    if (krn_wire_encode(io.session, &id, 1, msg_type, parent, NULL, content, &f)) {
+    if (krn_wire_encode(io.session, &id, 1, msg_type, parent, metadata, content, &f)) {
         krn_log(KRN_LOG_ERROR, "could not encode %s for IOPub", msg_type);
         return;
     }
@@ -113,7 +114,7 @@ static void send_run_locked(bool hold_partial_char)
         return;
     json_t *content = json_pack("{s:s, s:o}", "name", io.run_stream == KRN_STDERR ? "stderr" : "stdout",
                                 "text", utf8_string(io.run, n));
-    send_frames_locked("stream", io.parent, content);
+    send_frames_locked("stream", io.parent, NULL, content);
     memmove(io.run, io.run + n, io.run_len - n);
     io.run_len -= n;
     if (io.run_len == 0)
@@ -201,7 +202,7 @@ void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *c
 {
     pthread_mutex_lock(&io.lock);
     if (io.push)
-        send_frames_locked(msg_type, parent, content);
+        send_frames_locked(msg_type, parent, NULL, content);
     else
         json_decref(content);
     pthread_mutex_unlock(&io.lock);
@@ -220,12 +221,18 @@ void krn_iopub_set_silent(bool silent)
 
 void krn_iopub_publish(const char *msg_type, json_t *content)
 {
+    krn_iopub_publish_md(msg_type, NULL, content);
+}
+
+void krn_iopub_publish_md(const char *msg_type, json_t *metadata, json_t *content)
+{
     pthread_mutex_lock(&io.lock);
     if (io.push && !io.silent) {
         drain_pipes_locked();
         send_run_locked(false); /* text printed before a display shows before it */
-        send_frames_locked(msg_type, io.parent, content);
+        send_frames_locked(msg_type, io.parent, metadata, content);
     } else {
+        json_decref(metadata);
         json_decref(content);
     }
     pthread_mutex_unlock(&io.lock);

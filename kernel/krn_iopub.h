@@ -37,8 +37,9 @@ void krn_iopub_set_parent(const json_t *parent);
  * dropped; status messages still go out. */
 void krn_iopub_set_silent(bool silent);
 
-/* Publish under the current parent; steals content. */
+/* Publish under the current parent; steals content (and metadata: NULL = {}). */
 void krn_iopub_publish(const char *msg_type, json_t *content);
+void krn_iopub_publish_md(const char *msg_type, json_t *metadata, json_t *content);
 /* Publish under an explicit parent (for the control thread); steals content. */
 void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *content);
 void krn_iopub_status(const json_t *parent, const char *state);

@@ -30,6 +30,7 @@ static struct {
     bool allow_stdin;
     int count;  /* In[] number of the cell running */
     bool quiet; /* silent cell, or a trailing ';' */
+    bool no_ipython; /* IPython did not import: the kernel's own magics only */
     unsigned long runs; /* every execution, for unique file names */
     char version[32];
     char *sys_version;
@@ -139,6 +140,46 @@ static json_t *error_content(void)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     return content;
+}
+
+/* A cell's pending exception as error content; *shown when it is in the
+ * cell's output already: a UsageError is one stderr line, as IPython shows
+ * it. With IPython's shell, IPython formats the traceback (%xmode decides its
+ * form) and keeps it for %debug. Clears the exception. */
+static json_t *cell_error_content(bool *shown)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *shell = krn_pymod_shell();
+    *shown = false;
+    if (!shell || !value) {
+        *shown = value && mag_is_usage_error(value);
+        if (*shown)
+            PySys_FormatStderr("UsageError: %S\n", value);
+        PyErr_Restore(type, value, tb);
+        return error_content();
+    }
+    if (tb)
+        PyException_SetTraceback(value, strip_kernel_frames(tb));
+    PyObject *stripped = PyException_GetTraceback(value);
+    PyObject *r = PyObject_CallMethod(shell, "error_content", "OOO", type, value, stripped ? stripped : Py_None);
+    Py_XDECREF(stripped);
+    PyObject *content;
+    int was_shown;
+    if (!r || !PyArg_ParseTuple(r, "O!p", &PyDict_Type, &content, &was_shown)) {
+        PyErr_Clear(); /* IPython could not format it: the kernel's own format */
+        Py_XDECREF(r);
+        PyErr_Restore(type, value, tb);
+        return error_content();
+    }
+    json_t *res = krn_pyjson(content);
+    *shown = was_shown;
+    Py_DECREF(r);
+    Py_XDECREF(type);
+    Py_DECREF(value);
+    Py_XDECREF(tb);
+    return res;
 }
 
 /* ---- displayhook: the value of a cell's trailing expression ---- */
@@ -358,41 +399,143 @@ static void after_cell(void)
     }
 }
 
+/* IPython's shell, made now when the cell needs IPython and it is installed;
+ * NULL without it (the kernel's own rewrite serves then). Borrowed. */
+static PyObject *shell_for(bool needs_ipython)
+{
+    PyObject *shell = krn_pymod_shell();
+    if (shell || !needs_ipython || py.no_ipython)
+        return shell;
+    PyObject *r = call_glue("start_shell", "()");
+    if (!r) {
+        krn_log(KRN_LOG_WARN, "IPython's shell could not be made; IPython syntax is unavailable");
+        PyErr_Print();
+    }
+    py.no_ipython = !r || r == Py_None;
+    Py_XDECREF(r);
+    return krn_pymod_shell();
+}
+
+/* Records the cell in In and the history. With IPython's shell, the shell
+ * does it (its history feeds %history, %rerun, ...), also fires
+ * pre_execute/pre_run_cell, and returns the cell through IPython's
+ * transformers when `transform`. Else NULL: the kernel's own rewrite serves. */
+static char *begin_cell(const krn_exec_request *req, PyObject *shell, bool transform)
+{
+    if (!shell) {
+        if (req->store_history)
+            record_input(req->code);
+        return NULL;
+    }
+    if (req->store_history)
+        krn_history_add(req->count, req->code);
+    PyObject *text = PyObject_CallMethod(shell, "begin_cell", "siOOO", req->code, req->count,
+                                         req->silent ? Py_True : Py_False,
+                                         req->store_history ? Py_True : Py_False,
+                                         transform ? Py_True : Py_False);
+    const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+    char *res = utf8 ? strdup(utf8) : NULL;
+    Py_XDECREF(text);
+    if (!res) { /* IPython failed before the cell ran: show why, run it as it is */
+        PyErr_Print();
+        res = strdup(req->code);
+    }
+    return res;
+}
+
+/* post_execute/post_run_cell, and the payloads the cell left (%load's next
+ * input, the pager). Keeps a pending exception pending. */
+static void finish_cell(PyObject *shell, json_t *payload)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *items = PyObject_CallMethod(shell, "end_cell", "O", value ? value : Py_None);
+    if (items) {
+        json_t *list = krn_pyjson(items);
+        json_array_extend(payload, list);
+        json_decref(list);
+        Py_DECREF(items);
+    } else {
+        PyErr_Print(); /* an event handler failed: IPython prints it and goes on, too */
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+static int run_cell(const krn_exec_request *req, const char *text)
+{
+    char name[48];
+    if (req->store_history)
+        snprintf(name, sizeof name, "<cell %d>", req->count);
+    else
+        snprintf(name, sizeof name, "<cell %d.%lu>", req->count, py.runs);
+    PyObject *filename = PyUnicode_FromString(name);
+    if (!filename)
+        return -1;
+    register_source(filename, req->code);
+    atomic_store(&busy, 1);
+    int rc = run_source(text, filename);
+    atomic_store(&busy, 0);
+    Py_DECREF(filename);
+    return rc;
+}
+
+/* %pdb on: the error shows, then the post-mortem debugger runs (its prompts
+ * are input_requests). True when it did, with the error published. */
+static bool post_mortem(PyObject *shell, const json_t *error)
+{
+    PyObject *on = PyObject_GetAttrString(shell, "call_pdb");
+    bool debug = on && PyObject_IsTrue(on) == 1;
+    Py_XDECREF(on);
+    PyErr_Clear();
+    if (!debug)
+        return false;
+    krn_iopub_publish("error", json_deep_copy(error));
+    atomic_store(&busy, 1);
+    PyObject *r = PyObject_CallMethod(shell, "debugger", "(O)", Py_True);
+    atomic_store(&busy, 0);
+    if (!r)
+        PyErr_Print();
+    Py_XDECREF(r);
+    return true;
+}
+
 void krn_py_execute(const krn_exec_request *req, krn_exec_result *out)
 {
     out->ok = true;
     out->error = NULL;
+    out->error_shown = false;
     out->payload = json_array();
     py.count = req->count;
     py.quiet = req->silent || ends_with_semicolon(req->code);
     py.runs++;
-    if (req->store_history)
-        record_input(req->code);
 
-    mag_cell cell;
-    mag_transform(req->code, &cell);
+    mag_cell cell = {0};
+    bool help = mag_help_request(req->code, &cell); /* obj? is the kernel's inspector's */
+    bool needs_ipython = !help && mag_needs_ipython(req->code);
+    PyObject *shell = Py_XNewRef(shell_for(needs_ipython)); /* %reset may drop the shell's last ref */
+    char *text = begin_cell(req, shell, needs_ipython);
     int rc = 0;
-    if (cell.kind == MAG_HELP) {
+    if (help) {
         json_decref(out->payload);
         out->payload = help_payload(cell.text, cell.detail);
+    } else if (text) {
+        rc = run_cell(req, text);
     } else {
-        char name[48];
-        if (req->store_history)
-            snprintf(name, sizeof name, "<cell %d>", req->count);
-        else
-            snprintf(name, sizeof name, "<cell %d.%lu>", req->count, py.runs);
-        PyObject *filename = PyUnicode_FromString(name);
-        register_source(filename, req->code);
-        atomic_store(&busy, 1);
-        rc = run_source(cell.text, filename);
-        atomic_store(&busy, 0);
-        Py_DECREF(filename);
+        mag_transform(req->code, &cell);
+        rc = run_cell(req, cell.text);
     }
+    free(text);
     mag_cell_clear(&cell);
+    if (shell)
+        finish_cell(shell, out->payload);
     if (rc) {
         out->ok = false;
-        out->error = error_content();
+        out->error = cell_error_content(&out->error_shown);
+        if (!out->error_shown && shell && !req->silent)
+            out->error_shown = post_mortem(shell, out->error);
     }
+    Py_XDECREF(shell);
     after_cell();
     /* A Ctrl-C that landed just as the cell finished must not hit the next one. */
     if (PyErr_CheckSignals())
@@ -468,6 +611,38 @@ json_t *krn_py_is_complete(const char *code)
 {
     PyObject *res = call_glue("is_complete", "(s)", code);
     return glue_reply(res, json_pack("{s:s}", "status", "unknown"));
+}
+
+/* ---- comms: delegated to the glue (share/offload_kernel/comms.py) ---- */
+
+bool krn_py_comm(const krn_msg *msg)
+{
+    json_t *j = json_object();
+    json_object_set(j, "header", msg->header);
+    json_object_set_new(j, "parent_header", msg->parent ? json_incref(msg->parent) : json_object());
+    json_object_set_new(j, "metadata", msg->metadata ? json_incref(msg->metadata) : json_object());
+    json_object_set(j, "content", msg->content);
+    json_object_set_new(j, "buffers", json_array());
+    PyObject *m = krn_pyjson_to_py(j);
+    json_decref(j);
+    PyObject *r = m ? call_glue("comm_message", "(sO)", msg->msg_type, m) : NULL;
+    Py_XDECREF(m);
+    if (!r)
+        PyErr_Print();
+    bool handled = r == Py_True;
+    Py_XDECREF(r);
+    return handled;
+}
+
+json_t *krn_py_comm_info(const json_t *request)
+{
+    json_t *target = json_object_get(request, "target_name");
+    PyObject *r = call_glue("comm_info", "(s)", json_is_string(target) ? json_string_value(target) : NULL);
+    json_t *comms = r && PyDict_Check(r) ? krn_pyjson(r) : json_object();
+    if (!r)
+        PyErr_Print();
+    Py_XDECREF(r);
+    return comms;
 }
 
 /* ---- start-up ---- */

@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     bool ok;
     json_t *error;   /* {ename, evalue, traceback} when !ok; owned */
+    bool error_shown; /* the cell's output has the error already: publish no `error` */
     json_t *payload; /* array of payload dicts; owned */
 } krn_exec_result;
 
@@ -46,6 +47,12 @@ json_t *krn_py_user_expressions(const json_t *expressions);
 json_t *krn_py_complete(const char *code, int cursor_pos);
 json_t *krn_py_inspect(const char *code, int cursor_pos, int detail_level);
 json_t *krn_py_is_complete(const char *code);
+
+/* A comm_open/comm_msg/comm_close from the frontend, to the comm manager of
+ * the `comm` package (ipywidgets); false when none is loaded. */
+bool krn_py_comm(const krn_msg *msg);
+/* comm_info_reply's comms for a comm_info_request content. */
+json_t *krn_py_comm_info(const json_t *request);
 
 /* Raise KeyboardInterrupt in the cell now running; ignored while idle.
  * Async-signal-safe. */

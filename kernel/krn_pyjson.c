@@ -1,6 +1,7 @@
 #include "krn_pyjson.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define MAX_DEPTH 64
 
@@ -76,4 +77,17 @@ json_t *krn_pyjson(PyObject *obj)
 {
     json_t *out = convert(obj, 0);
     return out ? out : json_null();
+}
+
+PyObject *krn_pyjson_to_py(const json_t *value)
+{
+    /* Messages from the frontend are small and rare (comms, headers): json.loads is plenty. */
+    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text)
+        return PyErr_NoMemory();
+    PyObject *json = PyImport_ImportModule("json");
+    PyObject *res = json ? PyObject_CallMethod(json, "loads", "s", text) : NULL;
+    Py_XDECREF(json);
+    free(text);
+    return res;
 }

@@ -208,7 +208,59 @@ static PyObject *mod_input(PyObject *self, PyObject *args, PyObject *kw)
     return res;
 }
 
+/* iopub(msg_type, content, metadata=None, buffers=None): any IOPub message
+ * (comm messages, errors that IPython's machinery shows). */
+static PyObject *mod_iopub(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"msg_type", "content", "metadata", "buffers", NULL};
+    const char *type;
+    PyObject *content, *metadata = Py_None, *buffers = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO!|OO:iopub", names, &type, &PyDict_Type, &content,
+                                     &metadata, &buffers))
+        return NULL;
+    if (buffers != Py_None && PyObject_IsTrue(buffers))
+        return PyErr_Format(PyExc_NotImplementedError,
+                            "%s: binary buffers are not sent by this kernel yet", type);
+    json_t *md = metadata == Py_None ? NULL : krn_pyjson(metadata);
+    json_t *c = krn_pyjson(content);
+    Py_BEGIN_ALLOW_THREADS krn_iopub_publish_md(type, md, c);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+/* parent(): the request being served as {'header': ...} ({} when idle), as
+ * ipykernel's Kernel.get_parent() (ipywidgets' Output routes by it). */
+static PyObject *mod_parent(PyObject *self, PyObject *unused)
+{
+    bool allowed;
+    const krn_msg *request = krn_py_request(&allowed);
+    if (!request || !request->header)
+        return PyDict_New();
+    PyObject *header = krn_pyjson_to_py(request->header);
+    return header ? Py_BuildValue("{s:N}", "header", header) : NULL;
+}
+
+static PyObject *shell; /* IPython's shell once the glue made it; owned */
+
+PyObject *krn_pymod_shell(void) { return shell; }
+
+static PyObject *mod_set_shell(PyObject *self, PyObject *obj)
+{
+    PyObject *formatter = PyObject_GetAttrString(obj, "display_formatter");
+    PyObject *format = formatter ? PyObject_GetAttrString(formatter, "format") : NULL;
+    Py_XDECREF(formatter);
+    if (!format)
+        return NULL;
+    krn_display_use_formatter(format);
+    Py_DECREF(format);
+    Py_XSETREF(shell, Py_NewRef(obj));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef mod_methods[] = {
+    {"iopub", (PyCFunction)(void (*)(void))mod_iopub, METH_VARARGS | METH_KEYWORDS,
+     "iopub(msg_type, content, metadata=None, buffers=None): publish a message on IOPub."},
+    {"parent", mod_parent, METH_NOARGS, "parent() -> {'header': ...} of the request being served."},
+    {"set_shell", mod_set_shell, METH_O, "set_shell(shell): the IPython shell the kernel calls around cells."},
     {"mimebundle", (PyCFunction)(void (*)(void))mod_mimebundle, METH_VARARGS | METH_KEYWORDS,
      "mimebundle(obj, include=None, exclude=None) -> (data, metadata)"},
     {"publish", (PyCFunction)(void (*)(void))mod_publish, METH_VARARGS | METH_KEYWORDS,

@@ -1,13 +1,16 @@
 /* krn_pymod: the built-in module _offload_kernel, the kernel's primitives
  * for Python: OutStream (sys.stdout and sys.stderr), mimebundle, publish,
- * clear_output, input and StdinNotImplementedError. The glue under
- * share/offload_kernel builds display() and friends on these. GIL held. */
+ * clear_output, input, iopub, parent, set_shell and StdinNotImplementedError.
+ * The glue under share/offload_kernel builds display(), the IPython shell
+ * and comms on these. GIL held. */
 #ifndef KRN_PYMOD_H
 #define KRN_PYMOD_H
 
 #include <Python.h>
 
 PyObject *krn_pymod_init(void); /* for PyImport_AppendInittab */
+/* IPython's shell (share/offload_kernel/shell.py) once made, else NULL; borrowed. */
+PyObject *krn_pymod_shell(void);
 /* A new text stream writing to KRN_STDOUT or KRN_STDERR. */
 PyObject *krn_pymod_stream(int which);
 

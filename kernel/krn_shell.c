@@ -83,7 +83,7 @@ static void execute(const krn_msg *req, krn_answer *out)
                             json_is_object(exprs) ? krn_py_user_expressions(exprs) : json_object());
     } else {
         json_decref(res.payload);
-        if (!silent)
+        if (!silent && !res.error_shown)
             krn_iopub_publish("error", json_deep_copy(res.error));
         content = res.error;
         json_object_set_new(content, "status", json_string("error"));
@@ -130,14 +130,15 @@ void krn_shell_serve(const krn_msg *req, krn_answer *out)
     } else if (strcmp(t, "history_request") == 0) {
         answer(out, "history_reply", krn_history_reply(c));
     } else if (strcmp(t, "comm_info_request") == 0) {
-        answer(out, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
-    } else if (strcmp(t, "comm_open") == 0) {
-        /* No comm targets are registered: close it so the frontend does not wait. */
+        answer(out, "comm_info_reply", json_pack("{s:s, s:o}", "status", "ok", "comms", krn_py_comm_info(c)));
+    } else if (strcmp(t, "comm_open") == 0 || strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
+        krn_py_set_request(req, false);
+        bool handled = krn_py_comm(req);
+        krn_py_set_request(NULL, false);
         json_t *id = json_object_get(c, "comm_id");
-        if (json_is_string(id))
+        /* No comm machinery loaded: close what the frontend opens so it does not wait. */
+        if (!handled && strcmp(t, "comm_open") == 0 && json_is_string(id))
             krn_iopub_publish("comm_close", json_pack("{s:O, s:{}}", "comm_id", id, "data"));
-    } else if (strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
-        /* for comms we never opened: nothing to do */
     } else {
         krn_shell_unknown(req, "shell", out);
     }

@@ -116,8 +116,30 @@ static PyObject *unknown_magic(const char *name, bool cell)
         if (cell ? magics[i].cell : magics[i].line)
             n += (size_t)snprintf(known + n, sizeof known - n, "%s%s%s", n ? ", " : "",
                                   cell ? "%%" : "%", magics[i].name);
-    return PyErr_Format(mag_UsageError, "%s magic function `%s%s` not found. Known %s magics: %s",
+    return PyErr_Format(mag_UsageError,
+                        "%s magic function `%s%s` not found. Known %s magics: %s. IPython's magics "
+                        "(%%pip, %%run, %%%%writefile, ...) need IPython: pip install ipython",
                         cell ? "Cell" : "Line", cell ? "%%" : "%", name, cell ? "cell" : "line", known);
+}
+
+/* needs_ipython(what): IPython-only syntax in a kernel without IPython. */
+static PyObject *needs_ipython(PyObject *self, PyObject *what)
+{
+    PyObject *python = PySys_GetObject("executable"); /* borrowed */
+    return PyErr_Format(mag_UsageError, "%S need IPython, which is not installed for %S: "
+                        "%S -m pip install ipython, then restart the kernel", what, python, python);
+}
+
+/* help(name): the one-line help of a magic (a docstring for IPython's %magic?). */
+static PyObject *magic_help(PyObject *self, PyObject *name)
+{
+    const char *n = PyUnicode_AsUTF8(name);
+    if (!n)
+        return NULL;
+    for (size_t i = 0; i < NMAGICS; i++)
+        if (strcmp(magics[i].name, n) == 0)
+            return PyUnicode_FromString(magics[i].help);
+    Py_RETURN_NONE;
 }
 
 static PyObject *run_magic(PyObject *args, bool cell)
@@ -142,6 +164,8 @@ static PyObject *run_cell_magic(PyObject *self, PyObject *args) { return run_mag
 static PyMethodDef methods[] = {
     {"run_line_magic", run_line_magic, METH_VARARGS, "run_line_magic(name, line)"},
     {"run_cell_magic", run_cell_magic, METH_VARARGS, "run_cell_magic(name, line, body)"},
+    {"needs_ipython", needs_ipython, METH_O, "needs_ipython(what): raise UsageError naming IPython"},
+    {"help", magic_help, METH_O, "help(name) -> the magic's one-line help, or None"},
     {NULL},
 };
 

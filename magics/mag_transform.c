@@ -94,7 +94,7 @@ static bool help_span(const char *s, size_t len, const char **name, size_t *n, i
 }
 
 /* A whole cell that is one help request: the help goes to the pager. */
-static bool help_request(const char *cell, mag_cell *out)
+bool mag_help_request(const char *cell, mag_cell *out)
 {
     const char *name;
     size_t n;
@@ -147,14 +147,65 @@ static const char *assigned_magic(const char *first, size_t len)
     return NULL;
 }
 
+/* Does a line begin as only IPython reads it: a magic, a shell escape, a help
+ * prefix, autocall escapes, or a doctest prompt? (Not valid Python, so a
+ * false positive costs only the IPython import.) */
+static bool ipython_line(const char *first, size_t len)
+{
+    if (len == 0)
+        return false;
+    if (strchr("%!?/,;", first[0]))
+        return true;
+    if (len >= 3 && strncmp(first, ">>>", 3) == 0)
+        return true;
+    size_t end = len;
+    while (end && isspace((unsigned char)first[end - 1]))
+        end--;
+    return end && first[end - 1] == '?' && first[0] != '#';
+}
+
+/* `x = !cmd`: IPython's assignment of a shell command's output. */
+static bool assigned_shell(const char *first, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char ch = first[i];
+        if (ch == '=')
+            return i > 0 && i + 1 < len && *mag_skip_blank(first + i + 1) == '!';
+        if (!isalnum((unsigned char)ch) && !strchr("_., []()*", ch))
+            return false;
+    }
+    return false;
+}
+
+bool mag_needs_ipython(const char *cell)
+{
+    const char *body = cell + strspn(cell, "\r\n");
+    if (*body == ' ' || *body == '\t')
+        return true; /* IPython removes a cell's common indentation */
+    if (!strpbrk(cell, "%!?/,;>"))
+        return false; /* the common case: nothing IPython would change */
+    for (const char *line = cell; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        const char *first = mag_skip_blank(line);
+        size_t rest = (size_t)(line + len - first);
+        if (ipython_line(first, rest) || assigned_magic(first, rest) || assigned_shell(first, rest))
+            return true;
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return false;
+}
+
 int mag_transform(const char *cell, mag_cell *out)
 {
     memset(out, 0, sizeof *out);
-    if (!strchr(cell, '%') && !strchr(cell, '?')) { /* the common case: plain Python */
+    if (!strpbrk(cell, "%?!")) { /* the common case: plain Python */
         out->text = strdup(cell);
         return 0;
     }
-    if (help_request(cell, out))
+    if (mag_help_request(cell, out))
         return 0;
     strbuf b = {0};
     out->kind = MAG_CODE;
@@ -188,6 +239,9 @@ int mag_transform(const char *cell, mag_cell *out)
             (isalpha((unsigned char)first[1]) || first[1] == '_')) {
             put(&b, line, (size_t)(first - line));
             call_line(&b, first, (size_t)(line + len - first));
+        } else if (!in_triple && (first[0] == '!' || assigned_shell(first, (size_t)(line + len - first)))) {
+            put(&b, line, (size_t)(first - line));
+            puts_(&b, "__import__('_offload_magics').needs_ipython('!cmd shell commands')");
         } else if (!in_triple && (magic = assigned_magic(first, (size_t)(line + len - first)))) {
             put(&b, line, (size_t)(magic - line));
             call_line(&b, magic, (size_t)(line + len - magic));

@@ -7,6 +7,7 @@ loads only what install() needs and cheap stdlib modules; the request handlers
 """
 
 import builtins
+import importlib.util
 import os
 import sys
 
@@ -15,7 +16,8 @@ import _offload_kernel
 from . import display as _display
 from . import ipython_shim
 
-__all__ = ['install', 'complete', 'inspect', 'help_text', 'is_complete', 'post_execute']
+__all__ = ['install', 'complete', 'inspect', 'help_text', 'is_complete', 'post_execute',
+           'start_shell', 'comm_message', 'comm_info']
 
 MPL_BACKEND = 'module://offload_kernel.mpl_inline'
 
@@ -44,6 +46,47 @@ def is_complete(code):
     return iscomplete.is_complete(code)
 
 
+_kernel_displayhook = None  # the C kernel's sys.displayhook, for the shell's run_cell
+_shell_state = {'starting': False, 'missing': None}
+
+
+def start_shell():
+    """IPython's shell around the kernel, made on first need (see shell.py).
+
+    None without IPython (the reason is kept for the error the kernel shows),
+    and while the shell is being made (IPython's import calls back here).
+    """
+    if _shell_state['starting'] or _shell_state['missing']:
+        return None
+    _shell_state['starting'] = True
+    try:
+        from . import shell
+        made = shell.start(_kernel_displayhook)
+    except ModuleNotFoundError as e:  # IPython or a package it needs is not installed
+        _shell_state['missing'] = str(e)
+        return None
+    finally:
+        _shell_state['starting'] = False
+    _offload_kernel.set_shell(made)
+    return made
+
+
+def _get_ipython():
+    """get_ipython() before the shell exists: make it."""
+    return start_shell()
+
+
+def comm_message(msg_type, msg):
+    """comm_open/comm_msg/comm_close from the frontend; False if no comms exist."""
+    from . import comms
+    return comms.handle(msg_type, msg)
+
+
+def comm_info(target_name):
+    from . import comms
+    return comms.info(target_name)
+
+
 def _getpass(prompt='Password: ', stream=None):
     # `stream` only matters on a terminal; the frontend draws its own prompt.
     return _offload_kernel.input(prompt, password=True)
@@ -53,13 +96,25 @@ def _patch_getpass(module):
     module.getpass = _getpass
 
 
+def _install_comms(module):
+    from . import comms
+    comms.install(module)
+
+
 def install(user_ns):
     """Hook the interpreter into the kernel; called once at start-up.
 
     `user_ns` is accepted for the C side's convenience; nothing is put in it,
     everything user-visible goes into builtins or is patched on import.
     """
+    global _kernel_displayhook
+    _kernel_displayhook = sys.displayhook
     builtins.display = _display.display
+    if importlib.util.find_spec('IPython') is not None:
+        builtins.get_ipython = _get_ipython
+        # Whoever imports IPython (a library probing for a notebook) finds the shell.
+        ipython_shim.when_imported('IPython', lambda module: start_shell())
+    ipython_shim.when_imported('comm', _install_comms)
     builtins.input = _offload_kernel.input  # str()s its prompt, like the built-in
     # getpass costs several ms to import, so patch it when the user imports it.
     ipython_shim.when_imported('getpass', _patch_getpass)

@@ -25,9 +25,21 @@ def _merge(d1, d2):
     return d1
 
 
+_shell = None  # IPython's shell once it exists: its display_pub may be swapped (%%capture)
+
+
+def use_shell(shell):
+    """Send displays through shell.display_pub from now on, as IPython does."""
+    global _shell
+    _shell = shell
+
+
 def publish_display_data(data, metadata=None, source=None, *, transient=None, update=False):
     """Send a raw mimebundle; `source` is ignored, as in IPython (deprecated)."""
-    _offload_kernel.publish(data, metadata, transient, update)
+    if _shell is not None:
+        _shell.display_pub.publish(data, metadata, transient=transient, update=update)
+    else:
+        _offload_kernel.publish(data, metadata, transient, update)
 
 
 def display(*objs, include=None, exclude=None, metadata=None, transient=None,
@@ -48,7 +60,7 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
         # An empty output that a later update can fill in.
         objs, raw = ({},), True
     if clear:
-        _offload_kernel.clear_output(True)
+        clear_output(True)
     for obj in objs:
         if raw:
             data, md = obj, dict(metadata or {})
@@ -71,7 +83,10 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clear the cell's output; with wait=True, only when new output arrives."""
-    _offload_kernel.clear_output(wait)
+    if _shell is not None:
+        _shell.display_pub.clear_output(wait)
+    else:
+        _offload_kernel.clear_output(wait)
 
 
 class DisplayHandle:
