@@ -151,6 +151,10 @@ static json_t *cell_error_content(bool *shown)
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
+    /* As the REPL does: %debug and pdb.pm() look for the last error here. */
+    if (type && value && tb && (PySys_SetObject("last_type", type) || PySys_SetObject("last_value", value) ||
+                                PySys_SetObject("last_traceback", tb)))
+        PyErr_Clear();
     PyObject *shell = krn_pymod_shell();
     *shown = false;
     if (!shell || !value) {

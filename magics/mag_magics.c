@@ -82,7 +82,7 @@ static const struct magic {
     {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},
     {"time", true, true, mag_time, "run once: CPU, wall and device time (devices waited for)"},
     {"timeit", true, true, mag_timeit, "host and device time per loop, mean \xc2\xb1 std and best: "
-                                       "[-n N] [-r R] [-q] [-o] [-d]"},
+                                       "[-n N] [-r R] [-t|-c] [-p P] [-q] [-o] [-d]"},
 };
 #define NMAGICS (sizeof magics / sizeof magics[0])
 

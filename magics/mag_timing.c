@@ -23,16 +23,18 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static double now_s(void)
+static double clock_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* As IPython's _format_time: 3 significant digits in s, ms, µs or ns; a
- * minute and more as "1min 5s". */
-static void format_time(double s, char *out, size_t n)
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+
+/* As IPython's _format_time: `digits` significant digits in s, ms, µs or
+ * ns; a minute and more as "1min 5s". */
+static void format_digits(double s, int digits, char *out, size_t n)
 {
     if (s >= 60.0) {
         static const struct { const char *suffix; double len; } parts[] = {
@@ -56,8 +58,10 @@ static void format_time(double s, char *out, size_t n)
         order = -(int)floor(floor(log10(s)) / 3.0);
         order = order < 0 ? 0 : order > 3 ? 3 : order;
     }
-    snprintf(out, n, "%.3g %s", s * pow(1000.0, order), units[order]);
+    snprintf(out, n, "%.*g %s", digits, s * pow(1000.0, order), units[order]);
 }
+
+static void format_time(double s, char *out, size_t n) { format_digits(s, 3, out, n); }
 
 /* Compile as an expression when possible (its value is the magic's result). */
 static PyObject *compile_stmt(const char *code, const char *filename, bool *is_expr)
@@ -184,13 +188,34 @@ PyObject *mag_time(PyObject *ns, const char *args, const char *body)
 typedef struct {
     long loops, repeat; /* loops 0: choose, as IPython does */
     bool quiet, result, host_only;
+    clockid_t clock;    /* -t: the wall clock, -c: CPU time, else monotonic */
+    int digits;         /* -p: significant digits shown */
     const char *rest;   /* the statement (line form) or the setup (cell form) */
 } timeit_opts;
 
-/* -n N -r R -q -o -d, in IPython's getopt style: -n10, -n 10, -qo. */
+/* A number after -n, -r or -p: positive (zero too for -p). */
+static int opt_number(char f, const char *v, char **end, long *x)
+{
+    errno = 0;
+    *x = strtol(v, end, 10);
+    const char *what = f == 'n' ? "loops per run" : f == 'r' ? "runs" : "significant digits";
+    if (*end != v && !errno && (*x > 0 || (f == 'p' && *x == 0)) && (!**end || isspace((unsigned char)**end)))
+        return 0;
+    char given[40];
+    snprintf(given, sizeof given, "%.*s", (int)strcspn(v, " \t\r\n"), v);
+    if (given[0])
+        PyErr_Format(mag_UsageError, "%%timeit: -%c takes a number of %s, a positive whole number, not '%s'",
+                     f, what, given);
+    else
+        PyErr_Format(mag_UsageError, "%%timeit: -%c needs a number of %s (a positive whole number)", f, what);
+    return -1;
+}
+
+/* IPython's options -n N -r R -t -c -p P -q -o, and -d, in IPython's getopt
+ * style: -n10, -n 10, -qo. */
 static int parse_opts(const char *args, timeit_opts *o)
 {
-    *o = (timeit_opts){.repeat = 7};
+    *o = (timeit_opts){.repeat = 7, .clock = CLOCK_MONOTONIC, .digits = 3};
     const char *p = mag_skip_blank(args);
     while (p[0] == '-' && isalpha((unsigned char)p[1])) {
         for (p++; isalpha((unsigned char)*p); p++) {
@@ -201,29 +226,23 @@ static int parse_opts(const char *args, timeit_opts *o)
                 o->result = true;
             } else if (f == 'd') {
                 o->host_only = true;
-            } else if (f == 'n' || f == 'r') {
-                const char *v = mag_skip_blank(p + 1);
+            } else if (f == 't' || f == 'c') {
+                o->clock = f == 't' ? CLOCK_REALTIME : CLOCK_PROCESS_CPUTIME_ID;
+            } else if (f == 'n' || f == 'r' || f == 'p') {
                 char *end;
-                errno = 0;
-                long x = strtol(v, &end, 10);
-                const char *what = f == 'n' ? "loops per run" : "runs";
-                if (end == v || errno || x <= 0 || (*end && !isspace((unsigned char)*end))) {
-                    char given[40];
-                    snprintf(given, sizeof given, "%.*s", (int)strcspn(v, " \t\r\n"), v);
-                    if (given[0])
-                        PyErr_Format(mag_UsageError, "%%timeit: -%c takes a number of %s, a positive whole "
-                                     "number, not '%s'", f, what, given);
-                    else
-                        PyErr_Format(mag_UsageError, "%%timeit: -%c needs a number of %s (a positive whole "
-                                     "number)", f, what);
+                long x;
+                if (opt_number(f, mag_skip_blank(p + 1), &end, &x) < 0)
                     return -1;
-                }
-                *(f == 'n' ? &o->loops : &o->repeat) = x;
+                if (f == 'p')
+                    o->digits = x > 17 ? 17 : (int)x;
+                else
+                    *(f == 'n' ? &o->loops : &o->repeat) = x;
                 p = end - 1; /* the value ends this group of flags */
                 break;
             } else {
                 PyErr_Format(mag_UsageError, "%%timeit: unknown option -%c; it takes -n N (loops per run), "
-                             "-r R (runs), -q (print nothing), -o (return the result), -d (host time only: "
+                             "-r R (runs), -t (wall clock), -c (CPU time), -p P (significant digits), "
+                             "-q (print nothing), -o (return the result), -d (host time only: "
                              "launches not timed on the device)", f);
                 return -1;
             }
@@ -236,8 +255,8 @@ static int parse_opts(const char *args, timeit_opts *o)
 
 /* One run: setup (untimed), then `loops` runs of code and the wait for the
  * devices, timed on the host; then the device time and launches of the run. */
-static int run_once(PyObject *code, PyObject *setup, PyObject *ns, devclock *dc, long loops, double *host,
-                    double *dev, unsigned long long *launches)
+static int run_once(PyObject *code, PyObject *setup, PyObject *ns, devclock *dc, clockid_t clock, long loops,
+                    double *host, double *dev, unsigned long long *launches)
 {
     if (setup) {
         PyObject *r = PyEval_EvalCode(setup, ns, ns);
@@ -245,7 +264,7 @@ static int run_once(PyObject *code, PyObject *setup, PyObject *ns, devclock *dc,
             return -1;
         Py_DECREF(r);
     }
-    double t0 = now_s();
+    double t0 = clock_s(clock);
     for (long i = 0; i < loops; i++) {
         PyObject *r = PyEval_EvalCode(code, ns, ns);
         if (!r)
@@ -254,7 +273,7 @@ static int run_once(PyObject *code, PyObject *setup, PyObject *ns, devclock *dc,
     }
     if (devclock_sync(dc) < 0)
         return -1;
-    *host = now_s() - t0;
+    *host = clock_s(clock) - t0;
     return devclock_lap(dc, dev, launches);
 }
 
@@ -368,9 +387,9 @@ static void report(const timeit_opts *o, const double *host, const double *dev, 
     double per = 1.0 / (double)o->loops;
     stats h = stats_of(host, o->repeat), d = stats_of(dev, o->repeat);
     char m[32], sd[32], best[32], loops[32];
-    format_time(h.mean * per, m, sizeof m);
-    format_time(h.std * per, sd, sizeof sd);
-    format_time(h.best * per, best, sizeof best);
+    format_digits(h.mean * per, o->digits, m, sizeof m);
+    format_digits(h.std * per, o->digits, sd, sizeof sd);
+    format_digits(h.best * per, o->digits, best, sizeof best);
     with_commas(o->loops, loops, sizeof loops);
     size_t used = 0;
     if (h.worst > 4 * h.best && h.best > 0 && h.worst * per > 1e-6) /* as IPython warns */
@@ -387,14 +406,14 @@ static void report(const timeit_opts *o, const double *host, const double *dev, 
         return;
     }
     double per_loop = (double)launches / (double)o->repeat * per;
-    format_time(d.mean * per, m, sizeof m);
-    format_time(d.std * per, sd, sizeof sd);
-    format_time(d.best * per, best, sizeof best);
+    format_digits(d.mean * per, o->digits, m, sizeof m);
+    format_digits(d.std * per, o->digits, sd, sizeof sd);
+    format_digits(d.best * per, o->digits, best, sizeof best);
     snprintf(out + used, n - used, "device %s \xc2\xb1 %s per loop, best %s (%.3g kernel launch%s per loop)\n", m,
              sd, best, per_loop, per_loop == 1 ? "" : "es");
 }
 
-/* %timeit [-n N] [-r R] [-q] [-o] [-d] stmt, and %%timeit [options] [setup] with
+/* %timeit [-n N] [-r R] [-t|-c] [-p P] [-q] [-o] [-d] stmt, and %%timeit [options] [setup] with
  * the statement below: R runs of N loops each, the devices waited for at the
  * end of each run. N chosen as IPython does when not given: the first power
  * of ten whose run takes 0.2 s. The garbage collector is off meanwhile, as
@@ -431,14 +450,14 @@ PyObject *mag_timeit(PyObject *ns, const char *args, const char *body)
     if (o.loops == 0) {
         for (int p = 0; p < 10; p++) {
             o.loops = (long)pow(10, p);
-            if (run_once(code, setup, ns, &dc, o.loops, &secs, &dsecs, &n) < 0)
+            if (run_once(code, setup, ns, &dc, o.clock, o.loops, &secs, &dsecs, &n) < 0)
                 goto done;
             if (secs >= 0.2)
                 break;
         }
     }
     for (long r = 0; r < o.repeat; r++) {
-        if (run_once(code, setup, ns, &dc, o.loops, &host[r], &dev[r], &n) < 0)
+        if (run_once(code, setup, ns, &dc, o.clock, o.loops, &host[r], &dev[r], &n) < 0)
             goto done;
         launches += n;
     }

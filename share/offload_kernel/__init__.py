@@ -96,6 +96,20 @@ def _patch_getpass(module):
     module.getpass = _getpass
 
 
+def _before_tqdm():
+    """tqdm.auto picks its notebook bars by the name of ipykernel's shell
+    module: lend it this kernel's shell module for just that import."""
+    shell = start_shell()
+    if shell is not None and 'ipykernel.zmqshell' not in sys.modules:
+        sys.modules['ipykernel.zmqshell'] = sys.modules[type(shell).__module__]
+        ipython_shim.when_imported('tqdm.autonotebook', _after_tqdm)
+
+
+def _after_tqdm(module):
+    if getattr(sys.modules.get('ipykernel.zmqshell'), '__name__', '') == __name__ + '.shell':
+        del sys.modules['ipykernel.zmqshell']
+
+
 def _install_comms(module):
     from . import comms
     comms.install(module)
@@ -114,6 +128,7 @@ def install(user_ns):
         builtins.get_ipython = _get_ipython
         # Whoever imports IPython (a library probing for a notebook) finds the shell.
         ipython_shim.when_imported('IPython', lambda module: start_shell())
+        ipython_shim.before_import('tqdm.autonotebook', _before_tqdm)
     ipython_shim.when_imported('comm', _install_comms)
     builtins.input = _offload_kernel.input  # str()s its prompt, like the built-in
     # getpass costs several ms to import, so patch it when the user imports it.

@@ -1,4 +1,5 @@
-"""Patch modules as they are imported; used to make IPython.display work.
+"""Patch modules as they are imported; used to make IPython.display work,
+and to prepare for modules that look for IPython without importing it.
 
 IPython's display() only prints when no InteractiveShell exists, and starting
 one would cost far more than this kernel's whole start-up.  So instead, right
@@ -12,6 +13,7 @@ IPython.display is patched too in case it was loaded before the hook.
 import sys
 
 _patches = {}  # module name -> [function(module)] run right after it executes
+_before = {}  # module name -> [function()] run once, just before it is first imported
 
 
 def when_imported(name, patch):
@@ -19,6 +21,12 @@ def when_imported(name, patch):
     _patches.setdefault(name, []).append(patch)
     if name in sys.modules:
         patch(sys.modules[name])
+
+
+def before_import(name, prepare):
+    """Run prepare() once, just before `name` is first imported."""
+    if name not in sys.modules:
+        _before.setdefault(name, []).append(prepare)
 
 
 class _PatchingLoader:
@@ -45,8 +53,10 @@ class _PatchingFinder:
 
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):
+        for prepare in _before.pop(fullname, ()):
+            prepare()
         if fullname not in _patches:
-            return None  # the common case: one dict lookup per import
+            return None  # the common case: two dict lookups per import
         # Let the rest of sys.meta_path find the module, then wrap its loader.
         for finder in sys.meta_path:
             find_spec = getattr(finder, 'find_spec', None)

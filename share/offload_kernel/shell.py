@@ -232,8 +232,7 @@ class ZMQInteractiveShell(InteractiveShell):
     def error_content(self, etype, value, tb):
         """({ename, evalue, traceback} in IPython's format, shown): %xmode
         decides the form; a UsageError is shown now as one stderr line, as
-        IPython does.  The error is kept for %debug and %tb."""
-        sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+        IPython does.  %tb shows it again."""
         content = {'ename': etype.__name__, 'evalue': str(value), 'traceback': []}
         if issubclass(etype, (UsageError, _offload_magics.UsageError)):
             self.show_usage_error(value)
