@@ -1,6 +1,6 @@
 /* mag_devices: %lsplatform, %devices and %device, thin layers over the
- * offload module (printing goes through the cell's streams; notebooks also
- * get an HTML table). */
+ * offload module. A listing is one display (text/plain and text/html
+ * together), so a notebook shows it once and a console reads the text. */
 #include "mag_impl.h"
 
 #include <stdbool.h>
@@ -9,13 +9,16 @@
 /* offload module, new reference. */
 static PyObject *offload_module(void) { return PyImport_ImportModule("offload"); }
 
-/* Outside the kernel (no display) the printed text was enough. */
-static int show_html(PyObject *html)
+/* Outside the kernel (no display()) the text is printed instead. */
+static int show(PyObject *bundle)
 {
-    PyObject *bundle = Py_BuildValue("{s:O}", "text/html", html);
-    int rc = bundle ? mag_display(bundle, NULL, false) : -1;
-    Py_XDECREF(bundle);
-    return rc < 0 ? -1 : 0;
+    int rc = mag_display(bundle, NULL, false);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    PyObject *text = PyDict_GetItemString(bundle, "text/plain"); /* borrowed */
+    if (text)
+        PySys_FormatStdout("%U", text);
+    return 0;
 }
 
 /* %lsplatform [-v|-vv] */
@@ -32,11 +35,9 @@ PyObject *mag_lsplatform(PyObject *ns, const char *args, const char *body)
     PyObject *ofl = offload_module();
     if (!ofl)
         return NULL;
-    PyObject *r = PyObject_CallMethod(ofl, "lsplatform", "i", verbosity);
-    PyObject *html = r ? PyObject_CallMethod(ofl, "_lsplatform_html", "i", verbosity) : NULL;
-    int rc = html ? show_html(html) : -1;
-    Py_XDECREF(html);
-    Py_XDECREF(r);
+    PyObject *bundle = PyObject_CallMethod(ofl, "_lsplatform_bundle", "i", verbosity);
+    int rc = bundle ? show(bundle) : -1;
+    Py_XDECREF(bundle);
     Py_DECREF(ofl);
     if (rc)
         return NULL;
@@ -51,8 +52,30 @@ static PyObject *attr_str(PyObject *obj, const char *name)
     return s;
 }
 
-/* One row of %devices, as text on stdout and as an HTML row appended to html. */
-static int device_row(PyObject *dev, PyObject *deflt, PyObject *html)
+static int append(PyObject *list, const char *s)
+{
+    PyObject *piece = PyUnicode_FromString(s);
+    int rc = piece ? PyList_Append(list, piece) : -1;
+    Py_XDECREF(piece);
+    return rc;
+}
+
+/* Names and filters come from drivers; markup in them must stay text. */
+static void escape(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 6 < n; s++) {
+        const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+        if (e)
+            k += (size_t)snprintf(out + k, n - k, "%s", e);
+        else
+            out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+/* One row of %devices, appended to text and to html. */
+static int device_row(PyObject *dev, PyObject *deflt, PyObject *text, PyObject *html)
 {
     PyObject *filter = attr_str(dev, "filter_string"), *name = attr_str(dev, "name");
     PyObject *cus = PyObject_GetAttrString(dev, "max_compute_units");
@@ -66,17 +89,18 @@ static int device_row(PyObject *dev, PyObject *deflt, PyObject *html)
         double gib = PyLong_AsDouble(mem) / (1024.0 * 1024 * 1024);
         long units = PyLong_AsLong(cus);
         const char *f64 = PyObject_IsTrue(fp64) ? "yes" : "no";
-        char line[1024];
+        char line[1024], ef[256], en[512];
         snprintf(line, sizeof line, "%s %-16s %6ld %8.1f  %-4s  %s\n", is_default ? "*" : " ", f,
                  units, gib, f64, n);
-        PySys_FormatStdout("%s", line);
+        rc = append(text, line);
+        escape(f, ef, sizeof ef);
+        escape(n, en, sizeof en);
         snprintf(line, sizeof line,
-                 "<tr><td>%s</td><td><code>%s</code></td><td>%ld</td><td>%.1f GiB</td>"
-                 "<td>%s</td><td>%s</td></tr>",
-                 is_default ? "&#9733;" : "", f, units, gib, f64, n);
-        PyObject *row = PyUnicode_FromString(line);
-        rc = row ? PyList_Append(html, row) : -1;
-        Py_XDECREF(row);
+                 "<tr><td>%s</td><td style=\"white-space:nowrap\"><code>%s</code></td><td>%ld</td>"
+                 "<td style=\"white-space:nowrap\">%.1f GiB</td><td>%s</td>"
+                 "<td style=\"text-align:left\">%s</td></tr>",
+                 is_default ? "&#9733;" : "", ef, units, gib, f64, en);
+        rc = rc ? rc : append(html, line);
     }
     Py_XDECREF(filter);
     Py_XDECREF(name);
@@ -86,17 +110,26 @@ static int device_row(PyObject *dev, PyObject *deflt, PyObject *html)
     return rc;
 }
 
+static PyObject *joined(PyObject *list)
+{
+    PyObject *sep = PyUnicode_FromString("");
+    PyObject *s = sep ? PyUnicode_Join(sep, list) : NULL;
+    Py_XDECREF(sep);
+    return s;
+}
+
 /* %devices: every device with its filter string and key properties; * marks the default. */
 PyObject *mag_devices(PyObject *ns, const char *args, const char *body)
 {
     PyObject *ofl = offload_module();
     PyObject *devs = ofl ? PyObject_CallMethod(ofl, "get_devices", NULL) : NULL;
-    PyObject *html = PyList_New(0);
-    PyObject *result = NULL;
-    if (!devs || !html)
+    PyObject *text = PyList_New(0), *html = PyList_New(0), *bundle = NULL;
+    int rc = -1;
+    if (!devs || !text || !html)
         goto done;
     if (PyList_GET_SIZE(devs) == 0) { /* lsplatform says why and what to install */
-        result = PyObject_CallMethod(ofl, "lsplatform", NULL);
+        bundle = PyObject_CallMethod(ofl, "_lsplatform_bundle", NULL);
+        rc = bundle ? show(bundle) : -1;
         goto done;
     }
     PyObject *deflt = PyObject_CallMethod(ofl, "default_device", NULL);
@@ -104,26 +137,30 @@ PyObject *mag_devices(PyObject *ns, const char *args, const char *body)
         PyErr_Clear();
         deflt = Py_NewRef(Py_None);
     }
-    PySys_WriteStdout("  %-16s %6s %8s  %-4s  %s\n", "filter", "units", "mem GiB", "fp64", "name");
-    int rc = 0;
+    char head[256];
+    snprintf(head, sizeof head, "  %-16s %6s %8s  %-4s  %s\n", "filter", "units", "mem GiB", "fp64", "name");
+    rc = append(text, head);
+    rc = rc ? rc : append(html, "<table><thead><tr><th>default</th><th>filter</th><th>compute units</th>"
+                                "<th>memory</th><th>fp64</th><th style=\"text-align:left\">name</th>"
+                                "</tr></thead><tbody>");
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(devs); i++)
-        rc = device_row(PyList_GET_ITEM(devs, i), deflt, html);
+        rc = device_row(PyList_GET_ITEM(devs, i), deflt, text, html);
     Py_DECREF(deflt);
-    PyObject *sep = rc ? NULL : PyUnicode_FromString("");
-    PyObject *rows = sep ? PyUnicode_Join(sep, html) : NULL;
-    PyObject *table = rows ? PyUnicode_FromFormat(
-        "<table><tr><th>default</th><th>filter</th><th>compute units</th><th>memory</th>"
-        "<th>fp64</th><th>name</th></tr>%U</table>", rows) : NULL;
-    if (table && show_html(table) == 0)
-        result = Py_NewRef(Py_None);
-    Py_XDECREF(table);
-    Py_XDECREF(rows);
-    Py_XDECREF(sep);
+    rc = rc ? rc : append(html, "</tbody></table>");
+    PyObject *t = rc ? NULL : joined(text), *h = t ? joined(html) : NULL;
+    bundle = h ? Py_BuildValue("{s:N,s:N}", "text/plain", t, "text/html", h) : NULL;
+    if (!bundle) {
+        Py_XDECREF(t);
+        Py_XDECREF(h);
+    }
+    rc = bundle ? show(bundle) : -1;
 done:
+    Py_XDECREF(bundle);
     Py_XDECREF(devs);
+    Py_XDECREF(text);
     Py_XDECREF(html);
     Py_XDECREF(ofl);
-    return result;
+    return rc ? NULL : Py_NewRef(Py_None);
 }
 
 /* %device [FILTER]: show, or set, the session's default device. */

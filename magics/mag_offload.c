@@ -1,8 +1,10 @@
 /* mag_offload: the %%offload cell magic -- the cell runs as Python, its prange
  * loops as device kernels (offload._compile_cell), inside one
- * offload.LoopContext that prints each step as it happens and feeds a summary
- * table, shown once and updated in place as the cell goes on. --boundscheck
- * makes the context launch every loop with index checks. */
+ * offload.LoopContext that reports each step as it happens. The report is one
+ * display, shown at the first step and updated in place: the steps' lines,
+ * then a summary table. Lines printed beside it would land above and below
+ * it as the cell's own output interleaves. --boundscheck makes the context
+ * launch every loop with index checks. */
 #include "mag_impl.h"
 
 #include <stdbool.h>
@@ -109,38 +111,57 @@ static void append(PyObject *out, const char *s) {
     Py_XDECREF(piece);
 }
 
-/* {"text/html": ..., "text/plain": ...} of the records. */
+/* {"text/html": ..., "text/plain": ...} of the records: their lines, then the table. */
 static PyObject *summary_bundle(PyObject *records) {
     static const char *const head[5] = {"step", "what", "bytes", "ms", ""};
+    static const bool left[5] = {true, true, false, false, true}; /* numbers line up on the right */
     PyObject *html = PyList_New(0), *text = PyList_New(0);
     if (!html || !text) goto fail;
-    append(html, "<table><thead><tr>");
+    /* the look of stream output, which these lines were before they joined the table */
+    append(html, "<pre style=\"font-family:var(--jp-code-font-family, monospace); "
+                 "font-size:var(--jp-code-font-size, 13px); white-space:pre-wrap; word-break:normal; "
+                 "overflow-wrap:anywhere; margin:0 0 0.5em 0\">");
+    int wide = 44;
+    char cells[5][160];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        if (!PyDict_Check(r)) continue;
+        const char *said = str_of(r, "text");
+        html_escape(html, said);
+        append(html, "\n");
+        append(text, said);
+        append(text, "\n");
+        row_of(r, cells);
+        wide = (int)strlen(cells[1]) > wide ? (int)strlen(cells[1]) : wide;
+    }
+    append(html, "</pre><table><thead><tr>");
+    append(text, "\n");
     for (int i = 0; i < 5; i++) {
-        append(html, "<th>");
+        append(html, left[i] ? "<th style=\"text-align:left\">" : "<th>");
         append(html, head[i]);
         append(html, "</th>");
     }
     append(html, "</tr></thead><tbody>");
     char line[1024];
-    snprintf(line, sizeof line, "%-9s %-44s %10s %10s  %s\n", head[0], head[1], head[2], head[3], head[4]);
+    snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", head[0], wide, head[1], head[2], head[3], head[4]);
     append(text, line);
     double device_ms = 0, copy_ms = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
         PyObject *r = PyList_GET_ITEM(records, i);
         if (!PyDict_Check(r)) continue;
-        char cells[5][160];
         row_of(r, cells);
         const char *kind = cells[0];
         if (!strcmp(kind, "launch")) device_ms += num_of(r, "ms");
         if (!strncmp(kind, "copy", 4)) copy_ms += num_of(r, "ms");
         append(html, "<tr>");
         for (int c = 0; c < 5; c++) {
-            append(html, "<td>");
+            append(html, left[c] ? "<td style=\"text-align:left\">" : "<td>");
             html_escape(html, cells[c]);
             append(html, "</td>");
         }
         append(html, "</tr>");
-        snprintf(line, sizeof line, "%-9s %-44s %10s %10s  %s\n", cells[0], cells[1], cells[2], cells[3], cells[4]);
+        snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", cells[0], wide, cells[1], cells[2], cells[3],
+                 cells[4]);
         append(text, line);
     }
     snprintf(line, sizeof line, "total: %.3f ms in loops on the device, %.3f ms copying", device_ms, copy_ms);
@@ -165,14 +186,15 @@ fail:
     return NULL;
 }
 
-/* The context's on_record: self is [display_id, shown]. Shows the table the
- * first time and updates it after that (update_display_data). */
+/* The context's on_record: self is [display_id, shown]. Shows the report the
+ * first time and updates it after that (update_display_data). False where
+ * there is no display(), so that the context prints the lines instead. */
 static PyObject *on_record(PyObject *self, PyObject *records) {
     PyObject *bundle = summary_bundle(records);
     int rc = bundle ? mag_display(bundle, PyList_GET_ITEM(self, 0), PyList_GET_ITEM(self, 1) == Py_True) : -1;
     Py_XDECREF(bundle);
     if (rc == 1) PyList_SetItem(self, 1, Py_NewRef(Py_True));
-    return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return rc < 0 ? NULL : PyBool_FromLong(rc == 1);
 }
 
 static PyMethodDef on_record_def = {"offload_summary", on_record, METH_O, NULL};

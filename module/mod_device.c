@@ -1,5 +1,5 @@
 /* offload.Device and the device functions: get_devices, default_device,
- * set_default_device, lsplatform, _lsplatform_html.
+ * set_default_device, lsplatform, _lsplatform_bundle.
  *
  * A Device is a thin handle on a runtime device, which lives until process
  * exit. There is one Device object per device (a cache), so Device("cpu") is
@@ -473,6 +473,133 @@ static void text_listing(sbuf *b, int verbosity)
     }
 }
 
+/* Attribute names break at their underscores, so long headers need not widen
+ * the table. */
+static void sb_header(sbuf *b, const char *name)
+{
+    for (; *name; name++)
+        sb_printf(b, *name == '_' ? "_<wbr>" : "%c", *name);
+}
+
+/* Version strings run to 60 characters and more (PoCL's). As columns they
+ * squeeze the others into one word per line; a row of their own under the
+ * device keeps the table within a notebook's width. */
+static bool is_long(int which)
+{
+    return which == A_VERSION || which == A_DRIVER_VERSION || which == A_IL_VERSION;
+}
+
+static const char *cell_style(int which)
+{
+    return which == A_NAME || which == A_VENDOR || which == A_PLATFORM ? "text-align:left"
+                                                                       : "white-space:nowrap";
+}
+
+/* Rows of their own make JupyterLab's odd/even stripes meaningless: a line
+ * above each device instead. */
+#define ROW_PLAIN "<tr style=\"background:transparent\">"
+#define ROW_RULED "<tr style=\"background:transparent; border-top:1px solid var(--jp-border-color2, #ddd)\">"
+
+/* Attributes down, devices across: every value in one column per device. */
+static void html_turned(sbuf *b, ofl_device *const *list, size_t n, ofl_device *def, const int *ids,
+                        size_t nattrs)
+{
+    char v[512];
+    sb_printf(b, "<thead><tr><th></th>");
+    for (size_t i = 0; i < n; i++) {
+        sb_printf(b, "<th style=\"text-align:left; white-space:nowrap\"><code>");
+        sb_html(b, ofl_device_get_info(list[i])->filter);
+        sb_printf(b, "</code>%s</th>", list[i] == def ? " (default)" : "");
+    }
+    sb_printf(b, "</tr></thead>\n<tbody>\n");
+    for (size_t k = 0; k < nattrs; k++) {
+        sb_printf(b, "<tr><th style=\"text-align:left; white-space:nowrap\">%s</th>", attr_names[ids[k]]);
+        for (size_t i = 0; i < n; i++) {
+            attr_text(ofl_device_get_info(list[i]), ids[k], v, sizeof v);
+            sb_printf(b, "<td style=\"text-align:left; overflow-wrap:anywhere\">");
+            sb_html(b, v);
+            sb_printf(b, "</td>");
+        }
+        sb_printf(b, "</tr>\n");
+    }
+    sb_printf(b, "</tbody>");
+}
+
+/* One row per device, grouped by platform as the text is, with the long
+ * attributes in a line below the device's row. */
+static void html_rows(sbuf *b, ofl_device *const *list, size_t n, ofl_device *def, const int *ids,
+                      size_t nattrs)
+{
+    char v[512];
+    bool grouped = nattrs > 0, detail = false;
+    int ncols = grouped ? 2 : 3;
+    sb_printf(b, "<thead><tr><th>device</th><th style=\"text-align:left\">name</th>");
+    if (!grouped)
+        sb_printf(b, "<th style=\"text-align:left\">platform</th>");
+    for (size_t k = 0; k < nattrs; k++) {
+        if (is_long(ids[k])) {
+            detail = true;
+            continue;
+        }
+        bool left = strcmp(cell_style(ids[k]), "text-align:left") == 0;
+        sb_printf(b, "<th%s>", left ? " style=\"text-align:left\"" : "");
+        sb_header(b, attr_names[ids[k]]);
+        sb_printf(b, "</th>");
+        ncols++;
+    }
+    sb_printf(b, "</tr></thead>\n<tbody>\n");
+    for (size_t p = 0; p < n; p++) {
+        if (grouped && first_of_platform(list, p) != p)
+            continue;
+        const ofl_device_info *pin = ofl_device_get_info(list[p]);
+        if (grouped) {
+            sb_printf(b, ROW_PLAIN "<th colspan=\"%d\" style=\"text-align:left\">Platform: ", ncols);
+            sb_html(b, pin->platform);
+            sb_printf(b, " (%s)</th></tr>\n", backend_name(pin->backend));
+        }
+        for (size_t i = p; i < n; i++) {
+            if (grouped ? first_of_platform(list, i) != p : i != p)
+                continue;
+            const ofl_device_info *in = ofl_device_get_info(list[i]);
+            sb_printf(b, "%s<td style=\"white-space:nowrap\"><code>", grouped ? ROW_RULED : "<tr>");
+            sb_html(b, in->filter);
+            sb_printf(b, "</code>%s</td><td style=\"%s\">", list[i] == def ? " (default)" : "",
+                      cell_style(A_NAME));
+            sb_html(b, in->name);
+            if (!grouped) {
+                sb_printf(b, "</td><td style=\"%s\">", cell_style(A_PLATFORM));
+                sb_html(b, in->platform);
+            }
+            sb_printf(b, "</td>");
+            for (size_t k = 0; k < nattrs; k++) {
+                if (is_long(ids[k]))
+                    continue;
+                attr_text(in, ids[k], v, sizeof v);
+                sb_printf(b, "<td style=\"%s\">", cell_style(ids[k]));
+                sb_html(b, v);
+                sb_printf(b, "</td>");
+            }
+            sb_printf(b, "</tr>\n");
+            if (!detail)
+                continue;
+            /* the zero-width div: the line wraps to the columns' width instead of setting it */
+            sb_printf(b, ROW_PLAIN "<td></td><td colspan=\"%d\" style=\"text-align:left; padding-top:0; "
+                         "font-size:smaller\"><div style=\"width:0; min-width:100%%\">", ncols - 1);
+            const char *sep = "";
+            for (size_t k = 0; k < nattrs; k++) {
+                if (!is_long(ids[k]))
+                    continue;
+                attr_text(in, ids[k], v, sizeof v);
+                sb_printf(b, "%s%s: ", sep, attr_names[ids[k]]);
+                sb_html(b, v);
+                sep = " &middot; ";
+            }
+            sb_printf(b, "</div></td></tr>\n");
+        }
+    }
+    sb_printf(b, "</tbody>");
+}
+
 /* One row per device; at verbosity 2 the table turns (attributes down, devices across). */
 static void html_listing(sbuf *b, int verbosity)
 {
@@ -488,61 +615,15 @@ static void html_listing(sbuf *b, int verbosity)
     ofl_device *def = default_or_null();
     const int *ids = NULL;
     size_t nattrs = shown_attrs(verbosity, &ids);
-    char v[512];
     sb_printf(b, "<table class=\"offload-lsplatform\">\n");
-    if (verbosity >= 2) {
-        sb_printf(b, "<tr><th></th>");
-        for (size_t i = 0; i < n; i++) {
-            sb_printf(b, "<th>");
-            sb_html(b, ofl_device_get_info(list[i])->filter);
-            sb_printf(b, "%s</th>", list[i] == def ? " (default)" : "");
-        }
-        sb_printf(b, "</tr>\n");
-        for (size_t k = 0; k < nattrs; k++) {
-            sb_printf(b, "<tr><th style=\"text-align:left\">%s</th>", attr_names[ids[k]]);
-            for (size_t i = 0; i < n; i++) {
-                attr_text(ofl_device_get_info(list[i]), ids[k], v, sizeof v);
-                sb_printf(b, "<td style=\"text-align:left\">");
-                sb_html(b, v);
-                sb_printf(b, "</td>");
-            }
-            sb_printf(b, "</tr>\n");
-        }
-    } else {
-        sb_printf(b, "<tr><th>device</th><th>name</th><th>platform</th>");
-        for (size_t k = 0; k < nattrs; k++)
-            sb_printf(b, "<th>%s</th>", attr_names[ids[k]]);
-        sb_printf(b, "</tr>\n");
-        for (size_t i = 0; i < n; i++) {
-            const ofl_device_info *in = ofl_device_get_info(list[i]);
-            sb_printf(b, "<tr><td><code>");
-            sb_html(b, in->filter);
-            sb_printf(b, "</code>%s</td><td style=\"text-align:left\">",
-                      list[i] == def ? " (default)" : "");
-            sb_html(b, in->name);
-            sb_printf(b, "</td><td style=\"text-align:left\">");
-            sb_html(b, in->platform);
-            sb_printf(b, "</td>");
-            for (size_t k = 0; k < nattrs; k++) {
-                attr_text(in, ids[k], v, sizeof v);
-                sb_printf(b, "<td>");
-                sb_html(b, v);
-                sb_printf(b, "</td>");
-            }
-            sb_printf(b, "</tr>\n");
-        }
-    }
+    (verbosity >= 2 ? html_turned : html_rows)(b, list, n, def, ids, nattrs);
     sb_printf(b, "</table>\n");
 }
 
-static PyObject *listing(PyObject *args, PyObject *kw, const char *fmt, bool html)
+static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity)
 {
-    static char *kwlist[] = {"verbosity", NULL};
-    int verbosity = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &verbosity))
-        return NULL;
     sbuf b = {0};
-    (html ? html_listing : text_listing)(&b, verbosity);
+    list(&b, verbosity);
     PyObject *s = b.oom ? PyErr_NoMemory()
                         : PyUnicode_DecodeUTF8(b.p ? b.p : "", (Py_ssize_t)b.len, "replace");
     free(b.p);
@@ -552,7 +633,11 @@ static PyObject *listing(PyObject *args, PyObject *kw, const char *fmt, bool htm
 /* Printed through sys.stdout, so the Jupyter kernel's capture sees it. */
 static PyObject *lsplatform(PyObject *self, PyObject *args, PyObject *kw)
 {
-    PyObject *s = listing(args, kw, "|i:lsplatform", false);
+    static char *kwlist[] = {"verbosity", NULL};
+    int verbosity = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:lsplatform", kwlist, &verbosity))
+        return NULL;
+    PyObject *s = listing_str(text_listing, verbosity);
     if (!s)
         return NULL;
     PyObject *out = PySys_GetObject("stdout"); /* borrowed */
@@ -563,9 +648,20 @@ static PyObject *lsplatform(PyObject *self, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
-static PyObject *lsplatform_html(PyObject *self, PyObject *args, PyObject *kw)
+/* The same listing as one display bundle, so a notebook shows it once: the
+ * HTML table, with the text for consoles and for nbconvert to text. */
+static PyObject *lsplatform_bundle(PyObject *self, PyObject *args, PyObject *kw)
 {
-    return listing(args, kw, "|i:_lsplatform_html", true);
+    static char *kwlist[] = {"verbosity", NULL};
+    int verbosity = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:_lsplatform_bundle", kwlist, &verbosity))
+        return NULL;
+    PyObject *text = listing_str(text_listing, verbosity);
+    PyObject *html = text ? listing_str(html_listing, verbosity) : NULL;
+    PyObject *bundle = html ? Py_BuildValue("{s:O,s:O}", "text/plain", text, "text/html", html) : NULL;
+    Py_XDECREF(text);
+    Py_XDECREF(html);
+    return bundle;
 }
 
 static PyMethodDef device_functions[] = {
@@ -581,8 +677,9 @@ static PyMethodDef device_functions[] = {
     {"lsplatform", (PyCFunction)(void (*)(void))lsplatform, METH_VARARGS | METH_KEYWORDS,
      "lsplatform(verbosity=0)\n\nPrint the platforms and devices: 0 one line per device, 1 with "
      "key properties, 2 with every attribute."},
-    {"_lsplatform_html", (PyCFunction)(void (*)(void))lsplatform_html, METH_VARARGS | METH_KEYWORDS,
-     "_lsplatform_html(verbosity=0) -> str\n\nlsplatform as an HTML table (for %lsplatform)."},
+    {"_lsplatform_bundle", (PyCFunction)(void (*)(void))lsplatform_bundle, METH_VARARGS | METH_KEYWORDS,
+     "_lsplatform_bundle(verbosity=0) -> dict\n\nlsplatform as text/plain and text/html (for "
+     "%lsplatform)."},
     {NULL, NULL, 0, NULL},
 };
 

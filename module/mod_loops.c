@@ -6,8 +6,10 @@
  * when a cell runs twice, so their kernels stay compiled. A LoopContext (one
  * per %%offload cell, one per @offload.jit call) keeps the device copies of the
  * NumPy arrays its loops use -- copied in once, copied back at its end if a
- * loop may have written them -- and, when verbose, prints what happens as it
- * happens and keeps a record of it for the cell's summary. With boundscheck
+ * loop may have written them -- and, when verbose, reports each step as it
+ * happens: a record of it (with its line of text) goes to the on_record hook,
+ * which shows the cell's report in a notebook, and the line is printed where
+ * no hook showed it. With boundscheck
  * its loops launch with index checks (%%offload --boundscheck,
  * @offload.jit(boundscheck=True)): a loop's kernel is shared by every cell that
  * runs the loop, and the check is part of its specialisation. */
@@ -38,7 +40,8 @@ typedef struct mod_loopctx {
     int verbose;
     PyObject *copies;  /* list of [host array, device array, written, name] */
     PyObject *records; /* list of dicts: what happened, for summaries */
-    PyObject *on_record; /* called with the records after each one, or NULL */
+    PyObject *on_record; /* called with the records after each one; True when it showed them */
+    char said[1024];     /* say()'s line, for the record() that follows it */
     const char *show;    /* "llvm", "spirv", "ptx": print each loop kernel's code once; or NULL */
     bool boundscheck;
     PyObject *shown;     /* set of loops already shown */
@@ -204,30 +207,40 @@ static PyObject *compile_cell(PyObject *self, PyObject *args) {
 
 /* ---- contexts ---- */
 
-static void say(const mod_loopctx *c, const char *fmt, ...) {
+/* A step is said, then recorded: say() words it, record() files the words
+ * with the step's facts. */
+static void say(mod_loopctx *c, const char *fmt, ...) {
     if (!c->verbose) return;
-    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    vsnprintf(c->said, sizeof c->said, fmt, ap);
     va_end(ap);
-    PySys_WriteStdout("%s\n", buf);
 }
 
-/* A record for summaries: kind and key/value pairs (Py_BuildValue format). */
+/* The step's record: kind and key/value pairs (Py_BuildValue format), and the
+ * said line as "text". A notebook's hook shows the lines and the table as one
+ * display updated in place; printing them too would split the report around
+ * it, so the line is printed only where no hook showed it. */
 static void record(mod_loopctx *c, const char *fmt, ...) {
     if (!c->verbose) return;
     va_list ap;
     va_start(ap, fmt);
     PyObject *d = Py_VaBuildValue(fmt, ap);
     va_end(ap);
-    if (!d || PyList_Append(c->records, d) < 0) PyErr_Clear();
+    PyObject *text = PyUnicode_DecodeUTF8(c->said, (Py_ssize_t)strlen(c->said), "replace");
+    if (!d || !text || PyDict_SetItemString(d, "text", text) < 0 || PyList_Append(c->records, d) < 0) PyErr_Clear();
     Py_XDECREF(d);
-    if (c->on_record) { /* a summary that updates in place; its failure is not the loop's */
+    Py_XDECREF(text);
+    int shown = 0;
+    if (c->on_record) { /* its failure is not the loop's */
         PyObject *r = PyObject_CallOneArg(c->on_record, c->records);
+        shown = r ? PyObject_IsTrue(r) : 0;
         if (!r) PyErr_WriteUnraisable(c->on_record);
+        if (shown < 0) PyErr_Clear(), shown = 0;
         Py_XDECREF(r);
     }
+    if (!shown) PySys_FormatStdout("%s\n", c->said);
+    c->said[0] = '\0';
 }
 
 static void format_bytes(double b, char *out, size_t n) {
@@ -397,9 +410,10 @@ static PyTypeObject LoopCtxType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "LoopContext(device=None, verbose=False, on_record=None, show=None, boundscheck=False): the\n"
               "prange loops run inside share device copies of the NumPy arrays they use (copied back at the\n"
-              "end when written); verbose prints each step; boundscheck checks every array index of their\n"
-              "kernels (an IndexError for the first out of range). %%offload cells and @offload.jit calls\n"
-              "run in one.",
+              "end when written); verbose reports each step: its record (its line as 'text') goes to\n"
+              "on_record(records), and the line is printed unless on_record returned True (it showed them);\n"
+              "boundscheck checks every array index of their kernels (an IndexError for the first out of\n"
+              "range). %%offload cells and @offload.jit calls run in one.",
     .tp_new = ctx_new,
     .tp_dealloc = (destructor)ctx_dealloc,
     .tp_methods = ctx_methods,
@@ -573,6 +587,23 @@ static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObje
     return rc;
 }
 
+/* The loop's ranges as the user wrote them, "prange(n) x prange(a, b)": the
+ * launch's own grid (a grid-stride Range for reductions) means little to them. */
+static PyObject *user_ranges(const Py_ssize_t *start, const Py_ssize_t *stop, const Py_ssize_t *step, int nd) {
+    PyObject *parts = PyList_New(0), *sep = PyUnicode_FromString(" x "), *joined = NULL;
+    for (int d = 0; parts && sep && d < nd; d++) {
+        PyObject *p = step[d] != 1   ? PyUnicode_FromFormat("prange(%zd, %zd, %zd)", start[d], stop[d], step[d])
+                      : start[d] != 0 ? PyUnicode_FromFormat("prange(%zd, %zd)", start[d], stop[d])
+                                      : PyUnicode_FromFormat("prange(%zd)", stop[d]);
+        if (!p || PyList_Append(parts, p) < 0) Py_CLEAR(parts);
+        Py_XDECREF(p);
+    }
+    if (parts && sep) joined = PyUnicode_Join(sep, parts);
+    Py_XDECREF(parts);
+    Py_XDECREF(sep);
+    return joined;
+}
+
 /* offload._loop(id, ranges, values): runs prange loop id over ranges (start,
  * stop, step per dimension) with values (its reads, then its reductions);
  * returns the reductions' new values. */
@@ -599,7 +630,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     PyObject *argv[MAX_VALUES + 16];
     int na = 0;
     mod_shape shape = {.ndim = nd};
-    Py_ssize_t total = 1, start[3], step[3];
+    Py_ssize_t total = 1, start[3], stop[3], step[3];
     if (!keep) goto out;
     PyObject *range = PyDict_GetItemString(PyEval_GetBuiltins(), "range");
     for (int d = 0; d < nd; d++) {
@@ -608,10 +639,13 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         Py_XDECREF(slice);
         if (!r) goto out;
         PyObject *st = PyObject_GetAttrString(r, "start"), *sp = PyObject_GetAttrString(r, "step");
+        PyObject *so = PyObject_GetAttrString(r, "stop");
         shape.size[d] = PyObject_Length(r);
         start[d] = st ? PyLong_AsSsize_t(st) : -1;
+        stop[d] = so ? PyLong_AsSsize_t(so) : -1;
         step[d] = sp ? PyLong_AsSsize_t(sp) : -1;
         Py_XDECREF(st);
+        Py_XDECREF(so);
         Py_XDECREF(sp);
         Py_DECREF(r);
         if (PyErr_Occurred()) goto out;
@@ -723,13 +757,14 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
                 }
             }
             Py_XDECREF(stats);
-            PyObject *where = mod_shape_repr(&shape);
+            PyObject *where = user_ranges(start, stop, step, nd), *grid = mod_shape_repr(&shape);
             say(c, "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on the host",
                 l->info.line, where ? PyUnicode_AsUTF8(where) : "?", dev_s * 1e3,
                 dev_s > 0 ? (double)bytes / dev_s / 1e9 : 0.0, host_ms);
-            record(c, "{s:s,s:i,s:O,s:d,s:n}", "kind", "launch", "line", l->info.line, "range", where ? where : Py_None,
-                   "ms", dev_s * 1e3, "bytes", bytes);
+            record(c, "{s:s,s:i,s:O,s:O,s:d,s:n}", "kind", "launch", "line", l->info.line, "range",
+                   where ? where : Py_None, "grid", grid ? grid : Py_None, "ms", dev_s * 1e3, "bytes", bytes);
             Py_XDECREF(where);
+            Py_XDECREF(grid);
             PyErr_Clear();
         }
         Py_XDECREF(stats0);

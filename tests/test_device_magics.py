@@ -61,6 +61,18 @@ def error_of(kc, code: str) -> tuple[str, str, list[dict]]:
     return c["ename"], text, msgs
 
 
+def one_display(msgs, what: str) -> dict:
+    """The listing magics show one display_data holding both the text and the HTML table,
+    and print nothing beside it (a notebook would show the listing twice)."""
+    shown = of_type(msgs, "display_data")
+    assert len(shown) == 1, f"{what}: expected one display_data, got {len(shown)}:\n{describe({}, msgs)}"
+    data = shown[0]["content"]["data"]
+    assert {"text/plain", "text/html"} <= set(data), f"{what}: mimetypes {sorted(data)}"
+    assert stream_text(msgs) == "" and stream_text(msgs, "stderr") == "", \
+        f"{what}: printed beside its display:\n{describe({}, msgs)}"
+    return data
+
+
 def default_filter(kc) -> str:
     return eval_text(kc, "__import__('offload').default_device().filter_string").strip("'\"")
 
@@ -103,22 +115,38 @@ def test_oversize_allocation_in_kernel(kernel: Kernel, kc):
 
 @pytest.mark.parametrize("flag", ["", "-v", "-vv"])
 def test_lsplatform(kc, flag):
-    reply, msgs = ok(kc, f"%lsplatform {flag}".strip())
-    text = stream_text(msgs)
-    assert text.strip(), f"%lsplatform {flag}: no text on stdout\n{describe(reply, msgs)}"
+    _, msgs = ok(kc, f"%lsplatform {flag}".strip())
+    data = one_display(msgs, f"%lsplatform {flag}")
+    text, h = data["text/plain"], data["text/html"]
     assert "portable computing language" in text.lower() or "pocl" in text.lower(), text
-    displays = [m for m in of_type(msgs, "display_data") if "text/html" in m["content"]["data"]]
-    assert len(displays) == 1, f"%lsplatform {flag}: expected one display_data with text/html\n{describe(reply, msgs)}"
-    h = displays[0]["content"]["data"]["text/html"]
     assert "portable computing language" in h.lower() or "pocl" in h.lower(), h
-    assert "<" in h and ">" in h
+    assert "<table" in h and "</table>" in h
+    # the text is the function's, as python3 -c "import offload; offload.lsplatform(v)" prints it
+    v = {"": 0, "-v": 1, "-vv": 2}[flag]
+    ok(kc, f"import io, contextlib, offload\n_ls_buf = io.StringIO()\n"
+           f"with contextlib.redirect_stdout(_ls_buf):\n    offload.lsplatform({v})")
+    assert eval_text(kc, "_ls_buf.getvalue()") == repr(text)
+
+
+def test_lsplatform_v_keeps_version_strings_out_of_the_columns(kc):
+    """Long version strings as columns squeeze the others to a word per line and
+    the table past a notebook's width: -v gives them a row under the device."""
+    _, msgs = ok(kc, "%lsplatform -v")
+    h = one_display(msgs, "%lsplatform -v")["text/html"]
+    version = eval_text(kc, "__import__('offload').Device('cpu').version").strip("'\"")
+    cells = re.findall(r"<td([^>]*)>((?:(?!</td>).)*)</td>", h, re.S)
+    holding = [attrs for attrs, body in cells if html.escape(version, quote=False) in body]
+    assert holding, f"the version {version!r} is not in the -v table:\n{h}"
+    assert all("colspan" in attrs for attrs in holding), f"the version has a column of its own:\n{h}"
+    headers = re.findall(r"<th[^>]*>(.*?)</th>", h, re.S)
+    assert not any(re.sub(r"<[^>]+>", "", x) in ("version", "driver_version") for x in headers), headers
 
 
 def test_lsplatform_verbosity_adds_detail(kc):
     texts = {}
     for flag in ("", "-v", "-vv"):
         _, msgs = ok(kc, f"%lsplatform {flag}".strip())
-        texts[flag] = stream_text(msgs)
+        texts[flag] = one_display(msgs, f"%lsplatform {flag}")["text/plain"]
     assert len(texts["-vv"]) > len(texts[""]), texts
     assert len(texts["-vv"]) >= len(texts["-v"]) >= len(texts[""]), texts
     name = eval_text(kc, "__import__('offload').Device('cpu').name").strip("'\"")
@@ -136,6 +164,8 @@ def test_lsplatform_bad_option(kernel: Kernel, kc):
 
 def test_devices_table(kc):
     reply, msgs = ok(kc, "%devices")
+    data = one_display(msgs, "%devices")
+    assert CPU_FILTER in data["text/plain"] and CPU_FILTER in data["text/html"], data
     text = all_text(msgs)
     assert CPU_FILTER in text, f"%devices does not list {CPU_FILTER}:\n{text}"
     name = eval_text(kc, "__import__('offload').Device('cpu').name").strip("'\"")

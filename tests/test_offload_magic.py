@@ -1,7 +1,8 @@
 """%%offload cells through jupyter_client, as a notebook runs them: the cell's
 prange loops run on PoCL's CPU device against NumPy on fresh random data with
-poisoned outputs; the live report (device, copies, compiles, launches) and the
-summary table that is shown and then updated in place; --device, --quiet,
+poisoned outputs; the live report (device, copies, compiles, launches, then a
+summary table) as one display that is shown and then updated in place, with
+nothing printed beside it; --device, --quiet,
 --show; errors (CompileError at the cell's line, unknown options, a wrong
 device filter, arrays on two devices) leave the kernel alive."""
 
@@ -25,6 +26,19 @@ def kcs(kc):
     return kc
 
 
+def report(msgs) -> str:
+    """The cell's report: one display_data, then update_display_data under its display_id, each
+    with the step lines and the table as text and as HTML; its last text."""
+    shown = of_type(msgs, "display_data")
+    updates = of_type(msgs, "update_display_data")
+    assert len(shown) == 1, f"the report is not one display: {len(shown)} display_data"
+    did = shown[0]["content"]["transient"]["display_id"]
+    assert all(u["content"]["transient"]["display_id"] == did for u in updates), "updates of another display"
+    for m in shown + updates:
+        assert {"text/plain", "text/html"} <= set(m["content"]["data"]), sorted(m["content"]["data"])
+    return (updates or shown)[-1]["content"]["data"]["text/plain"]
+
+
 def test_cell_runs_loops_on_the_device_and_reports(kcs):
     msgs = ok(kcs, "%%offload\n"
                    "a = rng.random(1000)\n"
@@ -33,20 +47,44 @@ def test_cell_runs_loops_on_the_device_and_reports(kcs):
                    "    b[i] = math.sin(a[i]) * 2\n"
                    "print('after the loop')\n")
     assert ok(kcs, "assert np.allclose(b, np.sin(a) * 2), b") is not None
-    out = stream_text(msgs)
+    # the report goes to its display, never to stdout: only the cell's own print is there
+    assert stream_text(msgs) == "after the loop\n", stream_text(msgs)
+    out = report(msgs)
     assert f"offload: device {CPU_FILTER}" in out
     assert "copied 'a' to" in out and "copied 'b' to" in out
-    assert "ran the loop at line 4 over Range(1000" in out
+    assert "ran the loop at line 4 over prange(1000):" in out
     assert "copied 'b' back" in out and "copied 'a' back" not in out  # a is only read
-    # streamed in order: the loop ran before the cell's own print, the copy back after it
-    assert out.index("ran the loop") < out.index("after the loop") < out.index("copied 'b' back")
-    shown = of_type(msgs, "display_data")
-    updates = of_type(msgs, "update_display_data")
-    assert len(shown) == 1 and updates, "the summary is shown once and then updated in place"
-    did = shown[0]["content"]["transient"]["display_id"]
-    assert all(u["content"]["transient"]["display_id"] == did for u in updates)
-    last = updates[-1]["content"]["data"]
-    assert "<table>" in last["text/html"] and "copy out" in last["text/plain"] and "launch" in last["text/plain"]
+    # the lines come before the table, in one block
+    assert out.index("copied 'b' back") < out.index("step ") < out.index("copy out") < out.index("total:")
+    last = of_type(msgs, "update_display_data")[-1]["content"]["data"]["text/html"]
+    assert "ran the loop at line 4 over prange(1000):" in last and "<table>" in last
+    assert last.index("copied 'b' back") < last.index("<table>")
+    # updated as it happened: the loop ran before the cell's own print, the copy back after it
+    order = [("print" if m["msg_type"] == "stream" else m["content"]["data"]["text/plain"])
+             for m in msgs if m["msg_type"] in ("stream", "display_data", "update_display_data")]
+    printed = order.index("print")
+    assert "ran the loop" in order[printed - 1] and "copied 'b' back" not in order[printed - 1]
+    assert "copied 'b' back" in order[-1]
+
+
+def test_report_names_the_loops_ranges(kcs):
+    """The user's prange(...), not the launch's grid (a reduction's is a grid-stride Range)."""
+    msgs = ok(kcs, "%%offload\n"
+                   "n = 5000\n"
+                   "u = rng.random(n)\n"
+                   "s = 0.0\n"
+                   "for i in prange(n):\n"
+                   "    s += u[i]\n"
+                   "grid = np.zeros((30, 60))\n"
+                   "for i in prange(30):\n"
+                   "    for j in prange(10, 60):\n"
+                   "        grid[i, j] = i + j\n")
+    out = report(msgs)
+    assert "ran the loop at line 5 over prange(5000):" in out, out
+    assert "loop at line 5 over prange(5000)" in out.split("step ")[1], out  # the table's row too
+    assert "ran the loop at line 8 over prange(30) x prange(10, 60):" in out, out
+    assert "Range(" not in out, out
+    ok(kcs, "assert np.isclose(s, u.sum()) and (grid[:, 10:] == np.add.outer(np.arange(30), np.arange(10, 60))).all()")
 
 
 def test_reductions_and_nested_loops(kcs):
@@ -76,11 +114,11 @@ def test_a_cell_run_again_reuses_its_kernels(kcs):
             "for i in prange(300):\n"
             "    h[i] = g[i] * 3\n"
             "    acc += g[i]\n")
-    first = stream_text(ok(kcs, cell))
+    first = report(ok(kcs, cell))
     ok(kcs, "assert np.allclose(h, g * 3) and np.isclose(acc, g.sum())")
-    again = stream_text(ok(kcs, cell))  # fresh data, the same loop at the same place
+    again = report(ok(kcs, cell))  # fresh data, the same loop at the same place
     ok(kcs, "assert np.allclose(h, g * 3) and np.isclose(acc, g.sum())")
-    assert "compiled the loop at line 5" in first and "compiled" not in again
+    assert "compiled the loop at line 5" in first and "compiled" not in again and "compile " not in again
     assert "ran the loop at line 5" in again
 
 
@@ -96,7 +134,7 @@ def test_device_arrays_stay_and_compute_follows_data(kcs):
                    "e = ol.full(64, np.nan)\n"
                    "for i in prange(64):\n"
                    "    e[i] = d[i] + 1\n")
-    out = stream_text(msgs)
+    out = report(msgs)
     assert "copied" not in out and f"device {CPU_FILTER}" in out
     ok(kcs, "assert np.allclose(ol.asnumpy(e), ol.asnumpy(d) + 1)")
 

@@ -201,6 +201,24 @@ def test_loop_context_copies_once_and_reports():
     assert [r["name"] for r in ctx.records if r["kind"] == "copy out"] == ["b"]
 
 
+def test_loop_context_prints_its_lines_unless_the_hook_showed_them(capfd):
+    """Outside a notebook the report is lines of text; a hook that shows the records
+    (the %%offload magic's display) takes them over, and only then nothing is printed."""
+    code = ol._compile_cell("for i in prange(2, a.shape[0]):\n    a[i] = i\n", "<t>", 1)
+    capfd.readouterr()
+    for hook_says, printed in ((None, True), (False, True), (True, False)):
+        seen = []
+        hook = None if hook_says is None else (lambda records: seen.append(len(records)) or hook_says)
+        with ol.LoopContext(verbose=True, on_record=hook) as ctx:
+            exec(code, {"prange": prange, "a": np.zeros(40)})
+        out = capfd.readouterr().out
+        texts = [r["text"] for r in ctx.records]
+        assert any("ran the loop at line 1 over prange(2, 40):" in t for t in texts), texts
+        assert [r["range"] for r in ctx.records if r["kind"] == "launch"] == ["prange(2, 40)"]
+        assert out == ("".join(t + "\n" for t in texts) if printed else ""), (hook_says, out)
+        assert seen == ([] if hook is None else list(range(1, len(texts) + 1)))
+
+
 def compile_error(src: str):
     with pytest.raises(ol.CompileError) as e:
         code = ol._compile_cell(textwrap.dedent(src), "<cell 9>", 1)
