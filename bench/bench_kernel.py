@@ -42,6 +42,11 @@ This is a benchmark, not a test: it asserts nothing about speed. It measures, pe
     keeps executing "pass" until the last checkpoint), and the growth between the first and
     last checkpoint.
 
+(d) IPython: on the kernel from (b), after its loop, the first cell that needs IPython's shell
+    (`%pwd`; offload imports IPython and makes its shell then) -- reply time once -- and then
+    --ipython-cells (200) timed executes each of `%pwd` and of `pass`, now that the shell
+    exists (median reply ms).
+
 Output: one table, rows = metric, columns = each kernel and, for two kernels, the ratio
 ipykernel/offload (> 1 means offload is faster or smaller). --json PATH also writes all raw
 samples. Kernels are always shut down, also on errors and Ctrl-C.
@@ -389,6 +394,17 @@ def exec_loop(client, warmup, executes, rss_at=(), pid=None, log=print, label=""
             "rss_kib": rss}
 
 
+def reply_times(client, code, n):
+    """n executes of code, one at a time: reply ms of each."""
+    out = []
+    for _ in range(n):
+        t_reply, _, reply, _ = client.request("execute_request", dict(EXEC, code=code))
+        if reply["content"].get("status") != "ok":
+            raise BenchError(f"{code!r}: execute_reply {reply['content']}")
+        out.append(t_reply * 1e3)
+    return out
+
+
 def bench_kernel(name, ctx, args, log):
     km, client = None, None
     try:
@@ -399,6 +415,9 @@ def bench_kernel(name, ctx, args, log):
         res = exec_loop(client, args.warmup, args.executes, args.rss_at, pid, log, f"{name}: ")
         res["rss_kib"] = {0: rss0, **res["rss_kib"]}
         res["pid"] = pid
+        res["first_ipython_ms"] = reply_times(client, "%pwd", 1)[0]
+        res["ipython_cell_ms"] = reply_times(client, "%pwd", args.ipython_cells)
+        res["pass_with_shell_ms"] = reply_times(client, "pass", args.ipython_cells)
         return res
     finally:
         if km is not None:
@@ -500,6 +519,9 @@ def report(results, names, floor):
     row("execute 'pass' -> IOPub idle, median (ms)", lambda r: med(r["exec"]["idle_ms"]), 3)
     row("execute 'pass' -> IOPub idle, p99 (ms)",
         lambda r: percentile(r["exec"]["idle_ms"], 99), 3)
+    row("first IPython cell (%pwd) -> execute_reply (ms)", lambda r: r["exec"]["first_ipython_ms"], 1)
+    row("then %pwd -> execute_reply, median (ms)", lambda r: med(r["exec"]["ipython_cell_ms"]), 3)
+    row("then 'pass' -> execute_reply, median (ms)", lambda r: med(r["exec"]["pass_with_shell_ms"]), 3)
     rss = lambda r, k: r["exec"]["rss_kib"][k] / 1024  # noqa: E731
     cps = sorted(k for k in next((results[n]["exec"]["rss_kib"] for n in names
                                   if "exec" in results[n]), {0: 0}))
@@ -563,6 +585,8 @@ def main(argv=None):
                     help="timed execute_requests per kernel (default: 1000)")
     ap.add_argument("--warmup", type=int, default=50,
                     help="untimed execute_requests first (default: 50)")
+    ap.add_argument("--ipython-cells", type=int, default=200,
+                    help="timed executes each of %%pwd and pass after the first IPython cell (default 200)")
     ap.add_argument("--launches", type=int, default=10,
                     help="launches per kernel for start-up time (default: 10; 0 skips)")
     ap.add_argument("--rss-at", default="200,3000",

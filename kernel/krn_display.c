@@ -140,7 +140,26 @@ static int ipython_format(PyObject *obj, PyObject *include, PyObject *exclude, P
         Py_XDECREF(r);
         return -1;
     }
-    *data_out = Py_NewRef(data);
+    /* Images come as bytes: base64 for JSON, as ipykernel does. */
+    data = PyDict_Copy(data);
+    PyObject *mime, *value;
+    Py_ssize_t pos = 0;
+    while (data && PyDict_Next(data, &pos, &mime, &value)) {
+        if (!PyBytes_Check(value))
+            continue;
+        PyObject *encoded = base64_of(value);
+        if (!encoded || PyDict_SetItem(data, mime, encoded)) { /* same key: the iteration goes on */
+            Py_XDECREF(encoded);
+            Py_CLEAR(data);
+            break;
+        }
+        Py_DECREF(encoded);
+    }
+    if (!data) {
+        Py_DECREF(r);
+        return -1;
+    }
+    *data_out = data;
     *metadata_out = Py_NewRef(md);
     Py_DECREF(r);
     return 0;

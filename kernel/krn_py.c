@@ -3,6 +3,7 @@
 #include "config.h"
 #include "krn_py.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -230,6 +231,11 @@ static PyObject *displayhook(PyObject *self, PyObject *value)
     if (krn_display_format(value, NULL, NULL, &data, &md))
         return NULL;
     remember_output(value);
+    if (PyDict_Size(data) == 0) { /* its formatter failed and said so: nothing to show, as IPython */
+        Py_DECREF(data);
+        Py_DECREF(md);
+        Py_RETURN_NONE;
+    }
     PyObject *text = PyDict_GetItemString(data, "text/plain");
     if (text && PyUnicode_Check(text)) {
         json_t *utf8 = krn_pyjson_str(text); /* lone surrogates replaced */
@@ -403,6 +409,38 @@ static void after_cell(void)
     }
 }
 
+/* A one-line cell that begins with a name bound nowhere (`pwd`, `cd lab`,
+ * `ls -la`) or with a %macro's name: IPython's prefilter may make it a magic
+ * call or run the macro, so IPython's transformers must see it. Other bound
+ * names and keywords never are. */
+static bool automagic_candidate(const char *code)
+{
+    const char *p = code + strspn(code, " \t");
+    size_t n = 0;
+    while (isalnum((unsigned char)p[n]) || p[n] == '_')
+        n++;
+    const char *after = p + n;
+    if (n == 0 || isdigit((unsigned char)p[0]) || strchr(after, '\n') != NULL ||
+        !(*after == '\0' || *after == ' ' || *after == '\t'))
+        return false;
+    PyObject *name = PyUnicode_FromStringAndSize(p, (Py_ssize_t)n);
+    if (!name) {
+        PyErr_Clear();
+        return false;
+    }
+    PyObject *kw = PyImport_ImportModule("keyword");
+    PyObject *is_kw = kw ? PyObject_CallMethod(kw, "iskeyword", "O", name) : NULL;
+    PyObject *value = PyDict_GetItemWithError(py.user_ns, name); /* borrowed */
+    /* A %macro's name alone runs the macro, as IPython's prefilter does. */
+    bool macro = value && strcmp(Py_TYPE(value)->tp_name, "Macro") == 0;
+    bool bound = is_kw != Py_False || value || PyDict_Contains(PyEval_GetBuiltins(), name) != 0;
+    PyErr_Clear();
+    Py_XDECREF(is_kw);
+    Py_XDECREF(kw);
+    Py_DECREF(name);
+    return macro || !bound;
+}
+
 /* IPython's shell, made now when the cell needs IPython and it is installed;
  * NULL without it (the kernel's own rewrite serves then). Borrowed. */
 static PyObject *shell_for(bool needs_ipython)
@@ -477,9 +515,11 @@ static int run_cell(const krn_exec_request *req, const char *text)
     if (!filename)
         return -1;
     register_source(filename, req->code);
+    mag_set_cell_filename(filename);
     atomic_store(&busy, 1);
     int rc = run_source(text, filename);
     atomic_store(&busy, 0);
+    mag_set_cell_filename(NULL);
     Py_DECREF(filename);
     return rc;
 }
@@ -516,7 +556,7 @@ void krn_py_execute(const krn_exec_request *req, krn_exec_result *out)
 
     mag_cell cell = {0};
     bool help = mag_help_request(req->code, &cell); /* obj? is the kernel's inspector's */
-    bool needs_ipython = !help && mag_needs_ipython(req->code);
+    bool needs_ipython = !help && (mag_needs_ipython(req->code) || automagic_candidate(req->code));
     PyObject *shell = Py_XNewRef(shell_for(needs_ipython)); /* %reset may drop the shell's last ref */
     char *text = begin_cell(req, shell, needs_ipython);
     int rc = 0;

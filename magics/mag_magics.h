@@ -30,6 +30,10 @@ bool mag_help_request(const char *cell, mag_cell *out);
 bool mag_needs_ipython(const char *cell);
 void mag_cell_clear(mag_cell *cell);
 
+/* The file name of the cell now running (NULL when none), for %%offload's
+ * messages: the kernel sets it around each cell. */
+void mag_set_cell_filename(PyObject *filename);
+
 /* Every magic name without percent signs, NULL-terminated (for completion). */
 const char *const *mag_names(void);
 

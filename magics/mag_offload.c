@@ -199,8 +199,15 @@ static PyObject *on_record(PyObject *self, PyObject *records) {
 
 static PyMethodDef on_record_def = {"offload_summary", on_record, METH_O, NULL};
 
-/* The name the running cell was compiled under ("<cell 3>"), for messages. */
+static PyObject *running_cell; /* set by the kernel around each cell; owned */
+
+void mag_set_cell_filename(PyObject *filename) { Py_XSETREF(running_cell, Py_XNewRef(filename)); }
+
+/* The name the running cell was compiled under ("<cell 3>"), for messages: the
+ * kernel's word for it (the magic may be called through IPython's frames),
+ * else the calling frame's file (offload's %%offload outside the kernel). */
 static PyObject *cell_filename(void) {
+    if (running_cell) return Py_NewRef(running_cell);
     PyFrameObject *frame = PyEval_GetFrame(); /* borrowed: the cell's, which called the magic */
     PyCodeObject *code = frame ? PyFrame_GetCode(frame) : NULL;
     PyObject *name = code ? Py_NewRef(code->co_filename) : PyUnicode_FromString("<offload cell>");

@@ -47,6 +47,9 @@ class KernelHistory(HistoryManager):
         self.input_hist_parsed = inputs
         self.input_hist_raw = list(inputs)
         self.output_hist = outputs
+        # _i, _ii, _iii go on from the cells the kernel ran before the shell existed.
+        for name in ('_i', '_ii', '_iii', '_i00'):
+            setattr(self, name, shell.user_ns.get(name, ''))
 
 
 class KernelDisplayPublisher(DisplayPublisher):
@@ -204,7 +207,7 @@ class ZMQInteractiveShell(InteractiveShell):
         self.execution_count = count
         source = self.transform_cell(raw) if transform else raw
         if store_history:
-            self.history_manager.store_inputs(count, source, raw)
+            self._store_inputs(count, source, raw)
             # Tracebacks then name the cell "Cell In[n]", as under ipykernel.
             self.compile._filename_map['<cell %d>' % count] = count
         info = ExecutionInfo(raw, store_history, silent, True, None)
@@ -214,6 +217,17 @@ class ZMQInteractiveShell(InteractiveShell):
         if not silent:
             self.events.trigger('pre_run_cell', info)
         return source
+
+    def _store_inputs(self, count, source, raw):
+        """IPython's store_inputs, keeping In[n] the text of cell n: IPython
+        leaves out `exit`/`quit` cells, the kernel numbers every cell."""
+        hm = self.history_manager
+        for hist in (hm.input_hist_parsed, hm.input_hist_raw):
+            hist.extend([''] * (count - len(hist)))
+        hm.store_inputs(count, source, raw)
+        for hist, text in ((hm.input_hist_parsed, source), (hm.input_hist_raw, raw)):
+            if len(hist) == count:
+                hist.append(text.rstrip('\n'))
 
     def end_cell(self, error):
         """Fire post_execute/post_run_cell; the payloads the cell left."""
