@@ -33,6 +33,10 @@ static PyObject *magic_matplotlib(PyObject *ns, const char *args, const char *bo
     size_t n = strlen(gui);
     while (n && isspace((unsigned char)gui[n - 1]))
         n--;
+    if ((n == 2 && strncmp(gui, "-l", 2) == 0) || (n == 6 && strncmp(gui, "--list", 6) == 0)) {
+        PySys_WriteStdout("Available matplotlib backends: ['inline']\n"); /* IPython's -l, this kernel's list */
+        Py_RETURN_NONE;
+    }
     if (n && !(n == 6 && strncmp(gui, "inline", 6) == 0))
         return PyErr_Format(mag_UsageError, "%%matplotlib %.*s: this kernel shows figures inline only; "
                                         "use %%matplotlib inline", (int)n, gui);
@@ -76,7 +80,7 @@ static const struct magic {
                                           "launches, device ms, cache hits"},
     {"lsmagic", true, false, magic_lsmagic, "list the magics"},
     {"lsplatform", true, false, mag_lsplatform, "platforms and devices: %lsplatform [-v|-vv]"},
-    {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default)"},
+    {"matplotlib", true, false, magic_matplotlib, "show matplotlib figures inline (the default): %matplotlib [inline|-l]"},
     {"offload", false, true, mag_offload, "run the cell's prange loops on a device: [--device F] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]"},
     {"pinfo", true, false, magic_pinfo, "help on an object (what obj? runs)"},
     {"pinfo2", true, false, magic_pinfo2, "help with source (what obj?? runs)"},

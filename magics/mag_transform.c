@@ -148,7 +148,7 @@ static const char *assigned_magic(const char *first, size_t len)
 }
 
 /* Does a line begin as only IPython reads it: a magic, a shell escape, a help
- * prefix, autocall escapes, or a doctest prompt? (Not valid Python, so a
+ * prefix, autocall escapes, or a doctest or IPython prompt? (Not valid Python, so a
  * false positive costs only the IPython import.) */
 static bool ipython_line(const char *first, size_t len)
 {
@@ -156,8 +156,8 @@ static bool ipython_line(const char *first, size_t len)
         return false;
     if (strchr("%!?/,;", first[0]))
         return true;
-    if (len >= 3 && strncmp(first, ">>>", 3) == 0)
-        return true;
+    if ((len >= 3 && strncmp(first, ">>>", 3) == 0) || (len >= 4 && strncmp(first, "In [", 4) == 0))
+        return true; /* a pasted doctest or IPython session: IPython strips the prompts */
     size_t end = len;
     while (end && isspace((unsigned char)first[end - 1]))
         end--;
@@ -182,7 +182,7 @@ bool mag_needs_ipython(const char *cell)
     const char *body = cell + strspn(cell, "\r\n");
     if (*body == ' ' || *body == '\t')
         return true; /* IPython removes a cell's common indentation */
-    if (!strpbrk(cell, "%!?/,;>"))
+    if (!strpbrk(cell, "%!?/,;>["))
         return false; /* the common case: nothing IPython would change */
     for (const char *line = cell; *line;) {
         const char *nl = strchr(line, '\n');
