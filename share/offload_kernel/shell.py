@@ -25,7 +25,6 @@ from IPython.core.error import UsageError
 from IPython.core.history import HistoryManager
 from IPython.core.interactiveshell import (ExecutionInfo, ExecutionResult, InteractiveShell,
                                            InteractiveShellABC)
-from IPython.core.magic import Magics, magics_class
 from IPython.core import page, payloadpage
 from IPython.utils.process import system as _system
 
@@ -96,12 +95,8 @@ class Kernel:
         return _offload_kernel.parent()
 
 
-@magics_class
-class KernelMagics(Magics):
-    """Placeholder class: the kernel's magics are registered as functions."""
-
-
 def _kernel_magic(name, cell):
+    """The kernel's magic `name` as a function for IPython's MagicsManager."""
     run = _offload_magics.run_cell_magic if cell else _offload_magics.run_line_magic
 
     if cell:
@@ -126,7 +121,7 @@ class ZMQInteractiveShell(InteractiveShell):
     def __init__(self, kernel_hook, **kwargs):
         self._kernel_hook = kernel_hook
         super().__init__(**kwargs)
-        # tqdm.auto picks its notebook bars when IPKernelApp is configured.
+        # Libraries (tqdm before 4.67, others) know a kernel by IPKernelApp in the config.
         if 'IPKernelApp' not in self.config:
             self.config.IPKernelApp.offload = True
         self.kernel = Kernel(self)
