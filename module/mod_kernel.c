@@ -256,7 +256,8 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
     if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
     jit_artifact art;
     jit_error err;
-    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
+    /* every launched kernel can be cancelled (an interrupt during a wait) */
+    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0) | JIT_CANCEL;
     if (jit_compile(k->jf, types, nargs, range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
@@ -471,6 +472,10 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         largs[na++] = (ofl_arg){.buffer = record};
     }
     ofl_error err;
+    if (ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
+        mod_raise(&err);
+        goto out;
+    }
     if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, largs, na,
                    want_event ? &ev : NULL, &err) != 0) {
         mod_raise(&err);
