@@ -226,6 +226,18 @@ static int build_program(spec *s) {
     return 0;
 }
 
+/* Kernels take the cancel flag (JIT_CANCEL) unless OFFLOAD_CANCEL=0, which
+ * exists to measure what the checks cost (bench/bench_safety.py): without
+ * them an interrupt still returns control, but the kernel runs on. */
+static bool cancel_checks(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("OFFLOAD_CANCEL");
+        on = !(e && !strcmp(e, "0"));
+    }
+    return on;
+}
+
 static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
                         int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
@@ -259,7 +271,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
     jit_artifact art;
     jit_error err;
     /* every launched kernel can be cancelled (an interrupt during a wait) */
-    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0) | JIT_CANCEL;
+    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
     if (jit_compile(k->jf, types, nargs, range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
@@ -304,6 +316,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
 }
 
 /* ---- launching ---- */
+
 
 typedef union {
     int64_t i64;
@@ -474,7 +487,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         largs[na++] = (ofl_arg){.buffer = record};
     }
     ofl_error err;
-    if (ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
+    if (cancel_checks() && ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
         mod_raise(&err);
         goto out;
     }
