@@ -15,7 +15,8 @@ import textwrap
 
 import pytest
 
-from kernel_testlib import TIMEOUT, describe, execute, iopub_for, of_type, stream_text, wait_for_stream, wait_reply
+from kernel_testlib import TIMEOUT, describe, execute, iopub_for, stream_text, wait_for_stream, wait_reply
+from offload_fixtures import two_cpu_kernel  # noqa: F401  (a fixture)
 
 SETUP = textwrap.dedent(
     """\
