@@ -17,7 +17,8 @@
  *   then i64 range[range_ndim] (the Range the user asked for; the grid may be
  *   larger and the kernel guards the tail);
  *   then, with JIT_BOUNDSCHECK only, a global pointer to the bounds record
- *   (JIT_BOUNDS_WORDS int64s, zeroed before the launch).
+ *   (JIT_BOUNDS_WORDS int64s, zeroed before the launch);
+ *   then, with JIT_CANCEL only, a global pointer to the cancel flag.
  * Range dimension d is hardware dimension range_ndim-1-d: the last (fastest in
  * SYCL's row-major order) is CUDA x / OpenCL 0. Over an NdRange (JIT_NDRANGE)
  * the item is an NdItem whose ids and sizes come from the hardware; the
@@ -63,6 +64,10 @@ enum {
                             grid is exactly the global size (no tail to guard) */
     JIT_BOUNDSCHECK = 16, /* check every array index against its axis (numba's
                              boundscheck=True); see the bounds record below */
+    JIT_CANCEL = 32,     /* a last parameter: a global pointer to the device's cancel
+                            flag (an int32 the host sets; ofl_runtime.h), read on loop
+                            back-edges (every 1024th trip, and the first): when set,
+                            the work-item returns. Not in kernels with barriers. */
 };
 
 /* JIT_BOUNDSCHECK: before each element access the kernel checks every index

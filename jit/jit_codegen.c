@@ -36,6 +36,7 @@ typedef struct {
     LLVMTypeRef i1, i8, i32, i64, f32, f64, gptr, voidt;
     jit_error *err;
     struct cg_bounds *bc; /* JIT_BOUNDSCHECK, else NULL */
+    bool cancel, cancel_checks; /* JIT_CANCEL: the flag's parameter; checks in loops (no barrier) */
     cg_devfn *devfns;
     int ndevfns;
     int depth;
@@ -52,6 +53,7 @@ typedef struct {
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
     int range_ndim;
     LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
+    LLVMValueRef cancel_flag, cancel_count; /* JIT_CANCEL: the flag's parameter; back-edges seen */
     LLVMBasicBlockRef brk[64], cont[64];
     int nloops;
     LLVMBasicBlockRef ret_block;
@@ -1532,6 +1534,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             np += param_count(at[i]);
         }
         if (m->bc) pts[np++] = m->gptr; /* the bounds record */
+        if (m->cancel) pts[np++] = m->gptr; /* the cancel flag */
         LLVMTypeRef rt = ret.kind == JT_NONE ? m->voidt : ltype(c, ret);
         df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
         char name[256];
@@ -1561,6 +1564,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             pi += param_count(at[i]);
         }
         if (m->bc) sub.record = LLVMGetParam(df->fn, (unsigned)pi);
+        if (m->cancel) sub.cancel_flag = LLVMGetParam(df->fn, (unsigned)pi + (m->bc ? 1 : 0));
         int idx = (int)(df - m->devfns);
         int rc = emit_function_body(&sub);
         df = &m->devfns[idx]; /* nested device functions may have grown the array */
@@ -1592,6 +1596,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         }
     }
     if (m->bc) args[na++] = c->record;
+    if (m->cancel) args[na++] = c->cancel_flag;
     df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
     LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
@@ -1632,6 +1637,48 @@ static int assign(cg *c, jit_node *t, jit_node *value, LLVMValueRef v, jit_type 
     if (!p) return -1;
     store_elem(c, p, conv_dt(c, v, dt_of(c, vt), a.t.dtype), a.t.dtype);
     return 0;
+}
+
+/* ---- JIT_CANCEL: ending a runaway kernel (jit.h) ----
+ * A loop's back-edge counts its trips in a per-function counter, and every
+ * CANCEL_EVERY-th (the first included) reads the host's flag, volatile so
+ * that it is read each time; when set, the function returns at once (a
+ * kernel's work-item ends; a device function returns to its caller, whose
+ * loops check too). Reading every trip would cost a bus crossing per trip
+ * on a GPU (the flag is host memory there). Not where a barrier could wait
+ * for a work-item that left (cg_module.cancel_checks). */
+#define CANCEL_EVERY 1024
+
+static LLVMValueRef cancel_counter(cg *c) {
+    if (c->cancel_count) return c->cancel_count;
+    LLVMValueRef n = c->cancel_count = entry_alloca(c, c->m->i32, "cancel.n");
+    LLVMBuilderRef tmp = LLVMCreateBuilderInContext(c->m->tg.ctx);
+    LLVMValueRef next = LLVMGetNextInstruction(n);
+    if (next) LLVMPositionBuilderBefore(tmp, next);
+    else LLVMPositionBuilderAtEnd(tmp, LLVMGetEntryBasicBlock(c->fn));
+    LLVMBuildStore(tmp, LLVMConstInt(c->m->i32, 0, 0), n);
+    LLVMDisposeBuilder(tmp);
+    return n;
+}
+
+/* At a loop's back-edge, where the builder is; leaves it on the way on. */
+static void cancel_check(cg *c) {
+    if (!c->m->cancel_checks || !c->cancel_flag) return;
+    LLVMBuilderRef b = c->m->b;
+    LLVMTypeRef i32 = c->m->i32;
+    LLVMValueRef ctr = cancel_counter(c);
+    LLVMValueRef k = LLVMBuildAdd(b, LLVMBuildLoad2(b, i32, ctr, ""), LLVMConstInt(i32, 1, 0), "");
+    LLVMBuildStore(b, k, ctr);
+    LLVMValueRef due = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, LLVMConstInt(i32, CANCEL_EVERY - 1, 0), ""),
+                                     LLVMConstInt(i32, 1, 0), "");
+    LLVMBasicBlockRef look = block(c, "cancel.look"), on = block(c, "cancel.on");
+    LLVMBuildCondBr(b, due, look, on);
+    LLVMPositionBuilderAtEnd(b, look);
+    LLVMValueRef flag = LLVMBuildLoad2(b, i32, c->cancel_flag, "cancel.flag");
+    LLVMSetVolatile(flag, 1);
+    LLVMSetAlignment(flag, 4);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, flag, LLVMConstInt(i32, 0, 0), ""), c->ret_block, on);
+    LLVMPositionBuilderAtEnd(b, on);
 }
 
 /* ---- unrolling (PTX) ----
@@ -1696,6 +1743,7 @@ static int range_loop(cg *c, const jit_node *n, LLVMTypeRef t, LLVMValueRef ctr,
     LLVMBuildBr(b, inc);
     LLVMPositionBuilderAtEnd(b, inc);
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
+    cancel_check(c);
     LLVMValueRef latch = LLVMBuildBr(b, cb);
     if (remainder) never_unroll(c, latch);
     LLVMPositionBuilderAtEnd(b, done);
@@ -1782,6 +1830,7 @@ static int stmt(cg *c, jit_node *n) {
         LLVMBasicBlockRef cb = block(c, "while.cond"), bb = block(c, "while.body"), done = block(c, "while.end");
         LLVMBuildBr(b, cb);
         LLVMPositionBuilderAtEnd(b, cb);
+        cancel_check(c); /* here, where continue comes back too */
         LLVMValueRef cond = truth(c, n->a);
         if (!cond) return -1;
         LLVMBuildCondBr(b, cond, bb, done);
@@ -1886,6 +1935,10 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
         bc.leave = true;
         for (int i = 0; i < f->nbody && bc.leave; i++) bc.leave = !count_nodes(f->body[i], is_barrier, 0);
     }
+    if (flags & JIT_CANCEL) {
+        m.cancel = m.cancel_checks = true;
+        for (int i = 0; i < f->nbody && m.cancel_checks; i++) m.cancel_checks = !count_nodes(f->body[i], is_barrier, 0);
+    }
     m.tg.ctx = ctx;
     m.tg.ptx = t->form == JIT_PTX;
     m.tg.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
@@ -1910,13 +1963,15 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     }
     for (int d = 0; d < range_ndim; d++) pts[np++] = m.i64;
     if (m.bc) pts[np++] = m.gptr; /* the bounds record */
+    if (m.cancel) pts[np++] = m.gptr; /* the cancel flag, last */
     c.fn = LLVMAddFunction(m.tg.mod, entry, LLVMFunctionType(m.voidt, pts, (unsigned)np, 0));
     jit_target_mark_kernel(&m.tg, c.fn);
     c.vars = calloc((size_t)f->nvars + 1, sizeof *c.vars);
     c.arrays = calloc((size_t)f->nvars + 1, sizeof *c.arrays);
     LLVMPositionBuilderAtEnd(m.b, block(&c, "entry"));
     make_allocas(&c);
-    if (m.bc) c.record = LLVMGetParam(c.fn, (unsigned)np - 1);
+    if (m.bc) c.record = LLVMGetParam(c.fn, (unsigned)np - 1 - (m.cancel ? 1 : 0));
+    if (m.cancel) c.cancel_flag = LLVMGetParam(c.fn, (unsigned)np - 1);
     int pi = 0;
     for (int i = 0; i < nargs; i++) {
         LLVMValueRef pv[8];

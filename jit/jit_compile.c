@@ -100,9 +100,10 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     char key[2048], sig[1024];
     jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
     bool bounds = flags & JIT_BOUNDSCHECK;
-    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d|%s|%s",
+    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d|%s|%s%s",
                         PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
-                        (int)t->fp64, (int)t->atomic64, t->device ? t->device : "", bounds ? "boundscheck|" : "");
+                        (int)t->fp64, (int)t->atomic64, t->device ? t->device : "", bounds ? "boundscheck|" : "",
+                        (flags & JIT_CANCEL) ? "cancel|" : "");
     if (klen < 0 || klen + 32 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
     memcpy(key + klen, f->source_hash, 32);
     klen += 32;

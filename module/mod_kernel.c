@@ -10,6 +10,7 @@
  * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
  * a zeroed bounds record, waits for it and reads the record: the first index
  * out of range becomes an IndexError worded as NumPy's, with the place. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -43,7 +44,8 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD PyObject *pyfunc;
     jit_func *jf;        /* parsed at the first compile */
-    bool boundscheck;    /* every launch checks indices */
+    int boundscheck;     /* 1: every launch checks indices; 0: none does; -1: as the device
+                            says (mod_default_boundscheck) */
     spec *specs;
     int nspecs, last;
     long compiles, memory_hits, disk_hits;
@@ -224,6 +226,18 @@ static int build_program(spec *s) {
     return 0;
 }
 
+/* Kernels take the cancel flag (JIT_CANCEL) unless OFFLOAD_CANCEL=0, which
+ * exists to measure what the checks cost (bench/bench_safety.py): without
+ * them an interrupt still returns control, but the kernel runs on. */
+static bool cancel_checks(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("OFFLOAD_CANCEL");
+        on = !(e && !strcmp(e, "0"));
+    }
+    return on;
+}
+
 static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
                         int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
@@ -256,7 +270,8 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
     if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
     jit_artifact art;
     jit_error err;
-    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
+    /* every launched kernel can be cancelled (an interrupt during a wait) */
+    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
     if (jit_compile(k->jf, types, nargs, range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
@@ -301,6 +316,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
 }
 
 /* ---- launching ---- */
+
 
 typedef union {
     int64_t i64;
@@ -386,10 +402,10 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     ofl_device *dev;
     ofl_buffer *record = NULL;
     ofl_event *ev = NULL;
-    bounds = bounds || k->boundscheck;
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (arg_type(args[i], (int)i, &types[i]) < 0) return NULL;
     if (args_device(args, nargs, &dev) < 0) return NULL;
+    bounds = bounds || k->boundscheck > 0 || (k->boundscheck < 0 && mod_default_boundscheck(dev));
     for (Py_ssize_t i = 0; i < nargs; i++) {
         dev_args[i] = args[i];
         if (types[i].kind == JT_ARRAY && !mod_array_check(args[i])) {
@@ -471,6 +487,10 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         largs[na++] = (ofl_arg){.buffer = record};
     }
     ofl_error err;
+    if (cancel_checks() && ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
+        mod_raise(&err);
+        goto out;
+    }
     if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, largs, na,
                    want_event ? &ev : NULL, &err) != 0) {
         mod_raise(&err);
@@ -641,7 +661,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
     PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
     PyObject *bounds_o = kw ? PyDict_GetItemString(kw, "boundscheck") : NULL;
-    int bounds = bounds_o && bounds_o != Py_None ? PyObject_IsTrue(bounds_o) : k->boundscheck;
+    int bounds = bounds_o && bounds_o != Py_None ? PyObject_IsTrue(bounds_o) : k->boundscheck > 0;
     if (bounds < 0) return NULL;
     mod_shape r = {.ndim = 1, .size = {1}};
     if (range_o && range_o != Py_None && mod_shape_of(range_o, &r) < 0) return NULL;
@@ -754,7 +774,7 @@ static PyObject *kernel_table(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *kernel_py_func(mod_kernel *k, void *c) { return Py_NewRef(k->pyfunc); }
-static PyObject *kernel_boundscheck(mod_kernel *k, void *c) { return PyBool_FromLong(k->boundscheck); }
+static PyObject *kernel_boundscheck(mod_kernel *k, void *c) { return PyBool_FromLong(k->boundscheck > 0); }
 static PyObject *kernel_name(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__name__"); }
 static PyObject *kernel_doc(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__doc__"); }
 
@@ -834,10 +854,11 @@ static PyTypeObject DevFuncType = {
 
 /* ---- module functions ---- */
 
-/* self: Py_True for a kernel whose launches check indices. */
+/* self: Py_True for a kernel whose launches check indices, Py_False for one
+ * whose launches never do, None: as the device says. */
 static PyObject *kernel_with(PyObject *self, PyObject *pyfunc) {
     PyObject *k = kernel_new_for(pyfunc);
-    if (k) ((mod_kernel *)k)->boundscheck = self == Py_True;
+    if (k) ((mod_kernel *)k)->boundscheck = self == Py_True ? 1 : self == Py_False ? 0 : -1;
     return k;
 }
 
@@ -845,7 +866,7 @@ static PyMethodDef kernel_with_def = {"kernel", kernel_with, METH_O, "Make a dev
 
 /* @offload.kernel, @offload.kernel(boundscheck=True), offload.kernel(f, boundscheck=True) */
 static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames) {
-    int bounds = 0;
+    int bounds = -1; /* not said: as the device says */
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(name, "boundscheck"))
@@ -853,7 +874,7 @@ static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssiz
         if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
     }
     if (n > 1) return PyErr_Format(PyExc_TypeError, "use @offload.kernel or @offload.kernel(boundscheck=True) above a def");
-    PyObject *flag = bounds ? Py_True : Py_False;
+    PyObject *flag = bounds < 0 ? Py_None : bounds ? Py_True : Py_False;
     return n == 1 ? kernel_with(flag, args[0]) : PyCFunction_New(&kernel_with_def, flag);
 }
 
@@ -965,7 +986,22 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
         return NULL;
     }
     ((mod_kernel *)k)->jf = jf;
+    ((mod_kernel *)k)->boundscheck = -1;
     return k;
+}
+
+void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
+
+/* OFFLOAD_BOUNDSCHECK=1 checks every kernel's indices where the kernel does
+ * not say, =0 none; unset, kernels check on devices in this process (a wild
+ * index there is a segfault of the Jupyter kernel, not a device fault). */
+bool mod_default_boundscheck(ofl_device *dev) {
+    static int env = -2; /* read once: -1 unset, 0, 1 */
+    if (env == -2) {
+        const char *e = getenv("OFFLOAD_BOUNDSCHECK");
+        env = !e || !*e ? -1 : (strcmp(e, "0") && strcmp(e, "no") && strcmp(e, "false")) ? 1 : 0;
+    }
+    return env >= 0 ? env == 1 : ofl_device_in_process(dev);
 }
 
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,

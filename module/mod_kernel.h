@@ -40,6 +40,12 @@ PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *
  * counts too): waits for the launch; an index out of range is an IndexError. */
 PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, PyObject *const *args,
                                     Py_ssize_t nargs, bool want_event, bool boundscheck);
+/* The module's own kernels (array operations): indices right by
+ * construction, so never checked unless a launch asks. */
+void mod_kernel_trusted(PyObject *kernel);
+/* Whether kernels that do not say check indices on dev: OFFLOAD_BOUNDSCHECK
+ * (0/1), else yes on devices in this process (ofl_device_in_process). */
+bool mod_default_boundscheck(ofl_device *dev);
 jit_func *mod_kernel_parsed(PyObject *kernel); /* borrowed; NULL before its first compile */
 /* The JIT type of a kernel argument (argument i, for messages). */
 int mod_kernel_arg_type(PyObject *o, int i, jit_type *t);

@@ -282,7 +282,12 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
     PyObject *d = mod_array_from_host(host, dev);
     if (!d) return NULL;
     ofl_error err;
-    if (c->verbose && ofl_synchronize(dev, &err) != 0) { /* so the time is the copy's */
+    int rc = 0;
+    if (c->verbose) { /* so the time is the copy's */
+        Py_BEGIN_ALLOW_THREADS rc = ofl_synchronize(dev, &err);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc != 0) {
         Py_DECREF(d);
         return mod_raise(&err);
     }

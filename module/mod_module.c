@@ -8,10 +8,47 @@ PyObject *mod_DeviceNotFoundError, *mod_DeviceError, *mod_ExecutionPlacementErro
 static PyObject *numpy; /* owned for the process */
 static PyTypeObject *numpy_ndarray, *numpy_generic; /* numpy's, owned for the process */
 
+/* The exception the interrupt check found (KeyboardInterrupt, or what the
+ * program's SIGINT handler raised), kept from the check, which runs deep in
+ * a wait, to mod_raise, which the waiting call reaches with OFL_ERR_INTERRUPTED.
+ * Per thread: only the main thread's check finds signals, but any may wait. */
+static _Thread_local PyObject *interrupt_type, *interrupt_value, *interrupt_tb;
+
+/* The runtime's interrupt check (ofl_set_interrupt_check), called every
+ * 20 ms of a device wait, without the GIL: takes it for a moment and runs
+ * Python's pending signal handlers. */
+static int interrupt_pending(void)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb); /* a wait with the GIL held may have one set: not ours */
+    int hit = PyErr_CheckSignals() < 0;
+    if (hit) {
+        Py_CLEAR(interrupt_type);
+        Py_CLEAR(interrupt_value);
+        Py_CLEAR(interrupt_tb);
+        PyErr_Fetch(&interrupt_type, &interrupt_value, &interrupt_tb);
+    }
+    PyErr_Restore(t, v, tb);
+    PyGILState_Release(g);
+    return hit;
+}
+
+static void raise_interrupt(const ofl_error *err)
+{
+    if (interrupt_type) {
+        PyErr_Restore(interrupt_type, interrupt_value, interrupt_tb);
+        interrupt_type = interrupt_value = interrupt_tb = NULL;
+    } else {
+        PyErr_SetString(PyExc_KeyboardInterrupt, err->msg);
+    }
+}
+
 PyObject *mod_raise(const ofl_error *err)
 {
     PyObject *type = PyExc_RuntimeError;
     switch (err->code) {
+    case OFL_ERR_INTERRUPTED: raise_interrupt(err); return NULL;
     case OFL_ERR_BAD_FILTER:
     case OFL_ERR_INVALID: type = PyExc_ValueError; break;
     case OFL_ERR_NOT_FOUND: type = mod_DeviceNotFoundError; break;
@@ -75,19 +112,21 @@ int mod_atexit(PyMethodDef *def)
     return r ? 0 : -1;
 }
 
-/* synchronize(device=None): waits for everything queued on the device. */
+/* synchronize(device=None): waits for everything queued on the device, or
+ * with no device on every device that has been used (a launch on a second
+ * device is queued work too). */
 static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"device", NULL};
     PyObject *arg = Py_None;
-    ofl_device *dev;
+    ofl_device *dev = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:synchronize", kwlist, &arg) ||
-        mod_device_resolve(arg, &dev) < 0)
+        (arg != Py_None && mod_device_resolve(arg, &dev) < 0))
         return NULL;
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = ofl_synchronize(dev, &err);
+    rc = dev ? ofl_synchronize(dev, &err) : ofl_synchronize_all(&err);
     Py_END_ALLOW_THREADS
     if (rc)
         return mod_raise(&err);
@@ -99,8 +138,9 @@ static PyMethodDef module_methods[] = {
      "_check_same_device(*arrays) -> Device or None\n\nThe device all offload arrays among the "
      "arguments live on; ExecutionPlacementError naming both devices when they differ."},
     {"synchronize", (PyCFunction)(void (*)(void))synchronize, METH_VARARGS | METH_KEYWORDS,
-     "synchronize(device=None)\n\nWait for all work queued on the device (default: the default "
-     "device)."},
+     "synchronize(device=None)\n\nWait for all work queued on the device (default: on every "
+     "device used so far). Ctrl-C (the notebook's interrupt) stops the wait and the device's "
+     "kernels, as KeyboardInterrupt."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -160,6 +200,7 @@ PyMODINIT_FUNC PyInit_offload(void)
         mod_gen_init() < 0 || mod_matmul_add_functions(m) < 0 || mod_ops_add_functions(m) < 0 ||
         mod_reduce_add_functions(m) < 0)
         goto fail;
+    ofl_set_interrupt_check(interrupt_pending);
     return m;
 fail:
     Py_DECREF(m);

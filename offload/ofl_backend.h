@@ -44,6 +44,11 @@ typedef struct {
     /* Records a point on the queue: the event's start (end false) or end. */
     int (*mark)(ofl_event *ev, bool end, ofl_error *err);
     int (*event_wait)(ofl_event *ev, ofl_error *err);
+    /* Without blocking: *done when ev (NULL: everything queued on dev, lock
+     * held) has finished; the failure of finished work is for event_wait or
+     * synchronize to report. ofl_wait.c polls this so that waits stay
+     * interruptible. */
+    int (*poll)(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err);
     double (*event_elapsed)(ofl_event *ev); /* seconds; < 0 when not available */
     void (*event_release)(ofl_event *ev);
     /* Loads bin and finds prog->name, filling prog->h and the limits. Called
@@ -71,6 +76,12 @@ struct ofl_device {
     char last_kernel[128]; /* the last kernel launched, for fault messages; "" before any */
     char reset_after[160]; /* why the last reset happened: "kernel 'k' faulted" */
     bool lost; /* unusable for the rest of the process (a CUDA driver that keeps faults) */
+    /* ofl_wait.c: the cancel flag (made by the backend's open, and again
+     * after a CUDA reset), and the queue's state, with the lock */
+    volatile int *cancel_word; /* the host's view of the flag; NULL: none */
+    ofl_buffer *cancel;        /* the kernels' view, passed by ofl_cancel_arg */
+    bool busy;                 /* work was queued since the queue was last seen empty */
+    bool cancelling;           /* the flag is set and cancelled work may still run */
     /* identity, to list an NVIDIA GPU once when OpenCL shows it too */
     bool has_uuid, has_pci;
     unsigned char uuid[16];
@@ -83,6 +94,7 @@ struct ofl_device {
             int platform_version; /* 120, 200, 300 ... */
             cl_context ctx;
             cl_command_queue queue;
+            cl_event drain; /* the marker poll(NULL) waits for; NULL: none queued */
         } cl;
         struct {
             CUdevice dev;
@@ -200,6 +212,18 @@ const char *ofl_type_word(ofl_device_type type); /* "gpu" */
 const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
 
 /* ---- for the launcher ---- */
+
+/* ofl_wait.c. With dev's lock held: waits for everything queued there, in
+ * slices, asking the interrupt check between them (ofl_runtime.h says what
+ * an interrupt does), then reports queued work's failure as synchronize
+ * does. The cancel flag of work cancelled earlier is cleared on the way. */
+int ofl_wait_queue(ofl_device *dev, ofl_error *err);
+/* With the lock held, before queueing work: waits for cancelled work still
+ * running (interruptibly) and clears the flag, so the new work runs whole. */
+int ofl_wait_settle(ofl_device *dev, ofl_error *err);
+/* For a backend's open: dev->cancel, a foreign buffer (never freed) that
+ * the backend then points at the flag; NULL without memory. */
+ofl_buffer *ofl_cancel_buffer(ofl_device *dev);
 
 /* Takes dev's lock and opens it at first use; unlock with ofl_device_unlock. */
 int ofl_device_lock(ofl_device *dev, ofl_error *err);

@@ -51,6 +51,9 @@ static const struct {
     SYM(cuMemAlloc, "cuMemAlloc_v2"),
     SYM(cuMemFree, "cuMemFree_v2"),
     OPT(cuMemHostAlloc, "cuMemHostAlloc"),
+    OPT(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+    OPT(cuStreamQuery, "cuStreamQuery"),
+    OPT(cuEventQuery, "cuEventQuery"),
     SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
     SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
@@ -237,10 +240,15 @@ static int kernel_fault(ofl_error *err, ofl_device *dev, const char *call, CUres
     if (dev->last_kernel[0]) snprintf(who, sizeof who, "kernel '%s'", dev->last_kernel);
     else snprintf(who, sizeof who, "queued work");
     snprintf(dev->reset_after, sizeof dev->reset_after, "%s faulted", who);
-    return ofl_fail(err, OFL_ERR_DEVICE, "%s failed on %s: %s (%s, %d), reported by %s%s", who,
-                    dev->info.filter, text ? text : "a device fault", name ? name : "CUDA error",
-                    rc, call,
-                    dev->last_kernel[0] ? " (it is the last kernel launched there)." : ".");
+    ofl_fail(err, OFL_ERR_DEVICE, "%s failed on %s: %s (%s, %d), reported by %s%s", who,
+             dev->info.filter, text ? text : "a device fault", name ? name : "CUDA error", rc,
+             call, dev->last_kernel[0] ? " (it is the last kernel launched there)." : ".");
+    /* the context is unusable after such a fault; reset() below says whether
+     * it could be made anew or the process must restart */
+    if (rc == CUDA_ERROR_ILLEGAL_ADDRESS || rc == CUDA_ERROR_MISALIGNED_ADDRESS)
+        ofl_append(err, " An index out of range is the usual cause: "
+                        "@offload.kernel(boundscheck=True) or %%%%offload --boundscheck finds it.");
+    return OFL_ERR_DEVICE;
 }
 
 /* With the lock held (a fault resets the context), except where said. */
@@ -285,6 +293,35 @@ static int finish(ofl_device *dev, const char *call, CUresult rc, ofl_error *err
     return rc ? cu_fail(err, dev, "cuStreamSynchronize", rc) : 0;
 }
 
+/* The cancel flag (ofl_runtime.h): mapped host memory, which kernels read
+ * with volatile loads (every so many loop iterations: each read crosses the
+ * bus) and the host writes while they run. In the context, so made again
+ * after a reset (the old memory went with the old context). Without it,
+ * dev->cancel_word stays NULL and the flag a zeroed word of device memory
+ * that nothing sets: an interrupt then returns control, the kernel runs on. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+static void open_cancel(ofl_device *dev) {
+    static const int zero[16];
+    ofl_buffer *buf = ofl_cancel_buffer(dev);
+    void *host = NULL;
+    CUdeviceptr p = 0;
+    dev->cancel_word = NULL;
+    if (!buf) return;
+    if (ofl_cu.cuMemHostAlloc && ofl_cu.cuMemHostGetDevicePointer &&
+        ofl_cu.cuMemHostAlloc(&host, sizeof zero, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS &&
+        ofl_cu.cuMemHostGetDevicePointer(&p, host, 0) == CUDA_SUCCESS) {
+        memset(host, 0, sizeof zero);
+        dev->cancel_word = host;
+    } else if (ofl_cu.cuMemAlloc(&p, sizeof zero) != CUDA_SUCCESS ||
+               ofl_cu.cuMemcpyHtoDAsync(p, zero, sizeof zero, dev->h.cu.stream) != CUDA_SUCCESS ||
+               ofl_cu.cuStreamSynchronize(dev->h.cu.stream) != CUDA_SUCCESS) {
+        p = 0; /* launches of kernels that need the flag fail, saying so */
+    }
+    buf->h.ptr = p;
+    if (!p) dev->cancel = NULL, free(buf);
+}
+
 /* Retains the primary context and makes the stream; also after a reset.
  * *call: the call that failed. */
 static CUresult open_ctx(ofl_device *dev, const char **call) {
@@ -296,6 +333,7 @@ static CUresult open_ctx(ofl_device *dev, const char **call) {
         if (rc == CUDA_SUCCESS) {
             *call = "cuStreamCreate";
             rc = ofl_cu.cuStreamCreate(&dev->h.cu.stream, CU_STREAM_DEFAULT);
+            if (rc == CUDA_SUCCESS) open_cancel(dev);
             pop();
         }
     }
@@ -359,7 +397,8 @@ static void reset(ofl_device *dev, ofl_error *err) {
         dev->opened = true;
         pthread_rwlock_unlock(&dev->h.cu.gate);
         ofl_append(err, " The context of %s was reset to recover: its arrays and compiled "
-                        "kernels are lost.", dev->info.filter);
+                        "kernels are lost (should the GPU fail again, restart the Jupyter "
+                        "kernel).", dev->info.filter);
         return;
     }
     if (!was_reset || rc == fault || is_fault(rc)) {
@@ -618,6 +657,28 @@ static int cu_event_wait(ofl_event *ev, ofl_error *err) {
     return st;
 }
 
+/* Without blocking; a driver without the query calls says done (the
+ * blocking wait after it then waits, uninterruptibly, as before). */
+static int cu_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
+    CUresult rc;
+    *done = true;
+    if (ev) { /* without the lock, inside the gate, as the event calls */
+        CUevent e = ev->h.cu.end ? ev->h.cu.end : ev->h.cu.start;
+        if (!e || !ofl_cu.cuEventQuery || !gate_enter(ev, &rc)) return 0;
+        rc = ofl_cu.cuEventQuery(e);
+        gate_leave(ev);
+        *done = rc != CUDA_ERROR_NOT_READY; /* a failure: event_wait reports it */
+        return 0;
+    }
+    if (!ofl_cu.cuStreamQuery) return 0;
+    int st = enter(dev, err);
+    if (st) return st;
+    rc = ofl_cu.cuStreamQuery(dev->h.cu.stream);
+    *done = rc != CUDA_ERROR_NOT_READY;
+    st = rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY ? 0 : cu_fail(err, dev, "cuStreamQuery", rc);
+    return leave(dev, st, err);
+}
+
 static double cu_event_elapsed(ofl_event *ev) {
     float ms = 0;
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
@@ -829,6 +890,6 @@ static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
 
 const ofl_backend_ops ofl_cuda_ops = {
     "cuda", cu_open, cu_alloc, cu_free, cu_write, cu_read, cu_copy, cu_synchronize,
-    cu_mark, cu_event_wait, cu_event_elapsed, cu_event_release,
+    cu_mark, cu_event_wait, cu_poll, cu_event_elapsed, cu_event_release,
     cu_build, cu_program_release, cu_launch,
 };

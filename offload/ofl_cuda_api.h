@@ -101,6 +101,10 @@ typedef struct {
     CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);           /* _v2 */
     CUresult (*cuMemFree)(CUdeviceptr ptr);                           /* _v2 */
     CUresult (*cuMemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
+    /* optional: the cancel flag (mapped host memory) and polling waits (ofl_wait.c) */
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned flags); /* _v2 */
+    CUresult (*cuStreamQuery)(CUstream stream);
+    CUresult (*cuEventQuery)(CUevent ev);
     CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t n, CUstream s); /* _v2 */
     CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t n, CUstream s);       /* _v2 */
     CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s); /* _v2 */

@@ -125,6 +125,13 @@ int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer 
     return 0;
 }
 
+/* With the lock held, before a blocking transfer: queued kernels finish
+ * first, interruptibly (the driver's blocking call would wait for them with
+ * no ear for an interrupt, however long they run). */
+static int drain(ofl_device *dev, ofl_error *err) {
+    return dev->busy || dev->cancelling ? ofl_wait_queue(dev, err) : 0;
+}
+
 static int check_range(const ofl_buffer *buf, size_t off, size_t n, const char *what,
                        ofl_error *err) {
     if (!buf) return ofl_fail(err, OFL_ERR_INVALID, "%s: no buffer given", what);
@@ -141,7 +148,7 @@ int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl
     if (rc || bytes == 0) return rc;
     if (!src) return ofl_fail(err, OFL_ERR_INVALID, "write: no source given");
     if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
-    if ((rc = check_current(dst, err)) == 0)
+    if ((rc = check_current(dst, err)) == 0 && (rc = drain(dst->dev, err)) == 0)
         rc = dst->dev->ops->write(dst, offset, src, bytes, err);
     ofl_device_unlock(dst->dev);
     return rc;
@@ -152,7 +159,7 @@ int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error 
     if (rc || bytes == 0) return rc;
     if (!dst) return ofl_fail(err, OFL_ERR_INVALID, "read: no destination given");
     if ((rc = ofl_device_lock(src->dev, err)) != 0) return rc;
-    if ((rc = check_current(src, err)) == 0)
+    if ((rc = check_current(src, err)) == 0 && (rc = drain(src->dev, err)) == 0)
         rc = src->dev->ops->read(src, offset, dst, bytes, err);
     ofl_device_unlock(src->dev);
     return rc;
@@ -193,17 +200,10 @@ int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_off
     if (dst->dev != src->dev || overlap)
         return copy_via_host(dst, dst_offset, src, src_offset, bytes, err);
     if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
-    if ((rc = check_current(dst, err)) == 0 && (rc = check_current(src, err)) == 0)
+    if ((rc = check_current(dst, err)) == 0 && (rc = check_current(src, err)) == 0 &&
+        (rc = drain(dst->dev, err)) == 0)
         rc = dst->dev->ops->copy(dst, dst_offset, src, src_offset, bytes, err);
     ofl_device_unlock(dst->dev);
-    return rc;
-}
-
-int ofl_synchronize(ofl_device *dev, ofl_error *err) {
-    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
-    pthread_mutex_lock(&dev->lock);
-    int rc = dev->opened ? dev->ops->synchronize(dev, err) : 0; /* nothing queued yet */
-    pthread_mutex_unlock(&dev->lock);
     return rc;
 }
 
@@ -238,11 +238,6 @@ int ofl_event_end(ofl_event *ev, ofl_error *err) {
              : ev->dev->ops->mark(ev, true, err);
     ofl_device_unlock(ev->dev);
     return rc;
-}
-
-int ofl_event_wait(ofl_event *ev, ofl_error *err) {
-    if (!ev) return ofl_fail(err, OFL_ERR_INVALID, "no event given");
-    return ev->dev->ops->event_wait(ev, err);
 }
 
 double ofl_event_elapsed(ofl_event *ev) { return ev ? ev->dev->ops->event_elapsed(ev) : -1.0; }

@@ -237,6 +237,30 @@ void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen) {
 
 /* ---- the queue ---- */
 
+/* The cancel flag (ofl_runtime.h): a page of host memory that the buffer
+ * uses in place (CL_MEM_USE_HOST_PTR; page-aligned, so that PoCL and Intel's
+ * CPU runtime take the pointer as it is rather than a copy), so that a
+ * kernel on a CPU device sees the host's store while it runs. A GPU may
+ * cache a copy instead: it gets the flag, but may never see it set. Without
+ * memory, dev->cancel stays NULL and launches that need it fail. */
+static void open_cancel(ofl_device *dev) {
+    enum { PAGE = 4096 };
+    int *word = aligned_alloc(PAGE, PAGE);
+    ofl_buffer *buf = word ? ofl_cancel_buffer(dev) : NULL;
+    cl_int rc = CL_OUT_OF_HOST_MEMORY;
+    if (buf) {
+        memset(word, 0, PAGE);
+        buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, PAGE,
+                                    word, &rc);
+    }
+    if (rc == CL_SUCCESS) {
+        dev->cancel_word = word; /* both live until exit, as the device does */
+        return;
+    }
+    free(word);
+    if (buf) dev->cancel = NULL, free(buf);
+}
+
 static int cl_open(ofl_device *dev, ofl_error *err) {
     cl_int rc;
     cl_device_id d = dev->h.cl.id;
@@ -256,6 +280,7 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
         return cl_fail(err, dev, "clCreateCommandQueue", rc);
     }
     dev->h.cl.ctx = ctx, dev->h.cl.queue = q;
+    open_cancel(dev);
     return 0;
 }
 
@@ -340,6 +365,27 @@ static int cl_event_wait(ofl_event *ev, ofl_error *err) {
     int st = queue_fail(err, ev->dev, "a queued command", rc);
     pthread_mutex_unlock(&ev->dev->lock);
     return st;
+}
+
+/* Without blocking. The queue's emptiness is a marker's completion: one per
+ * wait, dropped by the next launch (it would no longer follow the queue). */
+static int cl_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
+    cl_event e = ev ? (ev->h.cl.last ? ev->h.cl.last : ev->h.cl.first) : dev->h.cl.drain;
+    cl_int rc = CL_SUCCESS, status = CL_COMPLETE;
+    if (!ev && !e) {
+        rc = clEnqueueMarkerWithWaitList(dev->h.cl.queue, 0, NULL, &dev->h.cl.drain);
+        if (rc == CL_SUCCESS) rc = clFlush(dev->h.cl.queue); /* a marker never sent never completes */
+        if (rc != CL_SUCCESS) return queue_fail(err, dev, "clEnqueueMarkerWithWaitList", rc);
+        e = dev->h.cl.drain;
+    }
+    if (e) rc = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    /* a failed command (status < 0) is done too: the blocking wait after reports it */
+    *done = rc != CL_SUCCESS || status == CL_COMPLETE || status < 0;
+    if (*done && !ev && e) {
+        clReleaseEvent(e);
+        dev->h.cl.drain = NULL;
+    }
+    return 0;
 }
 
 static double cl_event_elapsed(ofl_event *ev) {
@@ -487,6 +533,10 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
     }
     /* the kernel's own event: its profiling times are the kernel's alone */
     cl_event *e = ev ? &ev->h.cl.first : NULL;
+    if (dev->h.cl.drain) { /* it marks an emptiness that this launch ends */
+        clReleaseEvent(dev->h.cl.drain);
+        dev->h.cl.drain = NULL;
+    }
     cl_int rc = clEnqueueNDRangeKernel(dev->h.cl.queue, k, ndim, NULL, g, l, 0, NULL, e);
     if (rc != CL_SUCCESS)
         return ofl_fail(err, OFL_ERR_DEVICE,
@@ -499,6 +549,6 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
 
 const ofl_backend_ops ofl_opencl_ops = {
     "opencl", cl_open, cl_alloc, cl_free, cl_write, cl_read, cl_copy, cl_synchronize,
-    cl_mark, cl_event_wait, cl_event_elapsed, cl_event_release,
+    cl_mark, cl_event_wait, cl_poll, cl_event_elapsed, cl_event_release,
     cl_build, cl_program_release, cl_launch,
 };

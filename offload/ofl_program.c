@@ -272,12 +272,11 @@ int ofl_synchronize_launched(ofl_error *err) {
     for (size_t i = 0; i < n; i++) {
         ofl_device *dev = d[i].dev;
         pthread_mutex_lock(&dev->lock);
-        if (d[i].launched && dev->opened) {
-            int r = dev->ops->synchronize(dev, rc ? NULL : err);
-            if (!rc) rc = r;
-        }
-        d[i].launched = false;
+        int r = d[i].launched ? ofl_wait_queue(dev, rc ? NULL : err) : 0;
+        if (r != OFL_ERR_INTERRUPTED) d[i].launched = false; /* else a later wait still owes it */
         pthread_mutex_unlock(&dev->lock);
+        if (r == OFL_ERR_INTERRUPTED) return r; /* control back to the user now */
+        if (!rc) rc = r;
     }
     return rc;
 }
@@ -575,7 +574,9 @@ int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const si
         return rc;
     }
     rc = check_current(prog, args, nargs, err);
+    if (rc == 0) rc = ofl_wait_settle(dev, err); /* cancelled work ends before this runs */
     if (rc == 0) {
+        dev->busy = true;
         if (ev) ev->generation = dev->generation;
         if (tev) tev->generation = dev->generation;
         /* with the caller's event taking the launch's own timestamps, the

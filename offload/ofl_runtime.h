@@ -27,6 +27,7 @@ typedef enum {
     OFL_ERR_OUT_OF_MEMORY, /* the device cannot satisfy an allocation (MemoryError) */
     OFL_ERR_DEVICE,        /* the driver reported a failure (Python: DeviceError) */
     OFL_ERR_INVALID,       /* bad argument: range, size, offset (ValueError) */
+    OFL_ERR_INTERRUPTED,   /* a wait gave up: the interrupt check said so (KeyboardInterrupt) */
 } ofl_status;
 
 typedef struct {
@@ -129,6 +130,34 @@ int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_off
 
 /* Waits for everything queued on the device; reports a failure of queued work. */
 int ofl_synchronize(ofl_device *dev, ofl_error *err);
+/* ofl_synchronize of every device opened so far (those that may have queued
+ * work); reports the first failure, after waiting for the others. */
+int ofl_synchronize_all(ofl_error *err);
+
+/* ---- interrupts and cancellation (ofl_wait.c) ----
+ *
+ * Every wait for a device (ofl_synchronize*, ofl_read, ofl_write, ofl_copy,
+ * ofl_event_wait, ofl_timing_totals; not ofl_free) polls the device and calls
+ * the interrupt check between polls, every 20 ms. When the check returns
+ * nonzero (the module's: a pending SIGINT, which it turns into
+ * KeyboardInterrupt), the wait sets the device's cancel flag, gives the
+ * queued work up to about 1 s to notice it and end, clears the flag once the
+ * queue is empty, and returns OFL_ERR_INTERRUPTED. Work that was still
+ * running then keeps the flag set: the next launch on that device waits for
+ * it (interruptibly) before clearing the flag.
+ *
+ * The cancel flag is a 32-bit word the host writes and kernels read: host
+ * memory the device maps (CUDA), or a buffer over host memory (OpenCL CPU
+ * devices, whose memory the host addresses). The JIT passes it to kernels
+ * compiled with JIT_CANCEL, which check it on loop back-edges and end the
+ * work-item when it is set. An OpenCL GPU gets a flag that is never set: an
+ * interrupt returns control, but its kernel runs on. */
+typedef int (*ofl_interrupt_fn)(void);
+void ofl_set_interrupt_check(ofl_interrupt_fn fn); /* NULL: waits are not interruptible */
+/* True where the device runs in this process's address space (OpenCL CPU
+ * devices: PoCL, Intel's CPU runtime): a wild index there takes the process
+ * down, so the module checks indices by default. */
+bool ofl_device_in_process(const ofl_device *dev);
 
 /* ---- events ---- */
 
@@ -202,6 +231,9 @@ typedef struct {
  * cuda:gpu:0: ..."). */
 int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const size_t *local,
                const ofl_arg *args, size_t nargs, ofl_event **ev_out, ofl_error *err);
+/* The kernel argument that points at dev's cancel flag, for kernels compiled
+ * with JIT_CANCEL (see "interrupts" above). Opens the device. */
+int ofl_cancel_arg(ofl_device *dev, ofl_arg *out, ofl_error *err);
 
 /* ---- device time of launches ----
  *

@@ -539,6 +539,74 @@ def test_bad_decorator_arguments():
 
 
 # ============================================================================
+# Checks by default on CPU devices (issue 18 item 2): PoCL runs kernels inside the
+# kernel's process, where a wild index is a segfault of the notebook.
+
+
+@ol.kernel
+def far_read(item, a, b, off):
+    i = item.get_id(0)
+    b[i] = a[i + off]  # far_read
+
+
+@ol.kernel(boundscheck=False)
+def far_read_unchecked(item, a, b, off):
+    i = item.get_id(0)
+    b[i] = a[i + off]
+
+
+@pytest.mark.parametrize("off", [1000000, -(2**40)])
+def test_cpu_device_checks_by_default(rng, off):
+    """Far out of range on the CPU device without any boundscheck asked for: an
+    IndexError, not a crash; and the launch after it runs normally."""
+    n = int(rng.integers(50, 300))
+    x = rng.standard_normal(n)
+    a = ol.asarray(x, device="opencl:cpu:0")
+    b = ol.asarray(poisoned(n, np.float64), device="opencl:cpu:0")
+    bad = off if off > 0 else off  # the first work-item's index, as written
+    with pytest.raises(IndexError, match=expect(bad, 0, n, "a", "far_read")):
+        far_read[ol.Range(n)](a, b, off)
+    assert far_read.boundscheck is False  # not asked for: the device's default
+    far_read[ol.Range(n)](a, b, 0)
+    np.testing.assert_array_equal(ol.asnumpy(b), x)
+    assert any(s.endswith("with boundscheck on opencl:cpu:0") for s in far_read.signatures)
+
+
+def test_boundscheck_false_opts_out(rng):
+    n = int(rng.integers(50, 300))
+    x = rng.standard_normal(n)
+    a = ol.asarray(x, device="opencl:cpu:0")
+    b = ol.asarray(poisoned(n, np.float64), device="opencl:cpu:0")
+    far_read_unchecked[ol.Range(n)](a, b, 0)
+    np.testing.assert_array_equal(ol.asnumpy(b), x)
+    assert not any("boundscheck" in s for s in far_read_unchecked.signatures)
+
+
+@pytest.mark.parametrize("env", ["0", "1"])
+def test_offload_boundscheck_env(env, tmp_path):
+    """OFFLOAD_BOUNDSCHECK=0 turns the CPU default off, =1 checks on every device."""
+    (tmp_path / "envk.py").write_text(textwrap.dedent("""
+        import numpy as np, offload as ol
+        @ol.kernel
+        def copy(item, a, b):
+            i = item.get_id(0)
+            b[i] = a[i]
+        a = ol.asarray(np.arange(10.0), device="opencl:cpu:0"); b = ol.zeros(10, device="opencl:cpu:0")
+        copy[ol.Range(10)](a, b)
+        ok = bool((ol.asnumpy(b) == np.arange(10.0)).all())
+    """))
+    code = f"""
+        import sys; sys.path.insert(0, {str(tmp_path)!r})
+        import envk
+        result["ok"] = envk.ok
+        result["signatures"] = envk.copy.signatures
+    """
+    r = run_python(code, env={"OFFLOAD_BOUNDSCHECK": env})
+    assert r["ok"], r
+    assert any("with boundscheck" in s for s in r["signatures"]) == (env == "1"), r["signatures"]
+
+
+# ============================================================================
 # %%offload --boundscheck through jupyter_client (the conftest.py kernel)
 
 SETUP = "import numpy as np, math, offload as ol\nfrom offload import prange\nrng = np.random.default_rng()\n"

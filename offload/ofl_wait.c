@@ -1,0 +1,167 @@
+/* ofl_wait: waits that an interrupt can end, and the cancellation of queued
+ * work (ofl_runtime.h, "interrupts and cancellation", says what callers see).
+ *
+ * Drivers' own waits (clFinish, clWaitForEvents, cuStreamSynchronize) cannot
+ * be interrupted, so a wait here polls the device instead: sleeps that grow
+ * from 5 us to 200 us between polls (a short wait costs little latency, a
+ * long one little CPU), and the interrupt check every 20 ms (it takes the
+ * GIL, which a short wait should never need). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofl_backend.h"
+
+#define CHECK_EVERY 0.020 /* seconds between interrupt checks */
+#define GRACE 1.0         /* seconds that cancelled work has to end before the wait returns */
+#define NAP_FIRST 5000L   /* ns */
+#define NAP_MOST 200000L
+
+static ofl_interrupt_fn interrupt_check; /* set once, at module init */
+
+void ofl_set_interrupt_check(ofl_interrupt_fn fn) {
+    __atomic_store_n(&interrupt_check, fn, __ATOMIC_RELEASE);
+}
+
+bool ofl_device_in_process(const ofl_device *dev) {
+    return dev && dev->info.backend == OFL_OPENCL && dev->info.type == OFL_CPU;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef enum { DONE, INTERRUPTED, TIMED_OUT } wait_end;
+
+/* Polls ev (NULL: dev's queue, lock held) until it is done, the check fires
+ * (when check), or budget seconds pass (budget < 0: no limit). */
+static int poll_loop(ofl_device *dev, ofl_event *ev, bool check, double budget, wait_end *end,
+                     ofl_error *err) {
+    double start = now(), next_check = start + CHECK_EVERY;
+    long nap = NAP_FIRST;
+    for (;;) {
+        bool done = false;
+        int rc = dev->ops->poll(dev, ev, &done, err);
+        if (rc) return rc;
+        if (done) return *end = DONE, 0;
+        double t = now();
+        if (budget >= 0 && t - start >= budget) return *end = TIMED_OUT, 0;
+        if (check && t >= next_check) {
+            ofl_interrupt_fn fn = __atomic_load_n(&interrupt_check, __ATOMIC_ACQUIRE);
+            if (fn && fn()) return *end = INTERRUPTED, 0;
+            next_check = now() + CHECK_EVERY;
+        }
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        nap = nap * 2 < NAP_MOST ? nap * 2 : NAP_MOST;
+    }
+}
+
+static void set_flag(ofl_device *dev, int v) {
+    if (dev->cancel_word) __atomic_store_n(dev->cancel_word, v, __ATOMIC_SEQ_CST);
+    dev->cancelling = v != 0;
+}
+
+/* The queue is empty: what was cancelled has ended. */
+static void queue_empty(ofl_device *dev) {
+    dev->busy = false;
+    if (dev->cancelling) set_flag(dev, 0);
+}
+
+/* After an interrupt, lock held: tells the queued work to stop and gives it
+ * GRACE to end. Always OFL_ERR_INTERRUPTED. */
+static int cancel(ofl_device *dev, ofl_error *err) {
+    set_flag(dev, 1);
+    wait_end end = TIMED_OUT;
+    ofl_error ignored; /* the cancelled work's failure is no news now */
+    if (poll_loop(dev, NULL, false, GRACE, &end, &ignored) == 0 && end == DONE) {
+        dev->ops->synchronize(dev, NULL);
+        queue_empty(dev);
+        return ofl_fail(err, OFL_ERR_INTERRUPTED, "interrupted: the work queued on %s was cancelled",
+                        dev->info.filter);
+    }
+    return ofl_fail(err, OFL_ERR_INTERRUPTED,
+                    "interrupted: the work queued on %s (%s) was told to stop but still runs "
+                    "(a kernel without loops, or a device that cannot see the host's flag); "
+                    "the next launch there waits for it",
+                    dev->info.filter, dev->info.name);
+}
+
+int ofl_wait_queue(ofl_device *dev, ofl_error *err) {
+    if (!dev->opened) return 0;
+    if (dev->busy || dev->cancelling) {
+        wait_end end = DONE;
+        int rc = poll_loop(dev, NULL, true, -1, &end, err);
+        if (rc) return rc;
+        if (end == INTERRUPTED) return cancel(dev, err);
+    }
+    int rc = dev->ops->synchronize(dev, err); /* empty now: reports what failed */
+    queue_empty(dev);
+    return rc;
+}
+
+int ofl_wait_settle(ofl_device *dev, ofl_error *err) {
+    return dev->cancelling ? ofl_wait_queue(dev, err) : 0;
+}
+
+int ofl_event_wait(ofl_event *ev, ofl_error *err) {
+    if (!ev) return ofl_fail(err, OFL_ERR_INVALID, "no event given");
+    ofl_device *dev = ev->dev;
+    wait_end end = DONE;
+    int rc = poll_loop(dev, ev, true, -1, &end, err); /* without the lock, as event calls run */
+    if (rc) return rc;
+    if (end == INTERRUPTED) {
+        pthread_mutex_lock(&dev->lock);
+        rc = cancel(dev, err);
+        pthread_mutex_unlock(&dev->lock);
+        return rc;
+    }
+    return dev->ops->event_wait(ev, err); /* done: reports its failure */
+}
+
+int ofl_synchronize(ofl_device *dev, ofl_error *err) {
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    pthread_mutex_lock(&dev->lock);
+    int rc = ofl_wait_queue(dev, err); /* a device never opened has nothing queued */
+    pthread_mutex_unlock(&dev->lock);
+    return rc;
+}
+
+int ofl_synchronize_all(ofl_error *err) {
+    size_t n = 0;
+    ofl_device *const *devs = ofl_devices(&n, NULL);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = ofl_synchronize(devs[i], rc ? NULL : err);
+        if (r == OFL_ERR_INTERRUPTED) return r; /* the user wants control back, not more waits */
+        if (!rc) rc = r;
+    }
+    return rc;
+}
+
+ofl_buffer *ofl_cancel_buffer(ofl_device *dev) {
+    if (!dev->cancel && (dev->cancel = calloc(1, sizeof *dev->cancel)) != NULL) {
+        dev->cancel->dev = dev;
+        dev->cancel->size = sizeof(int);
+        dev->cancel->foreign = true;
+    }
+    if (dev->cancel) dev->cancel->generation = dev->generation;
+    return dev->cancel;
+}
+
+int ofl_cancel_arg(ofl_device *dev, ofl_arg *out, ofl_error *err) {
+    int rc = ofl_device_lock(dev, err);
+    if (rc) return rc;
+    if (!dev->cancel)
+        rc = ofl_fail(err, OFL_ERR_DEVICE, "%s (%s) has no cancel flag (out of memory when it opened)",
+                      dev->info.filter, dev->info.name);
+    else {
+        dev->cancel->generation = dev->generation; /* remade by a CUDA reset's reopen */
+        *out = (ofl_arg){.buffer = dev->cancel};
+    }
+    ofl_device_unlock(dev);
+    return rc;
+}
