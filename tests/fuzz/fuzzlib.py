@@ -98,8 +98,8 @@ class Child:
         return f"exit status {rc}"
 
     def describe(self, limit: int = 3000) -> str:
-        return (f"{self.how()}\n--- stdout ---\n{self.stdout[-limit:]}\n"
-                f"--- stderr ---\n{self.stderr[-limit:]}")
+        return (f"{self.how()}\n--- stderr ---\n{self.stderr[-limit:]}\n"
+                f"--- stdout ---\n{self.stdout[-limit:]}")
 
 
 def child_env(extra: dict | None = None) -> dict:

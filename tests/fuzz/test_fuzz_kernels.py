@@ -315,6 +315,13 @@ def close(got: float, want: float, loose: bool) -> bool:
     return abs(got - want) <= atol + rtol * abs(want)
 
 
+# Findings already filed as xfail regression tests (test_fuzz_regressions.py): printed,
+# not failed, so that the random seed does not fail CI on them until they are fixed.
+# Remove an entry with its fix.
+KNOWN = {
+    "llvm.vector.reduce.": "test_vector_reduce_add_of_short_loop_in_branch_on_opencl",
+}
+
 STATS: Counter = Counter()  # what the comparisons found, printed at the end of a run
 
 
@@ -356,7 +363,10 @@ def test_random_kernels_match_python(seed, tmp_path):
         for name, src in srcs.items():
             compiled += 1
             problem = check(src, name, inputs, results.get(name, {"status": "missing", "error": "no result"}))
-            if problem:
+            known = [t for pat, t in KNOWN.items() if problem and pat in problem]
+            if known:
+                print(f"known finding ({known[0]}) in {name}:\n{src}")
+            elif problem:
                 findings.append(f"--- {name} (seed {seed}, inputs {json.dumps(inputs)}):\n{src}{problem[:1500]}")
         batches += 1
     print(f"{compiled} kernels in {batches} batches, {len(findings)} findings; {dict(STATS)}")

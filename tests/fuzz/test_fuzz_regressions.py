@@ -135,7 +135,7 @@ a = ol.asarray(np.array([-1.0, 2.0, -4.0, 8.0])); out = ol.zeros(4)
 # ---------------------------------------------------------------- (5) wild index
 
 
-@FIX_IN_PROGRESS
+# fixed by the runtime-safety merge (index checks by default on CPU devices)
 def test_wild_negative_index_without_boundscheck_does_not_kill_the_process():
     """Was: segfault of the whole process for a[i - 2**40] on PoCL's CPU device.
     Wanted: an error (IndexError/DeviceError), not a dead process."""
@@ -286,7 +286,7 @@ vadd[ol.Range(4)](x, x, c)
 # ---------------------------------------------------------------- (11) synchronize()
 
 
-@FIX_IN_PROGRESS
+# fixed by the runtime-safety merge
 def test_synchronize_waits_for_every_device():
     """Was: offload.synchronize() returns while a kernel launched on another device
     (opencl:cpu:1) still runs. The kernel prints when done; that text is flushed when
