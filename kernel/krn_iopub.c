@@ -31,7 +31,9 @@ static struct {
     pthread_t thread;
     bool running;
     int wake_fd;        /* eventfd: "a run started" or "stop" */
-    int pipe_rd[3];     /* [1] and [2]: read ends of the capture pipes, -1 when not captured */
+    /* [1] and [2]: read ends of the capture pipes, -1 when not captured.
+     * Atomic: krn_iopub_capture_fds sets them while the thread already polls. */
+    _Atomic int pipe_rd[3];
     volatile int stopping;
 
     /* Everything below is guarded by lock. */
@@ -425,6 +427,9 @@ int krn_iopub_capture_fds(char *err, size_t errlen)
         close(p[1]);
         io.pipe_rd[fd] = p[0];
     }
+    uint64_t one = 1; /* the thread polls the pipes from its next round on */
+    if (write(io.wake_fd, &one, sizeof one) < 0)
+        krn_log(KRN_LOG_DEBUG, "wake write: %s", strerror(errno));
     /* C stdio on a pipe is fully buffered; line buffering keeps printf timely. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     return 0;
