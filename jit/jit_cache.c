@@ -3,8 +3,9 @@
  * Every function works from the environment as it is at the call and keeps no
  * state between calls: tests and `%env` may move XDG_CACHE_HOME or flip
  * OFFLOAD_CACHE at any time, and with nothing shared there is nothing to lock.
- * The only static is an atomic counter that keeps temp names of one process
- * apart even when the random source fails. */
+ * The statics are an atomic counter that keeps temp names of one process
+ * apart even when the random source fails, and the debug log's sink (set
+ * once at start-up). */
 #include "jit_cache.h"
 
 #include <ctype.h>
@@ -15,6 +16,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +44,32 @@
 #define STALE_TMP_SECONDS 3600
 
 static atomic_uint tmp_counter;
+static void (*log_sink)(const char *line);
+
+static void log_default(const char *line)
+{
+    const char *level = getenv("OFFLOAD_LOG");
+    if (!level || strcasecmp(level, "debug") != 0)
+        return;
+    char buf[1200];
+    int n = snprintf(buf, sizeof buf, "offload: cache: %s\n", line);
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    ssize_t unused = write(2, buf, (size_t)n); /* one write: lines of threads never mix */
+    (void)unused;
+}
+
+void jit_cache_set_log(void (*log)(const char *line)) { log_sink = log; }
+
+void jit_cache_debug(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    (log_sink ? log_sink : log_default)(line);
+}
 
 bool jit_cache_enabled(void)
 {
@@ -276,6 +304,8 @@ int jit_cache_load(const void *key, size_t keylen, void **data, size_t *size)
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         goto out;
     if ((uint64_t)st.st_size > MAX_FILE || (size_t)st.st_size < OVERHEAD) {
+        jit_cache_debug("%s: %lld bytes cannot be an entry (truncated?): removed, rebuilding", path,
+                        (long long)st.st_size);
         remove_bad(path, &st);
         goto out;
     }
@@ -287,16 +317,20 @@ int jit_cache_load(const void *key, size_t keylen, void **data, size_t *size)
     if (r != 0) {
         /* Only a file shorter than fstat said is bad (truncated in place after
          * the rename); EIO and friends say nothing about its contents. */
-        if (r > 0)
+        if (r > 0) {
+            jit_cache_debug("%s: shorter than its size (truncated): removed, rebuilding", path);
             remove_bad(path, &st);
+        }
         goto out;
     }
     size_t off = 0, len = 0;
     switch (check_entry(f, fsize, key, keylen, &off, &len)) {
     case ENTRY_CORRUPT:
+        jit_cache_debug("%s: corrupt (bad header, lengths or checksum): removed, rebuilding", path);
         remove_bad(path, &st);
         goto out;
     case ENTRY_OTHER:
+        jit_cache_debug("%s: another format version or key: rebuilding", path);
         goto out;
     case ENTRY_OK:
         break;

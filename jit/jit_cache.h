@@ -34,6 +34,15 @@ int jit_cache_load(const void *key, size_t keylen, void **data, size_t *size);
  * when there is no cache directory (ignored by callers: the cache is an
  * optimisation). The file is 0600, new directories 0700. */
 int jit_cache_store(const void *key, size_t keylen, const void *data, size_t size);
+/* Where the cache's debug lines go (a corrupt entry removed, a hit without
+ * the kernel asked for): one line, no newline. The default writes
+ * "offload: cache: <line>" to stderr, only when OFFLOAD_LOG=debug; the Jupyter
+ * kernel points it at its log (stderr there is a cell's output). NULL puts
+ * the default back. Set it before any thread uses the cache. */
+void jit_cache_set_log(void (*log)(const char *line));
+/* Formats a line for the sink above. */
+void jit_cache_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Removes every entry (tests, `offload.clear_cache()`), whatever OFFLOAD_CACHE
  * says, and temp files whose writer died; returns how many entries (0 when there
  * is no directory, -1 when it cannot be read). */

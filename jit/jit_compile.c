@@ -64,12 +64,49 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
  * and says where they are now. */
 static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                               unsigned flags, jit_artifact *out, jit_error *err) {
+    if (!(flags & JIT_BOUNDSCHECK)) return 0;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
     int rc = jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod, &out->bounds_sites, err);
     if (mod) LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
     return rc;
+}
+
+/* The disk cache key: every input of the build. The compiler (offload, the
+ * JIT's code version, LLVM), the signature (argument types with their layouts,
+ * range rank, Range or NdRange), the target and device, the options
+ * (boundscheck), the function's qualified name and symbol (two functions with
+ * one body, say a module's vadd and a vadd defined inside a function, are two
+ * programs with two entry points), and the hash of the source and of the
+ * constants it read. Its length, or -1 when it does not fit. */
+static int cache_key(const jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                     unsigned flags, const char *entry, char *key, size_t len) {
+    char sig[1024];
+    jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
+    int n = snprintf(key, len,
+                     "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu|%s|%s|%s|"
+                     "name %s|entry %s|",
+                     PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
+                     (int)t->fp64, (int)t->atomic64, t->local_mem, t->device ? t->device : "",
+                     (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "", (flags & JIT_CANCEL) ? "cancel" : "", f->name,
+                     entry);
+    if (n < 0 || (size_t)n + sizeof f->source_hash > len) return -1;
+    memcpy(key + n, f->source_hash, sizeof f->source_hash);
+    return n + (int)sizeof f->source_hash;
+}
+
+/* true with out->code filled on a usable hit. An entry without the kernel's
+ * symbol cannot serve this build (written under an older key that left the
+ * name out, or by another program): a miss, which the store then replaces.
+ * Each code form holds the symbol's bytes as they are (PTX text, SPIR-V's
+ * OpEntryPoint literal, bitcode's string table). */
+static bool disk_load(const char *key, size_t klen, jit_artifact *out) {
+    if (jit_cache_load(key, klen, &out->code.data, &out->code.size) != 1) return false;
+    if (memmem(out->code.data, out->code.size, out->entry, strlen(out->entry))) return true;
+    jit_cache_debug("an entry for %s lacks the kernel's symbol: rebuilding", out->entry);
+    jit_blob_free(&out->code);
+    return false;
 }
 
 int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
@@ -96,21 +133,12 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     snprintf(out->entry, sizeof out->entry, "ofl_%s", f->name);
     jit_symbol_sanitize(out->entry);
 
-    /* the disk cache key: everything the code depends on */
-    char key[2048], sig[1024];
-    jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
-    bool bounds = flags & JIT_BOUNDSCHECK;
-    int klen = snprintf(key, sizeof key, "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d|%s|%s%s",
-                        PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
-                        (int)t->fp64, (int)t->atomic64, t->device ? t->device : "", bounds ? "boundscheck|" : "",
-                        (flags & JIT_CANCEL) ? "cancel|" : "");
-    if (klen < 0 || klen + 32 > (int)sizeof key) { internal(err, "signature too long", NULL); return -1; }
-    memcpy(key + klen, f->source_hash, 32);
-    klen += 32;
+    char key[4096];
+    int klen = cache_key(f, args, nargs, range_ndim, t, flags, out->entry, key, sizeof key);
+    if (klen < 0) { internal(err, "signature too long", NULL); return -1; }
     bool want_text = flags & (JIT_WANT_LLVM | JIT_WANT_SPIRV);
-    if (!want_text && !(flags & JIT_NO_DISK) &&
-        jit_cache_load(key, (size_t)klen, &out->code.data, &out->code.size) == 1) {
-        if (bounds && bounds_sites_again(f, args, nargs, range_ndim, t, flags, out, err) < 0) {
+    if (!want_text && !(flags & JIT_NO_DISK) && disk_load(key, (size_t)klen, out)) {
+        if (bounds_sites_again(f, args, nargs, range_ndim, t, flags, out, err) < 0) {
             jit_artifact_free(out);
             return -1;
         }

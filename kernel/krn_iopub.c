@@ -18,6 +18,12 @@
 #define FLUSH_INTERVAL_MS 50
 #define RUN_LIMIT (64 * 1024)
 #define INPROC "inproc://offload-iopub"
+/* Messages IOPub may hold for one subscriber, and in the hand-off between
+ * threads: ipykernel's (and libzmq's) default high-water mark. A frontend
+ * that stops reading then costs at most this many messages of memory (stream
+ * runs are at most RUN_LIMIT each): XPUB drops what it cannot queue for that
+ * subscriber, as PUB does, and everybody else still gets everything. */
+#define IOPUB_HWM 1000
 
 static struct {
     const krn_session *session;
@@ -25,7 +31,9 @@ static struct {
     pthread_t thread;
     bool running;
     int wake_fd;        /* eventfd: "a run started" or "stop" */
-    int pipe_rd[3];     /* [1] and [2]: read ends of the capture pipes, -1 when not captured */
+    /* [1] and [2]: read ends of the capture pipes, -1 when not captured.
+     * Atomic: krn_iopub_capture_fds sets them while the thread already polls. */
+    _Atomic int pipe_rd[3];
     volatile int stopping;
 
     /* Everything below is guarded by lock. */
@@ -33,6 +41,7 @@ static struct {
     void *push;
     json_t *parent;
     bool silent;
+    unsigned long dropped; /* messages the hand-off had no room for */
     int run_stream; /* 0 = no pending text */
     char *run;
     size_t run_len, run_cap;
@@ -40,6 +49,27 @@ static struct {
 } io = {.wake_fd = -1, .pipe_rd = {-1, -1, -1}, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- sending (lock held) ---- */
+
+/* Queues one message for the IOPub thread without ever waiting: with the
+ * hand-off full (IOPUB_HWM messages the thread has not taken yet) the message
+ * is dropped and counted, as XPUB drops for a slow subscriber -- a publisher
+ * blocked here would stop the shell thread's replies. Only the first frame can
+ * meet a full queue: libzmq counts whole messages, so once it is in, the rest
+ * of the message follows. */
+static void hand_off_locked(const krn_frames *f, const char *msg_type)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (zmq_send(io.push, f->data[i], f->len[i], (i + 1 < f->n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) >= 0)
+            continue;
+        if (errno == EAGAIN && i == 0) {
+            io.dropped++;
+            krn_log(KRN_LOG_DEBUG, "IOPub hand-off full: %s dropped (%lu so far)", msg_type, io.dropped);
+        } else {
+            krn_log(KRN_LOG_ERROR, "IOPub hand-off failed: %s", zmq_strerror(errno));
+        }
+        break;
+    }
+}
 
 static void send_frames_locked(const char *msg_type, const json_t *parent, json_t *metadata,
                                json_t *content)
@@ -52,11 +82,7 @@ static void send_frames_locked(const char *msg_type, const json_t *parent, json_
         krn_log(KRN_LOG_ERROR, "could not encode %s for IOPub", msg_type);
         return;
     }
-    for (size_t i = 0; i < f.n; i++)
-        if (zmq_send(io.push, f.data[i], f.len[i], i + 1 < f.n ? ZMQ_SNDMORE : 0) < 0) {
-            krn_log(KRN_LOG_ERROR, "IOPub hand-off failed: %s", zmq_strerror(errno));
-            break;
-        }
+    hand_off_locked(&f, msg_type);
     krn_frames_free(&f);
 }
 
@@ -362,12 +388,15 @@ int krn_iopub_start(void *zmq_ctx, const char *endpoint, const krn_session *sess
         snprintf(err, errlen, "cannot create IOPub sockets: %s", zmq_strerror(errno));
         return -1;
     }
-    /* Never drop output for a slow notebook; lingering bounds shutdown. */
-    zmq_setsockopt(io.xpub, ZMQ_SNDHWM, &zero, sizeof zero);
+    /* Bounded queues (IOPUB_HWM): a subscriber that stops reading must not
+     * grow the kernel without end; lingering bounds shutdown. On inproc the
+     * hand-off holds up to the sum of both marks. */
+    int hwm = IOPUB_HWM, half = IOPUB_HWM / 2;
+    zmq_setsockopt(io.xpub, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(io.xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
     zmq_setsockopt(io.xpub, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(io.pull, ZMQ_RCVHWM, &zero, sizeof zero);
-    zmq_setsockopt(io.push, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(io.pull, ZMQ_RCVHWM, &half, sizeof half);
+    zmq_setsockopt(io.push, ZMQ_SNDHWM, &half, sizeof half);
     zmq_setsockopt(io.push, ZMQ_LINGER, &zero, sizeof zero);
     if (zmq_bind(io.xpub, endpoint) || zmq_bind(io.pull, INPROC) || zmq_connect(io.push, INPROC)) {
         snprintf(err, errlen, "cannot bind IOPub to %s: %s", endpoint, zmq_strerror(errno));
@@ -398,6 +427,9 @@ int krn_iopub_capture_fds(char *err, size_t errlen)
         close(p[1]);
         io.pipe_rd[fd] = p[0];
     }
+    uint64_t one = 1; /* the thread polls the pipes from its next round on */
+    if (write(io.wake_fd, &one, sizeof one) < 0)
+        krn_log(KRN_LOG_DEBUG, "wake write: %s", strerror(errno));
     /* C stdio on a pipe is fully buffered; line buffering keeps printf timely. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     return 0;

@@ -4,6 +4,10 @@
  * messages through one inproc PUSH socket, taken under a lock, so IOPub
  * order is the order in which threads published. The XPUB socket answers
  * each new subscription with iopub_welcome (JEP 65, protocol 5.4).
+ * Both queues are bounded (1000 messages, ipykernel's high-water mark): a
+ * subscriber that stops reading loses messages, as with PUB, instead of
+ * growing the kernel; publishing never blocks (a full hand-off drops the
+ * message and says so at debug level).
  *
  * Stream text -- Python's sys.stdout/sys.stderr and whatever C code writes
  * to file descriptors 1 and 2 (captured through pipes) -- is batched into one

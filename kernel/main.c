@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "jit_cache.h"
 #include "krn_conn.h"
 #include "krn_log.h"
 #include "krn_server.h"
@@ -19,6 +20,9 @@ static int usage(FILE *to, int status)
                 PACKAGE_VERSION);
     return status;
 }
+
+/* The JIT's disk cache logs here, not to fd 2: that is a cell's stderr. */
+static void log_cache_line(const char *line) { krn_log(KRN_LOG_DEBUG, "cache: %s", line); }
 
 int main(int argc, char **argv)
 {
@@ -40,6 +44,7 @@ int main(int argc, char **argv)
 
     krn_log_init();
     krn_log_keep_stderr();
+    jit_cache_set_log(log_cache_line);
     krn_conn conn;
     char err[512];
     if (krn_conn_load(conn_file, &conn, err, sizeof err)) {

@@ -9,7 +9,20 @@
  * A launch with bounds checks (@offload.kernel(boundscheck=True), or a
  * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
  * a zeroed bounds record, waits for it and reads the record: the first index
- * out of range becomes an IndexError worded as NumPy's, with the place. */
+ * out of range becomes an IndexError worded as NumPy's, with the place.
+ *
+ * Threads: any number of Python threads may launch one kernel. Specialisations
+ * are heap objects that never move (the array holds pointers), so a thread
+ * keeps its spec while another adds one. A missing one is built once: the
+ * first thread to need it publishes it as SPEC_BUILDING and builds it with the
+ * GIL released (the JIT and the driver take up to a second); others wanting
+ * the same key wait on the kernel's condition variable, also without the GIL,
+ * and then use it. A build that fails leaves the spec SPEC_FAILED, and the
+ * next thread to want it builds it again (and raises its own error). The JIT
+ * types a parsed function in place (jit_infer), so compiles of one kernel are
+ * serialised by jit_lock; compiles of different kernels run in parallel.
+ * Lock order: the GIL is never taken while holding lock or jit_lock. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,13 +34,18 @@ PyObject *mod_CompileError;
 
 #define MAX_ARGS 64
 
+typedef enum { SPEC_BUILDING, SPEC_READY, SPEC_FAILED } spec_state;
+
 typedef struct {
+    spec_state state;    /* written with the GIL and the kernel's lock held */
     ofl_device *dev;
     int range_ndim, nargs;
     bool nd;             /* compiled for an NdRange launch */
     bool bounds;         /* compiled with JIT_BOUNDSCHECK */
     jit_type types[MAX_ARGS];
     ofl_program *prog;   /* owned */
+    /* prog is read and launched only with the GIL held throughout, and
+     * replaced only with it held, so a launch never sees it released */
     jit_blob code;       /* kept to rebuild after a CUDA context reset */
     char entry[160];
     char signature[512];
@@ -46,8 +64,11 @@ typedef struct mod_kernel {
     jit_func *jf;        /* parsed at the first compile */
     int boundscheck;     /* 1: every launch checks indices; 0: none does; -1: as the device
                             says (mod_default_boundscheck) */
-    spec *specs;
+    spec **specs;        /* owned, each owned; only appended to (with the GIL) */
     int nspecs, last;
+    pthread_mutex_t lock; /* with built: waits for a spec another thread builds */
+    pthread_cond_t built;
+    pthread_mutex_t jit_lock; /* held around every use of jf by the JIT */
     long compiles, memory_hits, disk_hits;
     PyObject *weakreflist;
     struct mod_kernel *prev, *next; /* the registry of live kernels (kernel_table) */
@@ -196,14 +217,32 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
     return 0;
 }
 
+/* Parsing runs Python (inspect, ast), which may switch threads: two threads
+ * may both parse, and the first to finish keeps its tree. */
 static int ensure_parsed(mod_kernel *k) {
     if (k->jf) return 0;
     jit_error err;
-    if (!(k->jf = jit_func_parse(k->pyfunc, true, &err))) {
+    jit_func *jf = jit_func_parse(k->pyfunc, true, &err);
+    if (!jf) {
         raise_jit(&err);
         return -1;
     }
+    if (k->jf) jit_func_free(jf);
+    else k->jf = jf;
     return 0;
+}
+
+/* jit_compile of k's function, with the GIL released and jit_lock held (the
+ * JIT touches no Python object after parsing). */
+static int compile_unlocked(mod_kernel *k, const jit_type *types, int nargs, int range_ndim, const jit_target *t,
+                            unsigned flags, jit_artifact *art, jit_error *err) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&k->jit_lock);
+    rc = jit_compile(k->jf, types, nargs, range_ndim, t, flags, art, err);
+    pthread_mutex_unlock(&k->jit_lock);
+    Py_END_ALLOW_THREADS
+    return rc;
 }
 
 static double now_ms(void) {
@@ -212,12 +251,13 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int build_program(spec *s) {
+/* Loads s->code on its device into *prog, with the GIL released. */
+static int build_program(spec *s, ofl_program **prog) {
     ofl_error err;
     ofl_binary_kind kind = ofl_device_binary_kind(s->dev);
     int rc;
     double t0 = now_ms();
-    Py_BEGIN_ALLOW_THREADS rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, &s->prog, &err);
+    Py_BEGIN_ALLOW_THREADS rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, prog, &err);
     Py_END_ALLOW_THREADS if (rc != 0) {
         mod_raise(&err);
         return -1;
@@ -238,81 +278,161 @@ static bool cancel_checks(void) {
     return on;
 }
 
-static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
-                        int nargs) {
+/* Publishes a spec's new state to the threads waiting for it (a claim, to
+ * SPEC_BUILDING, wakes nobody who minds). GIL held. */
+static void spec_settle(mod_kernel *k, spec *s, spec_state state) {
+    pthread_mutex_lock(&k->lock);
+    s->state = state;
+    pthread_cond_broadcast(&k->built);
+    pthread_mutex_unlock(&k->lock);
+}
+
+/* Waits, with the GIL released, until another thread's build of s is over. */
+static void spec_wait(mod_kernel *k, spec *s) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&k->lock);
+    while (s->state == SPEC_BUILDING) pthread_cond_wait(&k->built, &k->lock);
+    pthread_mutex_unlock(&k->lock);
+    Py_END_ALLOW_THREADS
+}
+
+static bool spec_matches(const spec *s, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
+                         int nargs) {
+    return s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->bounds == bounds &&
+           s->nargs == nargs && !memcmp(s->types, types, sizeof *types * (size_t)nargs);
+}
+
+/* The spec for this key in any state, searched from the one used last; NULL
+ * when there is none. */
+static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
+                       int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
         int i = (k->last + probe) % k->nspecs;
-        spec *s = &k->specs[i];
-        if (s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->bounds == bounds && s->nargs == nargs &&
-            !memcmp(s->types, types, sizeof *types * (size_t)nargs)) {
+        if (spec_matches(k->specs[i], dev, range_ndim, nd, bounds, types, nargs)) {
             k->last = i;
-            k->memory_hits++;
-            s->memory_hits++;
-            if (ofl_program_is_stale(s->prog)) { /* its CUDA context was reset after a fault */
-                uint64_t ns, n; /* the runtime forgets the program's device time with it */
-                ofl_program_device_time(s->prog, &ns, &n);
-                s->old_device_ns += ns, s->old_timed += n;
-                ofl_program_release(s->prog);
-                s->prog = NULL;
-                if (build_program(s) < 0) return NULL;
-            }
-            return s;
+            return k->specs[i];
         }
     }
-    if (ensure_parsed(k) < 0) return NULL;
-    if (nargs + 1 != jit_func_nparams(k->jf)) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %d", jit_func_name(k->jf),
-                     jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", nargs);
-        return NULL;
-    }
-    jit_target t;
-    char ident[700];
-    if (target_of(dev, &t, ident, sizeof ident) < 0) return NULL;
-    jit_artifact art;
-    jit_error err;
-    /* every launched kernel can be cancelled (an interrupt during a wait) */
-    unsigned flags = (nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
-    if (jit_compile(k->jf, types, nargs, range_ndim, &t, flags, &art, &err) < 0) {
-        raise_jit(&err);
-        return NULL;
-    }
-    spec *ns = realloc(k->specs, sizeof *ns * (size_t)(k->nspecs + 1));
-    if (!ns) {
-        jit_artifact_free(&art);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    k->specs = ns;
-    spec *s = &ns[k->nspecs];
-    memset(s, 0, sizeof *s);
+    return NULL;
+}
+
+/* A new spec for this key, published as SPEC_BUILDING: from here on other
+ * threads wait for its build. */
+static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
+                      int nargs) {
+    spec **more = realloc(k->specs, sizeof *more * (size_t)(k->nspecs + 1));
+    if (!more) return (spec *)PyErr_NoMemory();
+    k->specs = more;
+    spec *s = calloc(1, sizeof *s);
+    if (!s) return (spec *)PyErr_NoMemory();
+    s->state = SPEC_BUILDING;
     s->dev = dev;
     s->range_ndim = range_ndim;
     s->nd = nd;
     s->bounds = bounds;
     s->nargs = nargs;
     memcpy(s->types, types, sizeof *types * (size_t)nargs);
+    k->last = k->nspecs;
+    k->specs[k->nspecs++] = s;
+    return s;
+}
+
+/* Compiles and loads s (SPEC_BUILDING, this thread's), then settles it:
+ * SPEC_READY, or SPEC_FAILED with an exception. */
+static int spec_build(mod_kernel *k, spec *s) {
+    jit_target t;
+    char ident[700];
+    jit_artifact art;
+    jit_error err;
+    /* every launched kernel can be cancelled (an interrupt during a wait) */
+    unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
+    ofl_program *prog = NULL;
+    if (ensure_parsed(k) < 0) goto fail;
+    if (s->nargs + 1 != jit_func_nparams(k->jf)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %d", jit_func_name(k->jf),
+                     jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", s->nargs);
+        goto fail;
+    }
+    if (target_of(s->dev, &t, ident, sizeof ident) < 0) goto fail;
+    if (compile_unlocked(k, s->types, s->nargs, s->range_ndim, &t, flags, &art, &err) < 0) {
+        raise_jit(&err);
+        goto fail;
+    }
     s->code = art.code;
     art.code.data = NULL;
     snprintf(s->entry, sizeof s->entry, "%s", art.entry);
     s->disk_hit = art.disk_hit;
     s->bounds_sites = art.bounds_sites;
     art.bounds_sites = NULL;
+    s->compile_ms = art.ms;
     jit_artifact_free(&art);
-    jit_signature_str(types, nargs, range_ndim, nd, s->signature, sizeof s->signature);
-    if (bounds) {
+    jit_signature_str(s->types, s->nargs, s->range_ndim, s->nd, s->signature, sizeof s->signature);
+    if (s->bounds) {
         size_t len = strlen(s->signature);
         snprintf(s->signature + len, sizeof s->signature - len, " with boundscheck");
     }
-    if (build_program(s) < 0) {
-        jit_blob_free(&s->code);
-        free(s->bounds_sites);
-        return NULL;
-    }
-    s->compile_ms = art.ms;
-    k->last = k->nspecs++;
+    s->build_ms = 0;
+    if (build_program(s, &prog) < 0) goto fail;
+    s->prog = prog;
     if (s->disk_hit) k->disk_hits++;
     else k->compiles++;
-    return s;
+    spec_settle(k, s, SPEC_READY);
+    return 0;
+fail:
+    jit_blob_free(&s->code);
+    free(s->bounds_sites);
+    s->bounds_sites = NULL;
+    spec_settle(k, s, SPEC_FAILED);
+    return -1;
+}
+
+/* s's program died with its CUDA context (a fault), or its reload failed:
+ * loads its code again. s is this thread's (SPEC_BUILDING) meanwhile. */
+static int spec_reload(mod_kernel *k, spec *s) {
+    if (s->prog) {
+        uint64_t ns, n; /* the runtime forgets the program's device time with it */
+        ofl_program_device_time(s->prog, &ns, &n);
+        s->old_device_ns += ns, s->old_timed += n;
+        ofl_program_release(s->prog);
+        s->prog = NULL;
+    }
+    ofl_program *prog = NULL;
+    if (build_program(s, &prog) < 0) {
+        spec_settle(k, s, SPEC_FAILED); /* the code is kept: the next launch tries again */
+        return -1;
+    }
+    s->prog = prog;
+    spec_settle(k, s, SPEC_READY);
+    return 0;
+}
+
+/* The loaded program for this key: found, waited for, or built here. */
+static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
+                        int nargs) {
+    for (;;) {
+        spec *s = spec_find(k, dev, range_ndim, nd, bounds, types, nargs);
+        if (!s) {
+            if (!(s = spec_add(k, dev, range_ndim, nd, bounds, types, nargs))) return NULL;
+            return spec_build(k, s) < 0 ? NULL : s;
+        }
+        switch (s->state) {
+        case SPEC_BUILDING:
+            spec_wait(k, s);
+            continue; /* look again: the GIL was released, anything may have changed */
+        case SPEC_FAILED: /* ours to build again; a failed reload kept its code */
+            spec_settle(k, s, SPEC_BUILDING);
+            if (s->code.data) return spec_reload(k, s) < 0 ? NULL : s;
+            return spec_build(k, s) < 0 ? NULL : s;
+        case SPEC_READY:
+            k->memory_hits++;
+            s->memory_hits++;
+            if (ofl_program_is_stale(s->prog)) { /* its CUDA context was reset after a fault */
+                spec_settle(k, s, SPEC_BUILDING);
+                return spec_reload(k, s) < 0 ? NULL : s;
+            }
+            return s;
+        }
+    }
 }
 
 /* ---- launching ---- */
@@ -414,6 +534,9 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
             ncopied++;
         }
     }
+    /* before specialise: from there to ofl_launch the GIL stays held, so no
+     * other thread can reload s->prog under this launch (mod_kernel threads) */
+    if (bounds && !(record = bounds_record_new(dev))) goto out;
     spec *s = specialise(k, dev, range->ndim, range->nd, bounds, types, (int)nargs);
     if (!s) goto out;
 
@@ -482,10 +605,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
     if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
-    if (bounds) {
-        if (!(record = bounds_record_new(dev))) goto out;
-        largs[na++] = (ofl_arg){.buffer = record};
-    }
+    if (bounds) largs[na++] = (ofl_arg){.buffer = record};
     ofl_error err;
     if (cancel_checks() && ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
         mod_raise(&err);
@@ -604,6 +724,9 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     mod_kernel *k = (mod_kernel *)KernelType.tp_alloc(&KernelType, 0);
     if (!k) return NULL;
     k->pyfunc = Py_NewRef(pyfunc);
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->built, NULL);
+    pthread_mutex_init(&k->jit_lock, NULL);
     k->prev = registry_last;
     if (registry_last) registry_last->next = k;
     else registry_first = k;
@@ -627,13 +750,18 @@ static void kernel_dealloc(mod_kernel *k) {
     else registry_first = k->next;
     if (k->next) k->next->prev = k->prev;
     else registry_last = k->prev;
+    /* no build is under way: a building thread holds a reference to k */
     for (int i = 0; i < k->nspecs; i++) {
-        ofl_program_release(k->specs[i].prog);
-        jit_blob_free(&k->specs[i].code);
-        free(k->specs[i].bounds_sites);
+        ofl_program_release(k->specs[i]->prog);
+        jit_blob_free(&k->specs[i]->code);
+        free(k->specs[i]->bounds_sites);
+        free(k->specs[i]);
     }
     free(k->specs);
     jit_func_free(k->jf);
+    pthread_mutex_destroy(&k->lock);
+    pthread_cond_destroy(&k->built);
+    pthread_mutex_destroy(&k->jit_lock);
     Py_XDECREF(k->pyfunc);
     Py_TYPE(k)->tp_free((PyObject *)k);
 }
@@ -646,9 +774,16 @@ static PyObject *kernel_call(mod_kernel *k, PyObject *args, PyObject *kw) {
     return NULL;
 }
 
+/* The specs that are loaded (others are being built, or failed). GIL held. */
+static int ready_count(const mod_kernel *k) {
+    int n = 0;
+    for (int i = 0; i < k->nspecs; i++) n += k->specs[i]->state == SPEC_READY;
+    return n;
+}
+
 static PyObject *kernel_repr(mod_kernel *k) {
-    return PyUnicode_FromFormat("<offload.kernel %R, %d specialisation%s>", k->pyfunc, k->nspecs,
-                                k->nspecs == 1 ? "" : "s");
+    int n = ready_count(k);
+    return PyUnicode_FromFormat("<offload.kernel %R, %d specialisation%s>", k->pyfunc, n, n == 1 ? "" : "s");
 }
 
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
@@ -688,7 +823,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     jit_error err;
     unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0) |
                      (r.nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
-    if (jit_compile(k->jf, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
+    if (compile_unlocked(k, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         return NULL;
     }
@@ -703,12 +838,13 @@ static PyObject *inspect_spirv(mod_kernel *k, PyObject *a, PyObject *kw) { retur
 static PyObject *inspect_ptx(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, JIT_PTX); }
 
 static PyObject *kernel_signatures(mod_kernel *k, void *c) {
-    PyObject *l = PyList_New(k->nspecs);
-    for (int i = 0; l && i < k->nspecs; i++) {
-        PyObject *s = PyUnicode_FromFormat("%s on %s", k->specs[i].signature,
-                                           ofl_device_get_info(k->specs[i].dev)->filter);
+    PyObject *l = PyList_New(ready_count(k));
+    for (int i = 0, j = 0; l && i < k->nspecs; i++) {
+        const spec *sp = k->specs[i];
+        if (sp->state != SPEC_READY) continue;
+        PyObject *s = PyUnicode_FromFormat("%s on %s", sp->signature, ofl_device_get_info(sp->dev)->filter);
         if (!s) Py_CLEAR(l);
-        else PyList_SET_ITEM(l, i, s);
+        else PyList_SET_ITEM(l, j++, s);
     }
     return l;
 }
@@ -717,8 +853,9 @@ static PyObject *kernel_stats(mod_kernel *k, void *c) {
     unsigned long long launches = 0;
     double ms = 0;
     for (int i = 0; i < k->nspecs; i++) {
-        launches += k->specs[i].launches;
-        ms += k->specs[i].compile_ms;
+        if (k->specs[i]->state != SPEC_READY) continue;
+        launches += k->specs[i]->launches;
+        ms += k->specs[i]->compile_ms;
     }
     return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", k->compiles, "memory_hits", k->memory_hits,
                          "disk_hits", k->disk_hits, "launches", launches, "compile_ms", ms);
@@ -764,7 +901,8 @@ static PyObject *kernel_table(PyObject *self, PyObject *unused) {
     PyObject *rows = PyList_New(0);
     for (mod_kernel *k = registry_first; rows && k; k = k->next) {
         for (int i = 0; i < k->nspecs; i++) {
-            PyObject *row = spec_row(k, &k->specs[i]);
+            if (k->specs[i]->state != SPEC_READY) continue;
+            PyObject *row = spec_row(k, k->specs[i]);
             if (!row || PyList_Append(rows, row) < 0) Py_CLEAR(rows);
             Py_XDECREF(row);
             if (!rows) break;
@@ -1015,6 +1153,18 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
 }
 
 jit_func *mod_kernel_parsed(PyObject *kernel) { return ((mod_kernel *)kernel)->jf; }
+
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
+                        jit_type *out, jit_error *err) {
+    mod_kernel *k = (mod_kernel *)kernel;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS /* jit_var_type types jf in place, as a compile does */
+    pthread_mutex_lock(&k->jit_lock);
+    rc = jit_var_type(k->jf, args, nargs, range_ndim, var, out, err);
+    pthread_mutex_unlock(&k->jit_lock);
+    Py_END_ALLOW_THREADS
+    return rc;
+}
 
 int mod_kernel_arg_type(PyObject *o, int i, jit_type *t) {
     init_types();

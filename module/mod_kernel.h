@@ -47,6 +47,10 @@ void mod_kernel_trusted(PyObject *kernel);
  * (0/1), else yes on devices in this process (ofl_device_in_process). */
 bool mod_default_boundscheck(ofl_device *dev);
 jit_func *mod_kernel_parsed(PyObject *kernel); /* borrowed; NULL before its first compile */
+/* jit_var_type on the kernel's parsed function, under the lock its compiles
+ * take (other threads may be compiling it); var must outlive the call. */
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
+                        jit_type *out, jit_error *err);
 /* The JIT type of a kernel argument (argument i, for messages). */
 int mod_kernel_arg_type(PyObject *o, int i, jit_type *t);
 /* A jit_error as offload.CompileError (or DeviceError for internal ones). */

@@ -516,7 +516,7 @@ static int partial_dtypes(mod_loop *l, PyObject *const *args, int nargs, int fir
     for (Py_ssize_t r = 0; r < nred; r++) {
         jit_type t;
         jit_error err;
-        if (jit_var_type(mod_kernel_parsed(l->kernel), types, nargs, 1, PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t, &err) < 0) {
+        if (mod_kernel_var_type(l->kernel, types, nargs, 1, PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t, &err) < 0) {
             Py_DECREF(dts);
             mod_raise_jit(&err);
             return -1;

@@ -295,3 +295,106 @@ def test_concurrent_processes_share_the_cache(env):
     r = env.run()
     assert stats(r) == (0, 0, 1)
     assert not [p for p in env.files() if "tmp" in p.name.lower()], f"temporary files left: {env.files()}"
+
+
+# ------------------------------------------- keys cover every input (item 5)
+
+# Two kernels with one body: the module's vadd and a vadd defined inside a
+# function. Their sources hash alike, but they are two programs with two
+# entry points (ofl_vadd, ofl____locals__vadd): one must never be served the
+# other's code.
+VMOD = """\
+import offload as ol
+
+
+@ol.kernel
+def vadd(item, a, b, c):
+    i = item.get_id(0)
+    c[i] = a[i] + b[i]
+
+
+def make_local():
+    @ol.kernel
+    def vadd(item, a, b, c):
+        i = item.get_id(0)
+        c[i] = a[i] + b[i]
+    return vadd
+"""
+
+VCHILD = """\
+import sys
+import numpy as np
+import offload as ol
+sys.path.insert(0, {moddir!r})
+import vmod
+
+def run(k):
+    a = ol.asarray(np.arange(8, dtype=np.float32), device={dev!r})
+    b = ol.asarray(np.full(8, 10, dtype=np.float32), device={dev!r})
+    c = ol.zeros(8, dtype=np.float32, device={dev!r})
+    k[ol.Range(8)](a, b, c)
+    return ol.asnumpy(c).tolist()
+
+result["y"] = [run(vmod.vadd if w == "module" else vmod.make_local()) for w in {which!r}]
+"""
+
+VADD = [float(10 + i) for i in range(8)]
+
+
+def run_vadd(env: Env, which: list[str], extra_env: dict | None = None) -> dict:
+    (env.moddir / "vmod.py").write_text(VMOD)
+    code = VCHILD.format(moddir=str(env.moddir), dev=CPU_FILTER, which=which)
+    full_env = {"XDG_CACHE_HOME": str(env.xdg), "OFFLOAD_CACHE": None, "PYTHONDONTWRITEBYTECODE": "1",
+                "OFFLOAD_DEVICE": None, "POCL_CACHE_DIR": str(env.pocl_cache)}
+    full_env.update(extra_env or {})
+    return run_python(code, env=full_env, timeout=120)
+
+
+def test_same_body_module_and_local_kernels_in_one_process(env):
+    r = run_vadd(env, ["module", "local"])
+    assert r["y"] == [VADD, VADD]
+    assert len(env.files()) == 2, env.files()
+
+
+def test_same_body_module_and_local_kernels_in_two_processes(env):
+    assert run_vadd(env, ["module"])["y"] == [VADD]
+    assert run_vadd(env, ["local"])["y"] == [VADD]  # the reproducer: found the module's entry
+    assert run_vadd(env, ["local", "module"])["y"] == [VADD, VADD]
+    assert len(env.files()) == 2, env.files()
+
+
+def test_same_body_kernels_racing_processes(env):
+    results, errors = [], []
+
+    def one(which):
+        try:
+            results.append(run_vadd(env, which))
+        except BaseException as e:  # pytest.fail in a thread: report it below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(w,)) for w in (["module"], ["local"]) * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert [r["y"] for r in results] == [[VADD]] * 4
+    assert len(env.files()) == 2, env.files()
+    assert not [p for p in env.files() if "tmp" in p.name.lower()], f"temporary files left: {env.files()}"
+
+
+@pytest.mark.parametrize("how", ["truncate", "garbage"])
+def test_bad_entries_are_rebuilt_with_a_debug_line(env, how):
+    assert run_vadd(env, ["module"])["y"] == [VADD]
+    (entry,) = env.files()
+    data = entry.read_bytes()
+    entry.chmod(0o600)
+    entry.write_bytes(data[: len(data) // 3] if how == "truncate" else os.urandom(len(data)))
+    r = run_vadd(env, ["module"], {"OFFLOAD_LOG": "debug"})
+    assert r["y"] == [VADD]
+    assert "offload: cache: " in r["stderr"] and "rebuilding" in r["stderr"], r["stderr"]
+    assert env.files() == [entry] and entry.read_bytes() != data[: len(data) // 3]
+    # without OFFLOAD_LOG=debug the cache says nothing
+    entry.write_bytes(b"short")
+    r = run_vadd(env, ["module"])
+    assert r["y"] == [VADD] and "offload: cache" not in r["stderr"]
