@@ -530,24 +530,25 @@ static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn
 
 static LLVMValueRef short_circuit(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
+    LLVMBasicBlockRef start = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef done = block(c, n->op == OP_AND ? "and.done" : "or.done");
-    LLVMValueRef vals[16];
-    LLVMBasicBlockRef from[16];
-    int k = 0;
+    /* the phi first, so that each operand adds its edge as it goes: CPython
+     * takes an `and` of any length */
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
+    LLVMPositionBuilderAtEnd(b, start);
     for (int i = 0; i < n->nkids; i++) {
         LLVMValueRef v = truth(c, n->kids[i]);
         if (!v) return NULL;
-        if (k < 16) { vals[k] = v; from[k] = LLVMGetInsertBlock(b); k++; }
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+        LLVMAddIncoming(phi, &v, &from, 1);
         if (i + 1 == n->nkids) { LLVMBuildBr(b, done); break; }
         LLVMBasicBlockRef next = block(c, "bool.next");
         if (n->op == OP_AND) LLVMBuildCondBr(b, v, next, done);
         else LLVMBuildCondBr(b, v, done, next);
         LLVMPositionBuilderAtEnd(b, next);
     }
-    if (n->nkids > 16) return fail(c, n, "too many operands for and/or"), NULL;
     LLVMPositionBuilderAtEnd(b, done);
-    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
-    LLVMAddIncoming(phi, vals, from, (unsigned)k);
     return phi;
 }
 

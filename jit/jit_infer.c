@@ -700,7 +700,20 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
     return rc;
 }
 
+typedef struct {
+    jit_func *f;
+    const jit_type *params;
+    jit_type *ret;
+    jit_error *err;
+} infer_call;
+
+static int infer_main(void *arg) {
+    infer_call *c = arg;
+    return run(c->f, c->params, c->ret, c->err, 0);
+}
+
 int jit_infer(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err) {
     jit_type r;
-    return run(f, params, ret ? ret : &r, err, 0);
+    infer_call c = {f, params, ret ? ret : &r, err};
+    return jit_with_stack(f->depth, infer_main, &c, err);
 }

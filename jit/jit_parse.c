@@ -19,7 +19,24 @@
 void *jit_arena_alloc(jit_func *f, size_t n) {
     enum { BLOCK = 64 * 1024 };
     n = (n + 15) & ~(size_t)15;
-    if (n > BLOCK) return NULL;
+    if (n > BLOCK / 4) {
+        /* a long list (a 10,000-term `and`): a block of its own, slipped in
+         * before the current one so that filling that one goes on */
+        void **nb = realloc(f->blocks, (size_t)(f->nblocks + 1) * sizeof *nb);
+        if (!nb) return NULL;
+        f->blocks = nb;
+        void *big = calloc(1, n);
+        if (!big) return NULL;
+        if (f->nblocks) {
+            f->blocks[f->nblocks] = f->blocks[f->nblocks - 1];
+            f->blocks[f->nblocks - 1] = big;
+        } else {
+            f->blocks[0] = big;
+            f->used = BLOCK; /* not a block to fill: the next allocation starts one */
+        }
+        f->nblocks++;
+        return big;
+    }
     if (!f->nblocks || f->used + n > BLOCK) {
         void **nb = realloc(f->blocks, (size_t)(f->nblocks + 1) * sizeof *nb);
         if (!nb) return NULL;
@@ -84,6 +101,15 @@ static int internal_error(jit_error *err, const char *what) {
 
 /* ---- the walk ---- */
 
+/* The functions being parsed, innermost first: a device function is parsed
+ * where it is first called, so a call back into one of these is a cycle
+ * (f1 -> f2 -> f1), which would otherwise parse forever. */
+typedef struct jit_chain {
+    const void *origin;
+    const char *name;
+    const struct jit_chain *up;
+} jit_chain;
+
 typedef struct {
     jit_func *f;
     jit_error *err;
@@ -91,6 +117,8 @@ typedef struct {
     int indent; /* columns removed by dedenting */
     PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed; builtins a dict */
     EVP_MD_CTX *hash;
+    const jit_chain *chain; /* this function and its callers */
+    int depth;              /* of the expression or statement being parsed */
 } parser;
 
 /* The dtype classes and modules recognised by identity, looked up once. */
@@ -218,6 +246,7 @@ static int expr_list(parser *p, PyObject *list, jit_node ***out, int *count) {
     Py_ssize_t n = PyList_Check(list) ? PyList_GET_SIZE(list) : 0;
     *count = (int)n;
     *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    if (n && !*out) return internal_error(p->err, "out of memory");
     for (Py_ssize_t i = 0; i < n; i++)
         if (!((*out)[i] = expr(p, PyList_GET_ITEM(list, i)))) return -1;
     return 0;
@@ -281,7 +310,26 @@ static int collect_stores(parser *p, PyObject *node) {
     return 0;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err);
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err);
+
+/* -1 with the error when a call to fn from here closes a cycle of device
+ * functions, named from the function called back to it: "f1 -> f2 -> f1". */
+static int call_cycle(parser *p, PyObject *at, const void *fn) {
+    int n = 0; /* links from here up to fn's */
+    const jit_chain *start = p->chain;
+    for (; start && start->origin != fn; start = start->up) n++;
+    if (!start) return 0;
+    char cycle[1024];
+    size_t len = 0;
+    for (int i = n; i >= 0 && len < sizeof cycle; i--) {
+        const jit_chain *c = p->chain;
+        for (int k = 0; k < i; k++) c = c->up;
+        len += (size_t)snprintf(cycle + len, sizeof cycle - len, "%s -> ", c->name);
+    }
+    if (len < sizeof cycle) snprintf(cycle + len, sizeof cycle - len, "%s", start->name);
+    return fail(p, at, "device functions call each other in a cycle: %s\n"
+                "Device functions cannot be recursive, directly or through others.", cycle);
+}
 
 /* A compile-time object (a global, a closure cell, a module attribute) as a node. */
 static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject *obj) {
@@ -352,12 +400,15 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                     fail(p, at, "'%s' calls itself; device functions cannot be recursive", name);
                     return NULL;
                 }
+                if (call_cycle(p, at, fn) < 0) return NULL;
                 jit_func **nc = realloc(p->f->callees, (size_t)(p->f->ncallees + 1) * sizeof *nc);
                 if (!nc) { internal_error(p->err, "out of memory"); return NULL; }
                 p->f->callees = nc;
-                if (!(callee = parse_function(fn, false, p->err))) return NULL;
+                if (!(callee = parse_function(fn, false, p->chain, p->err))) return NULL;
                 nc[p->f->ncallees++] = callee;
             }
+            /* the callee's tree is walked from within this call's */
+            if (p->depth + callee->depth > p->f->depth) p->f->depth = p->depth + callee->depth;
             n->v.ref.kind = REF_DEVFUNC;
             n->v.ref.func = callee;
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
@@ -546,7 +597,26 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
     return rc < 0 ? NULL : n;
 }
 
+/* Every expression and statement is parsed through here: the nesting is
+ * bounded, and recorded for jit_with_stack. */
+static int enter(parser *p, PyObject *node) {
+    if (p->depth >= JIT_MAX_DEPTH)
+        return fail(p, node, "this is nested more than %d levels deep\n"
+                    "Split the expression into statements with intermediate variables.", JIT_MAX_DEPTH);
+    if (++p->depth > p->f->depth) p->f->depth = p->depth;
+    return 0;
+}
+
+static jit_node *expr_node(parser *p, PyObject *node);
+
 static jit_node *expr(parser *p, PyObject *node) {
+    if (enter(p, node) < 0) return NULL;
+    jit_node *n = expr_node(p, node);
+    p->depth--;
+    return n;
+}
+
+static jit_node *expr_node(parser *p, PyObject *node) {
     jit_node *n = NULL;
     if (is(node, "Constant")) {
         PyObject *v = PyObject_GetAttrString(node, "value");
@@ -739,7 +809,16 @@ static int target_ok(parser *p, jit_node *t, PyObject *at) {
                         "cannot assign to this in a kernel\nAssign to local variables or array elements (a[i] = ...).");
 }
 
+static jit_node *stmt_node(parser *p, PyObject *node);
+
 static jit_node *stmt(parser *p, PyObject *node) {
+    if (enter(p, node) < 0) return NULL;
+    jit_node *n = stmt_node(p, node);
+    p->depth--;
+    return n;
+}
+
+static jit_node *stmt_node(parser *p, PyObject *node) {
     const char *t = node_type(node);
     jit_node *n = NULL;
     if (!strcmp(t, "Assign") || !strcmp(t, "AnnAssign")) {
@@ -864,6 +943,7 @@ static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
     Py_ssize_t n = PyList_GET_SIZE(list);
     *count = (int)n;
     *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    if (n && !*out) return internal_error(p->err, "out of memory");
     for (Py_ssize_t i = 0; i < n; i++)
         if (!((*out)[i] = stmt(p, PyList_GET_ITEM(list, i)))) return -1;
     return 0;
@@ -1085,18 +1165,20 @@ static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int
     return NULL;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err) {
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err) {
     if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
     jit_func *f = calloc(1, sizeof *f);
     if (!f) { internal_error(err, "out of memory"); return NULL; }
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
-    parser p = {.f = f, .err = err};
+    jit_chain link = {.origin = pyfunc, .name = "?", .up = up};
+    parser p = {.f = f, .err = err, .chain = &link};
     PyObject *tree = NULL, *code = NULL;
     char *src = NULL;
     int rc = -1;
     PyObject *qual = PyObject_GetAttrString(pyfunc, "__qualname__");
     f->name = strdup(qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "kernel");
+    if (f->name) link.name = f->name;
     Py_XDECREF(qual);
     PyErr_Clear();
     code = PyObject_GetAttrString(pyfunc, "__code__");
@@ -1151,7 +1233,7 @@ out:
 
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
     memset(err, 0, sizeof *err);
-    return parse_function(pyfunc, is_kernel, err);
+    return parse_function(pyfunc, is_kernel, NULL, err);
 }
 
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,

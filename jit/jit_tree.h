@@ -126,12 +126,24 @@ struct jit_func {
     jit_type *var_types;       /* set by jit_infer for the signature being compiled */
     jit_func **callees;        /* device functions named, parsed once (owned) */
     int ncallees;
+    int depth;                 /* the deepest nesting of statements and expressions,
+                                  callees' included (jit_with_stack) */
 };
+
+/* Nesting deeper than this is a CompileError: CPython 3.11 itself compiles
+ * about 3,000 levels (`a + 1 + 1 ...` with ~2,990 terms) under its default
+ * recursion limit, and ast.parse about as many. */
+#define JIT_MAX_DEPTH 10000
 
 /* jit_parse.c */
 void *jit_arena_alloc(jit_func *f, size_t n); /* zeroed */
 int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* jit_stack.c: fn(arg) on a stack with room for code nested depth levels
+ * deep (this thread's when that is shallow). fn must not touch Python. Its
+ * result, or -1 with err set when no such thread can be had. */
+int jit_with_stack(int depth, int (*fn)(void *), void *arg, jit_error *err);
 
 /* jit_infer.c: types every node for these parameter types (the kernel's item
  * first); ret gets the return type of a device function. */
