@@ -106,6 +106,18 @@ static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b
     switch (op) {
     case OP_DIV:
         return jit_true_divide(a, b);
+    case OP_POW: {
+        int64_t e;
+        if (!jit_is_floating(a) && !jit_is_floating(b) && const_int(n->b, &e) == 0 && e < 0) {
+            if (a.kind == JT_WEAK_INT) return jit_weak_float(); /* Python: 2 ** -1 == 0.5 */
+            err_at(s, n->b, "Integers to negative integer powers are not allowed\n"
+                   "NumPy raises for %s ** %lld: write a float exponent (%lld.0) or convert the base to float.",
+                   TS(a), (long long)e, (long long)e);
+            return (jit_type){JT_NONE, 0, 0, 0, 0};
+        }
+        if (abool && bbool) return jit_scalar(JIT_I64);
+        return jit_promote(a, b);
+    }
     case OP_LSHIFT: case OP_RSHIFT: case OP_BITAND: case OP_BITOR: case OP_BITXOR:
         if (jit_is_floating(a) || jit_is_floating(b)) {
             err_at(s, n, "bitwise operators need integers or bools, not %s and %s", TS(a), TS(b));

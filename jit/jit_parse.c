@@ -119,6 +119,8 @@ typedef struct {
     EVP_MD_CTX *hash;
     const jit_chain *chain; /* this function and its callers */
     int depth;              /* of the expression or statement being parsed */
+    PyObject *value;        /* the Python number the expression just parsed is, when it is
+                               made of int and float literals only (fold_const); else NULL */
 } parser;
 
 /* The dtype classes and modules recognised by identity, looked up once. */
@@ -609,11 +611,158 @@ static int enter(parser *p, PyObject *node) {
 
 static jit_node *expr_node(parser *p, PyObject *node);
 
-static jit_node *expr(parser *p, PyObject *node) {
+static int too_big(parser *p, const jit_node *at, PyObject *value);
+
+/* operand: the expression is an operand of an arithmetic operator, which may
+ * fold it further (so an int too large for 64 bits may stand, for now). */
+static jit_node *expr_as(parser *p, PyObject *node, bool operand) {
     if (enter(p, node) < 0) return NULL;
+    Py_CLEAR(p->value);
     jit_node *n = expr_node(p, node);
     p->depth--;
+    if (n && !operand && n->kind == N_CONST && n->op == JIT_CONST_TOO_BIG) {
+        too_big(p, n, p->value);
+        return NULL;
+    }
     return n;
+}
+
+static jit_node *expr(parser *p, PyObject *node) { return expr_as(p, node, false); }
+
+/* ---- constants: Python's arithmetic on literals ----
+ *
+ * Arithmetic on int and float literals is done here, by Python, as CPython's
+ * compiler does: `2 ** -1` is 0.5, `10**308 * 10.0` is inf, and an int that
+ * ends up too large for the int64 a kernel computes it in (`2**63`,
+ * `1 << 70`) is a CompileError instead of wrapping on the device. */
+
+/* Larger ints than this are refused before they are computed (2 ** 10**9);
+ * a float holds 1024 bits of exponent, so nothing this large is any use. */
+#define JIT_CONST_BITS 8192
+
+static int too_big(parser *p, const jit_node *at, PyObject *value) {
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+    PyErr_Clear();
+    int len = text ? (int)strlen(text) : 0;
+    int rc = jit_error_at(p->err, p->f, at->line, at->col, "this integer constant%s%.*s%s does not fit in 64 bits\n"
+                  "Kernels compute Python ints as int64: use a float (2.0 ** 64) or a NumPy scalar "
+                  "(np.uint64(...)) for a larger number.", text ? " (" : "", len > 40 ? 40 : len, text ? text : "",
+                  !text ? "" : len > 40 ? "...)" : ")");
+    Py_XDECREF(s);
+    return rc;
+}
+
+/* A literal int or float as a node; p->value gets it. An int too large for
+ * 64 bits is a node marked JIT_CONST_TOO_BIG: only further folding may use it. */
+static jit_node *literal_node(parser *p, PyObject *at, PyObject *v) {
+    jit_node *n;
+    int overflow = 0;
+    if (PyLong_Check(v)) PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+        if (!(n = new_node(p, at, N_CONST))) return NULL;
+        n->type = jit_weak_int();
+        n->op = JIT_CONST_TOO_BIG;
+    } else if (!(n = from_object(p, at, "literal", v))) {
+        return NULL;
+    }
+    Py_XSETREF(p->value, Py_NewRef(v));
+    return n;
+}
+
+static jit_node *operand(parser *p, PyObject *node, const char *field, PyObject **value) {
+    PyObject *c = PyObject_GetAttrString(node, field);
+    if (!c) { internal_error(p->err, "malformed ast"); return NULL; }
+    jit_node *r = expr_as(p, c, true);
+    Py_DECREF(c);
+    *value = p->value;
+    p->value = NULL;
+    return r;
+}
+
+/* An int's bit_length(); -1 after an error. */
+static long long int_bits(PyObject *v) {
+    PyObject *b = PyObject_CallMethod(v, "bit_length", NULL);
+    long long n = b ? PyLong_AsLongLong(b) : -1;
+    Py_XDECREF(b);
+    return n;
+}
+
+static bool plain_number(PyObject *v) { return v && !PyBool_Check(v) && (PyLong_Check(v) || PyFloat_Check(v)); }
+
+/* Python's l op r (r NULL for a unary op); NULL without an exception when
+ * Python would raise (1 // 0, 1.0 << 2, 10.0 ** 400), left to the device's
+ * semantics. *huge when an int result would pass JIT_CONST_BITS. */
+static PyObject *python_op(int op, PyObject *l, PyObject *r, bool *huge) {
+    *huge = false;
+    if (PyLong_Check(l) && r && PyLong_Check(r) && (op == OP_POW || op == OP_LSHIFT)) {
+        int overflow = 0;
+        long long e = PyLong_AsLongLongAndOverflow(r, &overflow);
+        long long bits = int_bits(l);
+        PyErr_Clear();
+        bool big_base = op == OP_LSHIFT ? bits > 0 : bits > 1; /* 0, 1, -1 stay small */
+        if (big_base && (overflow > 0 || (e > 0 && (op == OP_POW ? bits * e : bits + e) > JIT_CONST_BITS))) {
+            *huge = true;
+            return NULL;
+        }
+    }
+    PyObject *v = NULL;
+    switch (op) {
+    case OP_ADD: v = PyNumber_Add(l, r); break;
+    case OP_SUB: v = PyNumber_Subtract(l, r); break;
+    case OP_MUL: v = PyNumber_Multiply(l, r); break;
+    case OP_DIV: v = PyNumber_TrueDivide(l, r); break;
+    case OP_FLOORDIV: v = PyNumber_FloorDivide(l, r); break;
+    case OP_MOD: v = PyNumber_Remainder(l, r); break;
+    case OP_POW: v = PyNumber_Power(l, r, Py_None); break;
+    case OP_LSHIFT: v = PyNumber_Lshift(l, r); break;
+    case OP_RSHIFT: v = PyNumber_Rshift(l, r); break;
+    case OP_BITAND: v = PyNumber_And(l, r); break;
+    case OP_BITOR: v = PyNumber_Or(l, r); break;
+    case OP_BITXOR: v = PyNumber_Xor(l, r); break;
+    case OP_NEG: v = PyNumber_Negative(l); break;
+    case OP_POS: v = PyNumber_Positive(l); break;
+    case OP_INVERT: v = PyNumber_Invert(l); break;
+    default: break;
+    }
+    if (!v || !plain_number(v)) { /* complex from (-1) ** 0.5: not a kernel's */
+        PyErr_Clear();
+        Py_XDECREF(v);
+        return NULL;
+    }
+    if (PyLong_Check(v) && int_bits(v) > JIT_CONST_BITS) {
+        *huge = true;
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* n (a BinOp or UnaryOp over operands whose values are lv, rv: NULL when not
+ * literals) as one constant when Python can compute it; else n itself, once
+ * no operand is an int too large to stand. Takes lv and rv. */
+static jit_node *fold_const(parser *p, PyObject *at, jit_node *n, PyObject *lv, PyObject *rv) {
+    bool unary = n->kind == N_UNARY, huge = false;
+    PyObject *v = NULL;
+    if (plain_number(lv) && (unary ? n->op != OP_NOT : plain_number(rv)))
+        v = python_op(n->op, lv, rv, &huge);
+    jit_node *r = n;
+    if (huge) {
+        too_big(p, n, NULL);
+        r = NULL;
+    } else if (v) {
+        r = literal_node(p, at, v);
+    } else if (n->a->op == JIT_CONST_TOO_BIG && n->a->kind == N_CONST) {
+        too_big(p, n->a, lv);
+        r = NULL;
+    } else if (!unary && n->b->op == JIT_CONST_TOO_BIG && n->b->kind == N_CONST) {
+        too_big(p, n->b, rv);
+        r = NULL;
+    }
+    Py_XDECREF(v);
+    Py_XDECREF(lv);
+    Py_XDECREF(rv);
+    return r;
 }
 
 static jit_node *expr_node(parser *p, PyObject *node) {
@@ -621,8 +770,10 @@ static jit_node *expr_node(parser *p, PyObject *node) {
     if (is(node, "Constant")) {
         PyObject *v = PyObject_GetAttrString(node, "value");
         if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
-        if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
+        if (PyBool_Check(v)) {
             n = from_object(p, node, "literal", v);
+        } else if (PyLong_Check(v) || PyFloat_Check(v)) {
+            n = literal_node(p, node, v);
         } else {
             fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
                  v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
@@ -647,8 +798,13 @@ static jit_node *expr_node(parser *p, PyObject *node) {
         int op = op_of(p, node, "op", node);
         if (op < 0 || !(n = new_node(p, node, unary ? N_UNARY : N_BINOP))) return NULL;
         n->op = (uint8_t)op;
-        if (unary) return (n->a = child(p, node, "operand")) ? n : NULL;
-        return (n->a = child(p, node, "left")) && (n->b = child(p, node, "right")) ? n : NULL;
+        PyObject *lv = NULL, *rv = NULL;
+        if (!(n->a = operand(p, node, unary ? "operand" : "left", &lv)) ||
+            (!unary && !(n->b = operand(p, node, "right", &rv)))) {
+            Py_XDECREF(lv);
+            return NULL;
+        }
+        return fold_const(p, node, n, lv, rv); /* takes lv, rv */
     }
     if (is(node, "BoolOp")) {
         int op = op_of(p, node, "op", node);

@@ -15,7 +15,9 @@
 
 typedef enum {
     /* expressions */
-    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype) */
+    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype);
+                  op JIT_CONST_TOO_BIG while parsing: an int literal past 64 bits,
+                  which only Python arithmetic on it may use (jit_parse.c) */
     N_VAR,     /* v.var */
     N_REF,     /* a compile-time thing: v.ref */
     N_BINOP,   /* a op b */
@@ -39,6 +41,8 @@ typedef enum {
     S_RETURN,    /* return [a] */
     S_PASS,
 } jit_node_kind;
+
+#define JIT_CONST_TOO_BIG 1
 
 typedef enum {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
