@@ -121,6 +121,7 @@ typedef struct {
     int depth;              /* of the expression or statement being parsed */
     PyObject *value;        /* the Python number the expression just parsed is, when it is
                                made of int and float literals only (fold_const); else NULL */
+    const jit_node *value_of; /* the node value belongs to (literal_node) */
 } parser;
 
 /* The dtype classes and modules recognised by identity, looked up once. */
@@ -620,6 +621,7 @@ static jit_node *expr_as(parser *p, PyObject *node, bool operand) {
     Py_CLEAR(p->value);
     jit_node *n = expr_node(p, node);
     p->depth--;
+    if (p->value_of != n) Py_CLEAR(p->value); /* a call's literal argument is not the call's value */
     if (n && !operand && n->kind == N_CONST && n->op == JIT_CONST_TOO_BIG) {
         too_big(p, n, p->value);
         return NULL;
@@ -667,6 +669,7 @@ static jit_node *literal_node(parser *p, PyObject *at, PyObject *v) {
         return NULL;
     }
     Py_XSETREF(p->value, Py_NewRef(v));
+    p->value_of = n;
     return n;
 }
 
@@ -1377,6 +1380,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chai
     EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
 out:
     if (p.hash) EVP_MD_CTX_free(p.hash);
+    Py_CLEAR(p.value);
     free(src);
     Py_XDECREF(tree);
     Py_XDECREF(code);
@@ -1424,6 +1428,7 @@ jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filena
         unsigned len = 0;
         EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
         EVP_MD_CTX_free(p.hash);
+        Py_CLEAR(p.value);
     }
     Py_XDECREF(dump);
     if (rc < 0) {
