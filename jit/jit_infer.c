@@ -638,6 +638,10 @@ static int stmt(infer *s, jit_node *n) {
         return walk(s, n->body, n->nbody) < 0 || walk(s, n->orelse, n->norelse) < 0 ? -1 : 0;
     case S_FOR: {
         jit_type t = unknown;
+        int64_t step;
+        if (n->nkids == 3 && const_int(n->kids[2], &step) == 0 && step == 0)
+            return err_at(s, n->kids[2], "range() arg 3 must not be zero\n"
+                          "Python raises ValueError for a zero step.");
         for (int i = 0; i < n->nkids; i++) {
             jit_type k = expr(s, n->kids[i]);
             if (!known(k)) { t = unknown; break; }
@@ -721,6 +725,7 @@ typedef struct {
 
 static int infer_main(void *arg) {
     infer_call *c = arg;
+    if (jit_check_assigned(c->f, c->err) < 0) return -1;
     return run(c->f, c->params, c->ret, c->err, 0);
 }
 

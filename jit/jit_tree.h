@@ -149,6 +149,10 @@ int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const cha
  * result, or -1 with err set when no such thread can be had. */
 int jit_with_stack(int depth, int (*fn)(void *), void *arg, jit_error *err);
 
+/* jit_flow.c: a CompileError at the first read of a variable that some path
+ * reaches unassigned (Python's UnboundLocalError, at compile time). */
+int jit_check_assigned(jit_func *f, jit_error *err);
+
 /* jit_infer.c: types every node for these parameter types (the kernel's item
  * first); ret gets the return type of a device function. */
 int jit_infer(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err);
