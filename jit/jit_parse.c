@@ -73,8 +73,14 @@ int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const cha
         int len = (int)strcspn(src + indent, "\r\n");
         int caret = col - 1 - indent;
         if (caret < 0) caret = 0;
-        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %.*s\n    %*s^", len,
-                      src + indent, caret, "");
+        /* a long line (a generated 2,000-term sum) is shown around the caret */
+        enum { WIDE = 160, BEFORE = 60 };
+        int from = 0;
+        if (len > WIDE && caret > BEFORE) from = caret - BEFORE;
+        int shown = len - from > WIDE ? WIDE : len - from;
+        const char *pre = from ? "..." : "", *post = from + shown < len ? "..." : "";
+        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %s%.*s%s\n    %*s^", pre, shown,
+                      src + indent + from, post, caret - from + (int)strlen(pre), "");
     }
     if (hint && n < (int)sizeof err->msg)
         snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n%s", hint);
