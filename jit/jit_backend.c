@@ -126,6 +126,89 @@ static void jit_no_mem_builtins(LLVMModuleRef m)
     }
 }
 
+/* LLVM 15's C API leaves the SLP vectorizer in default<O3> whatever the pass
+ * builder options say, and it turns chains of comparisons or products into
+ * <N x ...> vectors, odd-width masks (bitcast <4 x i1> to i4) and
+ * llvm.vector.reduce.* calls -- which the translator cannot take (it exits the
+ * process). noimplicitfloat ("no vector registers to spare") is what both
+ * vectorizers honour per function; the translator drops the attribute. */
+static void jit_no_vectorize(LLVMModuleRef m)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    unsigned k = LLVMGetEnumAttributeKindForName("noimplicitfloat", 15);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        if (!LLVMIsDeclaration(f))
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(ctx, k, 0));
+}
+
+/* A type SPIR-V 1.0 without extensions has: integers of 1, 8, 16, 32 or 64
+ * bits, vectors of 2, 3, 4, 8 or 16 of them (or floats), pointers, arrays and
+ * structs of those. */
+static int jit_spirv_type_ok(LLVMTypeRef t, char *why, size_t len)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMIntegerTypeKind: {
+        unsigned w = LLVMGetIntTypeWidth(t);
+        if (w == 1 || w == 8 || w == 16 || w == 32 || w == 64)
+            return 0;
+        snprintf(why, len, "a %u-bit integer", w);
+        return -1;
+    }
+    case LLVMVectorTypeKind: {
+        unsigned n = LLVMGetVectorSize(t);
+        if (n != 2 && n != 3 && n != 4 && n != 8 && n != 16) {
+            snprintf(why, len, "a vector of %u elements", n);
+            return -1;
+        }
+        return jit_spirv_type_ok(LLVMGetElementType(t), why, len);
+    }
+    case LLVMArrayTypeKind:
+        return jit_spirv_type_ok(LLVMGetElementType(t), why, len);
+    case LLVMStructTypeKind:
+        for (unsigned i = 0, n = LLVMCountStructElementTypes(t); i < n; i++)
+            if (jit_spirv_type_ok(LLVMStructGetTypeAtIndex(t, i), why, len))
+                return -1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* What the translator would die on (it reports most errors by exiting the
+ * process) becomes a message instead: a type SPIR-V lacks, or an LLVM
+ * intrinsic it cannot lower. The optimiser is set up not to make these; this
+ * catches what it still does. */
+static int jit_spirv_legal(LLVMModuleRef m, char *err, size_t errlen)
+{
+    char why[128];
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        size_t nlen = 0;
+        const char *name = LLVMGetValueName2(f, &nlen);
+        if (LLVMIsDeclaration(f)) {
+            if (!strncmp(name, "llvm.vector.reduce.", 19) && LLVMGetFirstUse(f)) {
+                snprintf(err, errlen, "the optimised code calls %s, which SPIR-V cannot express",
+                         name);
+                return -1;
+            }
+            continue;
+        }
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+                int bad = jit_spirv_type_ok(LLVMTypeOf(i), why, sizeof why);
+                for (int k = 0, n = LLVMGetNumOperands(i); !bad && k < n; k++)
+                    bad = jit_spirv_type_ok(LLVMTypeOf(LLVMGetOperand(i, (unsigned)k)), why,
+                                            sizeof why);
+                if (bad) {
+                    snprintf(err, errlen, "the optimised code of %s uses %s, which SPIR-V lacks",
+                             name, why);
+                    return -1;
+                }
+            }
+    }
+    return 0;
+}
+
 /* The translator (15) cannot translate freeze, which the pipeline adds for
  * i // n next to i % n (DivRemPairs) and when it unswitches loops. Newer
  * translators emit a freeze as its operand; so does this. */
@@ -230,6 +313,7 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
         LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
         LLVMPassBuilderOptionsSetLoopInterleaving(opts, 0);
         jit_no_mem_builtins(m);
+        jit_no_vectorize(m);
     }
     LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, opts);
     LLVMDisposePassBuilderOptions(opts);
@@ -296,7 +380,8 @@ int jit_emit_spirv(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen)
                  LLVMGetTarget(m));
         return -1;
     }
-    if (jit_optimize(m, err, errlen) || jit_spirv_write(m, spirv, err, errlen))
+    if (jit_optimize(m, err, errlen) || jit_spirv_legal(m, err, errlen) ||
+        jit_spirv_write(m, spirv, err, errlen))
         return -1;
     char why[1024];
     if (jit_spirv_validate(spirv, why, sizeof why)) {

@@ -518,6 +518,55 @@ static LLVMValueRef compare(cg *c, int op, jit_dtype d, LLVMValueRef x, LLVMValu
     return LLVMBuildICmp(b, sg ? si[op - OP_EQ] : ui[op - OP_EQ], x, y, "");
 }
 
+/* An integer's value, exactly, whatever its type: its 64 bits (extended as
+ * its type says) and whether it is negative. Comparing these is comparing the
+ * values, as NumPy 2 and Python do for signed with unsigned (-3 < uint8(0)),
+ * where converting both to the promoted type would wrap one of them. */
+typedef struct { LLVMValueRef neg, bits; } int_key;
+
+static bool exact_int(jit_type t) { return jit_is_number(t) && !jit_is_floating(t); }
+
+static bool is_signed_type(cg *c, jit_type t) { return jit_dtype_is_signed(dt_of(c, t)); }
+
+static int_key key_of(cg *c, LLVMValueRef v, jit_type t) {
+    int_key k = {LLVMConstInt(c->m->i1, 0, 0), conv_dt(c, v, dt_of(c, t), JIT_I64)};
+    if (is_signed_type(c, t)) k.neg = LLVMBuildICmp(c->m->b, LLVMIntSLT, k.bits, i64c(c, 0), "");
+    return k;
+}
+
+/* x < y on keys: a negative value is below every other; among values of one
+ * sign the bits order them unsigned. */
+static LLVMValueRef key_less(cg *c, int_key x, int_key y) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef differ = LLVMBuildXor(b, x.neg, y.neg, "");
+    return LLVMBuildSelect(b, differ, x.neg, LLVMBuildICmp(b, LLVMIntULT, x.bits, y.bits, ""), "");
+}
+
+static LLVMValueRef key_compare(cg *c, int op, int_key x, int_key y) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef one = LLVMConstInt(c->m->i1, 1, 0);
+    switch (op) {
+    case OP_LT: return key_less(c, x, y);
+    case OP_GT: return key_less(c, y, x);
+    case OP_LE: return LLVMBuildXor(b, key_less(c, y, x), one, "");
+    case OP_GE: return LLVMBuildXor(b, key_less(c, x, y), one, "");
+    default: {
+        LLVMValueRef eq = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, x.neg, y.neg, ""),
+                                       LLVMBuildICmp(b, LLVMIntEQ, x.bits, y.bits, ""), "");
+        return op == OP_EQ ? eq : LLVMBuildXor(b, eq, one, "");
+    }
+    }
+}
+
+/* x op y for two numbers of any types: integers of different signedness by
+ * value (keys), the rest in their promoted type. */
+static LLVMValueRef compare_values(cg *c, int op, LLVMValueRef x, jit_type tx, LLVMValueRef y, jit_type ty) {
+    if (exact_int(tx) && exact_int(ty) && is_signed_type(c, tx) != is_signed_type(c, ty))
+        return key_compare(c, op, key_of(c, x, tx), key_of(c, y, ty));
+    jit_type pt = jit_promote(tx, ty);
+    return compare(c, op, dt_of(c, pt), conv(c, x, tx, pt), conv(c, y, ty, pt));
+}
+
 static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn, LLVMValueRef x, LLVMValueRef y) {
     jit_type rt = n->type;
     if (op == OP_POW && jit_is_floating(rt) && bn->kind == N_CONST && bn->type.kind == JT_WEAK_INT &&
@@ -532,24 +581,25 @@ static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn
 
 static LLVMValueRef short_circuit(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
+    LLVMBasicBlockRef start = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef done = block(c, n->op == OP_AND ? "and.done" : "or.done");
-    LLVMValueRef vals[16];
-    LLVMBasicBlockRef from[16];
-    int k = 0;
+    /* the phi first, so that each operand adds its edge as it goes: CPython
+     * takes an `and` of any length */
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
+    LLVMPositionBuilderAtEnd(b, start);
     for (int i = 0; i < n->nkids; i++) {
         LLVMValueRef v = truth(c, n->kids[i]);
         if (!v) return NULL;
-        if (k < 16) { vals[k] = v; from[k] = LLVMGetInsertBlock(b); k++; }
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+        LLVMAddIncoming(phi, &v, &from, 1);
         if (i + 1 == n->nkids) { LLVMBuildBr(b, done); break; }
         LLVMBasicBlockRef next = block(c, "bool.next");
         if (n->op == OP_AND) LLVMBuildCondBr(b, v, next, done);
         else LLVMBuildCondBr(b, v, done, next);
         LLVMPositionBuilderAtEnd(b, next);
     }
-    if (n->nkids > 16) return fail(c, n, "too many operands for and/or"), NULL;
     LLVMPositionBuilderAtEnd(b, done);
-    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
-    LLVMAddIncoming(phi, vals, from, (unsigned)k);
     return phi;
 }
 
@@ -582,6 +632,20 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
     case B_MIN: case B_MAX: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef r = conv(c, a[0], t0, rt);
+        bool mixed = false; /* signed and unsigned integers: choose by value, then convert */
+        for (int i = 0; i < n->nkids; i++)
+            mixed |= exact_int(n->kids[i]->type) && is_signed_type(c, n->kids[i]->type) != is_signed_type(c, t0);
+        if (mixed && jit_is_integral(rt)) {
+            int_key best = key_of(c, a[0], t0);
+            for (int i = 1; i < n->nkids; i++) {
+                int_key k = key_of(c, a[i], n->kids[i]->type);
+                LLVMValueRef better = bi == B_MIN ? key_less(c, k, best) : key_less(c, best, k);
+                r = LLVMBuildSelect(b, better, conv(c, a[i], n->kids[i]->type, rt), r, "");
+                best.neg = LLVMBuildSelect(b, better, k.neg, best.neg, "");
+                best.bits = LLVMBuildSelect(b, better, k.bits, best.bits, "");
+            }
+            return r;
+        }
         for (int i = 1; i < n->nkids; i++) { /* Python keeps the first of equal values */
             LLVMValueRef v = conv(c, a[i], n->kids[i]->type, rt);
             LLVMValueRef better = compare(c, bi == B_MIN ? OP_LT : OP_GT, d, v, r);
@@ -1380,9 +1444,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         for (int i = 1; i < n->nkids; i++) {
             LLVMValueRef next = expr(c, n->kids[i]);
             if (!next) return NULL;
-            jit_type pt = jit_promote(n->kids[i - 1]->type, n->kids[i]->type);
-            LLVMValueRef r = compare(c, n->ops[i - 1], dt_of(c, pt), conv(c, prev, n->kids[i - 1]->type, pt),
-                                     conv(c, next, n->kids[i]->type, pt));
+            LLVMValueRef r = compare_values(c, n->ops[i - 1], prev, n->kids[i - 1]->type, next, n->kids[i]->type);
             all = all ? LLVMBuildAnd(b, all, r, "") : r;
             prev = next;
         }

@@ -10,7 +10,7 @@
 
 /* Bump when generated code changes for the same source and types: old disk
  * entries then stop matching. */
-#define JIT_CODE_VERSION "10"
+#define JIT_CODE_VERSION "11"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -109,11 +109,39 @@ static bool disk_load(const char *key, size_t klen, jit_artifact *out) {
     return false;
 }
 
+static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                         unsigned flags, jit_artifact *out, jit_error *err);
+
+typedef struct {
+    jit_func *f;
+    const jit_type *args;
+    int nargs, range_ndim;
+    const jit_target *t;
+    unsigned flags;
+    jit_artifact *out;
+    jit_error *err;
+} compile_call;
+
+static int compile_main(void *arg) {
+    compile_call *c = arg;
+    return compile_typed(c->f, c->args, c->nargs, c->range_ndim, c->t, c->flags, c->out, c->err);
+}
+
 int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 unsigned flags, jit_artifact *out, jit_error *err) {
     double t0 = now_ms();
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
+    /* everything from here walks the tree, as do LLVM and the translator the IR */
+    compile_call c = {f, args, nargs, range_ndim, t, flags, out, err};
+    int rc = jit_with_stack(f->depth, compile_main, &c, err);
+    out->ms = now_ms() - t0;
+    return rc;
+}
+
+/* jit_compile on a stack with room for f's nesting. */
+static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                         unsigned flags, jit_artifact *out, jit_error *err) {
     if (nargs + 1 != f->nparams) {
         err->compile_error = true;
         snprintf(err->msg, sizeof err->msg, "%s() takes %d argument%s after the item, got %d", f->name,
@@ -143,7 +171,6 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
             return -1;
         }
         out->disk_hit = true;
-        out->ms = now_ms() - t0;
         return 0;
     }
 
@@ -194,7 +221,6 @@ done:
     if (mod) LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
     if (rc < 0) jit_artifact_free(out);
-    out->ms = now_ms() - t0;
     return rc;
 }
 

@@ -106,6 +106,18 @@ static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b
     switch (op) {
     case OP_DIV:
         return jit_true_divide(a, b);
+    case OP_POW: {
+        int64_t e;
+        if (!jit_is_floating(a) && !jit_is_floating(b) && const_int(n->b, &e) == 0 && e < 0) {
+            if (a.kind == JT_WEAK_INT) return jit_weak_float(); /* Python: 2 ** -1 == 0.5 */
+            err_at(s, n->b, "Integers to negative integer powers are not allowed\n"
+                   "NumPy raises for %s ** %lld: write a float exponent (%lld.0) or convert the base to float.",
+                   TS(a), (long long)e, (long long)e);
+            return (jit_type){JT_NONE, 0, 0, 0, 0};
+        }
+        if (abool && bbool) return jit_scalar(JIT_I64);
+        return jit_promote(a, b);
+    }
     case OP_LSHIFT: case OP_RSHIFT: case OP_BITAND: case OP_BITOR: case OP_BITXOR:
         if (jit_is_floating(a) || jit_is_floating(b)) {
             err_at(s, n, "bitwise operators need integers or bools, not %s and %s", TS(a), TS(b));
@@ -626,6 +638,10 @@ static int stmt(infer *s, jit_node *n) {
         return walk(s, n->body, n->nbody) < 0 || walk(s, n->orelse, n->norelse) < 0 ? -1 : 0;
     case S_FOR: {
         jit_type t = unknown;
+        int64_t step;
+        if (n->nkids == 3 && const_int(n->kids[2], &step) == 0 && step == 0)
+            return err_at(s, n->kids[2], "range() arg 3 must not be zero\n"
+                          "Python raises ValueError for a zero step.");
         for (int i = 0; i < n->nkids; i++) {
             jit_type k = expr(s, n->kids[i]);
             if (!known(k)) { t = unknown; break; }
@@ -700,7 +716,21 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
     return rc;
 }
 
+typedef struct {
+    jit_func *f;
+    const jit_type *params;
+    jit_type *ret;
+    jit_error *err;
+} infer_call;
+
+static int infer_main(void *arg) {
+    infer_call *c = arg;
+    if (jit_check_assigned(c->f, c->err) < 0) return -1;
+    return run(c->f, c->params, c->ret, c->err, 0);
+}
+
 int jit_infer(jit_func *f, const jit_type *params, jit_type *ret, jit_error *err) {
     jit_type r;
-    return run(f, params, ret ? ret : &r, err, 0);
+    infer_call c = {f, params, ret ? ret : &r, err};
+    return jit_with_stack(f->depth, infer_main, &c, err);
 }

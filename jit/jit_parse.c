@@ -19,7 +19,24 @@
 void *jit_arena_alloc(jit_func *f, size_t n) {
     enum { BLOCK = 64 * 1024 };
     n = (n + 15) & ~(size_t)15;
-    if (n > BLOCK) return NULL;
+    if (n > BLOCK / 4) {
+        /* a long list (a 10,000-term `and`): a block of its own, slipped in
+         * before the current one so that filling that one goes on */
+        void **nb = realloc(f->blocks, (size_t)(f->nblocks + 1) * sizeof *nb);
+        if (!nb) return NULL;
+        f->blocks = nb;
+        void *big = calloc(1, n);
+        if (!big) return NULL;
+        if (f->nblocks) {
+            f->blocks[f->nblocks] = f->blocks[f->nblocks - 1];
+            f->blocks[f->nblocks - 1] = big;
+        } else {
+            f->blocks[0] = big;
+            f->used = BLOCK; /* not a block to fill: the next allocation starts one */
+        }
+        f->nblocks++;
+        return big;
+    }
     if (!f->nblocks || f->used + n > BLOCK) {
         void **nb = realloc(f->blocks, (size_t)(f->nblocks + 1) * sizeof *nb);
         if (!nb) return NULL;
@@ -56,8 +73,14 @@ int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const cha
         int len = (int)strcspn(src + indent, "\r\n");
         int caret = col - 1 - indent;
         if (caret < 0) caret = 0;
-        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %.*s\n    %*s^", len,
-                      src + indent, caret, "");
+        /* a long line (a generated 2,000-term sum) is shown around the caret */
+        enum { WIDE = 160, BEFORE = 60 };
+        int from = 0;
+        if (len > WIDE && caret > BEFORE) from = caret - BEFORE;
+        int shown = len - from > WIDE ? WIDE : len - from;
+        const char *pre = from ? "..." : "", *post = from + shown < len ? "..." : "";
+        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %s%.*s%s\n    %*s^", pre, shown,
+                      src + indent + from, post, caret - from + (int)strlen(pre), "");
     }
     if (hint && n < (int)sizeof err->msg)
         snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n%s", hint);
@@ -84,6 +107,15 @@ static int internal_error(jit_error *err, const char *what) {
 
 /* ---- the walk ---- */
 
+/* The functions being parsed, innermost first: a device function is parsed
+ * where it is first called, so a call back into one of these is a cycle
+ * (f1 -> f2 -> f1), which would otherwise parse forever. */
+typedef struct jit_chain {
+    const void *origin;
+    const char *name;
+    const struct jit_chain *up;
+} jit_chain;
+
 typedef struct {
     jit_func *f;
     jit_error *err;
@@ -91,6 +123,11 @@ typedef struct {
     int indent; /* columns removed by dedenting */
     PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed; builtins a dict */
     EVP_MD_CTX *hash;
+    const jit_chain *chain; /* this function and its callers */
+    int depth;              /* of the expression or statement being parsed */
+    PyObject *value;        /* the Python number the expression just parsed is, when it is
+                               made of int and float literals only (fold_const); else NULL */
+    const jit_node *value_of; /* the node value belongs to (literal_node) */
 } parser;
 
 /* The dtype classes and modules recognised by identity, looked up once. */
@@ -218,6 +255,7 @@ static int expr_list(parser *p, PyObject *list, jit_node ***out, int *count) {
     Py_ssize_t n = PyList_Check(list) ? PyList_GET_SIZE(list) : 0;
     *count = (int)n;
     *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    if (n && !*out) return internal_error(p->err, "out of memory");
     for (Py_ssize_t i = 0; i < n; i++)
         if (!((*out)[i] = expr(p, PyList_GET_ITEM(list, i)))) return -1;
     return 0;
@@ -281,7 +319,26 @@ static int collect_stores(parser *p, PyObject *node) {
     return 0;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err);
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err);
+
+/* -1 with the error when a call to fn from here closes a cycle of device
+ * functions, named from the function called back to it: "f1 -> f2 -> f1". */
+static int call_cycle(parser *p, PyObject *at, const void *fn) {
+    int n = 0; /* links from here up to fn's */
+    const jit_chain *start = p->chain;
+    for (; start && start->origin != fn; start = start->up) n++;
+    if (!start) return 0;
+    char cycle[1024];
+    size_t len = 0;
+    for (int i = n; i >= 0 && len < sizeof cycle; i--) {
+        const jit_chain *c = p->chain;
+        for (int k = 0; k < i; k++) c = c->up;
+        len += (size_t)snprintf(cycle + len, sizeof cycle - len, "%s -> ", c->name);
+    }
+    if (len < sizeof cycle) snprintf(cycle + len, sizeof cycle - len, "%s", start->name);
+    return fail(p, at, "device functions call each other in a cycle: %s\n"
+                "Device functions cannot be recursive, directly or through others.", cycle);
+}
 
 /* A compile-time object (a global, a closure cell, a module attribute) as a node. */
 static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject *obj) {
@@ -352,12 +409,15 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                     fail(p, at, "'%s' calls itself; device functions cannot be recursive", name);
                     return NULL;
                 }
+                if (call_cycle(p, at, fn) < 0) return NULL;
                 jit_func **nc = realloc(p->f->callees, (size_t)(p->f->ncallees + 1) * sizeof *nc);
                 if (!nc) { internal_error(p->err, "out of memory"); return NULL; }
                 p->f->callees = nc;
-                if (!(callee = parse_function(fn, false, p->err))) return NULL;
+                if (!(callee = parse_function(fn, false, p->chain, p->err))) return NULL;
                 nc[p->f->ncallees++] = callee;
             }
+            /* the callee's tree is walked from within this call's */
+            if (p->depth + callee->depth > p->f->depth) p->f->depth = p->depth + callee->depth;
             n->v.ref.kind = REF_DEVFUNC;
             n->v.ref.func = callee;
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
@@ -546,13 +606,183 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
     return rc < 0 ? NULL : n;
 }
 
-static jit_node *expr(parser *p, PyObject *node) {
+/* Every expression and statement is parsed through here: the nesting is
+ * bounded, and recorded for jit_with_stack. */
+static int enter(parser *p, PyObject *node) {
+    if (p->depth >= JIT_MAX_DEPTH)
+        return fail(p, node, "this is nested more than %d levels deep\n"
+                    "Split the expression into statements with intermediate variables.", JIT_MAX_DEPTH);
+    if (++p->depth > p->f->depth) p->f->depth = p->depth;
+    return 0;
+}
+
+static jit_node *expr_node(parser *p, PyObject *node);
+
+static int too_big(parser *p, const jit_node *at, PyObject *value);
+
+/* operand: the expression is an operand of an arithmetic operator, which may
+ * fold it further (so an int too large for 64 bits may stand, for now). */
+static jit_node *expr_as(parser *p, PyObject *node, bool operand) {
+    if (enter(p, node) < 0) return NULL;
+    Py_CLEAR(p->value);
+    jit_node *n = expr_node(p, node);
+    p->depth--;
+    if (p->value_of != n) Py_CLEAR(p->value); /* a call's literal argument is not the call's value */
+    if (n && !operand && n->kind == N_CONST && n->op == JIT_CONST_TOO_BIG) {
+        too_big(p, n, p->value);
+        return NULL;
+    }
+    return n;
+}
+
+static jit_node *expr(parser *p, PyObject *node) { return expr_as(p, node, false); }
+
+/* ---- constants: Python's arithmetic on literals ----
+ *
+ * Arithmetic on int and float literals is done here, by Python, as CPython's
+ * compiler does: `2 ** -1` is 0.5, `10**308 * 10.0` is inf, and an int that
+ * ends up too large for the int64 a kernel computes it in (`2**63`,
+ * `1 << 70`) is a CompileError instead of wrapping on the device. */
+
+/* Larger ints than this are refused before they are computed (2 ** 10**9);
+ * a float holds 1024 bits of exponent, so nothing this large is any use. */
+#define JIT_CONST_BITS 8192
+
+static int too_big(parser *p, const jit_node *at, PyObject *value) {
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+    PyErr_Clear();
+    int len = text ? (int)strlen(text) : 0;
+    int rc = jit_error_at(p->err, p->f, at->line, at->col, "this integer constant%s%.*s%s does not fit in 64 bits\n"
+                  "Kernels compute Python ints as int64: use a float (2.0 ** 64) or a NumPy scalar "
+                  "(np.uint64(...)) for a larger number.", text ? " (" : "", len > 40 ? 40 : len, text ? text : "",
+                  !text ? "" : len > 40 ? "...)" : ")");
+    Py_XDECREF(s);
+    return rc;
+}
+
+/* A literal int or float as a node; p->value gets it. An int too large for
+ * 64 bits is a node marked JIT_CONST_TOO_BIG: only further folding may use it. */
+static jit_node *literal_node(parser *p, PyObject *at, PyObject *v) {
+    jit_node *n;
+    int overflow = 0;
+    if (PyLong_Check(v)) PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+        if (!(n = new_node(p, at, N_CONST))) return NULL;
+        n->type = jit_weak_int();
+        n->op = JIT_CONST_TOO_BIG;
+    } else if (!(n = from_object(p, at, "literal", v))) {
+        return NULL;
+    }
+    Py_XSETREF(p->value, Py_NewRef(v));
+    p->value_of = n;
+    return n;
+}
+
+static jit_node *operand(parser *p, PyObject *node, const char *field, PyObject **value) {
+    PyObject *c = PyObject_GetAttrString(node, field);
+    if (!c) { internal_error(p->err, "malformed ast"); return NULL; }
+    jit_node *r = expr_as(p, c, true);
+    Py_DECREF(c);
+    *value = p->value;
+    p->value = NULL;
+    return r;
+}
+
+/* An int's bit_length(); -1 after an error. */
+static long long int_bits(PyObject *v) {
+    PyObject *b = PyObject_CallMethod(v, "bit_length", NULL);
+    long long n = b ? PyLong_AsLongLong(b) : -1;
+    Py_XDECREF(b);
+    return n;
+}
+
+static bool plain_number(PyObject *v) { return v && !PyBool_Check(v) && (PyLong_Check(v) || PyFloat_Check(v)); }
+
+/* Python's l op r (r NULL for a unary op); NULL without an exception when
+ * Python would raise (1 // 0, 1.0 << 2, 10.0 ** 400), left to the device's
+ * semantics. *huge when an int result would pass JIT_CONST_BITS. */
+static PyObject *python_op(int op, PyObject *l, PyObject *r, bool *huge) {
+    *huge = false;
+    if (PyLong_Check(l) && r && PyLong_Check(r) && (op == OP_POW || op == OP_LSHIFT)) {
+        int overflow = 0;
+        long long e = PyLong_AsLongLongAndOverflow(r, &overflow);
+        long long bits = int_bits(l);
+        PyErr_Clear();
+        bool big_base = op == OP_LSHIFT ? bits > 0 : bits > 1; /* 0, 1, -1 stay small */
+        if (big_base && (overflow > 0 || (e > 0 && (op == OP_POW ? bits * e : bits + e) > JIT_CONST_BITS))) {
+            *huge = true;
+            return NULL;
+        }
+    }
+    PyObject *v = NULL;
+    switch (op) {
+    case OP_ADD: v = PyNumber_Add(l, r); break;
+    case OP_SUB: v = PyNumber_Subtract(l, r); break;
+    case OP_MUL: v = PyNumber_Multiply(l, r); break;
+    case OP_DIV: v = PyNumber_TrueDivide(l, r); break;
+    case OP_FLOORDIV: v = PyNumber_FloorDivide(l, r); break;
+    case OP_MOD: v = PyNumber_Remainder(l, r); break;
+    case OP_POW: v = PyNumber_Power(l, r, Py_None); break;
+    case OP_LSHIFT: v = PyNumber_Lshift(l, r); break;
+    case OP_RSHIFT: v = PyNumber_Rshift(l, r); break;
+    case OP_BITAND: v = PyNumber_And(l, r); break;
+    case OP_BITOR: v = PyNumber_Or(l, r); break;
+    case OP_BITXOR: v = PyNumber_Xor(l, r); break;
+    case OP_NEG: v = PyNumber_Negative(l); break;
+    case OP_POS: v = PyNumber_Positive(l); break;
+    case OP_INVERT: v = PyNumber_Invert(l); break;
+    default: break;
+    }
+    if (!v || !plain_number(v)) { /* complex from (-1) ** 0.5: not a kernel's */
+        PyErr_Clear();
+        Py_XDECREF(v);
+        return NULL;
+    }
+    if (PyLong_Check(v) && int_bits(v) > JIT_CONST_BITS) {
+        *huge = true;
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* n (a BinOp or UnaryOp over operands whose values are lv, rv: NULL when not
+ * literals) as one constant when Python can compute it; else n itself, once
+ * no operand is an int too large to stand. Takes lv and rv. */
+static jit_node *fold_const(parser *p, PyObject *at, jit_node *n, PyObject *lv, PyObject *rv) {
+    bool unary = n->kind == N_UNARY, huge = false;
+    PyObject *v = NULL;
+    if (plain_number(lv) && (unary ? n->op != OP_NOT : plain_number(rv)))
+        v = python_op(n->op, lv, rv, &huge);
+    jit_node *r = n;
+    if (huge) {
+        too_big(p, n, NULL);
+        r = NULL;
+    } else if (v) {
+        r = literal_node(p, at, v);
+    } else if (n->a->op == JIT_CONST_TOO_BIG && n->a->kind == N_CONST) {
+        too_big(p, n->a, lv);
+        r = NULL;
+    } else if (!unary && n->b->op == JIT_CONST_TOO_BIG && n->b->kind == N_CONST) {
+        too_big(p, n->b, rv);
+        r = NULL;
+    }
+    Py_XDECREF(v);
+    Py_XDECREF(lv);
+    Py_XDECREF(rv);
+    return r;
+}
+
+static jit_node *expr_node(parser *p, PyObject *node) {
     jit_node *n = NULL;
     if (is(node, "Constant")) {
         PyObject *v = PyObject_GetAttrString(node, "value");
         if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
-        if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v)) {
+        if (PyBool_Check(v)) {
             n = from_object(p, node, "literal", v);
+        } else if (PyLong_Check(v) || PyFloat_Check(v)) {
+            n = literal_node(p, node, v);
         } else {
             fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
                  v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
@@ -577,8 +807,13 @@ static jit_node *expr(parser *p, PyObject *node) {
         int op = op_of(p, node, "op", node);
         if (op < 0 || !(n = new_node(p, node, unary ? N_UNARY : N_BINOP))) return NULL;
         n->op = (uint8_t)op;
-        if (unary) return (n->a = child(p, node, "operand")) ? n : NULL;
-        return (n->a = child(p, node, "left")) && (n->b = child(p, node, "right")) ? n : NULL;
+        PyObject *lv = NULL, *rv = NULL;
+        if (!(n->a = operand(p, node, unary ? "operand" : "left", &lv)) ||
+            (!unary && !(n->b = operand(p, node, "right", &rv)))) {
+            Py_XDECREF(lv);
+            return NULL;
+        }
+        return fold_const(p, node, n, lv, rv); /* takes lv, rv */
     }
     if (is(node, "BoolOp")) {
         int op = op_of(p, node, "op", node);
@@ -739,7 +974,16 @@ static int target_ok(parser *p, jit_node *t, PyObject *at) {
                         "cannot assign to this in a kernel\nAssign to local variables or array elements (a[i] = ...).");
 }
 
+static jit_node *stmt_node(parser *p, PyObject *node);
+
 static jit_node *stmt(parser *p, PyObject *node) {
+    if (enter(p, node) < 0) return NULL;
+    jit_node *n = stmt_node(p, node);
+    p->depth--;
+    return n;
+}
+
+static jit_node *stmt_node(parser *p, PyObject *node) {
     const char *t = node_type(node);
     jit_node *n = NULL;
     if (!strcmp(t, "Assign") || !strcmp(t, "AnnAssign")) {
@@ -864,6 +1108,7 @@ static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
     Py_ssize_t n = PyList_GET_SIZE(list);
     *count = (int)n;
     *out = n ? jit_arena_alloc(p->f, (size_t)n * sizeof **out) : NULL;
+    if (n && !*out) return internal_error(p->err, "out of memory");
     for (Py_ssize_t i = 0; i < n; i++)
         if (!((*out)[i] = stmt(p, PyList_GET_ITEM(list, i)))) return -1;
     return 0;
@@ -1085,18 +1330,20 @@ static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int
     return NULL;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err) {
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err) {
     if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
     jit_func *f = calloc(1, sizeof *f);
     if (!f) { internal_error(err, "out of memory"); return NULL; }
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
-    parser p = {.f = f, .err = err};
+    jit_chain link = {.origin = pyfunc, .name = "?", .up = up};
+    parser p = {.f = f, .err = err, .chain = &link};
     PyObject *tree = NULL, *code = NULL;
     char *src = NULL;
     int rc = -1;
     PyObject *qual = PyObject_GetAttrString(pyfunc, "__qualname__");
     f->name = strdup(qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "kernel");
+    if (f->name) link.name = f->name;
     Py_XDECREF(qual);
     PyErr_Clear();
     code = PyObject_GetAttrString(pyfunc, "__code__");
@@ -1139,6 +1386,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, jit_error *err
     EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
 out:
     if (p.hash) EVP_MD_CTX_free(p.hash);
+    Py_CLEAR(p.value);
     free(src);
     Py_XDECREF(tree);
     Py_XDECREF(code);
@@ -1151,7 +1399,7 @@ out:
 
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
     memset(err, 0, sizeof *err);
-    return parse_function(pyfunc, is_kernel, err);
+    return parse_function(pyfunc, is_kernel, NULL, err);
 }
 
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
@@ -1186,6 +1434,7 @@ jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filena
         unsigned len = 0;
         EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
         EVP_MD_CTX_free(p.hash);
+        Py_CLEAR(p.value);
     }
     Py_XDECREF(dump);
     if (rc < 0) {

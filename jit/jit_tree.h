@@ -15,7 +15,9 @@
 
 typedef enum {
     /* expressions */
-    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype) */
+    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype);
+                  op JIT_CONST_TOO_BIG while parsing: an int literal past 64 bits,
+                  which only Python arithmetic on it may use (jit_parse.c) */
     N_VAR,     /* v.var */
     N_REF,     /* a compile-time thing: v.ref */
     N_BINOP,   /* a op b */
@@ -39,6 +41,8 @@ typedef enum {
     S_RETURN,    /* return [a] */
     S_PASS,
 } jit_node_kind;
+
+#define JIT_CONST_TOO_BIG 1
 
 typedef enum {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
@@ -126,12 +130,28 @@ struct jit_func {
     jit_type *var_types;       /* set by jit_infer for the signature being compiled */
     jit_func **callees;        /* device functions named, parsed once (owned) */
     int ncallees;
+    int depth;                 /* the deepest nesting of statements and expressions,
+                                  callees' included (jit_with_stack) */
 };
+
+/* Nesting deeper than this is a CompileError: CPython 3.11 itself compiles
+ * about 3,000 levels (`a + 1 + 1 ...` with ~2,990 terms) under its default
+ * recursion limit, and ast.parse about as many. */
+#define JIT_MAX_DEPTH 10000
 
 /* jit_parse.c */
 void *jit_arena_alloc(jit_func *f, size_t n); /* zeroed */
 int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* jit_stack.c: fn(arg) on a stack with room for code nested depth levels
+ * deep (this thread's when that is shallow). fn must not touch Python. Its
+ * result, or -1 with err set when no such thread can be had. */
+int jit_with_stack(int depth, int (*fn)(void *), void *arg, jit_error *err);
+
+/* jit_flow.c: a CompileError at the first read of a variable that some path
+ * reaches unassigned (Python's UnboundLocalError, at compile time). */
+int jit_check_assigned(jit_func *f, jit_error *err);
 
 /* jit_infer.c: types every node for these parameter types (the kernel's item
  * first); ret gets the return type of a device function. */

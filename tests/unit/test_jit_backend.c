@@ -661,6 +661,83 @@ static void test_spirv_invalid(void)
     dispose(ctx, m);
 }
 
+/* Four comparisons of one value ANDed into a branch: left to the SLP
+ * vectorizer, they become a <4 x double> compare bitcast to i4, which the
+ * translator cannot take (it exits the process). The optimiser must leave them
+ * scalar; and what SPIR-V lacks must be an error, not a dead process. */
+static const char compare_chain_ir[] = SPIR_HEAD
+    "define spir_kernel void @k(ptr addrspace(1) %a, ptr addrspace(1) %b) {\n"
+    "entry:\n"
+    "  %id = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+    "  %pa = getelementptr double, ptr addrspace(1) %a, i64 %id\n"
+    "  %x = load double, ptr addrspace(1) %pa\n"
+    "  %c0 = fcmp ogt double %x, 0.0\n"
+    "  br i1 %c0, label %l1, label %out\n"
+    "l1:\n"
+    "  %c1 = fcmp ogt double %x, 0.01\n"
+    "  br i1 %c1, label %l2, label %out\n"
+    "l2:\n"
+    "  %c2 = fcmp ogt double %x, 0.02\n"
+    "  br i1 %c2, label %l3, label %out\n"
+    "l3:\n"
+    "  %c3 = fcmp ogt double %x, 0.03\n"
+    "  br i1 %c3, label %yes, label %out\n"
+    "yes:\n"
+    "  %pb = getelementptr double, ptr addrspace(1) %b, i64 %id\n"
+    "  store double 1.0, ptr addrspace(1) %pb\n"
+    "  br label %out\n"
+    "out:\n"
+    "  ret void\n"
+    "}\n";
+
+static void test_spirv_illegal(void)
+{
+    char err[1024] = "";
+    LLVMContextRef ctx;
+    LLVMModuleRef m = parse_ir(&ctx, compare_chain_ir);
+    jit_blob spv = {0};
+    int rc = m ? jit_emit_spirv(m, &spv, err, sizeof err) : -1;
+    if (rc)
+        fprintf(stderr, "jit_emit_spirv(compare chain): %s\n", err);
+    CHECK(rc == 0);
+    jit_blob_free(&spv);
+    dispose(ctx, m);
+
+    /* an odd-width integer the kernel's own signature carries */
+    m = parse_ir(&ctx, SPIR_HEAD "define spir_kernel void @k(i4 %x, ptr addrspace(1) %o) {\n"
+                                 "  %w = zext i4 %x to i8\n"
+                                 "  store i8 %w, ptr addrspace(1) %o\n"
+                                 "  ret void\n}\n");
+    err[0] = '\0';
+    CHECK(m && jit_emit_spirv(m, &spv, err, sizeof err) != 0);
+    CHECK_HAS(err, "4-bit integer");
+    CHECK(spv.data == NULL);
+    dispose(ctx, m);
+
+    /* an intrinsic the translator does not lower */
+    m = parse_ir(&ctx, SPIR_HEAD "declare i32 @llvm.vector.reduce.mul.v4i32(<4 x i32>)\n"
+                                 "define spir_kernel void @k(ptr addrspace(1) %p) {\n"
+                                 "  %v = load <4 x i32>, ptr addrspace(1) %p\n"
+                                 "  %r = call i32 @llvm.vector.reduce.mul.v4i32(<4 x i32> %v)\n"
+                                 "  store i32 %r, ptr addrspace(1) %p\n"
+                                 "  ret void\n}\n");
+    err[0] = '\0';
+    CHECK(m && jit_emit_spirv(m, &spv, err, sizeof err) != 0);
+    CHECK_HAS(err, "llvm.vector.reduce.mul");
+    dispose(ctx, m);
+
+    /* a vector width OpenCL lacks */
+    m = parse_ir(&ctx, SPIR_HEAD "define spir_kernel void @k(ptr addrspace(1) %p) {\n"
+                                 "  %v = load <32 x i32>, ptr addrspace(1) %p\n"
+                                 "  %w = add <32 x i32> %v, %v\n"
+                                 "  store <32 x i32> %w, ptr addrspace(1) %p\n"
+                                 "  ret void\n}\n");
+    err[0] = '\0';
+    CHECK(m && jit_emit_spirv(m, &spv, err, sizeof err) != 0);
+    CHECK_HAS(err, "vector of 32 elements");
+    dispose(ctx, m);
+}
+
 /* ---------------------------------------------------------------- PTX */
 
 static const char *find_ptxas(void)
@@ -853,6 +930,7 @@ int main(void)
     test_spirv_patterns();
     test_spirv_block_order();
     test_spirv_invalid();
+    test_spirv_illegal();
     test_ptx_sm();
     test_ptx_plain();
     test_ptx_libdevice();
