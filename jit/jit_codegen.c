@@ -53,7 +53,7 @@ typedef struct {
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
     int range_ndim;
     LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
-    LLVMValueRef cancel_flag, cancel_count; /* JIT_CANCEL: the flag's parameter; back-edges seen */
+    LLVMValueRef cancel_flag; /* JIT_CANCEL: the flag's parameter */
     LLVMBasicBlockRef brk[64], cont[64];
     int nloops;
     LLVMBasicBlockRef ret_block;
@@ -1702,18 +1702,22 @@ static int assign(cg *c, jit_node *t, jit_node *value, LLVMValueRef v, jit_type 
 }
 
 /* ---- JIT_CANCEL: ending a runaway kernel (jit.h) ----
- * A loop's back-edge counts its trips in a per-function counter, and every
- * CANCEL_EVERY-th (the first included) reads the host's flag, volatile so
- * that it is read each time; when set, the function returns at once (a
- * kernel's work-item ends; a device function returns to its caller, whose
- * loops check too). Reading every trip would cost a bus crossing per trip
- * on a GPU (the flag is host memory there). Not where a barrier could wait
- * for a work-item that left (cg_module.cancel_checks). */
-#define CANCEL_EVERY 1024
+ * A loop's back-edge counts its trips in a counter of its own (one trip, one
+ * step: the count cannot step over the period), and every period-th trip
+ * reads the host's flag, volatile so that it is read each
+ * time; when set, the function returns at once (a kernel's work-item ends; a
+ * device function returns to its caller, whose loops check too). The flag is
+ * host memory on a GPU: each read is a bus crossing, so a work-item whose
+ * loops are short never reads it (reading on the first trip made a pairwise
+ * distance kernel 1000x slower on an H100). A `while` loop may never end (the
+ * beginner's missing `k += 1`): every 1024 trips. A `for` over a range ends,
+ * unless the range is huge: every 65536. Not where a barrier could wait for a
+ * work-item that left (cg_module.cancel_checks). */
+#define CANCEL_EVERY_WHILE 1024
+#define CANCEL_EVERY_FOR 65536
 
 static LLVMValueRef cancel_counter(cg *c) {
-    if (c->cancel_count) return c->cancel_count;
-    LLVMValueRef n = c->cancel_count = entry_alloca(c, c->m->i32, "cancel.n");
+    LLVMValueRef n = entry_alloca(c, c->m->i32, "cancel.n");
     LLVMBuilderRef tmp = LLVMCreateBuilderInContext(c->m->tg.ctx);
     LLVMValueRef next = LLVMGetNextInstruction(n);
     if (next) LLVMPositionBuilderBefore(tmp, next);
@@ -1723,16 +1727,17 @@ static LLVMValueRef cancel_counter(cg *c) {
     return n;
 }
 
-/* At a loop's back-edge, where the builder is; leaves it on the way on. */
-static void cancel_check(cg *c) {
+/* At a loop's back-edge, where the builder is; leaves it on the way on.
+ * period: a power of two. */
+static void cancel_check(cg *c, unsigned period) {
     if (!c->m->cancel_checks || !c->cancel_flag) return;
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef i32 = c->m->i32;
     LLVMValueRef ctr = cancel_counter(c);
     LLVMValueRef k = LLVMBuildAdd(b, LLVMBuildLoad2(b, i32, ctr, ""), LLVMConstInt(i32, 1, 0), "");
     LLVMBuildStore(b, k, ctr);
-    LLVMValueRef due = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, LLVMConstInt(i32, CANCEL_EVERY - 1, 0), ""),
-                                     LLVMConstInt(i32, 1, 0), "");
+    LLVMValueRef due = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, LLVMConstInt(i32, period - 1, 0), ""),
+                                     LLVMConstInt(i32, 0, 0), "");
     LLVMBasicBlockRef look = block(c, "cancel.look"), on = block(c, "cancel.on");
     LLVMBuildCondBr(b, due, look, on);
     LLVMPositionBuilderAtEnd(b, look);
@@ -1805,7 +1810,7 @@ static int range_loop(cg *c, const jit_node *n, LLVMTypeRef t, LLVMValueRef ctr,
     LLVMBuildBr(b, inc);
     LLVMPositionBuilderAtEnd(b, inc);
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
-    cancel_check(c);
+    cancel_check(c, CANCEL_EVERY_FOR);
     LLVMValueRef latch = LLVMBuildBr(b, cb);
     if (remainder) never_unroll(c, latch);
     LLVMPositionBuilderAtEnd(b, done);
@@ -1892,7 +1897,7 @@ static int stmt(cg *c, jit_node *n) {
         LLVMBasicBlockRef cb = block(c, "while.cond"), bb = block(c, "while.body"), done = block(c, "while.end");
         LLVMBuildBr(b, cb);
         LLVMPositionBuilderAtEnd(b, cb);
-        cancel_check(c); /* here, where continue comes back too */
+        cancel_check(c, CANCEL_EVERY_WHILE); /* here, where continue comes back too */
         LLVMValueRef cond = truth(c, n->a);
         if (!cond) return -1;
         LLVMBuildCondBr(b, cond, bb, done);

@@ -562,3 +562,90 @@ def test_cuda_fault_while_timing(gpu, tmp_path):
     assert "scribble_timed" in r.get("sync", ""), r
     assert r.get("closed") is True, r
     assert r["lap"] == "(0.0, 0)" or r["lap"].startswith("DeviceError"), r
+
+
+# ---------------------------------------------------------------- threads and interrupts (issue 18)
+
+
+def test_cuda_threads_launch_one_fresh_kernel(ol, gpu):
+    """Was: eight threads launching one freshly defined kernel on cuda:gpu:0 got 'no program
+    given to launch', then a segfault."""
+    import threading
+
+    @ol.kernel
+    def axpy_threads(item, a, x, y):
+        i = item.get_id(0)
+        y[i] = a * x[i] + y[i]
+
+    n, errors = 4096, []
+
+    def work(t):
+        try:
+            x = np.random.default_rng().random(n).astype(np.float32)
+            yd = ol.asarray(np.ones(n, dtype=np.float32), device=gpu)
+            xd = ol.asarray(x, device=gpu)
+            for _ in range(20):
+                axpy_threads[ol.Range(n)](np.float32(2), xd, yd)
+            np.testing.assert_allclose(ol.asnumpy(yd), 1 + 20 * 2 * x, rtol=1e-5)
+        except BaseException as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert axpy_threads.stats["launches"] == 160
+
+
+RUNAWAY_CHILD = """
+import os, signal, threading
+import numpy as np, offload as ol
+gpu = ol.Device("cuda:gpu:0")
+
+@ol.kernel
+def runaway(item, out):
+    i = item.get_id(0)
+    x = 0
+    while x >= 0:
+        x = (x + 1) % 1000
+    out[i] = x
+
+@ol.kernel
+def saxpy_after(item, a, x, y):
+    i = item.get_id(0)
+    y[i] = a * x[i] + y[i]
+
+out = ol.zeros(1 << 16, dtype=np.int64, device=gpu)
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    runaway[ol.Range(1 << 16)](out)
+    ol.synchronize()
+    print("RAN-TO-THE-END", flush=True)
+except KeyboardInterrupt:
+    print("KEYBOARD-INTERRUPT", flush=True)
+rng = np.random.default_rng()
+x = rng.random(4096).astype(np.float32)
+y = rng.random(4096).astype(np.float32)
+yd = ol.asarray(y, device=gpu)
+saxpy_after[ol.Range(4096)](np.float32(2), ol.asarray(x, device=gpu), yd)
+print("AFTER", bool(np.allclose(ol.asnumpy(yd), 2 * x + y, rtol=1e-6)), flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_cuda_runaway_kernel_is_interrupted_and_the_gpu_goes_on(gpu, tmp_path):
+    """A kernel that never ends (a while loop whose condition stays true) is stopped by the
+    interrupt: synchronize() raises KeyboardInterrupt, the kernel reads the cancel flag and
+    returns, and the same context runs the next kernel right."""
+    import os
+    import sys
+
+    from offload_fixtures import PYDIR
+
+    script = tmp_path / "runaway_cuda.py"
+    script.write_text(RUNAWAY_CHILD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYDIR), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=150)
+    assert "KEYBOARD-INTERRUPT" in p.stdout and "AFTER True" in p.stdout, p.stdout + p.stderr
