@@ -63,7 +63,8 @@ enum {
     JIT_NDRANGE = 8,     /* launched over an NdRange: the item is an NdItem, and the
                             grid is exactly the global size (no tail to guard) */
     JIT_BOUNDSCHECK = 16, /* check every array index against its axis (numba's
-                             boundscheck=True); see the bounds record below */
+                             boundscheck=True), zero steps and negative integer
+                             powers known at run time; see the bounds record below */
     JIT_CANCEL = 32,     /* a last parameter: a global pointer to the device's cancel
                             flag (an int32 the host sets; ofl_runtime.h), read on loop
                             back-edges (every 1024th trip, and the first): when set,
@@ -71,30 +72,46 @@ enum {
 };
 
 /* JIT_BOUNDSCHECK: before each element access the kernel checks every index
- * (after Python's wrap of a negative one: -n..n-1 is valid for a signed index).
- * The first work-item to find one out of range claims the record with a
- * compare-exchange on the flag's low 32 bits (32-bit atomics exist on every
- * device) and fills it in; the access itself is skipped: where no barrier could
- * be waiting for it, the work-item leaves the kernel (as Python stops at the
- * exception), else (barriers, device functions) it goes on with the access
- * redirected to a scratch element, so no memory out of range is touched. */
+ * (after Python's wrap of a negative one: -n..n-1 is valid for a signed index),
+ * and two errors Python raises that only the run time knows: a zero step of a
+ * `for ... in range(a, b, step)` whose step is not a constant (ValueError
+ * "range() arg 3 must not be zero") and an integer `**` whose exponent is not a
+ * constant and is negative (NumPy's ValueError "Integers to negative integer
+ * powers are not allowed"). Without JIT_BOUNDSCHECK such a loop runs zero times
+ * and such a power is 0.
+ * The first work-item to find one claims the record with a compare-exchange on
+ * the flag's low 32 bits (32-bit atomics exist on every device) and fills it
+ * in: the first error recorded wins. What failed is skipped: where no barrier
+ * could be waiting for it, the work-item leaves the kernel (as Python stops at
+ * the exception), else (barriers, device functions) it goes on with the access
+ * redirected to a scratch element, so no memory out of range is touched (the
+ * loop running zero times, the power being 0). */
 enum {
-    JIT_BOUNDS_FLAG,     /* nonzero once an index was out of range */
-    JIT_BOUNDS_INDEX,    /* the index as written (before the wrap of a negative one) */
+    JIT_BOUNDS_FLAG,     /* nonzero once an error was recorded */
+    JIT_BOUNDS_INDEX,    /* the index as written (before the wrap of a negative one);
+                            JIT_FAULT_NEG_POWER: the exponent */
     JIT_BOUNDS_AXIS,
     JIT_BOUNDS_SIZE,     /* of that axis */
     JIT_BOUNDS_SITE,     /* the line of jit_artifact.bounds_sites that says where */
     JIT_BOUNDS_UNSIGNED, /* 1 when the index has an unsigned type (INDEX is then a uint64) */
+    JIT_BOUNDS_KIND,     /* what went wrong: a jit_fault */
     JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (8 bytes) */
     JIT_BOUNDS_WORDS
 };
+
+typedef enum {
+    JIT_FAULT_INDEX = 0,     /* an index out of range: IndexError */
+    JIT_FAULT_ZERO_STEP = 1, /* range() with a zero step: ValueError */
+    JIT_FAULT_NEG_POWER = 2, /* integer ** negative integer: ValueError */
+} jit_fault;
 
 typedef struct {
     jit_blob code;        /* what the device loads (PTX text is '\0'-terminated) */
     char entry[160];      /* the kernel's symbol */
     char *llvm_text, *spirv_text; /* malloc'ed when asked for, else NULL */
     char *bounds_sites;   /* JIT_BOUNDSCHECK: malloc'ed, one line per check, in code order:
-                             "array 'a' at <cell 3>:4:9"; else NULL */
+                             "array 'a' at <cell 3>:4:9" (an index), "at <cell 3>:5:22"
+                             (a range's step, an exponent); else NULL */
     bool disk_hit;
     double ms;            /* wall time of jit_compile */
 } jit_artifact;

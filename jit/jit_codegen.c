@@ -199,18 +199,15 @@ static bool stops_unrolling(const jit_node *n) {
            is_barrier(n);
 }
 
-/* The number of the line "array 'a' at FILE:LINE:COL" for the access at
- * (arr the array's expression): the accesses in the order they are
- * generated, so that code from the disk cache numbers them alike wherever
- * the source now sits. -1 when out of memory. */
-static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
+/* The number of the line "WHAT at FILE:LINE:COL" (what: "array 'a' " or
+ * empty) for the check at `at`: the checks in the order they are generated,
+ * so that code from the disk cache numbers them alike wherever the source now
+ * sits. -1 when out of memory. */
+static int check_site(cg *c, const jit_node *at, const char *what) {
     struct cg_bounds *bc = c->m->bc;
-    const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
-                       : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
-                           ? "private_array(...)" : "local_array(...)";
     char line[1200];
-    if (snprintf(line, sizeof line, "array '%s' at %s:%d:%d\n", name, c->f->filename ? c->f->filename : "?",
-                 at->line, at->col) < 0)
+    if (snprintf(line, sizeof line, "%sat %s:%d:%d\n", what, c->f->filename ? c->f->filename : "?", at->line,
+                 at->col) < 0)
         return -1;
     size_t len = strlen(line);
     for (size_t i = 0; i + 1 < len; i++) /* one line per site, whatever the file is called */
@@ -223,15 +220,26 @@ static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
     return bc->nsites++;
 }
 
+/* The site of the access at (arr the array's expression). */
+static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
+    const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
+                       : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
+                           ? "private_array(...)" : "local_array(...)";
+    char what[300];
+    snprintf(what, sizeof what, "array '%s' ", name);
+    return check_site(c, at, what);
+}
+
 static void bounds_word(cg *c, int word, LLVMValueRef v) {
     LLVMValueRef at = i64c(c, word);
     LLVMValueRef s = LLVMBuildStore(c->m->b, v, LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, ""));
     LLVMSetAlignment(s, 8);
 }
 
-/* In a failing work-item: the first one claims the record and fills it in. */
-static void bounds_record(cg *c, LLVMValueRef index, LLVMValueRef axis, LLVMValueRef size, LLVMValueRef uns,
-                          int site) {
+/* In a failing work-item: the first one claims the record and fills it in
+ * (words left NULL stay 0). */
+static void bounds_record(cg *c, jit_fault kind, LLVMValueRef index, LLVMValueRef axis, LLVMValueRef size,
+                          LLVMValueRef uns, int site) {
     LLVMBuilderRef b = c->m->b;
     LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, c->record, LLVMConstInt(c->m->i32, 0, 0),
                                                LLVMConstInt(c->m->i32, 1, 0), LLVMAtomicOrderingMonotonic,
@@ -239,13 +247,32 @@ static void bounds_record(cg *c, LLVMValueRef index, LLVMValueRef axis, LLVMValu
     LLVMBasicBlockRef fill = block(c, "bounds.first"), done = block(c, "bounds.recorded");
     LLVMBuildCondBr(b, LLVMBuildExtractValue(b, pair, 1, ""), fill, done);
     LLVMPositionBuilderAtEnd(b, fill);
-    bounds_word(c, JIT_BOUNDS_INDEX, index);
-    bounds_word(c, JIT_BOUNDS_AXIS, axis);
-    bounds_word(c, JIT_BOUNDS_SIZE, size);
+    if (index) bounds_word(c, JIT_BOUNDS_INDEX, index);
+    if (axis) bounds_word(c, JIT_BOUNDS_AXIS, axis);
+    if (size) bounds_word(c, JIT_BOUNDS_SIZE, size);
     bounds_word(c, JIT_BOUNDS_SITE, i64c(c, site));
-    bounds_word(c, JIT_BOUNDS_UNSIGNED, uns);
+    if (uns) bounds_word(c, JIT_BOUNDS_UNSIGNED, uns);
+    if (kind != JIT_FAULT_INDEX) bounds_word(c, JIT_BOUNDS_KIND, i64c(c, kind));
     LLVMBuildBr(b, done);
     LLVMPositionBuilderAtEnd(b, done);
+}
+
+/* A run-time check that Python would raise for (JIT_BOUNDSCHECK only): where
+ * bad holds, the record gets kind at `at`'s place (and value in its INDEX
+ * word), and the work-item leaves the kernel where it may; else it goes on
+ * (the caller makes the result harmless). 0, or -1 with the error set. */
+static int fault_check(cg *c, const jit_node *at, LLVMValueRef bad, jit_fault kind, LLVMValueRef value) {
+    LLVMBuilderRef b = c->m->b;
+    int site = check_site(c, at, "");
+    if (site < 0) return fail(c, at, "out of memory");
+    LLVMBasicBlockRef failed = block(c, "check.fail"), good = block(c, "check.ok");
+    LLVMBuildCondBr(b, bad, failed, good);
+    LLVMPositionBuilderAtEnd(b, failed);
+    bounds_record(c, kind, value, NULL, NULL, NULL, site);
+    bool leave = c->m->bc->leave && c->m->depth == 0; /* a device function cannot end the kernel */
+    LLVMBuildBr(b, leave ? c->ret_block : good);
+    LLVMPositionBuilderAtEnd(b, good);
+    return 0;
 }
 
 /* Where a failed access in memory space sp goes instead: 8 bytes of that
@@ -297,7 +324,7 @@ static LLVMValueRef bounds_check(cg *c, jit_node *n, cg_array *a, LLVMValueRef *
         size = LLVMBuildSelect(b, out, a->shape[k], size, "");
         u = LLVMBuildSelect(b, out, i64c(c, uns[k]), u, "");
     }
-    bounds_record(c, index, axis, size, u, site);
+    bounds_record(c, JIT_FAULT_INDEX, index, axis, size, u, site);
     bool leave = c->m->bc->leave && c->m->depth == 0; /* a device function cannot end the kernel */
     LLVMBuildBr(b, leave ? c->ret_block : good);
     LLVMPositionBuilderAtEnd(b, good);
@@ -382,7 +409,8 @@ static LLVMValueRef int_divmod(cg *c, LLVMValueRef a, LLVMValueRef bv, bool is_s
     return LLVMBuildSelect(b, bz, zero, res, "");
 }
 
-/* a ** n for integers by squaring; negative n gives 0 (NumPy raises; kernels cannot). */
+/* a ** n for integers by squaring; negative n gives 0 (NumPy raises: with JIT_BOUNDSCHECK,
+ * binop's check has recorded it). */
 static LLVMValueRef int_pow(cg *c, LLVMValueRef a, LLVMValueRef n, bool is_signed) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef t = LLVMTypeOf(a);
@@ -576,7 +604,14 @@ static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn
         return bn->v.i == 2 ? sq : LLVMBuildFMul(c->m->b, sq, v, "");
     }
     jit_dtype d = dt_of(c, rt);
-    return arith(c, n, op, d, conv(c, x, an->type, rt), conv(c, y, bn->type, rt));
+    x = conv(c, x, an->type, rt);
+    y = conv(c, y, bn->type, rt);
+    if (op == OP_POW && c->m->bc && jit_dtype_is_signed(d) && !jit_dtype_is_float(d) && !LLVMIsAConstantInt(y)) {
+        /* NumPy's ValueError for a negative exponent known only now (a constant one is a CompileError) */
+        LLVMValueRef neg = LLVMBuildICmp(c->m->b, LLVMIntSLT, y, LLVMConstInt(LLVMTypeOf(y), 0, 0), "");
+        if (fault_check(c, bn, neg, JIT_FAULT_NEG_POWER, conv_dt(c, y, d, JIT_I64)) < 0) return NULL;
+    }
+    return arith(c, n, op, d, x, y);
 }
 
 static LLVMValueRef short_circuit(cg *c, jit_node *n) {
@@ -1925,6 +1960,10 @@ static int stmt(cg *c, jit_node *n) {
         LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
         LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
         LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
+        if (c->m->bc && !LLVMIsAConstantInt(step) && /* Python's ValueError (a constant 0 is a CompileError) */
+            fault_check(c, n->kids[2], LLVMBuildICmp(b, LLVMIntEQ, step, LLVMConstInt(t, 0, 0), ""),
+                        JIT_FAULT_ZERO_STEP, NULL) < 0)
+            return -1;
         /* Python's trip count, computed once: a loop of a known count (a counter
          * from 0) is one LLVM unrolls and vectorises whatever the step's sign, and
          * it cannot overflow past stop. Assigning the loop variable in the body

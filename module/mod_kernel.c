@@ -9,7 +9,10 @@
  * A launch with bounds checks (@offload.kernel(boundscheck=True), or a
  * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
  * a zeroed bounds record, waits for it and reads the record: the first index
- * out of range becomes an IndexError worded as NumPy's, with the place.
+ * out of range becomes an IndexError worded as NumPy's, with the place; a
+ * zero range() step or a negative integer power known only at run time
+ * (recorded there too, the first error winning) becomes the ValueError that
+ * Python / NumPy raise, with the place.
  *
  * Threads: any number of Python threads may launch one kernel. Specialisations
  * are heap objects that never move (the array holds pointers), so a thread
@@ -485,7 +488,7 @@ static ofl_buffer *bounds_record_new(ofl_device *dev) {
 }
 
 /* Waits for the checked launch and reads its record: 1 with *words filled in
- * when an index was out of range, 0 when none was, -1 with an exception. */
+ * when the kernel recorded an error, 0 when it did not, -1 with an exception. */
 static int bounds_record_read(ofl_buffer *buf, int64_t words[JIT_BOUNDS_WORDS]) {
     ofl_error err;
     int rc;
@@ -495,12 +498,25 @@ static int bounds_record_read(ofl_buffer *buf, int64_t words[JIT_BOUNDS_WORDS]) 
 }
 
 /* The record as NumPy words it, and where: "index 10 is out of bounds for
- * axis 0 with size 10 (array 'a' at <cell 3>:4:9)". */
+ * axis 0 with size 10 (array 'a' at <cell 3>:4:9)"; a zero step or a negative
+ * power is Python's / NumPy's ValueError: "range() arg 3 must not be zero (at
+ * <cell 3>:5:26)". */
 static void bounds_raise(const spec *s, const int64_t w[JIT_BOUNDS_WORDS]) {
     const char *site = s->bounds_sites ? s->bounds_sites : "";
     for (int64_t i = 0; i < w[JIT_BOUNDS_SITE] && *site; i++) site = strchr(site, '\n') + 1;
     char where[1200], index[32];
     snprintf(where, sizeof where, "%.*s", (int)strcspn(site, "\n"), site); /* PyErr_Format has no %.*s */
+    switch (w[JIT_BOUNDS_KIND]) {
+    case JIT_FAULT_ZERO_STEP:
+        PyErr_Format(PyExc_ValueError, "range() arg 3 must not be zero (%s)", where[0] ? where : "?");
+        return;
+    case JIT_FAULT_NEG_POWER:
+        PyErr_Format(PyExc_ValueError, "Integers to negative integer powers are not allowed (%s)",
+                     where[0] ? where : "?");
+        return;
+    default:
+        break;
+    }
     if (w[JIT_BOUNDS_UNSIGNED]) snprintf(index, sizeof index, "%llu", (unsigned long long)w[JIT_BOUNDS_INDEX]);
     else snprintf(index, sizeof index, "%lld", (long long)w[JIT_BOUNDS_INDEX]);
     PyErr_Format(PyExc_IndexError, "index %s is out of bounds for axis %lld with size %lld (%s)", index,

@@ -10,7 +10,9 @@ and imports it: kernels are compiled from their source, and a generated
 
 Item 3: integer semantics follow NumPy 2 for typed values and Python for
 literals; what a kernel cannot do as Python does is a CompileError with file,
-line, column and caret (as in test_jit_errors.py).
+line, column and caret (as in test_jit_errors.py). What only the run time knows
+(a zero range() step, an integer to a negative power) is a ValueError after a
+checked launch (the CPU device checks by default), with the place.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload, run_python
+from offload_fixtures import CPU_FILTER, load_offload, poisoned, run_python
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
@@ -318,3 +320,227 @@ def test_assigned_on_every_path_compiles(ol, cpu):
 def test_range_with_zero_step_is_a_compile_error():
     res = run_kernel("s = 0\nfor j in range(0, 5, 0):\n    s += 1\nb[i] = s\n", [1.0])
     assert_compile_error(res, "range() arg 3 must not be zero", "range(0, 5, 0)")
+
+
+# ----------------------------------------------------------------------------
+# Errors only the run time knows (a zero range() step, an integer to a negative
+# power): with checks (the default on the CPU device) the kernel records them
+# in the bounds record and the launch raises Python's / NumPy's ValueError with
+# the place; without checks the loop runs zero times and the power is 0.
+
+HERE = __file__
+prange = _ol.prange
+
+
+def where(marker: str, before: str) -> str:
+    """FILE:LINE:COL of what follows `before` on the line of this file that ends with `# <marker>`."""
+    with open(HERE) as f:
+        for n, line in enumerate(f, 1):
+            if line.rstrip().endswith(f"# {marker}"):
+                assert before in line, f"no {before!r} on the line marked {marker}"
+                return f"{HERE}:{n}:{line.index(before) + len(before) + 1}"
+    raise AssertionError(f"no line marked {marker}")
+
+
+def value_error(message: str, marker: str, before: str) -> str:
+    return re.escape(f"{message} (at {where(marker, before)})") + "$"
+
+
+ZERO_STEP = "range() arg 3 must not be zero"
+NEG_POWER = "Integers to negative integer powers are not allowed"
+
+
+def k_runtime_step(item, n, s, out):
+    i = item.get_id(0)
+    t = 0
+    for j in range(i, n, s):  # runtime_step
+        t += j
+    out[i] = t
+
+
+def k_step_from_array(item, st, out):
+    i = item.get_id(0)
+    t = 0
+    for j in range(20, -20, st[i]):  # step_from_array
+        t += j
+    out[i] = t
+
+
+def k_runtime_power(item, a, e, out):
+    i = item.get_id(0)
+    out[i] = a[i] ** e  # runtime_power
+
+
+def k_power_from_array(item, a, e, out):
+    i = item.get_id(0)
+    out[i] = a[i] ** e[i]  # power_from_array
+
+
+@_ol.device_func
+def d_count(n, s):
+    t = 0
+    for j in range(0, n, s):  # device_step
+        t += 1
+    return t
+
+
+def k_device_step_then_bad_index(item, s, out):
+    i = item.get_id(0)
+    t = d_count(10, s)
+    out[i + 100] = t
+
+
+@_ol.jit
+def j_prange_step(out, s):
+    for i in prange(out.shape[0]):
+        t = 0
+        for j in range(0, 10, s):  # prange_step
+            t += 1
+        out[i] = t
+
+
+def run_on(ol, cpu, kernel, n, *args):
+    dev = [ol.asarray(x, device=cpu) if isinstance(x, np.ndarray) else x for x in args]
+    kernel[ol.Range(n)](*dev)
+    return [ol.asnumpy(d) if isinstance(x, np.ndarray) else None for x, d in zip(args, dev)]
+
+
+@pytest.mark.parametrize("s", [1, 3, 7, -1, -4, 100])
+def test_runtime_step_computes_as_python(ol, cpu, s):
+    k = ol.kernel(k_runtime_step)
+    n = 12
+    stop = n if s > 0 else -n
+    out = run_on(ol, cpu, k, n, stop, s, poisoned(n, np.int64))[2]
+    assert out.tolist() == [sum(range(i, stop, s)) for i in range(n)]
+
+
+def test_runtime_zero_step_is_a_value_error(ol, cpu):
+    k = ol.kernel(k_runtime_step)
+    out = ol.asarray(poisoned(8, np.int64), device=cpu)
+    with pytest.raises(ValueError, match=value_error(ZERO_STEP, "runtime_step", "range(i, n, ")):
+        k[ol.Range(8)](10, 0, out)
+    with pytest.raises(ValueError, match="range"):  # python's own, for comparison
+        range(0, 10, 0)
+    k[ol.Range(8)](10, 2, out)  # the kernel goes on working
+    assert ol.asnumpy(out).tolist() == [sum(range(i, 10, 2)) for i in range(8)]
+
+
+def test_zero_step_of_one_work_item_from_an_array(ol, cpu):
+    k = ol.kernel(k_step_from_array)
+    st = np.array([-1, -3, 5, -7, 2], np.int32)
+    out = run_on(ol, cpu, k, len(st), st, poisoned(len(st), np.int64))[1]
+    assert out.tolist() == [sum(range(20, -20, int(x))) for x in st]
+    st[3] = 0
+    with pytest.raises(ValueError, match=value_error(ZERO_STEP, "step_from_array", "range(20, -20, ")):
+        run_on(ol, cpu, k, len(st), st, poisoned(len(st), np.int64))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_runtime_power_computes_as_numpy(ol, cpu, dtype):
+    k = ol.kernel(k_runtime_power)
+    a = np.array([-3, -2, -1, 0, 1, 2, 5], dtype)
+    for e in [0, 1, 2, 3, 5]:
+        want = a ** e
+        assert want.dtype == dtype  # NEP 50: a Python int takes the array's type
+        out = run_on(ol, cpu, k, len(a), a, e, poisoned(len(a), dtype))[2]
+        np.testing.assert_array_equal(out, want)
+
+
+def test_runtime_negative_power_is_numpys_value_error(ol, cpu):
+    k = ol.kernel(k_runtime_power)
+    a = np.array([1, 2, 3], np.int32)
+    with pytest.raises(ValueError, match=NEG_POWER):  # NumPy's own, for comparison
+        a ** np.int64(-1)
+    with pytest.raises(ValueError, match=value_error(NEG_POWER, "runtime_power", "** ")):
+        run_on(ol, cpu, k, len(a), a, -1, poisoned(len(a), np.int32))
+
+
+def test_negative_power_of_one_work_item_from_an_array(ol, cpu):
+    k = ol.kernel(k_power_from_array)
+    a = np.array([3, -2, 7, 4], np.int32)
+    e = np.array([2, 3, 0, 1], np.int32)
+    out = run_on(ol, cpu, k, len(a), a, e, poisoned(len(a), np.int32))[2]
+    np.testing.assert_array_equal(out, a ** e)
+    e[2] = -2
+    with pytest.raises(ValueError, match=value_error(NEG_POWER, "power_from_array", "** ")):
+        run_on(ol, cpu, k, len(a), a, e, poisoned(len(a), np.int32))
+
+
+def test_float_power_with_a_negative_exponent_is_no_error(ol, cpu):
+    k = ol.kernel(k_runtime_power)
+    a = np.array([2.0, 4.0, -0.5])
+    out = run_on(ol, cpu, k, len(a), a, -1, poisoned(len(a), np.float64))[2]
+    np.testing.assert_array_equal(out, a ** -1)
+
+
+def test_first_error_wins(ol, cpu):
+    """A device function goes on after its error (it cannot end the kernel); the bad index
+    after it is not what the launch reports."""
+    k = ol.kernel(k_device_step_then_bad_index)
+    out = ol.asarray(poisoned(1, np.int64), device=cpu)
+    with pytest.raises(ValueError, match=value_error(ZERO_STEP, "device_step", "range(0, n, ")):
+        k[ol.Range(1)](0, out)
+    with pytest.raises(IndexError, match=r"index 100 is out of bounds for axis 0 with size 1 \(array 'out' at "):
+        k[ol.Range(1)](1, out)
+
+
+def test_prange_loop_zero_step_is_a_value_error(ol, cpu):
+    out = ol.asarray(poisoned(6, np.int64), device=cpu)
+    j_prange_step(out, 3)
+    assert ol.asnumpy(out).tolist() == [len(range(0, 10, 3))] * 6
+    with pytest.raises(ValueError, match=value_error(ZERO_STEP, "prange_step", "range(0, 10, ")):
+        j_prange_step(out, 0)
+
+
+UNCHECKED = """
+import numpy as np
+import offload as ol
+dev = [x for x in ol.get_devices() if x.filter_string == {dev!r}][0]
+path = {path!r}
+spec = __import__("importlib.util").util.spec_from_file_location("rt_kernels", path)
+mod = __import__("importlib.util").util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+for name, args, n in [("step", (10, 0), 4), ("power", (np.array([2, -1, 3, 0], np.int32), -1), 4)]:
+    out = ol.asarray(np.full(n, -7, np.int64), device=dev)
+    dargs = [ol.asarray(x, device=dev) if isinstance(x, np.ndarray) else x for x in args]
+    try:
+        getattr(mod, name)[ol.Range(n)](*dargs, out)
+        result[name] = ol.asnumpy(out).tolist()
+    except Exception as e:
+        result[name] = type(e).__name__ + ": " + str(e)
+"""
+
+RT_KERNELS = """\
+import offload as ol
+@ol.kernel
+def step(item, n, s, out):
+    i = item.get_id(0)
+    t = 0
+    for j in range(0, n, s):
+        t += 1
+    out[i] = t
+@ol.kernel
+def power(item, a, e, out):
+    i = item.get_id(0)
+    out[i] = a[i] ** e
+"""
+
+
+@pytest.mark.parametrize("checks", ["0", None])
+def test_without_checks_zero_step_runs_zero_times_and_negative_power_is_0(tmp_path, checks):
+    """Documented (README, issue 18): where checks are off (OFFLOAD_BOUNDSCHECK=0 here; GPUs by
+    default) a zero step known only at run time runs the loop zero times, and an integer to a
+    negative power known only at run time gives 0. With the default, the CPU device checks."""
+    path = tmp_path / "rt_kernels.py"
+    path.write_text(RT_KERNELS)
+    res = run_python(UNCHECKED.format(dev=CPU_FILTER, path=str(path)),
+                     env={"OFFLOAD_BOUNDSCHECK": checks, "OFFLOAD_CACHE": "0"}, timeout=300)
+    if checks == "0":
+        assert res["step"] == [0, 0, 0, 0], res
+        assert res["power"] == [0, 0, 0, 0], res
+    else:
+        def at(before):
+            n, line = next((n, ln) for n, ln in enumerate(RT_KERNELS.splitlines(), 1) if before in ln)
+            return f"{path}:{n}:{line.index(before) + len(before) + 1}"
+        assert res["step"] == f"ValueError: {ZERO_STEP} (at {at('range(0, n, ')})", res
+        assert res["power"] == f"ValueError: {NEG_POWER} (at {at('** ')})", res
