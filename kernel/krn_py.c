@@ -58,8 +58,10 @@ bool krn_py_busy(void) { return atomic_load(&busy); }
 
 void krn_py_interrupt(void)
 {
-    if (atomic_load(&busy))
+    if (atomic_load(&busy)) {
         PyErr_SetInterruptEx(SIGINT);
+        mod_request_interrupt(); /* a device wait ends even if the signal is taken on the way */
+    }
 }
 
 static void on_sigint(int sig)
@@ -584,6 +586,7 @@ void krn_py_execute(const krn_exec_request *req, krn_exec_result *out)
     /* A Ctrl-C that landed just as the cell finished must not hit the next one. */
     if (PyErr_CheckSignals())
         PyErr_Clear();
+    mod_clear_interrupt();
 }
 
 json_t *krn_py_user_expressions(const json_t *expressions)

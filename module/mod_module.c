@@ -34,6 +34,9 @@ static int interrupt_pending(void)
     return hit;
 }
 
+void mod_request_interrupt(void) { ofl_request_interrupt(); }
+void mod_clear_interrupt(void) { ofl_clear_interrupt(); }
+
 static void raise_interrupt(const ofl_error *err)
 {
     if (interrupt_type) {

@@ -26,6 +26,12 @@
 #define MOD_MAXDIMS 32 /* NumPy 1.x's limit; kernels use 1-3 */
 
 PyMODINIT_FUNC PyInit_offload(void);
+/* For the Jupyter kernel: an interrupt came (from its SIGINT handler;
+ * async-signal-safe) -- device waits end at their next poll, even when the
+ * Python-level signal was taken on the way; and, between cells, forget one
+ * that no wait took. */
+void mod_request_interrupt(void);
+void mod_clear_interrupt(void);
 
 /* ---- mod_module.c: exceptions, NumPy, shared helpers ---- */
 

@@ -154,6 +154,12 @@ int ofl_synchronize_all(ofl_error *err);
  * interrupt returns control, but its kernel runs on. */
 typedef int (*ofl_interrupt_fn)(void);
 void ofl_set_interrupt_check(ofl_interrupt_fn fn); /* NULL: waits are not interruptible */
+/* An interrupt is asked for: the next poll of any wait ends it, without
+ * waiting for the check (which needs the GIL, and a pending SIGINT that some
+ * code took and cleared on the way is gone). Async-signal-safe; the wait
+ * that ends takes the request, ofl_clear_interrupt drops a stale one. */
+void ofl_request_interrupt(void);
+void ofl_clear_interrupt(void);
 /* True where the device runs in this process's address space (OpenCL CPU
  * devices: PoCL, Intel's CPU runtime): a wild index there takes the process
  * down, so the module checks indices by default. */

@@ -7,6 +7,7 @@
  * long one little CPU), and the interrupt check every 20 ms (it takes the
  * GIL, which a short wait should never need). */
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,10 @@
 #define NAP_MOST 200000L
 
 static ofl_interrupt_fn interrupt_check; /* set once, at module init */
+static volatile sig_atomic_t interrupt_requested;
+
+void ofl_request_interrupt(void) { interrupt_requested = 1; }
+void ofl_clear_interrupt(void) { interrupt_requested = 0; }
 
 void ofl_set_interrupt_check(ofl_interrupt_fn fn) {
     __atomic_store_n(&interrupt_check, fn, __ATOMIC_RELEASE);
@@ -49,9 +54,19 @@ static int poll_loop(ofl_device *dev, ofl_event *ev, bool check, double budget, 
         if (done) return *end = DONE, 0;
         double t = now();
         if (budget >= 0 && t - start >= budget) return *end = TIMED_OUT, 0;
+        if (check && interrupt_requested) {
+            interrupt_requested = 0;
+            return *end = INTERRUPTED, 0;
+        }
         if (check && t >= next_check) {
             ofl_interrupt_fn fn = __atomic_load_n(&interrupt_check, __ATOMIC_ACQUIRE);
-            if (fn && fn()) return *end = INTERRUPTED, 0;
+            /* The check takes the GIL, and a thread holding the GIL may be
+             * waiting for this device's lock (to launch): the lock is let go
+             * meanwhile. Work queued then is waited for too. */
+            if (!ev) pthread_mutex_unlock(&dev->lock);
+            bool hit = fn && fn();
+            if (!ev) pthread_mutex_lock(&dev->lock);
+            if (hit) return *end = INTERRUPTED, 0;
             next_check = now() + CHECK_EVERY;
         }
         struct timespec ts = {0, nap};
