@@ -23,7 +23,6 @@ import json
 import math
 import operator
 import random
-import sys
 import warnings
 
 import numpy as np
