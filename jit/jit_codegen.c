@@ -614,6 +614,9 @@ static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn
     return arith(c, n, op, d, x, y);
 }
 
+/* `a and b and ...` / `a or b or ...` as Python: the value of the operand
+ * that decided (the first falsy one for and, truthy for or, else the last),
+ * in the node's type, the operands' common one. */
 static LLVMValueRef short_circuit(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
     LLVMBasicBlockRef start = LLVMGetInsertBlock(b);
@@ -621,17 +624,20 @@ static LLVMValueRef short_circuit(cg *c, jit_node *n) {
     /* the phi first, so that each operand adds its edge as it goes: CPython
      * takes an `and` of any length */
     LLVMPositionBuilderAtEnd(b, done);
-    LLVMValueRef phi = LLVMBuildPhi(b, c->m->i1, "");
+    LLVMValueRef phi = LLVMBuildPhi(b, ltype(c, n->type), "");
     LLVMPositionBuilderAtEnd(b, start);
     for (int i = 0; i < n->nkids; i++) {
-        LLVMValueRef v = truth(c, n->kids[i]);
+        jit_node *k = n->kids[i];
+        LLVMValueRef v = expr(c, k);
         if (!v) return NULL;
+        LLVMValueRef value = conv(c, v, k->type, n->type);
         LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
-        LLVMAddIncoming(phi, &v, &from, 1);
+        LLVMAddIncoming(phi, &value, &from, 1);
         if (i + 1 == n->nkids) { LLVMBuildBr(b, done); break; }
+        LLVMValueRef truthy = conv_dt(c, v, dt_of(c, k->type), JIT_BOOL);
         LLVMBasicBlockRef next = block(c, "bool.next");
-        if (n->op == OP_AND) LLVMBuildCondBr(b, v, next, done);
-        else LLVMBuildCondBr(b, v, done, next);
+        if (n->op == OP_AND) LLVMBuildCondBr(b, truthy, next, done);
+        else LLVMBuildCondBr(b, truthy, done, next);
         LLVMPositionBuilderAtEnd(b, next);
     }
     LLVMPositionBuilderAtEnd(b, done);

@@ -179,10 +179,18 @@ static jit_type expr(infer *s, jit_node *n) {
         t = jit_scalar(JIT_BOOL);
         break;
     }
-    case N_BOOLOP:
-        for (int i = 0; i < n->nkids; i++) need_number(s, n->kids[i], "and/or");
-        t = jit_scalar(JIT_BOOL);
+    case N_BOOLOP: {
+        /* Python's value: the operand that decided, here in the operands'
+         * common type (bool when all are bools, as in every condition) */
+        bool all_known = true;
+        for (int i = 0; i < n->nkids; i++) {
+            jit_type k = need_number(s, n->kids[i], "and/or");
+            all_known = all_known && known(k);
+            t = i == 0 || !all_known ? k : jit_promote(t, k);
+        }
+        if (!all_known) t = (jit_type){JT_NONE, 0, 0, 0, 0};
         break;
+    }
     case N_IFEXP: {
         need_number(s, n->a, "a condition");
         jit_type b = expr(s, n->b), c = expr(s, n->c);

@@ -226,6 +226,28 @@ def test_signed_unsigned_compare_by_value(ol, cpu):
     assert outs[5].tolist() == [1.0] * n
 
 
+def k_and_or(item, a, b, o_and, o_or, o_mixed, o_cond):
+    i = item.get_id(0)
+    o_and[i] = a[i] and b[i]
+    o_or[i] = a[i] or b[i] or 2.5
+    o_mixed[i] = (a[i] > 0) and b[i]   # a bool and a float: the float, or False as 0.0
+    o_cond[i] = 1.0 if a[i] and b[i] > 0 else -1.0
+
+
+def test_and_or_give_the_deciding_operand_as_python(ol, cpu):
+    """Python's `and`/`or` give the operand that decided, not a bool (the fuzzers' 10,000-term
+    `and` chain found it)."""
+    k = ol.kernel(k_and_or)
+    rng = np.random.default_rng()
+    a = rng.choice([0.0, 0.0, 1.5, -2.0, 3.25], 64)
+    b = rng.choice([0.0, 4.0, -0.5], 64)
+    outs = launch(ol, cpu, k, a, b, *(poisoned((64,), np.float64) for _ in range(4)))
+    assert outs[2].tolist() == [float(x and y) for x, y in zip(a, b)]
+    assert outs[3].tolist() == [float(x or y or 2.5) for x, y in zip(a, b)]
+    assert outs[4].tolist() == [float((x > 0) and y) for x, y in zip(a, b)]
+    assert outs[5].tolist() == [1.0 if x and y > 0 else -1.0 for x, y in zip(a, b)]
+
+
 def k_mixed_arith(item, a8, u8, a64, u64, o16, of64):
     i = item.get_id(0)
     o16[i] = a8[i] + u8[i]
