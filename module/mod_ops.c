@@ -585,12 +585,43 @@ BINARY(lshift, OP_LSHIFT)
 BINARY(rshift, OP_RSHIFT)
 #undef BINARY
 
+/* NumPy's `**` takes sqrt for a float array to a scalar 0.5 (its fast scalar
+ * power), which differs from pow for -inf and -0.0: so here too. */
+static bool sqrt_power(PyObject *a, PyObject *b) {
+    if (!mod_array_check(a) || !(PyFloat_Check(b) || PyLong_Check(b)) || PyFloat_AsDouble(b) != 0.5) {
+        PyErr_Clear();
+        return false;
+    }
+    PyObject *kind = PyObject_GetAttrString(((mod_array *)a)->dtype, "kind");
+    bool inexact = kind && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "f") == 0;
+    Py_XDECREF(kind);
+    PyErr_Clear();
+    return inexact;
+}
+
+/* ... and np.square for a bool array to a Python int 2, whose result is int8. */
+static bool bool_square(PyObject *a, PyObject *b) {
+    if (!mod_array_check(a) || !PyLong_CheckExact(b) || PyLong_AsLong(b) != 2) {
+        PyErr_Clear();
+        return false;
+    }
+    return ((mod_array *)a)->dtype == mod_dtype_find_borrowed('b', 1);
+}
+
 static PyObject *nb_power(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED; /* pow(x, y, m) is not an array operation */
+    if (sqrt_power(a, b)) return unary(OP_SQRT, a);
+    if (bool_square(a, b)) {
+        PyObject *as_int8 = mod_ops_copy((mod_array *)a, mod_dtype_find_borrowed('i', 1));
+        PyObject *r = as_int8 ? binary(OP_POW, as_int8, b) : NULL;
+        Py_XDECREF(as_int8);
+        return r;
+    }
     return binary(OP_POW, a, b);
 }
 static PyObject *nb_inplace_power(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    if (sqrt_power(a, b)) return run(&ops[OP_SQRT], &a, 1, (mod_array *)a, NULL);
     return inplace(OP_POW, a, b);
 }
 static PyObject *nb_negative(PyObject *a) { return unary(OP_NEG, a); }
