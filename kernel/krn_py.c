@@ -586,7 +586,7 @@ void krn_py_execute(const krn_exec_request *req, krn_exec_result *out)
     /* A Ctrl-C that landed just as the cell finished must not hit the next one. */
     if (PyErr_CheckSignals())
         PyErr_Clear();
-    mod_clear_interrupt();
+    mod_end_interrupt();
 }
 
 json_t *krn_py_user_expressions(const json_t *expressions)

@@ -35,7 +35,9 @@ static int interrupt_pending(void)
 }
 
 void mod_request_interrupt(void) { ofl_request_interrupt(); }
-void mod_clear_interrupt(void) { ofl_clear_interrupt(); }
+void mod_end_interrupt(void) {
+    if (ofl_take_interrupt()) ofl_cancel_queued();
+}
 
 static void raise_interrupt(const ofl_error *err)
 {

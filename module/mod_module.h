@@ -28,10 +28,11 @@
 PyMODINIT_FUNC PyInit_offload(void);
 /* For the Jupyter kernel: an interrupt came (from its SIGINT handler;
  * async-signal-safe) -- device waits end at their next poll, even when the
- * Python-level signal was taken on the way; and, between cells, forget one
- * that no wait took. */
+ * Python-level signal was taken on the way; and, at the end of a cell, one
+ * that no wait took (it stopped the cell's Python between two device calls)
+ * stops the work queued on the devices all the same. */
 void mod_request_interrupt(void);
-void mod_clear_interrupt(void);
+void mod_end_interrupt(void);
 
 /* ---- mod_module.c: exceptions, NumPy, shared helpers ---- */
 

@@ -157,9 +157,14 @@ void ofl_set_interrupt_check(ofl_interrupt_fn fn); /* NULL: waits are not interr
 /* An interrupt is asked for: the next poll of any wait ends it, without
  * waiting for the check (which needs the GIL, and a pending SIGINT that some
  * code took and cleared on the way is gone). Async-signal-safe; the wait
- * that ends takes the request, ofl_clear_interrupt drops a stale one. */
+ * that ends takes the request. */
 void ofl_request_interrupt(void);
-void ofl_clear_interrupt(void);
+/* Whether one was asked for and no wait took it; forgets it. */
+bool ofl_take_interrupt(void);
+/* The interrupt came while no wait ran (between two device calls): the work
+ * queued on every device is told to stop all the same. The next wait or
+ * launch there waits for it to end, then clears the flag. */
+void ofl_cancel_queued(void);
 /* True where the device runs in this process's address space (OpenCL CPU
  * devices: PoCL, Intel's CPU runtime): a wild index there takes the process
  * down, so the module checks indices by default. */

@@ -23,7 +23,12 @@ static ofl_interrupt_fn interrupt_check; /* set once, at module init */
 static volatile sig_atomic_t interrupt_requested;
 
 void ofl_request_interrupt(void) { interrupt_requested = 1; }
-void ofl_clear_interrupt(void) { interrupt_requested = 0; }
+
+bool ofl_take_interrupt(void) {
+    bool was = interrupt_requested;
+    interrupt_requested = 0;
+    return was;
+}
 
 void ofl_set_interrupt_check(ofl_interrupt_fn fn) {
     __atomic_store_n(&interrupt_check, fn, __ATOMIC_RELEASE);
@@ -179,4 +184,14 @@ int ofl_cancel_arg(ofl_device *dev, ofl_arg *out, ofl_error *err) {
     }
     ofl_device_unlock(dev);
     return rc;
+}
+
+void ofl_cancel_queued(void) {
+    size_t n = 0;
+    ofl_device *const *devs = ofl_devices(&n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&devs[i]->lock);
+        if (devs[i]->opened && devs[i]->busy) set_flag(devs[i], 1);
+        pthread_mutex_unlock(&devs[i]->lock);
+    }
 }
