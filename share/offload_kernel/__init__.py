@@ -71,11 +71,6 @@ def start_shell():
     return made
 
 
-def _get_ipython():
-    """get_ipython() before the shell exists: make it."""
-    return start_shell()
-
-
 def comm_message(msg_type, msg):
     """comm_open/comm_msg/comm_close from the frontend; False if no comms exist."""
     from . import comms
@@ -125,7 +120,7 @@ def install(user_ns):
     _kernel_displayhook = sys.displayhook
     builtins.display = _display.display
     if importlib.util.find_spec('IPython') is not None:
-        builtins.get_ipython = _get_ipython
+        builtins.get_ipython = start_shell  # until the shell puts its own in the namespace
         # Whoever imports IPython (a library probing for a notebook) finds the shell.
         ipython_shim.when_imported('IPython', lambda module: start_shell())
         ipython_shim.before_import('tqdm.autonotebook', _before_tqdm)

@@ -1,8 +1,8 @@
 """Regression tests for what the issue-18 reviews and the fuzzers in tests/fuzz/
 found. Each runs its reproducer in a child python (most of them crashed the
 process) and asserts the behaviour that is right: no crash, and either the value
-Python/NumPy gives or a clean error. Cases that still fail on the current build
-are xfail (strict=False) until their fix lands; remove the mark with the fix.
+Python/NumPy gives or a clean error. A finding still open is a strict xfail
+whose reason says what is wrong; remove the mark with its fix.
 """
 
 from __future__ import annotations
