@@ -1,3 +1,4 @@
+/* krn_conn: reads the connection file into a krn_conn (krn_conn.h). */
 #include "krn_conn.h"
 
 #include <jansson.h>

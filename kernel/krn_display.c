@@ -1,3 +1,5 @@
+/* krn_display: objects to mimebundles through their _repr_*_ methods, or
+ * through IPython's DisplayFormatter once the shell exists (krn_display.h). */
 #include "krn_display.h"
 
 #include <openssl/evp.h>

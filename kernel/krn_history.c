@@ -1,3 +1,5 @@
+/* krn_history: the session's inputs and outputs in memory, and the answers to
+ * history_request (krn_history.h). */
 #include "krn_history.h"
 
 #include <fnmatch.h>

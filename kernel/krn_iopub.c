@@ -1,3 +1,5 @@
+/* krn_iopub: the IOPub thread, its XPUB socket, the bounded hand-off from
+ * other threads, and the batching of captured stream text (krn_iopub.h). */
 #include "krn_iopub.h"
 
 #include <errno.h>

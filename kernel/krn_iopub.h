@@ -21,9 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "krn_io.h"
 #include "krn_wire.h"
-
-enum { KRN_STDOUT = 1, KRN_STDERR = 2 };
 
 int krn_iopub_start(void *zmq_ctx, const char *endpoint, const krn_session *session, char *err,
                     size_t errlen);

@@ -1,3 +1,4 @@
+/* krn_log: the kernel's diagnostics to the stderr it started with (krn_log.h). */
 #include "krn_log.h"
 
 #include <stdarg.h>

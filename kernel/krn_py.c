@@ -1,3 +1,6 @@
+/* krn_py: the embedded interpreter -- start-up, running a cell, results,
+ * tracebacks, and the calls into the Python glue (krn_py.h). Publishes and
+ * reads stdin only through the krn_io the server handed it. */
 #include <Python.h>
 
 #include "config.h"
@@ -13,7 +16,6 @@
 #include "mod_module.h"
 #include "krn_display.h"
 #include "krn_history.h"
-#include "krn_iopub.h"
 #include "krn_log.h"
 #include "krn_pyjson.h"
 #include "krn_pymod.h"
@@ -27,8 +29,7 @@ static struct {
     PyObject *compile; /* builtins.compile */
     PyObject *ast_expr, *ast_module, *ast_interactive;
     PyObject *share_dir; /* str: frames from here are the kernel's own */
-    const krn_msg *request;
-    bool allow_stdin;
+    const krn_io *io; /* the server's publish and stdin functions */
     int count;  /* In[] number of the cell running */
     bool quiet; /* silent cell, or a trailing ';' */
     bool no_ipython; /* IPython did not import: the kernel's own magics only */
@@ -41,18 +42,6 @@ static atomic_int busy;
 
 const char *krn_py_version(void) { return py.version; }
 const char *krn_py_sys_version(void) { return py.sys_version ? py.sys_version : ""; }
-
-void krn_py_set_request(const krn_msg *request, bool allow_stdin)
-{
-    py.request = request;
-    py.allow_stdin = allow_stdin;
-}
-
-const krn_msg *krn_py_request(bool *allow_stdin)
-{
-    *allow_stdin = py.allow_stdin;
-    return py.request;
-}
 
 bool krn_py_busy(void) { return atomic_load(&busy); }
 
@@ -248,7 +237,7 @@ static PyObject *displayhook(PyObject *self, PyObject *value)
                                 krn_pyjson(data), "metadata", krn_pyjson(md));
     Py_DECREF(data);
     Py_DECREF(md);
-    Py_BEGIN_ALLOW_THREADS krn_iopub_publish("execute_result", content);
+    Py_BEGIN_ALLOW_THREADS py.io->publish("execute_result", NULL, content);
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
@@ -536,7 +525,7 @@ static bool post_mortem(PyObject *shell, const json_t *error)
     PyErr_Clear();
     if (!debug)
         return false;
-    krn_iopub_publish("error", json_deep_copy(error));
+    py.io->publish("error", NULL, json_deep_copy(error));
     atomic_store(&busy, 1);
     PyObject *r = PyObject_CallMethod(shell, "debugger", "(O)", Py_True);
     atomic_store(&busy, 0);
@@ -762,8 +751,10 @@ static void load_glue(void)
     Py_XDECREF(r);
 }
 
-int krn_py_init(char *err, size_t errlen)
+int krn_py_init(const krn_io *io, char *err, size_t errlen)
 {
+    py.io = io;
+    krn_pymod_set_io(io);
     if (PyImport_AppendInittab("_offload_kernel", krn_pymod_init) ||
         PyImport_AppendInittab("_offload_magics", mag_module_init) ||
         PyImport_AppendInittab("offload", PyInit_offload)) {

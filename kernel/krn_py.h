@@ -11,20 +11,17 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "krn_io.h"
 #include "krn_wire.h"
 
-/* Starts the interpreter; returns holding the GIL. */
-int krn_py_init(char *err, size_t errlen);
+/* Starts the interpreter, which publishes and reads stdin through io (kept);
+ * returns holding the GIL. */
+int krn_py_init(const krn_io *io, char *err, size_t errlen);
 void krn_py_finalize(void);
 /* "3.11.7" and the long sys.version, valid after init. */
 const char *krn_py_version(void);
 const char *krn_py_sys_version(void);
 
-/* The request being served: its header is the parent of input_request, and
- * its identities route stdin. Borrowed until the next call (NULL = none). */
-void krn_py_set_request(const krn_msg *request, bool allow_stdin);
-/* For input(): the request being served (NULL = none) and whether it allows stdin. */
-const krn_msg *krn_py_request(bool *allow_stdin);
 
 typedef struct {
     const char *code;

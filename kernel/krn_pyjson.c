@@ -1,3 +1,4 @@
+/* krn_pyjson: Python objects to and from jansson values (krn_pyjson.h). */
 #include "krn_pyjson.h"
 
 #include <math.h>

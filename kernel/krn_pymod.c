@@ -1,14 +1,24 @@
+/* krn_pymod: the built-in module _offload_kernel (krn_pymod.h): streams,
+ * displays, input() and comms' primitives, through the server's krn_io. */
 #include "krn_pymod.h"
 
 #include <stdlib.h>
 
 #include "krn_display.h"
-#include "krn_iopub.h"
-#include "krn_py.h"
 #include "krn_pyjson.h"
-#include "krn_server.h"
 
 static PyObject *StdinNotImplementedError;
+static const krn_io *io;         /* the server's, from krn_pymod_set_io */
+static const krn_msg *request;   /* being served; borrowed, NULL when idle */
+static bool allow_stdin;
+
+void krn_pymod_set_io(const krn_io *server_io) { io = server_io; }
+
+void krn_pymod_set_request(const krn_msg *req, bool allow)
+{
+    request = req;
+    allow_stdin = allow;
+}
 
 /* ---- OutStream: a write-only text file that feeds IOPub ---- */
 
@@ -28,10 +38,10 @@ static PyObject *stream_write(OutStream *self, PyObject *arg)
         PyObject *b = PyUnicode_AsEncodedString(arg, "utf-8", "replace");
         if (!b)
             return NULL;
-        krn_iopub_write(self->which, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        io->write(self->which, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
         Py_DECREF(b);
     } else {
-        krn_iopub_write(self->which, utf8, (size_t)n);
+        io->write(self->which, utf8, (size_t)n);
     }
     return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(arg));
 }
@@ -58,7 +68,7 @@ static PyObject *stream_writelines(OutStream *self, PyObject *lines)
 
 static PyObject *stream_flush(OutStream *self, PyObject *unused)
 {
-    Py_BEGIN_ALLOW_THREADS krn_iopub_flush();
+    Py_BEGIN_ALLOW_THREADS io->flush();
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
@@ -148,7 +158,7 @@ static PyObject *mod_publish(PyObject *self, PyObject *args, PyObject *kw)
         json_object_set_new(content, "transient", krn_pyjson(transient));
     else if (update)
         return PyErr_Format(PyExc_ValueError, "an update needs transient={'display_id': ...}");
-    Py_BEGIN_ALLOW_THREADS krn_iopub_publish(update ? "update_display_data" : "display_data", content);
+    Py_BEGIN_ALLOW_THREADS io->publish(update ? "update_display_data" : "display_data", NULL, content);
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
@@ -158,7 +168,7 @@ static PyObject *mod_clear_output(PyObject *self, PyObject *args, PyObject *kw)
     int wait = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:clear_output", names, &wait))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS krn_iopub_publish("clear_output", json_pack("{s:b}", "wait", wait));
+    Py_BEGIN_ALLOW_THREADS io->publish("clear_output", NULL, json_pack("{s:b}", "wait", wait));
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
@@ -171,9 +181,7 @@ static PyObject *mod_input(PyObject *self, PyObject *args, PyObject *kw)
     int password = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:input", names, &prompt_obj, &password))
         return NULL;
-    bool allowed;
-    const krn_msg *request = krn_py_request(&allowed);
-    if (!request || !allowed) {
+    if (!request || !allow_stdin) {
         PyErr_SetString(StdinNotImplementedError,
                         "input() was called, but this frontend does not support input requests.");
         return NULL;
@@ -184,8 +192,8 @@ static PyObject *mod_input(PyObject *self, PyObject *args, PyObject *kw)
     const char *p = PyUnicode_AsUTF8(prompt);
     int rc = p ? 0 : -1;
     if (p) {
-        Py_BEGIN_ALLOW_THREADS krn_iopub_flush();
-        rc = krn_stdin_request(request, p, password);
+        Py_BEGIN_ALLOW_THREADS io->flush();
+        rc = io->stdin_request(request, p, password);
         Py_END_ALLOW_THREADS
     }
     Py_DECREF(prompt);
@@ -196,7 +204,7 @@ static PyObject *mod_input(PyObject *self, PyObject *args, PyObject *kw)
     }
     char *value = NULL;
     for (;;) {
-        Py_BEGIN_ALLOW_THREADS rc = krn_stdin_reply(200, &value);
+        Py_BEGIN_ALLOW_THREADS rc = io->stdin_reply(200, &value);
         Py_END_ALLOW_THREADS if (rc != 0) break;
         if (PyErr_CheckSignals())
             return NULL;
@@ -223,7 +231,7 @@ static PyObject *mod_iopub(PyObject *self, PyObject *args, PyObject *kw)
                             "%s: binary buffers are not sent by this kernel yet", type);
     json_t *md = metadata == Py_None ? NULL : krn_pyjson(metadata);
     json_t *c = krn_pyjson(content);
-    Py_BEGIN_ALLOW_THREADS krn_iopub_publish_md(type, md, c);
+    Py_BEGIN_ALLOW_THREADS io->publish(type, md, c);
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
@@ -231,8 +239,6 @@ static PyObject *mod_iopub(PyObject *self, PyObject *args, PyObject *kw)
  * ipykernel's Kernel.get_parent() (ipywidgets' Output routes by it). */
 static PyObject *mod_parent(PyObject *self, PyObject *unused)
 {
-    bool allowed;
-    const krn_msg *request = krn_py_request(&allowed);
     if (!request || !request->header)
         return PyDict_New();
     PyObject *header = krn_pyjson_to_py(request->header);

@@ -1,3 +1,6 @@
+/* krn_server: the sockets, the control and heartbeat threads, and the main
+ * request loop with busy/idle and stop_on_error (krn_server.h). The top of
+ * kernel/: it starts the interpreter and hands it krn_io. */
 #include "krn_server.h"
 
 #include <Python.h>
@@ -255,7 +258,7 @@ static void *control_main(void *arg)
 
 /* ---- stdin (main thread, from input()) ---- */
 
-int krn_stdin_request(const krn_msg *parent, const char *prompt, bool password)
+static int stdin_request(const krn_msg *parent, const char *prompt, bool password)
 {
     /* Drop stale replies, for example to an input() that was interrupted. */
     for (inbox in; recv_frames(srv.stdin_sock, &in) == 0;)
@@ -269,7 +272,7 @@ int krn_stdin_request(const krn_msg *parent, const char *prompt, bool password)
     return 0;
 }
 
-int krn_stdin_reply(int timeout_ms, char **value)
+static int stdin_reply(int timeout_ms, char **value)
 {
     zmq_pollitem_t item = {srv.stdin_sock, 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, timeout_ms);
@@ -292,6 +295,15 @@ int krn_stdin_reply(int timeout_ms, char **value)
     krn_msg_clear(&msg);
     return result;
 }
+
+/* The interpreter's way out (krn_io.h): IOPub and the stdin channel. */
+static const krn_io interpreter_io = {
+    .publish = krn_iopub_publish_md,
+    .write = krn_iopub_write,
+    .flush = krn_iopub_flush,
+    .stdin_request = stdin_request,
+    .stdin_reply = stdin_reply,
+};
 
 /* ---- shell (main thread) ---- */
 
@@ -437,7 +449,7 @@ int krn_server_run(const krn_conn *conn)
         !(srv.stdin_sock = open_socket(ZMQ_ROUTER, conn, conn->stdin_port, err, sizeof err)) ||
         !(srv.hb = open_socket(ZMQ_REP, conn, conn->hb_port, err, sizeof err)) ||
         krn_iopub_start(srv.ctx, iopub_ep, &srv.session, err, sizeof err) ||
-        krn_iopub_capture_fds(err, sizeof err) || krn_py_init(err, sizeof err)) {
+        krn_iopub_capture_fds(err, sizeof err) || krn_py_init(&interpreter_io, err, sizeof err)) {
         krn_log(KRN_LOG_ERROR, "%s", err);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         goto teardown;

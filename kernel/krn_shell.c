@@ -1,3 +1,5 @@
+/* krn_shell: what each shell request is answered, and execution counting
+ * (krn_shell.h). */
 #include "krn_shell.h"
 
 #include <Python.h>
@@ -8,6 +10,7 @@
 #include "krn_iopub.h"
 #include "krn_log.h"
 #include "krn_py.h"
+#include "krn_pymod.h"
 
 static json_t *kernel_info;
 static int execution_count = 1; /* the number the next stored cell gets */
@@ -65,13 +68,13 @@ static void execute(const krn_msg *req, krn_answer *out)
     if (!silent)
         krn_iopub_publish("execute_input", json_pack("{s:s, s:i}", "code", run.code,
                                                      "execution_count", run.count));
-    krn_py_set_request(req, flag(req->content, "allow_stdin", true));
+    krn_pymod_set_request(req, flag(req->content, "allow_stdin", true));
     krn_iopub_set_silent(silent);
     krn_exec_result res;
     krn_py_execute(&run, &res);
     krn_iopub_flush(); /* C stdio output of a silent cell is dropped too */
     krn_iopub_set_silent(false);
-    krn_py_set_request(NULL, false);
+    krn_pymod_set_request(NULL, false);
     if (run.store_history)
         execution_count++;
 
@@ -132,9 +135,9 @@ void krn_shell_serve(const krn_msg *req, krn_answer *out)
     } else if (strcmp(t, "comm_info_request") == 0) {
         answer(out, "comm_info_reply", json_pack("{s:s, s:o}", "status", "ok", "comms", krn_py_comm_info(c)));
     } else if (strcmp(t, "comm_open") == 0 || strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
-        krn_py_set_request(req, false);
+        krn_pymod_set_request(req, false);
         bool handled = krn_py_comm(req);
-        krn_py_set_request(NULL, false);
+        krn_pymod_set_request(NULL, false);
         json_t *id = json_object_get(c, "comm_id");
         /* No comm machinery loaded: close what the frontend opens so it does not wait. */
         if (!handled && strcmp(t, "comm_open") == 0 && json_is_string(id))

@@ -1,3 +1,4 @@
+/* krn_sign: HMAC-SHA256 message signatures through libcrypto (krn_sign.h). */
 #include "krn_sign.h"
 
 #include <openssl/core_names.h>

@@ -1,3 +1,4 @@
+/* krn_wire: parsing and encoding the wire format's frames (krn_wire.h). */
 #include "krn_wire.h"
 
 #include <openssl/rand.h>

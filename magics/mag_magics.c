@@ -1,29 +1,13 @@
-/* mag_magics: the table of magics, the small ones, and the _offload_magics module. */
+/* mag_magics: the table of magics, the small ones, and the _offload_magics
+ * module: the top of magics/, calling down into each magic's file. */
 #include "mag_impl.h"
 
 #include <ctype.h>
 #include <stdbool.h>
 #include <string.h>
 
-PyObject *mag_UsageError;
-
 static PyObject *magic_lsmagic(PyObject *ns, const char *args, const char *body);
 
-int mag_display(PyObject *bundle, PyObject *display_id, bool update)
-{
-    PyObject *display = PyDict_GetItemString(PyEval_GetBuiltins(), "display"); /* borrowed */
-    if (!display)
-        return 0;
-    PyObject *args = PyTuple_Pack(1, bundle);
-    PyObject *kw = display_id ? Py_BuildValue("{s:O,s:O,s:O}", "raw", Py_True, "display_id", display_id,
-                                              "update", update ? Py_True : Py_False)
-                              : Py_BuildValue("{s:O}", "raw", Py_True);
-    PyObject *r = args && kw ? PyObject_Call(display, args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    Py_XDECREF(r);
-    return r ? 1 : -1;
-}
 
 
 /* %matplotlib [inline]: figures show in the cell (the default here anyway). */
@@ -180,8 +164,6 @@ static struct PyModuleDef moddef = {
     .m_size = -1,
     .m_methods = methods,
 };
-
-int mag_is_usage_error(PyObject *exc) { return mag_UsageError && PyObject_TypeCheck(exc, (PyTypeObject *)mag_UsageError); }
 
 PyObject *mag_module_init(void)
 {

@@ -1,11 +1,11 @@
+/* mag_transform: the cell rewrite for kernels without IPython, and the scan
+ * that says when a cell needs IPython (mag_magics.h). */
 #include "mag_impl.h"
 
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* mag_transform: the cell rewrite (see mag_magics.h). */
 
 typedef struct {
     char *s;
@@ -60,12 +60,6 @@ static size_t word_len(const char *s)
     return n;
 }
 
-const char *mag_skip_blank(const char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    return s;
-}
 
 /* `name?`, `name??`, `?name`, `??name` with a dotted name, within s[0..len):
  * a help request. Sets the name's span and the detail level (0 or 1). */

@@ -170,7 +170,28 @@ struct ofl_program {
     char name[]; /* the entry point */
 };
 
-/* ---- for backends (ofl_registry.c) ---- */
+/* The files below call downward only, in this order (scripts/check-layers):
+ *   ofl_filter > ofl_program > ofl_memory > ofl_registry > ofl_opencl,
+ *   ofl_cuda > ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
+ *   ofl_cuda_api. */
+
+/* ---- ofl_util.c: errors and words for messages ---- */
+
+/* Fills err (may be NULL) and returns code, so that callers can write
+ * `return ofl_fail(err, OFL_ERR_INVALID, "...", ...);`. */
+int ofl_fail(ofl_error *err, ofl_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Appends to err->msg (truncating), for messages built in steps. */
+void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends intro and a driver's build log to err->msg, trimmed to fit (the
+ * head kept: it holds the first error), or " (the driver gave no log)". */
+void ofl_append_log(ofl_error *err, const char *intro, const char *log);
+/* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
+const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
+const char *ofl_type_word(ofl_device_type type); /* "gpu" */
+const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
+
+/* ---- ofl_device.c: the device object and its lock ---- */
 
 typedef struct {
     ofl_device **v;
@@ -180,43 +201,21 @@ typedef struct {
 ofl_device *ofl_device_new(const ofl_backend_ops *ops); /* zeroed, lock ready; NULL: no memory */
 void ofl_device_delete(ofl_device *dev);
 bool ofl_devlist_add(ofl_devlist *list, ofl_device *dev); /* false: no memory (dev deleted) */
-
-/* Each fills list with its devices in the driver's order; note gets a short
- * reason when the backend has none ("no CUDA driver (...)"), else "". */
-void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen);
-void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
-extern const ofl_backend_ops ofl_opencl_ops, ofl_cuda_ops;
-
-/* The backend's note from discovery ("" when it found devices). */
-const char *ofl_backend_note(ofl_backend backend);
-
-/* ---- errors and words for messages ---- */
-
-/* Fills err (may be NULL) and returns code, so that callers can write
- * `return ofl_fail(err, OFL_ERR_INVALID, "...", ...);`. */
-int ofl_fail(ofl_error *err, ofl_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Appends to err->msg (truncating), for messages built in steps. */
-void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Takes dev's lock and opens it at first use; unlock with ofl_device_unlock. */
+int ofl_device_lock(ofl_device *dev, ofl_error *err);
+void ofl_device_unlock(ofl_device *dev);
 /* For a buffer, program or event of an older generation than its device:
  * OFL_ERR_DEVICE, "<what> in cuda:gpu:0's context that was reset after kernel
  * 'k' faulted; <consequence>". Call with the device's lock held. */
 int ofl_stale_fail(ofl_error *err, const ofl_device *dev, const char *what,
                    const char *consequence);
-/* Appends intro and a driver's build log to err->msg, trimmed to fit (the
- * head kept: it holds the first error), or " (the driver gave no log)". */
-void ofl_append_log(ofl_error *err, const char *intro, const char *log);
-/* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
-const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
-const char *ofl_type_word(ofl_device_type type); /* "gpu" */
-const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
 
-/* ---- for the launcher ---- */
+/* ---- ofl_wait.c: interruptible waits and cancellation, one device ---- */
 
-/* ofl_wait.c. With dev's lock held: waits for everything queued there, in
- * slices, asking the interrupt check between them (ofl_runtime.h says what
- * an interrupt does), then reports queued work's failure as synchronize
- * does. The cancel flag of work cancelled earlier is cleared on the way. */
+/* With dev's lock held: waits for everything queued there, in slices, asking
+ * the interrupt check between them (ofl_runtime.h says what an interrupt
+ * does), then reports queued work's failure as synchronize does. The cancel
+ * flag of work cancelled earlier is cleared on the way. */
 int ofl_wait_queue(ofl_device *dev, ofl_error *err);
 /* With the lock held, before queueing work: waits for cancelled work still
  * running (interruptibly) and clears the flag, so the new work runs whole. */
@@ -224,10 +223,24 @@ int ofl_wait_settle(ofl_device *dev, ofl_error *err);
 /* For a backend's open: dev->cancel, a foreign buffer (never freed) that
  * the backend then points at the flag; NULL without memory. */
 ofl_buffer *ofl_cancel_buffer(ofl_device *dev);
+/* Raises dev's cancel flag when it has work queued (ofl_cancel_queued). */
+void ofl_cancel_device(ofl_device *dev);
 
-/* Takes dev's lock and opens it at first use; unlock with ofl_device_unlock. */
-int ofl_device_lock(ofl_device *dev, ofl_error *err);
-void ofl_device_unlock(ofl_device *dev);
+/* ---- the backends, for the registry ---- */
+
+/* Each fills list with its devices in the driver's order; note gets a short
+ * reason when the backend has none ("no CUDA driver (...)"), else "". */
+void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen);
+void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
+extern const ofl_backend_ops ofl_opencl_ops, ofl_cuda_ops;
+
+/* ---- ofl_registry.c ---- */
+
+/* The backend's note from discovery ("" when it found devices). */
+const char *ofl_backend_note(ofl_backend backend);
+
+/* ---- ofl_memory.c, for the launcher ---- */
+
 /* Times the work queued between the two calls (each takes the lock itself):
  * ofl_event_begin, enqueue, ofl_event_end, then ofl_event_wait / _elapsed. */
 int ofl_event_begin(ofl_device *dev, ofl_event **out, ofl_error *err);

@@ -12,32 +12,6 @@
  * transfers efficient, small enough not to double a large array in RAM. */
 #define BOUNCE (64u << 20)
 
-int ofl_device_lock(ofl_device *dev, ofl_error *err) {
-    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
-    pthread_mutex_lock(&dev->lock);
-    if (!dev->opened) {
-        int rc = dev->ops->open(dev, err);
-        if (rc) {
-            pthread_mutex_unlock(&dev->lock);
-            return rc;
-        }
-        dev->opened = true;
-    }
-    return 0;
-}
-
-void ofl_device_unlock(ofl_device *dev) { pthread_mutex_unlock(&dev->lock); }
-
-int ofl_stale_fail(ofl_error *err, const ofl_device *dev, const char *what,
-                   const char *consequence) {
-    ofl_fail(err, OFL_ERR_DEVICE, "%s in %s's context that was reset after %s; %s", what,
-             dev->info.filter, dev->reset_after[0] ? dev->reset_after : "a fault", consequence);
-    if (dev->lost)
-        ofl_append(err, " (and %s cannot be used again in this process: restart the Jupyter "
-                        "kernel, or Python, to use it)", dev->info.filter);
-    return OFL_ERR_DEVICE;
-}
-
 /* With the buffer's device locked. */
 static int check_current(const ofl_buffer *buf, ofl_error *err) {
     if (buf->generation == buf->dev->generation) return 0;

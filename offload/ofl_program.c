@@ -44,29 +44,6 @@ static const char *kind_word(ofl_binary_kind kind) {
     return "no binary form offload knows";
 }
 
-void ofl_append_log(ofl_error *err, const char *intro, const char *log) {
-    if (!err) return;
-    while (*log == ' ' || *log == '\n' || *log == '\r' || *log == '\t') log++;
-    size_t n = strlen(log);
-    while (n && (log[n - 1] == ' ' || log[n - 1] == '\n' || log[n - 1] == '\r')) n--;
-    if (n == 0) {
-        ofl_append(err, " (the driver gave no log)");
-        return;
-    }
-    /* the first lines hold the first error, the one worth reading: keep the
-     * head and say where it was cut */
-    size_t used = strlen(err->msg), intro_len = strlen(intro);
-    size_t room = sizeof err->msg - 1 - used;
-    if (room < intro_len + 16) return;
-    if (intro_len + n > room) {
-        static const char cut[] = " [...]";
-        n = room - intro_len - (sizeof cut - 1);
-        ofl_append(err, "%s%.*s%s", intro, (int)n, log, cut);
-    } else {
-        ofl_append(err, "%s%.*s", intro, (int)n, log);
-    }
-}
-
 /* ---- device time of launches (ofl_runtime.h says what and when) ----
  *
  * The state lives here, beside the launch that records: an entry per device

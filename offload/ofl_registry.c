@@ -2,8 +2,8 @@
  * that needs it: both backends list their devices, an NVIDIA GPU that OpenCL
  * also lists is kept once (as cuda), and the rest are ordered GPUs first
  * (CUDA, then OpenCL), then CPUs, then accelerators and custom devices, and
- * named by canonical filter strings ("opencl:cpu:0"). Also the small helpers
- * every file uses for error messages. */
+ * named by canonical filter strings ("opencl:cpu:0"). The waits and the
+ * cancellation that span every device live here too, beside the list. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,90 +14,6 @@ static ofl_device **devices;
 static size_t ndevices;
 static char note_cl[256], note_cu[256], why_none[1024];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-/* ---- helpers for messages ---- */
-
-int ofl_fail(ofl_error *err, ofl_status code, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-void ofl_append(ofl_error *err, const char *fmt, ...) {
-    if (!err) return;
-    size_t used = strlen(err->msg);
-    if (used + 1 >= sizeof err->msg) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg + used, sizeof err->msg - used, fmt, ap);
-    va_end(ap);
-}
-
-const char *ofl_size_str(uint64_t bytes, char *buf, size_t len) {
-    static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-        return buf;
-    }
-    double v = (double)bytes / 1024;
-    int u = 0;
-    while (v >= 1024 && u < 5) v /= 1024, u++;
-    snprintf(buf, len, "%.1f %s", v, units[u]);
-    return buf;
-}
-
-const char *ofl_type_word(ofl_device_type type) {
-    switch (type) {
-    case OFL_CPU: return "cpu";
-    case OFL_GPU: return "gpu";
-    case OFL_ACCELERATOR: return "accelerator";
-    case OFL_CUSTOM: return "custom";
-    }
-    return "?";
-}
-
-const char *ofl_backend_word(ofl_backend backend) {
-    return backend == OFL_CUDA ? "cuda" : backend == OFL_OPENCL ? "opencl" : "?";
-}
-
-/* ---- the device list ---- */
-
-ofl_device *ofl_device_new(const ofl_backend_ops *ops) {
-    ofl_device *dev = calloc(1, sizeof *dev);
-    if (!dev) return NULL;
-    if (pthread_mutex_init(&dev->lock, NULL) != 0) {
-        free(dev);
-        return NULL;
-    }
-    dev->ops = ops;
-    dev->pci_domain = -1;
-    return dev;
-}
-
-void ofl_device_delete(ofl_device *dev) {
-    if (!dev) return;
-    pthread_mutex_destroy(&dev->lock);
-    free(dev);
-}
-
-bool ofl_devlist_add(ofl_devlist *list, ofl_device *dev) {
-    if (list->n == list->cap) {
-        size_t cap = list->cap ? 2 * list->cap : 8;
-        ofl_device **v = realloc(list->v, cap * sizeof *v);
-        if (!v) {
-            ofl_device_delete(dev);
-            return false;
-        }
-        list->v = v, list->cap = cap;
-    }
-    list->v[list->n++] = dev;
-    return true;
-}
 
 const char *ofl_backend_note(ofl_backend backend) {
     size_t n;
@@ -218,4 +134,24 @@ void ofl_describe_devices(char *out, size_t outlen) {
         if (k < 0) break;
         used += (size_t)k;
     }
+}
+
+/* ---- every device ---- */
+
+int ofl_synchronize_all(ofl_error *err) {
+    size_t n = 0;
+    ofl_device *const *devs = ofl_devices(&n, NULL);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = ofl_synchronize(devs[i], rc ? NULL : err);
+        if (r == OFL_ERR_INTERRUPTED) return r; /* the user wants control back, not more waits */
+        if (!rc) rc = r;
+    }
+    return rc;
+}
+
+void ofl_cancel_queued(void) {
+    size_t n = 0;
+    ofl_device *const *devs = ofl_devices(&n, NULL);
+    for (size_t i = 0; i < n; i++) ofl_cancel_device(devs[i]);
 }

@@ -150,18 +150,6 @@ int ofl_synchronize(ofl_device *dev, ofl_error *err) {
     return rc;
 }
 
-int ofl_synchronize_all(ofl_error *err) {
-    size_t n = 0;
-    ofl_device *const *devs = ofl_devices(&n, NULL);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        int r = ofl_synchronize(devs[i], rc ? NULL : err);
-        if (r == OFL_ERR_INTERRUPTED) return r; /* the user wants control back, not more waits */
-        if (!rc) rc = r;
-    }
-    return rc;
-}
-
 ofl_buffer *ofl_cancel_buffer(ofl_device *dev) {
     if (!dev->cancel && (dev->cancel = calloc(1, sizeof *dev->cancel)) != NULL) {
         dev->cancel->dev = dev;
@@ -186,12 +174,8 @@ int ofl_cancel_arg(ofl_device *dev, ofl_arg *out, ofl_error *err) {
     return rc;
 }
 
-void ofl_cancel_queued(void) {
-    size_t n = 0;
-    ofl_device *const *devs = ofl_devices(&n, NULL);
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&devs[i]->lock);
-        if (devs[i]->opened && devs[i]->busy) set_flag(devs[i], 1);
-        pthread_mutex_unlock(&devs[i]->lock);
-    }
+void ofl_cancel_device(ofl_device *dev) {
+    pthread_mutex_lock(&dev->lock);
+    if (dev->opened && dev->busy) set_flag(dev, 1);
+    pthread_mutex_unlock(&dev->lock);
 }
