@@ -258,11 +258,18 @@ static void *control_main(void *arg)
 
 /* ---- stdin (main thread, from input()) ---- */
 
-static int stdin_request(const krn_msg *parent, const char *prompt, bool password)
+/* Nothing on stdin is wanted unless input() just asked: what came before is
+ * dropped, and while idle it is drained, so that a client writing there
+ * unasked cannot fill the socket's queue (and its own, which then blocks). */
+static void drop_stale_stdin(void)
 {
-    /* Drop stale replies, for example to an input() that was interrupted. */
     for (inbox in; recv_frames(srv.stdin_sock, &in) == 0;)
         inbox_clear(&in);
+}
+
+static int stdin_request(const krn_msg *parent, const char *prompt, bool password)
+{
+    drop_stale_stdin(); /* for example the reply to an input() that was interrupted */
     krn_frames f;
     json_t *content = json_pack("{s:s, s:b}", "prompt", prompt, "password", password);
     if (!content || krn_wire_encode(&srv.session, parent->ids, parent->nids, "input_request",
@@ -377,11 +384,13 @@ static void shell_loop(void)
 {
     PyThreadState *ts = PyEval_SaveThread(); /* no GIL while waiting */
     while (!atomic_load(&srv.stop)) {
-        zmq_pollitem_t item = {srv.shell, 0, ZMQ_POLLIN, 0};
-        int rc = zmq_poll(&item, 1, POLL_MS);
+        zmq_pollitem_t items[] = {{srv.shell, 0, ZMQ_POLLIN, 0}, {srv.stdin_sock, 0, ZMQ_POLLIN, 0}};
+        int rc = zmq_poll(items, 2, POLL_MS);
         if (rc < 0 && errno != EINTR)
             break;
-        if (rc <= 0)
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
+            drop_stale_stdin();
+        if (rc <= 0 || !(items[0].revents & ZMQ_POLLIN))
             continue;
         krn_msg req;
         int got;

@@ -206,6 +206,26 @@ def test_garbage_on_iopub(fresh_kernel, raw):
     assert stream_text(msgs) == "iopub fine\n"
 
 
+def test_unasked_stdin_flood_is_drained(fresh_kernel, raw):
+    """A client writing to stdin while no input() asks must not fill the
+    kernel's queue (and then block itself, as the wire fuzzer's did): the
+    kernel drops it, and the next input() gets its own reply, not a stale one."""
+    k = fresh_kernel
+    sock = raw.socket("stdin")
+    sock.setsockopt(zmq.SNDTIMEO, 20_000)
+    for i in range(5000):  # 2.5x the two queues' high-water marks together
+        try:
+            raw.send(sock, "input_reply", {"value": f"stale {i}"})
+        except zmq.Again:
+            pytest.fail(f"stdin send {i} blocked: the idle kernel does not drain its stdin socket")
+    k.assert_alive("after 5000 unasked input_replies")
+    msg_id = k.kc.execute("offload_fresh = input('now? ')", allow_stdin=True)
+    wait_stdin_request(k.kc)
+    k.kc.input("fresh")
+    assert wait_reply(k.kc, msg_id)["content"]["status"] == "ok"
+    assert eval_text(k.kc, "offload_fresh") == "'fresh'"
+
+
 # ---------------------------------------------------------------- malformed messages
 
 
