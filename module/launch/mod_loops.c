@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mod_kernel.h"
+#include "mod_launch.h"
 
 #define MAX_VALUES 48
 
@@ -506,7 +506,7 @@ static int partial_dtypes(mod_loop *l, PyObject *const *args, int nargs, int fir
     for (int i = 0; i < nargs; i++) {
         if (i >= first_partial && i < first_partial + (int)PyTuple_GET_SIZE(l->info.reductions))
             types[i] = jit_array(JIT_F64, 1, JIT_LAYOUT_C);
-        else if (mod_kernel_arg_type(args[i], i, &types[i]) < 0)
+        else if (mod_arg_type(args[i], i, &types[i]) < 0)
             return -1;
     }
     if (l->nlast == nargs && !memcmp(types, l->last, sizeof *types * (size_t)nargs)) return 0;

@@ -1,8 +1,8 @@
 /* mod_reduce: reductions of offload arrays -- offload.sum prod min max mean
  * argmin argmax and the ndarray methods of the same names, with NumPy 2's
- * arguments, result dtypes, errors and NaN rules. Registered by
- * PyInit_offload (mod_reduce_add_functions); the methods sit in
- * mod_array.c's table and call mod_reduce_method_*.
+ * arguments, result dtypes, errors and NaN rules. The functions are added
+ * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
+ * through mod_lib_array_kernels.
  *
  * Every reduction runs as generated JIT kernels (mod_gen): one Python text
  * per (operation, accumulator dtype, result dtype), specialised by the JIT
@@ -37,8 +37,7 @@
  * three of reduced ones, after merging) are first copied C-contiguous;
  * still more kept groups loop over the first kept axis, and still more
  * reduced groups reduce the last reduced axis first into a temporary. */
-#include "mod_module.h"
-#include "mod_kernel.h"
+#include "mod_lib.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -781,7 +780,7 @@ static PyObject *parse_and_reduce(red_op op, PyObject *self, PyObject *args, PyO
 
 #define REDUCER(op, fname)                                                                                         \
     static PyObject *f_##fname(PyObject *m, PyObject *a, PyObject *k) { return parse_and_reduce(op, NULL, a, k); } \
-    PyObject *mod_reduce_method_##fname(PyObject *x, PyObject *a, PyObject *k) { return parse_and_reduce(op, x, a, k); }
+    static PyObject *m_##fname(PyObject *x, PyObject *a, PyObject *k) { return parse_and_reduce(op, x, a, k); }
 REDUCER(OP_SUM, sum)
 REDUCER(OP_PROD, prod)
 REDUCER(OP_MIN, min)
@@ -810,6 +809,25 @@ static PyMethodDef functions[] = {
      "order for axis=None); the first NaN if there is one."},
     {"argmax", KWFUNC(f_argmax),
      "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first maximum, as argmin"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ndarray's methods: NumPy's, with self as a */
+PyMethodDef mod_reduce_methods[] = {
+    {"sum", KWFUNC(m_sum),
+     "sum(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.sum(self, ...)"},
+    {"prod", KWFUNC(m_prod),
+     "prod(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.prod(self, ...)"},
+    {"min", KWFUNC(m_min),
+     "min(axis=None, out=None, keepdims=False) -> ndarray: offload.min(self, ...)"},
+    {"max", KWFUNC(m_max),
+     "max(axis=None, out=None, keepdims=False) -> ndarray: offload.max(self, ...)"},
+    {"mean", KWFUNC(m_mean),
+     "mean(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.mean(self, ...)"},
+    {"argmin", KWFUNC(m_argmin),
+     "argmin(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmin(self, ...)"},
+    {"argmax", KWFUNC(m_argmax),
+     "argmax(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmax(self, ...)"},
     {NULL, NULL, 0, NULL},
 };
 

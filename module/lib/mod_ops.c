@@ -17,8 +17,9 @@
  * kernel over the elements. The kernel text is written per (operation, loop
  * dtypes, scalar or array operands, dimensions) and compiled through
  * mod_gen; the JIT specialises it per layout (contiguous or strided) and
- * device. Called by mod_array.c (the type's slots) and module init. */
-#include "mod_module.h"
+ * device. Reached through ndarray's slots (mod_lib_array_kernels) and the
+ * offload namespace. */
+#include "mod_lib.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -635,7 +636,8 @@ static PyObject *richcompare(PyObject *a, PyObject *b, int cmp) {
     return binary(op[cmp], a, b);
 }
 
-void mod_ops_fill_slots(PyTypeObject *type, PyNumberMethods *nb) {
+void mod_ops_fill_slots(PyTypeObject *type) {
+    PyNumberMethods *nb = type->tp_as_number;
 #define SLOTS(fn) nb->nb_##fn = nb_##fn, nb->nb_inplace_##fn = nb_inplace_##fn
     SLOTS(add);
     SLOTS(subtract);
