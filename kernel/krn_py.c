@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../magics/mag_magics.h"
-#include "mod_module.h"
+#include "mod_public.h"
 #include "krn_display.h"
 #include "krn_history.h"
 #include "krn_log.h"

@@ -1,82 +1,14 @@
-/* The offload module: init, exceptions, the runtime-error boundary, and the
- * functions that belong to no one type. */
-#include "mod_module.h"
+/* The offload module: init ties the rooms together (core/, launch/, lib/:
+ * the only place that names all three), and the module functions that
+ * belong to no one room. */
+#include "mod_public.h"
 
 #include "config.h"
-
-PyObject *mod_DeviceNotFoundError, *mod_DeviceError, *mod_ExecutionPlacementError;
-static PyObject *numpy; /* owned for the process */
-static PyTypeObject *numpy_ndarray, *numpy_generic; /* numpy's, owned for the process */
-
-/* The exception the interrupt check found (KeyboardInterrupt, or what the
- * program's SIGINT handler raised), kept from the check, which runs deep in
- * a wait, to mod_raise, which the waiting call reaches with OFL_ERR_INTERRUPTED.
- * Per thread: only the main thread's check finds signals, but any may wait. */
-static _Thread_local PyObject *interrupt_type, *interrupt_value, *interrupt_tb;
-
-/* The runtime's interrupt check (ofl_set_interrupt_check), called every
- * 20 ms of a device wait, without the GIL: takes it for a moment and runs
- * Python's pending signal handlers. */
-static int interrupt_pending(void)
-{
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb); /* a wait with the GIL held may have one set: not ours */
-    int hit = PyErr_CheckSignals() < 0;
-    if (hit) {
-        Py_CLEAR(interrupt_type);
-        Py_CLEAR(interrupt_value);
-        Py_CLEAR(interrupt_tb);
-        PyErr_Fetch(&interrupt_type, &interrupt_value, &interrupt_tb);
-    }
-    PyErr_Restore(t, v, tb);
-    PyGILState_Release(g);
-    return hit;
-}
+#include "lib/mod_lib.h"
 
 void mod_request_interrupt(void) { ofl_request_interrupt(); }
 void mod_end_interrupt(void) {
     if (ofl_take_interrupt()) ofl_cancel_queued();
-}
-
-static void raise_interrupt(const ofl_error *err)
-{
-    if (interrupt_type) {
-        PyErr_Restore(interrupt_type, interrupt_value, interrupt_tb);
-        interrupt_type = interrupt_value = interrupt_tb = NULL;
-    } else {
-        PyErr_SetString(PyExc_KeyboardInterrupt, err->msg);
-    }
-}
-
-PyObject *mod_raise(const ofl_error *err)
-{
-    PyObject *type = PyExc_RuntimeError;
-    switch (err->code) {
-    case OFL_ERR_INTERRUPTED: raise_interrupt(err); return NULL;
-    case OFL_ERR_BAD_FILTER:
-    case OFL_ERR_INVALID: type = PyExc_ValueError; break;
-    case OFL_ERR_NOT_FOUND: type = mod_DeviceNotFoundError; break;
-    case OFL_ERR_OUT_OF_MEMORY: type = PyExc_MemoryError; break;
-    case OFL_ERR_DEVICE: type = mod_DeviceError; break;
-    case OFL_OK: break; /* a caller bug; RuntimeError says so rather than crash */
-    }
-    PyErr_SetString(type, err->msg[0] ? err->msg : "offload runtime error");
-    return NULL;
-}
-
-PyObject *mod_numpy_borrowed(void) { return numpy; }
-bool mod_is_numpy_array(PyObject *o) { return PyObject_TypeCheck(o, numpy_ndarray); }
-bool mod_is_numpy_scalar(PyObject *o) { return PyObject_TypeCheck(o, numpy_generic); }
-
-PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw)
-{
-    PyObject *f = PyObject_GetAttrString(numpy, name);
-    if (!f)
-        return NULL;
-    PyObject *r = args ? PyObject_Call(f, args, kw) : PyObject_CallNoArgs(f);
-    Py_DECREF(f);
-    return r;
 }
 
 /* _check_same_device(*arrays) -> Device or None: the one device that every
@@ -104,17 +36,6 @@ static PyObject *check_same_device(PyObject *self, PyObject *args)
     if (!first)
         Py_RETURN_NONE;
     return mod_device_new(mod_array_device(first));
-}
-
-int mod_atexit(PyMethodDef *def)
-{
-    PyObject *atexit = PyImport_ImportModule("atexit");
-    PyObject *fn = PyCFunction_New(def, NULL);
-    PyObject *r = atexit && fn ? PyObject_CallMethod(atexit, "register", "O", fn) : NULL;
-    Py_XDECREF(atexit);
-    Py_XDECREF(fn);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
 }
 
 /* synchronize(device=None): waits for everything queued on the device, or
@@ -160,52 +81,24 @@ static struct PyModuleDef module_def = {
     .m_methods = module_methods,
 };
 
-/* The classes outlive any one module object (a re-import after deleting it
- * from sys.modules runs init again): the statics own them for the process. */
-static int new_exception(PyObject **slot, const char *name, PyObject *base, const char *doc)
-{
-    if (!*slot)
-        *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
-    return *slot ? 0 : -1;
-}
-
 PyMODINIT_FUNC PyInit_offload(void)
 {
-    if (!numpy) {
-        numpy = PyImport_ImportModule("numpy");
-        if (!numpy) /* NumPy's own ImportError says what is missing */
-            return NULL;
-        numpy_ndarray = (PyTypeObject *)PyObject_GetAttrString(numpy, "ndarray");
-        numpy_generic = (PyTypeObject *)PyObject_GetAttrString(numpy, "generic");
-        if (!numpy_ndarray || !numpy_generic)
-            return NULL;
-    }
-    if (mod_dtype_init() < 0 || mod_array_init() < 0 || PyType_Ready(&mod_DeviceType) < 0)
+    if (mod_numpy_init() < 0 || mod_dtype_init() < 0 || mod_array_init(&mod_lib_array_kernels) < 0 ||
+        PyType_Ready(&mod_DeviceType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (new_exception(&mod_DeviceNotFoundError, "offload.DeviceNotFoundError", PyExc_LookupError,
-                      "No device matches the filter (or the machine has none); the message "
-                      "lists the devices that exist.") < 0 ||
-        new_exception(&mod_DeviceError, "offload.DeviceError", PyExc_RuntimeError,
-                      "The device or its driver reported a failure.") < 0 ||
-        new_exception(&mod_ExecutionPlacementError, "offload.ExecutionPlacementError",
-                      PyExc_Exception,
-                      "Arrays on different devices were used in one operation or launch.") < 0 ||
-        PyModule_AddObjectRef(m, "DeviceNotFoundError", mod_DeviceNotFoundError) < 0 ||
-        PyModule_AddObjectRef(m, "DeviceError", mod_DeviceError) < 0 ||
-        PyModule_AddObjectRef(m, "ExecutionPlacementError", mod_ExecutionPlacementError) < 0 ||
+    if (mod_errors_add(m) < 0 ||
         PyModule_AddObjectRef(m, "Device", (PyObject *)&mod_DeviceType) < 0 ||
         PyModule_AddObjectRef(m, "ndarray", (PyObject *)&mod_ArrayType) < 0 ||
         PyModule_AddStringConstant(m, "__version__", PACKAGE_VERSION) < 0 ||
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
-        mod_array_add_functions(m) < 0 || mod_dlpack_add_functions(m) < 0 ||
-        mod_kernel_add_functions(m) < 0 || mod_launch_add_functions(m) < 0 || mod_loops_add_functions(m) < 0 ||
-        mod_gen_init() < 0 || mod_matmul_add_functions(m) < 0 || mod_ops_add_functions(m) < 0 ||
-        mod_reduce_add_functions(m) < 0)
+        mod_create_add_functions(m) < 0 || mod_dlpack_init(m) < 0 ||
+        mod_kernel_add_functions(m) < 0 || mod_range_add_functions(m) < 0 || mod_loops_add_functions(m) < 0 ||
+        mod_lib_add_functions(m) < 0)
         goto fail;
-    ofl_set_interrupt_check(interrupt_pending);
+    mod_errors_catch_interrupts();
     return m;
 fail:
     Py_DECREF(m);

@@ -1,8 +1,14 @@
-/* mod_launch: offload.Range, offload.NdRange, offload.Event and
+/* mod_range: offload.Range, offload.NdRange, offload.Event and
  * offload.DeviceTimer -- the shapes of launches, what an asynchronous launch
  * hands back, and the device time of many launches. */
-#include "mod_module.h"
-#include "mod_kernel.h"
+#include "mod_launch.h"
+
+typedef struct {
+    PyObject_HEAD int ndim;
+    Py_ssize_t size[3];
+} mod_range;
+
+static PyTypeObject RangeType, NdRangeType;
 
 /* ---- Range ---- */
 
@@ -53,7 +59,7 @@ static PyObject *range_item(mod_range *r, Py_ssize_t i) {
 }
 
 static PyObject *range_richcompare(mod_range *a, PyObject *b, int op) {
-    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &mod_RangeType)) Py_RETURN_NOTIMPLEMENTED;
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &RangeType)) Py_RETURN_NOTIMPLEMENTED;
     mod_range *o = (mod_range *)b;
     bool eq = a->ndim == o->ndim && !memcmp(a->size, o->size, sizeof(Py_ssize_t) * (size_t)a->ndim);
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
@@ -64,7 +70,7 @@ static PyObject *range_ndim(mod_range *r, void *c) { return PyLong_FromLong(r->n
 static PySequenceMethods range_seq = {.sq_length = (lenfunc)range_len, .sq_item = (ssizeargfunc)range_item};
 static PyGetSetDef range_getset[] = {{"ndim", (getter)range_ndim, NULL, "number of dimensions", NULL}, {0}};
 
-PyTypeObject mod_RangeType = {
+static PyTypeObject RangeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Range",
     .tp_basicsize = sizeof(mod_range),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -85,9 +91,9 @@ typedef struct {
 
 /* A Range from a Range, an int or a tuple of ints (new reference). */
 static PyObject *range_from(PyObject *o) {
-    return PyObject_TypeCheck(o, &mod_RangeType) ? Py_NewRef(o)
-           : PyTuple_Check(o) ? PyObject_Call((PyObject *)&mod_RangeType, o, NULL)
-                              : PyObject_CallOneArg((PyObject *)&mod_RangeType, o);
+    return PyObject_TypeCheck(o, &RangeType) ? Py_NewRef(o)
+           : PyTuple_Check(o) ? PyObject_Call((PyObject *)&RangeType, o, NULL)
+                              : PyObject_CallOneArg((PyObject *)&RangeType, o);
 }
 
 /* sizes from an int, a tuple of ints or a Range, into v; the count, or -1 */
@@ -162,7 +168,7 @@ static PyObject *ndrange_repr(mod_ndrange *r) { return mod_shape_repr(&r->s); }
 
 static PyObject *ndrange_part(mod_ndrange *r, void *local) {
     PyObject *t = sizes_tuple(r->s.ndim, local ? r->s.local : r->s.size);
-    PyObject *range = t ? PyObject_Call((PyObject *)&mod_RangeType, t, NULL) : NULL;
+    PyObject *range = t ? PyObject_Call((PyObject *)&RangeType, t, NULL) : NULL;
     Py_XDECREF(t);
     return range;
 }
@@ -170,7 +176,7 @@ static PyObject *ndrange_part(mod_ndrange *r, void *local) {
 static PyObject *ndrange_ndim(mod_ndrange *r, void *c) { return PyLong_FromLong(r->s.ndim); }
 
 static PyObject *ndrange_richcompare(mod_ndrange *a, PyObject *b, int op) {
-    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &mod_NdRangeType)) Py_RETURN_NOTIMPLEMENTED;
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &NdRangeType)) Py_RETURN_NOTIMPLEMENTED;
     const mod_shape *x = &a->s, *y = &((mod_ndrange *)b)->s;
     size_t n = sizeof(Py_ssize_t) * (size_t)x->ndim;
     bool eq = x->ndim == y->ndim && !memcmp(x->size, y->size, n) && !memcmp(x->local, y->local, n);
@@ -184,7 +190,7 @@ static PyGetSetDef ndrange_getset[] = {
     {0},
 };
 
-PyTypeObject mod_NdRangeType = {
+static PyTypeObject NdRangeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.NdRange",
     .tp_basicsize = sizeof(mod_ndrange),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -198,7 +204,7 @@ PyTypeObject mod_NdRangeType = {
 };
 
 int mod_shape_of(PyObject *o, mod_shape *out) {
-    if (PyObject_TypeCheck(o, &mod_NdRangeType)) {
+    if (PyObject_TypeCheck(o, &NdRangeType)) {
         *out = ((mod_ndrange *)o)->s;
         return 0;
     }
@@ -446,12 +452,12 @@ static PyTypeObject TimerType = {
     .tp_getset = timer_getset,
 };
 
-int mod_launch_add_functions(PyObject *module) {
-    if (PyType_Ready(&mod_RangeType) < 0 || PyType_Ready(&mod_NdRangeType) < 0 || PyType_Ready(&EventType) < 0 ||
+int mod_range_add_functions(PyObject *module) {
+    if (PyType_Ready(&RangeType) < 0 || PyType_Ready(&NdRangeType) < 0 || PyType_Ready(&EventType) < 0 ||
         PyType_Ready(&TimerType) < 0)
         return -1;
-    return PyModule_AddObjectRef(module, "Range", (PyObject *)&mod_RangeType) < 0 ||
-                   PyModule_AddObjectRef(module, "NdRange", (PyObject *)&mod_NdRangeType) < 0 ||
+    return PyModule_AddObjectRef(module, "Range", (PyObject *)&RangeType) < 0 ||
+                   PyModule_AddObjectRef(module, "NdRange", (PyObject *)&NdRangeType) < 0 ||
                    PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0 ||
                    PyModule_AddObjectRef(module, "DeviceTimer", (PyObject *)&TimerType) < 0
                ? -1 : 0;

@@ -17,9 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mod_kernel.h"
-
-#define MAX_VALUES 48
+#include "mod_launch.h"
 
 typedef struct {
     PyObject_HEAD jit_loop info; /* owned references */
@@ -30,7 +28,7 @@ typedef struct {
     PyObject *refs;   /* tuple: per read, None for a parameter, else the object compiled in */
     PyObject *kernel; /* Kernel, or NULL */
     /* the partials' dtypes of a reduction for the argument types seen last */
-    jit_type last[MAX_VALUES + 16];
+    jit_type *last; /* [nlast] (PyMem) */
     int nlast;
     PyObject *part_dtypes; /* tuple of numpy.dtype */
 } mod_loop;
@@ -70,6 +68,7 @@ static void loop_dealloc(mod_loop *l) {
     Py_XDECREF(l->refs);
     Py_XDECREF(l->kernel);
     Py_XDECREF(l->part_dtypes);
+    PyMem_Free(l->last);
     Py_TYPE(l)->tp_free((PyObject *)l);
 }
 
@@ -125,6 +124,7 @@ static long found(void *opaque, jit_loop *info) {
             l->lines = Py_NewRef(fc->lines);
             snprintf(l->name, sizeof l->name, "prange_l%d", l->info.line);
             l->refs = l->kernel = l->part_dtypes = NULL;
+            l->last = NULL;
             l->nlast = -1;
             id = (long)PyList_GET_SIZE(registry);
             PyObject *idobj = PyLong_FromLong(id);
@@ -500,42 +500,51 @@ static bool same_refs(PyObject *a, PyObject *b) {
 
 /* The dtypes of a reduction's partials: the types the kernel gives its
  * accumulators for these arguments (partials typed float64 meanwhile: they
- * are only stored to). */
-static int partial_dtypes(mod_loop *l, PyObject *const *args, int nargs, int first_partial, ofl_device *dev) {
-    jit_type types[MAX_VALUES + 16];
-    for (int i = 0; i < nargs; i++) {
-        if (i >= first_partial && i < first_partial + (int)PyTuple_GET_SIZE(l->info.reductions))
-            types[i] = jit_array(JIT_F64, 1, JIT_LAYOUT_C);
-        else if (mod_kernel_arg_type(args[i], i, &types[i]) < 0)
-            return -1;
-    }
-    if (l->nlast == nargs && !memcmp(types, l->last, sizeof *types * (size_t)nargs)) return 0;
+ * are only stored to). Kept in l for the argument types seen last. */
+static int partial_dtypes(mod_loop *l, PyObject *argv, Py_ssize_t first_partial, ofl_device *dev) {
+    int nargs = (int)PyList_GET_SIZE(argv);
     Py_ssize_t nred = PyTuple_GET_SIZE(l->info.reductions);
+    jit_type *types = PyMem_Calloc((size_t)nargs + 1, sizeof *types);
+    if (!types) return PyErr_NoMemory(), -1;
+    for (int i = 0; i < nargs; i++) {
+        if (i >= first_partial && i < first_partial + nred)
+            types[i] = jit_array(JIT_F64, 1, JIT_LAYOUT_C);
+        else if (mod_arg_type(PyList_GET_ITEM(argv, i), i, &types[i]) < 0)
+            goto fail;
+    }
+    if (l->nlast == nargs && !memcmp(types, l->last, sizeof *types * (size_t)nargs)) {
+        PyMem_Free(types);
+        return 0;
+    }
     PyObject *dts = PyTuple_New(nred);
-    if (!dts) return -1;
+    if (!dts) goto fail;
     for (Py_ssize_t r = 0; r < nred; r++) {
         jit_type t;
         jit_error err;
         if (mod_kernel_var_type(l->kernel, types, nargs, 1, PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t, &err) < 0) {
             Py_DECREF(dts);
             mod_raise_jit(&err);
-            return -1;
+            goto fail;
         }
         jit_dtype d = t.kind == JT_WEAK_INT ? JIT_I64
                       : t.kind == JT_WEAK_FLOAT ? (ofl_device_get_info(dev)->has_fp64 ? JIT_F64 : JIT_F32)
                                                 : (jit_dtype)t.dtype;
-        static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
-        PyObject *dt = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
+        PyObject *dt = mod_arg_dtype_borrowed(d);
         if (!dt) {
             Py_DECREF(dts);
-            return PyErr_Format(PyExc_TypeError, "a reduction of %s values", jit_dtype_name(d)), -1;
+            PyErr_Format(PyExc_TypeError, "a reduction of %s values", jit_dtype_name(d));
+            goto fail;
         }
         PyTuple_SET_ITEM(dts, r, Py_NewRef(dt));
     }
     Py_XSETREF(l->part_dtypes, dts);
-    memcpy(l->last, types, sizeof *types * (size_t)nargs);
+    PyMem_Free(l->last);
+    l->last = types;
     l->nlast = nargs;
     return 0;
+fail:
+    PyMem_Free(types);
+    return -1;
 }
 
 /* Work-items of a reduction: enough to fill the device, each accumulating
@@ -609,6 +618,201 @@ static PyObject *user_ranges(const Py_ssize_t *start, const Py_ssize_t *stop, co
     return joined;
 }
 
+/* One run of a loop: what its steps share. */
+typedef struct {
+    mod_loopctx *c;
+    mod_loop *l;
+    PyObject *values; /* borrowed: the loop's reads, then its reductions' values */
+    Py_ssize_t nreads, nred;
+    Py_ssize_t start[3], stop[3], step[3], total; /* as the user's ranges say */
+    mod_shape shape;  /* the launch's: the ranges, or Range(w) for a reduction */
+    ofl_device *dev;
+    PyObject *argv;   /* list: the kernel's arguments, in jit_loop_kernel's order (owned) */
+    Py_ssize_t first_partial; /* argv's index of the reductions' partials */
+    Py_ssize_t bytes; /* of the arrays the loop uses, for the bandwidth said */
+} loop_run_state;
+
+/* Appends o (a new reference, or NULL after a failure) to list; steals o. */
+static int append_new(PyObject *list, PyObject *o) {
+    int rc = o ? PyList_Append(list, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+/* The ranges (start, stop, step per dimension) as Python's range() reads them. */
+static int run_ranges(loop_run_state *r, PyObject *ranges) {
+    PyObject *range = PyDict_GetItemString(PyEval_GetBuiltins(), "range"); /* borrowed */
+    r->shape = (mod_shape){.ndim = r->l->info.ndim};
+    r->total = 1;
+    for (int d = 0; d < r->shape.ndim; d++) {
+        PyObject *slice = PyTuple_GetSlice(ranges, 3 * d, 3 * d + 3);
+        PyObject *rg = slice ? PyObject_Call(range, slice, NULL) : NULL;
+        Py_XDECREF(slice);
+        if (!rg) return -1;
+        PyObject *st = PyObject_GetAttrString(rg, "start"), *sp = PyObject_GetAttrString(rg, "step");
+        PyObject *so = PyObject_GetAttrString(rg, "stop");
+        r->shape.size[d] = PyObject_Length(rg);
+        r->start[d] = st ? PyLong_AsSsize_t(st) : -1;
+        r->stop[d] = so ? PyLong_AsSsize_t(so) : -1;
+        r->step[d] = sp ? PyLong_AsSsize_t(sp) : -1;
+        Py_XDECREF(st);
+        Py_XDECREF(so);
+        Py_XDECREF(sp);
+        Py_DECREF(rg);
+        if (PyErr_Occurred()) return -1;
+        r->total *= r->shape.size[d];
+    }
+    return 0;
+}
+
+/* The device: --device, else where the device arrays live, else the default. */
+static int run_place(loop_run_state *r) {
+    const mod_loop *l = r->l;
+    ofl_device *dev = r->c->device;
+    Py_ssize_t dev_from = -1;
+    for (Py_ssize_t i = 0; i < r->nreads; i++) {
+        PyObject *v = PyTuple_GET_ITEM(r->values, i);
+        if (!mod_array_check(v)) continue;
+        ofl_device *d = mod_array_device((mod_array *)v);
+        if (!dev) dev = d, dev_from = i;
+        if (d == dev) continue;
+        const char *other = dev_from >= 0 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, dev_from)) : NULL;
+        if (other)
+            PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d uses '%s' on %s and '%s' on %s; "
+                         "move one with .to_device(...)", l->info.line, other, ofl_device_get_info(dev)->filter,
+                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+        else
+            PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d runs on %s (--device), and '%s' "
+                         "lives on %s; move it with .to_device(...)", l->info.line, ofl_device_get_info(dev)->filter,
+                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+        return -1;
+    }
+    if (!dev && mod_device_default(&dev) < 0) return -1;
+    r->dev = dev;
+    announce(r->c, dev);
+    return 0;
+}
+
+/* The reads: arrays (NumPy ones copied in) and numbers are the kernel's
+ * parameters, the rest compiled in -- a new set of those is a new kernel.
+ * Then each dimension's start and step. */
+static int run_params(loop_run_state *r) {
+    mod_loop *l = r->l;
+    PyObject *refs = PyTuple_New(r->nreads);
+    if (!refs) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < r->nreads && rc == 0; i++) {
+        PyObject *v = PyTuple_GET_ITEM(r->values, i), *name = PyTuple_GET_ITEM(l->info.reads, i);
+        bool host = mod_is_numpy_array(v);
+        if (host) {
+            int written = PySet_Contains(l->info.writes, name);
+            if (written < 0 || !(v = device_copy(r->c, v, r->dev, written, name))) { /* v borrowed: the context keeps it */
+                rc = -1;
+                break;
+            }
+        }
+        if (host || mod_array_check(v)) r->bytes += nbytes(v);
+        bool param = host || mod_array_check(v) || is_number(v);
+        PyTuple_SET_ITEM(refs, i, Py_NewRef(param ? Py_None : v));
+        if (param) rc = PyList_Append(r->argv, v);
+    }
+    if (rc == 0 && !same_refs(l->refs, refs)) rc = build_kernel(l, refs);
+    Py_DECREF(refs);
+    for (int d = 0; d < r->shape.ndim && rc == 0; d++)
+        if (append_new(r->argv, PyLong_FromSsize_t(r->start[d])) < 0 ||
+            append_new(r->argv, PyLong_FromSsize_t(r->step[d])) < 0)
+            rc = -1;
+    return rc;
+}
+
+/* A reduction runs grid-stride over Range(w): its kernel takes the trip
+ * counts, w, the total, the partials (one per work-item, per reduction) and
+ * the min/max reductions' initial values. */
+static int run_partials(loop_run_state *r) {
+    const mod_loop *l = r->l;
+    Py_ssize_t w = reduction_items(r->dev, r->total);
+    for (int d = 0; d < r->shape.ndim; d++)
+        if (append_new(r->argv, PyLong_FromSsize_t(r->shape.size[d])) < 0) return -1;
+    if (append_new(r->argv, PyLong_FromSsize_t(w)) < 0 || append_new(r->argv, PyLong_FromSsize_t(r->total)) < 0)
+        return -1;
+    r->first_partial = PyList_GET_SIZE(r->argv);
+    for (Py_ssize_t i = 0; i < r->nred; i++) /* typed below */
+        if (PyList_Append(r->argv, Py_None) < 0) return -1;
+    for (Py_ssize_t i = 0; i < r->nred; i++)
+        if ((l->info.red_ops[i] == JIT_RED_MIN || l->info.red_ops[i] == JIT_RED_MAX) &&
+            PyList_Append(r->argv, PyTuple_GET_ITEM(r->values, r->nreads + i)) < 0)
+            return -1;
+    if (partial_dtypes(r->l, r->argv, r->first_partial, r->dev) < 0) return -1;
+    for (Py_ssize_t i = 0; i < r->nred; i++) {
+        PyObject *p = mod_array_new_empty(r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1, &w);
+        if (!p || PyList_SetItem(r->argv, r->first_partial + i, p) < 0) return -1; /* steals p */
+    }
+    r->shape = (mod_shape){.ndim = 1, .size = {w}};
+    return 0;
+}
+
+/* verbose: a launch that compiled says so (its host time is the JIT's and
+ * the device's build). */
+static void log_compile(const loop_run_state *r, const mod_kernel_stats *before, double host_ms) {
+    mod_kernel_stats after;
+    mod_kernel_get_stats(r->l->kernel, &after);
+    long compiles = after.compiles - before->compiles, disk = after.disk_hits - before->disk_hits;
+    double ms = after.compile_ms - before->compile_ms;
+    if (!compiles && !disk) return;
+    say(r->c, "offload: compiled the loop at line %d for %s in %.1f ms (JIT %.1f ms; %s)", r->l->info.line,
+        ofl_device_get_info(r->dev)->filter, host_ms, ms, disk ? "disk cache hit" : "cache miss");
+    record(r->c, "{s:s,s:i,s:d,s:d,s:O}", "kind", "compile", "line", r->l->info.line, "ms", host_ms, "jit_ms", ms,
+           "cache_hit", disk ? Py_True : Py_False);
+}
+
+/* verbose: the launch's device and host time; waits for ev. */
+static void log_launch(const loop_run_state *r, const mod_kernel_stats *before, double host_ms, PyObject *ev) {
+    PyObject *el = PyObject_GetAttrString(ev, "elapsed"); /* waits */
+    double dev_s = el ? PyFloat_AsDouble(el) : 0;
+    Py_XDECREF(el);
+    log_compile(r, before, host_ms);
+    PyObject *where = user_ranges(r->start, r->stop, r->step, r->l->info.ndim), *grid = mod_shape_repr(&r->shape);
+    say(r->c, "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on the host",
+        r->l->info.line, where ? PyUnicode_AsUTF8(where) : "?", dev_s * 1e3,
+        dev_s > 0 ? (double)r->bytes / dev_s / 1e9 : 0.0, host_ms);
+    record(r->c, "{s:s,s:i,s:O,s:O,s:d,s:n}", "kind", "launch", "line", r->l->info.line, "range",
+           where ? where : Py_None, "grid", grid ? grid : Py_None, "ms", dev_s * 1e3, "bytes", r->bytes);
+    Py_XDECREF(where);
+    Py_XDECREF(grid);
+    PyErr_Clear(); /* what went wrong here is the report's, not the loop's */
+}
+
+static int run_launch(loop_run_state *r) {
+    mod_kernel_stats before;
+    mod_kernel_get_stats(r->l->kernel, &before);
+    double t0 = now();
+    PyObject *ev = mod_kernel_launch_checked(r->l->kernel, &r->shape, PySequence_Fast_ITEMS(r->argv),
+                                             PyList_GET_SIZE(r->argv), r->c->verbose, r->c->boundscheck);
+    if (!ev) return -1;
+    if (r->c->verbose) log_launch(r, &before, (now() - t0) * 1e3, ev);
+    Py_DECREF(ev);
+    return r->c->show ? show_code(r->c, r->l, &r->shape, PySequence_Fast_ITEMS(r->argv), (int)PyList_GET_SIZE(r->argv))
+                      : 0;
+}
+
+/* The reductions' new values: their partials combined with the values they had. */
+static PyObject *run_results(const loop_run_state *r) {
+    PyObject *result = PyTuple_New(r->nred);
+    for (Py_ssize_t i = 0; result && i < r->nred; i++) {
+        PyObject *init = PyTuple_GET_ITEM(r->values, r->nreads + i), *v;
+        if (r->total == 0) {
+            v = Py_NewRef(init);
+        } else {
+            PyObject *host = mod_array_asnumpy((mod_array *)PyList_GET_ITEM(r->argv, r->first_partial + i));
+            v = host ? combine(r->l->info.red_ops[i], init, host) : NULL;
+            Py_XDECREF(host);
+        }
+        if (!v) Py_CLEAR(result);
+        else PyTuple_SET_ITEM(result, i, v);
+    }
+    return result;
+}
+
 /* offload._loop(id, ranges, values): runs prange loop id over ranges (start,
  * stop, step per dimension) with values (its reads, then its reductions);
  * returns the reductions' new values. */
@@ -619,178 +823,18 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (!registry || id < 0 || id >= PyList_GET_SIZE(registry))
         return PyErr_Format(PyExc_ValueError, "no prange loop %ld%s", id, registry ? "" : " (the process is exiting)");
     mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
-    PyObject *ranges = args[1], *values = args[2];
-    Py_ssize_t nreads = PyTuple_GET_SIZE(l->info.reads), nred = PyTuple_GET_SIZE(l->info.reductions);
-    int nd = l->info.ndim;
-    if (PyTuple_GET_SIZE(values) != nreads + nred || PyTuple_GET_SIZE(ranges) != 3 * nd || nreads > MAX_VALUES)
-        return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id, nreads + nred);
-
-    mod_loopctx *c = current, *temp = NULL;
-    if (!c) { /* a loop run outside any cell or @offload.jit call: a context of its own */
-        temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType);
-        if (!temp) return NULL;
-        c = temp;
-    }
-    PyObject *result = NULL, *keep = PyList_New(0); /* what argv borrows */
-    PyObject *argv[MAX_VALUES + 16];
-    int na = 0;
-    mod_shape shape = {.ndim = nd};
-    Py_ssize_t total = 1, start[3], stop[3], step[3];
-    if (!keep) goto out;
-    PyObject *range = PyDict_GetItemString(PyEval_GetBuiltins(), "range");
-    for (int d = 0; d < nd; d++) {
-        PyObject *slice = PyTuple_GetSlice(ranges, 3 * d, 3 * d + 3);
-        PyObject *r = slice ? PyObject_Call(range, slice, NULL) : NULL;
-        Py_XDECREF(slice);
-        if (!r) goto out;
-        PyObject *st = PyObject_GetAttrString(r, "start"), *sp = PyObject_GetAttrString(r, "step");
-        PyObject *so = PyObject_GetAttrString(r, "stop");
-        shape.size[d] = PyObject_Length(r);
-        start[d] = st ? PyLong_AsSsize_t(st) : -1;
-        stop[d] = so ? PyLong_AsSsize_t(so) : -1;
-        step[d] = sp ? PyLong_AsSsize_t(sp) : -1;
-        Py_XDECREF(st);
-        Py_XDECREF(so);
-        Py_XDECREF(sp);
-        Py_DECREF(r);
-        if (PyErr_Occurred()) goto out;
-        total *= shape.size[d];
-    }
-
-    /* the device: --device, else where the device arrays live, else the default */
-    ofl_device *dev = c->device;
-    Py_ssize_t dev_from = -1;
-    for (Py_ssize_t i = 0; i < nreads; i++) {
-        PyObject *v = PyTuple_GET_ITEM(values, i);
-        if (!mod_array_check(v)) continue;
-        ofl_device *d = mod_array_device((mod_array *)v);
-        if (!dev) dev = d, dev_from = i;
-        if (d != dev) {
-            const char *other = dev_from >= 0 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, dev_from)) : NULL;
-            if (other)
-                PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d uses '%s' on %s and '%s' on %s; "
-                             "move one with .to_device(...)", l->info.line, other, ofl_device_get_info(dev)->filter,
-                             PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
-            else
-                PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d runs on %s (--device), and '%s' "
-                             "lives on %s; move it with .to_device(...)", l->info.line, ofl_device_get_info(dev)->filter,
-                             PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
-            goto out;
-        }
-    }
-    if (!dev && mod_device_default(&dev) < 0) goto out;
-    announce(c, dev);
-
-    /* values: arrays and numbers are parameters, the rest compiled in */
-    PyObject *refs = PyTuple_New(nreads);
-    if (!refs || PyList_Append(keep, refs) < 0) { Py_XDECREF(refs); goto out; }
-    Py_DECREF(refs);
-    Py_ssize_t bytes = 0;
-    for (Py_ssize_t i = 0; i < nreads; i++) {
-        PyObject *v = PyTuple_GET_ITEM(values, i), *name = PyTuple_GET_ITEM(l->info.reads, i);
-        bool host = mod_is_numpy_array(v);
-        if (host) {
-            int written = PySet_Contains(l->info.writes, name);
-            if (written < 0 || !(v = device_copy(c, v, dev, written, name))) goto out;
-        }
-        if (host || mod_array_check(v)) bytes += nbytes(v);
-        bool param = host || mod_array_check(v) || is_number(v);
-        PyTuple_SET_ITEM(refs, i, Py_NewRef(param ? Py_None : v));
-        if (param) argv[na++] = v;
-    }
-    if (!same_refs(l->refs, refs) && build_kernel(l, refs) < 0) goto out;
-    for (int d = 0; d < nd; d++) {
-        PyObject *s = PyLong_FromSsize_t(start[d]), *p = PyLong_FromSsize_t(step[d]);
-        if (!s || !p || PyList_Append(keep, s) < 0 || PyList_Append(keep, p) < 0) { Py_XDECREF(s); Py_XDECREF(p); goto out; }
-        argv[na++] = s, argv[na++] = p;
-        Py_DECREF(s);
-        Py_DECREF(p);
-    }
-    int first_partial = -1;
-    Py_ssize_t w = 1;
-    if (nred) { /* grid-stride over Range(w): trip counts, w, total, partials, min/max initial values */
-        w = reduction_items(dev, total);
-        for (int d = 0; d < nd; d++) {
-            PyObject *t = PyLong_FromSsize_t(shape.size[d]);
-            if (!t || PyList_Append(keep, t) < 0) { Py_XDECREF(t); goto out; }
-            argv[na++] = t;
-            Py_DECREF(t);
-        }
-        PyObject *wo = PyLong_FromSsize_t(w), *to = PyLong_FromSsize_t(total);
-        if (!wo || !to || PyList_Append(keep, wo) < 0 || PyList_Append(keep, to) < 0) { Py_XDECREF(wo); Py_XDECREF(to); goto out; }
-        argv[na++] = wo, argv[na++] = to;
-        Py_DECREF(wo);
-        Py_DECREF(to);
-        first_partial = na;
-        for (Py_ssize_t r = 0; r < nred; r++) argv[na++] = Py_None; /* typed below */
-        for (Py_ssize_t r = 0; r < nred; r++)
-            if (l->info.red_ops[r] == JIT_RED_MIN || l->info.red_ops[r] == JIT_RED_MAX) argv[na++] = PyTuple_GET_ITEM(values, nreads + r);
-        if (partial_dtypes(l, argv, na, first_partial, dev) < 0) goto out;
-        for (Py_ssize_t r = 0; r < nred; r++) {
-            PyObject *p = mod_array_new_empty(dev, PyTuple_GET_ITEM(l->part_dtypes, r), 1, &w);
-            if (!p || PyList_Append(keep, p) < 0) { Py_XDECREF(p); goto out; }
-            argv[first_partial + r] = p;
-            Py_DECREF(p);
-        }
-        shape.ndim = 1;
-        shape.size[0] = w;
-    }
-
-    if (total > 0) {
-        PyObject *stats0 = c->verbose ? PyObject_GetAttrString(l->kernel, "stats") : NULL;
-        double t0 = now();
-        PyObject *ev = mod_kernel_launch_checked(l->kernel, &shape, argv, na, c->verbose, c->boundscheck);
-        if (!ev) { Py_XDECREF(stats0); goto out; }
-        if (c->verbose) {
-            double host_ms = (now() - t0) * 1e3;
-            PyObject *el = PyObject_GetAttrString(ev, "elapsed"); /* waits */
-            double dev_s = el ? PyFloat_AsDouble(el) : 0;
-            Py_XDECREF(el);
-            PyObject *stats = PyObject_GetAttrString(l->kernel, "stats");
-            if (stats && stats0) {
-                long compiles = PyLong_AsLong(PyDict_GetItemString(stats, "compiles")) -
-                                PyLong_AsLong(PyDict_GetItemString(stats0, "compiles"));
-                long disk = PyLong_AsLong(PyDict_GetItemString(stats, "disk_hits")) -
-                            PyLong_AsLong(PyDict_GetItemString(stats0, "disk_hits"));
-                double ms = PyFloat_AsDouble(PyDict_GetItemString(stats, "compile_ms")) -
-                            PyFloat_AsDouble(PyDict_GetItemString(stats0, "compile_ms"));
-                if (compiles || disk) { /* the launch's host time is the JIT's and the device's build */
-                    say(c, "offload: compiled the loop at line %d for %s in %.1f ms (JIT %.1f ms; %s)", l->info.line,
-                        ofl_device_get_info(dev)->filter, host_ms, ms, disk ? "disk cache hit" : "cache miss");
-                    record(c, "{s:s,s:i,s:d,s:d,s:O}", "kind", "compile", "line", l->info.line, "ms", host_ms,
-                           "jit_ms", ms, "cache_hit", disk ? Py_True : Py_False);
-                }
-            }
-            Py_XDECREF(stats);
-            PyObject *where = user_ranges(start, stop, step, nd), *grid = mod_shape_repr(&shape);
-            say(c, "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on the host",
-                l->info.line, where ? PyUnicode_AsUTF8(where) : "?", dev_s * 1e3,
-                dev_s > 0 ? (double)bytes / dev_s / 1e9 : 0.0, host_ms);
-            record(c, "{s:s,s:i,s:O,s:O,s:d,s:n}", "kind", "launch", "line", l->info.line, "range",
-                   where ? where : Py_None, "grid", grid ? grid : Py_None, "ms", dev_s * 1e3, "bytes", bytes);
-            Py_XDECREF(where);
-            Py_XDECREF(grid);
-            PyErr_Clear();
-        }
-        Py_XDECREF(stats0);
-        Py_DECREF(ev);
-        if (c->show && show_code(c, l, &shape, argv, na) < 0) goto out;
-    }
-    if (!(result = PyTuple_New(nred))) goto out;
-    for (Py_ssize_t r = 0; r < nred; r++) {
-        PyObject *init = PyTuple_GET_ITEM(values, nreads + r), *v;
-        if (total == 0) {
-            v = Py_NewRef(init);
-        } else {
-            PyObject *host = mod_array_asnumpy((mod_array *)argv[first_partial + r]);
-            v = host ? combine(l->info.red_ops[r], init, host) : NULL;
-            Py_XDECREF(host);
-        }
-        if (!v) { Py_CLEAR(result); goto out; }
-        PyTuple_SET_ITEM(result, r, v);
-    }
-out:
-    Py_XDECREF(keep);
+    loop_run_state r = {.l = l, .values = args[2], .nreads = PyTuple_GET_SIZE(l->info.reads),
+                        .nred = PyTuple_GET_SIZE(l->info.reductions)};
+    if (PyTuple_GET_SIZE(r.values) != r.nreads + r.nred || PyTuple_GET_SIZE(args[1]) != 3 * l->info.ndim)
+        return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id, r.nreads + r.nred);
+    mod_loopctx *temp = NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
+    if (!(r.c = current) && !(r.c = temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType)))
+        return NULL;
+    PyObject *result = NULL;
+    if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 && run_params(&r) == 0 &&
+        (!r.nred || run_partials(&r) == 0) && (r.total == 0 || run_launch(&r) == 0))
+        result = run_results(&r);
+    Py_XDECREF(r.argv);
     if (temp) { /* a failed loop wrote nothing worth copying back */
         if (result && finish(temp) < 0) Py_CLEAR(result);
         Py_DECREF(temp);

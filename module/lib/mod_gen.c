@@ -6,8 +6,7 @@
  * built per device, cached in memory and on disk, listed by %kernels. This
  * file turns a text into a Kernel once and keeps it for the process; the
  * text's globals are `np` (numpy), `math` and `ol` (offload). */
-#include "mod_module.h"
-#include "mod_kernel.h"
+#include "mod_lib.h"
 
 static PyObject *generated; /* dict: source text -> Kernel, until exit */
 

@@ -1,5 +1,6 @@
-/* mod_kernel: @offload.kernel and @offload.device_func objects -- argument
- * types, specialisation, compiling through the JIT, and launching.
+/* mod_kernel: @offload.kernel and @offload.device_func objects --
+ * specialisation, compiling through the JIT, and launching (the arguments
+ * themselves are mod_args.c's).
  *
  * A Kernel keeps its specialisations (device, range rank, argument types ->
  * loaded program) in a small array, searched from the one used last: the
@@ -30,12 +31,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "jit.h"
-#include "mod_kernel.h"
+#include "mod_launch.h"
 
-PyObject *mod_CompileError;
-
-#define MAX_ARGS 64
+static PyObject *CompileError; /* Exception: filename, lineno, colno */
 
 typedef enum { SPEC_BUILDING, SPEC_READY, SPEC_FAILED } spec_state;
 
@@ -45,7 +43,6 @@ typedef struct {
     int range_ndim, nargs;
     bool nd;             /* compiled for an NdRange launch */
     bool bounds;         /* compiled with JIT_BOUNDSCHECK */
-    jit_type types[MAX_ARGS];
     ofl_program *prog;   /* owned */
     /* prog is read and launched only with the GIL held throughout, and
      * replaced only with it held, so a launch never sees it released */
@@ -60,13 +57,14 @@ typedef struct {
     /* device time of timed launches of programs released after a context
      * reset (the runtime keeps the current program's) */
     uint64_t old_device_ns, old_timed;
+    jit_type types[];    /* [nargs] */
 } spec;
 
 typedef struct mod_kernel {
     PyObject_HEAD PyObject *pyfunc;
     jit_func *jf;        /* parsed at the first compile */
     int boundscheck;     /* 1: every launch checks indices; 0: none does; -1: as the device
-                            says (mod_default_boundscheck) */
+                            says (default_boundscheck) */
     spec **specs;        /* owned, each owned; only appended to (with the GIL) */
     int nspecs, last;
     pthread_mutex_t lock; /* with built: waits for a spec another thread builds */
@@ -90,7 +88,7 @@ static void raise_jit(const jit_error *err) {
         PyErr_SetString(mod_DeviceError, err->msg);
         return;
     }
-    PyObject *e = PyObject_CallFunction(mod_CompileError, "s", err->msg);
+    PyObject *e = PyObject_CallFunction(CompileError, "s", err->msg);
     if (!e) return;
     PyObject *fn = PyUnicode_FromString(err->filename), *ln = PyLong_FromLong(err->line),
              *cn = PyLong_FromLong(err->col);
@@ -102,102 +100,8 @@ static void raise_jit(const jit_error *err) {
     Py_XDECREF(fn);
     Py_XDECREF(ln);
     Py_XDECREF(cn);
-    PyErr_SetObject(mod_CompileError, e);
+    PyErr_SetObject(CompileError, e);
     Py_DECREF(e);
-}
-
-/* ---- argument types ---- */
-
-static PyObject *dtype_objs[JIT_NDTYPES]; /* canonical numpy.dtype per jit dtype, borrowed */
-static void init_types(void) {
-    if (dtype_objs[0]) return;
-    static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
-    for (int d = 0; d < JIT_NDTYPES; d++)
-        dtype_objs[d] = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
-}
-
-static int dtype_of(PyObject *dtype) {
-    for (int d = 0; d < JIT_NDTYPES; d++)
-        if (dtype_objs[d] == dtype) return d;
-    PyObject *canon = mod_dtype_new(dtype); /* byte-swapped or an alias */
-    if (!canon) { PyErr_Clear(); return -1; }
-    int r = -1;
-    for (int d = 0; d < JIT_NDTYPES; d++)
-        if (dtype_objs[d] == canon) r = d;
-    Py_DECREF(canon);
-    return r;
-}
-
-static int numpy_scalar_type(PyObject *o, jit_type *t) {
-    PyObject *dt = PyObject_GetAttrString(o, "dtype");
-    int d = dt ? dtype_of(dt) : -1;
-    Py_XDECREF(dt);
-    PyErr_Clear();
-    if (d < 0) return -1;
-    *t = jit_scalar((jit_dtype)d);
-    return 0;
-}
-
-/* The JIT type of argument i; host NumPy arrays are typed as the device copy
- * will be (C-contiguous). -1 with TypeError for anything else. */
-static int arg_type(PyObject *o, int i, jit_type *t) {
-    if (mod_array_check(o)) {
-        mod_array *a = (mod_array *)o;
-        int d = dtype_of(a->dtype);
-        if (d < 0 || a->nd < 1 || a->nd > 3) {
-            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64, not a %d-D %s array", i + 1, a->nd,
-                         mod_dtype_name(a->dtype));
-            return -1;
-        }
-        *t = jit_array((jit_dtype)d, a->nd, mod_array_is_c_contiguous(a) ? JIT_LAYOUT_C : JIT_LAYOUT_ANY);
-        return 0;
-    }
-    /* exact checks: numpy.float64 is a float subclass, but strongly typed */
-    if (PyBool_Check(o)) { *t = jit_scalar(JIT_BOOL); return 0; }
-    if (PyLong_CheckExact(o)) { *t = jit_weak_int(); return 0; }
-    if (PyFloat_CheckExact(o)) { *t = jit_weak_float(); return 0; }
-    if (mod_is_numpy_array(o)) {
-        PyObject *dt = PyObject_GetAttrString(o, "dtype");
-        int d = dt ? dtype_of(dt) : -1;
-        Py_XDECREF(dt);
-        PyObject *ndo = PyObject_GetAttrString(o, "ndim");
-        int nd = ndo ? (int)PyLong_AsLong(ndo) : 0;
-        Py_XDECREF(ndo);
-        PyErr_Clear();
-        if (d < 0 || nd < 1 || nd > 3) {
-            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64", i + 1);
-            return -1;
-        }
-        *t = jit_array((jit_dtype)d, nd, JIT_LAYOUT_C);
-        return 0;
-    }
-    if (mod_is_numpy_scalar(o) && numpy_scalar_type(o, t) == 0) return 0;
-    PyErr_Format(PyExc_TypeError, "argument %d: a kernel takes offload or NumPy arrays and numbers, not %s",
-                 i + 1, Py_TYPE(o)->tp_name);
-    return -1;
-}
-
-/* The device the arrays live on (compute follows data), else the default. */
-static int args_device(PyObject *const *args, Py_ssize_t n, ofl_device **dev) {
-    *dev = NULL;
-    int first = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!mod_array_check(args[i])) continue;
-        ofl_device *d = mod_array_device((mod_array *)args[i]);
-        if (!*dev) {
-            *dev = d;
-            first = (int)i;
-        } else if (d != *dev) {
-            PyErr_Format(mod_ExecutionPlacementError,
-                         "kernel arguments live on two devices: argument %d on %s and argument %zd on %s; "
-                         "move one with .to_device(...)", first + 1, ofl_device_get_info(*dev)->filter, i + 1,
-                         ofl_device_get_info(d)->filter);
-            return -1;
-        }
-    }
-    return *dev ? 0 : mod_device_default(dev);
 }
 
 /* ---- compiling ---- */
@@ -326,7 +230,7 @@ static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, b
     spec **more = realloc(k->specs, sizeof *more * (size_t)(k->nspecs + 1));
     if (!more) return (spec *)PyErr_NoMemory();
     k->specs = more;
-    spec *s = calloc(1, sizeof *s);
+    spec *s = calloc(1, sizeof *s + sizeof *types * (size_t)nargs);
     if (!s) return (spec *)PyErr_NoMemory();
     s->state = SPEC_BUILDING;
     s->dev = dev;
@@ -340,9 +244,9 @@ static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, b
     return s;
 }
 
-/* Compiles and loads s (SPEC_BUILDING, this thread's), then settles it:
- * SPEC_READY, or SPEC_FAILED with an exception. */
-static int spec_build(mod_kernel *k, spec *s) {
+/* Compiles and loads s (SPEC_BUILDING, this thread's) for a's arguments,
+ * then settles it: SPEC_READY, or SPEC_FAILED with an exception. */
+static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     jit_target t;
     char ident[700];
     jit_artifact art;
@@ -351,11 +255,7 @@ static int spec_build(mod_kernel *k, spec *s) {
     unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
     ofl_program *prog = NULL;
     if (ensure_parsed(k) < 0) goto fail;
-    if (s->nargs + 1 != jit_func_nparams(k->jf)) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %d", jit_func_name(k->jf),
-                     jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", s->nargs);
-        goto fail;
-    }
+    if (mod_args_check_count(a, k->jf) < 0) goto fail;
     if (target_of(s->dev, &t, ident, sizeof ident) < 0) goto fail;
     if (compile_unlocked(k, s->types, s->nargs, s->range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
@@ -409,14 +309,14 @@ static int spec_reload(mod_kernel *k, spec *s) {
     return 0;
 }
 
-/* The loaded program for this key: found, waited for, or built here. */
-static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
-                        int nargs) {
+/* The loaded program for a's arguments on a's device: found, waited for, or
+ * built here. */
+static spec *specialise(mod_kernel *k, const mod_args *a, int range_ndim, bool nd, bool bounds) {
     for (;;) {
-        spec *s = spec_find(k, dev, range_ndim, nd, bounds, types, nargs);
+        spec *s = spec_find(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n);
         if (!s) {
-            if (!(s = spec_add(k, dev, range_ndim, nd, bounds, types, nargs))) return NULL;
-            return spec_build(k, s) < 0 ? NULL : s;
+            if (!(s = spec_add(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n))) return NULL;
+            return spec_build(k, s, a) < 0 ? NULL : s;
         }
         switch (s->state) {
         case SPEC_BUILDING:
@@ -425,7 +325,7 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
         case SPEC_FAILED: /* ours to build again; a failed reload kept its code */
             spec_settle(k, s, SPEC_BUILDING);
             if (s->code.data) return spec_reload(k, s) < 0 ? NULL : s;
-            return spec_build(k, s) < 0 ? NULL : s;
+            return spec_build(k, s, a) < 0 ? NULL : s;
         case SPEC_READY:
             k->memory_hits++;
             s->memory_hits++;
@@ -440,15 +340,6 @@ static spec *specialise(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd,
 
 /* ---- launching ---- */
 
-
-typedef union {
-    int64_t i64;
-    double f64;
-    float f32;
-    int32_t i32;
-    int16_t i16;
-    int8_t i8;
-} slot;
 
 /* An NdRange's work-group against what the device and this kernel allow,
  * said in the user's dimensions (the runtime would say the hardware's). */
@@ -523,111 +414,47 @@ static void bounds_raise(const spec *s, const int64_t w[JIT_BOUNDS_WORDS]) {
                  (long long)w[JIT_BOUNDS_AXIS], (long long)w[JIT_BOUNDS_SIZE], where[0] ? where : "?");
 }
 
+/* Whether kernels that do not say check indices on dev: OFFLOAD_BOUNDSCHECK
+ * (0/1) checks every kernel's indices where the kernel does not say, or none;
+ * unset, kernels check on devices in this process (a wild index there is a
+ * segfault of the Jupyter kernel, not a device fault). */
+static bool default_boundscheck(ofl_device *dev) {
+    static int env = -2; /* read once: -1 unset, 0, 1 */
+    if (env == -2) {
+        const char *e = getenv("OFFLOAD_BOUNDSCHECK");
+        env = !e || !*e ? -1 : (strcmp(e, "0") && strcmp(e, "no") && strcmp(e, "false")) ? 1 : 0;
+    }
+    return env >= 0 ? env == 1 : ofl_device_in_process(dev);
+}
+
 /* Launches k over range with args; NumPy arrays go to the device and back.
  * want_event: an Event of the launch instead of None. bounds (or the
  * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                         bool want_event, bool bounds) {
-    init_types();
-    if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
-    jit_type types[MAX_ARGS];
-    PyObject *dev_args[MAX_ARGS]; /* borrowed, or owned device copies of NumPy arrays */
-    bool copied[MAX_ARGS] = {0};
+    mod_args a;
+    if (mod_args_init(&a, args, nargs) < 0) return NULL;
     PyObject *result = NULL;
-    int ncopied = 0;
-    ofl_device *dev;
     ofl_buffer *record = NULL;
     ofl_event *ev = NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if (arg_type(args[i], (int)i, &types[i]) < 0) return NULL;
-    if (args_device(args, nargs, &dev) < 0) return NULL;
-    bounds = bounds || k->boundscheck > 0 || (k->boundscheck < 0 && mod_default_boundscheck(dev));
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        dev_args[i] = args[i];
-        if (types[i].kind == JT_ARRAY && !mod_array_check(args[i])) {
-            if (!(dev_args[i] = mod_array_from_host(args[i], dev))) goto out;
-            copied[i] = true;
-            ncopied++;
-        }
-    }
+    if (mod_args_place(&a) < 0) goto out;
+    bounds = bounds || k->boundscheck > 0 || (k->boundscheck < 0 && default_boundscheck(a.dev));
+    if (mod_args_upload(&a) < 0) goto out;
     /* before specialise: from there to ofl_launch the GIL stays held, so no
      * other thread can reload s->prog under this launch (mod_kernel threads) */
-    if (bounds && !(record = bounds_record_new(dev))) goto out;
-    spec *s = specialise(k, dev, range->ndim, range->nd, bounds, types, (int)nargs);
-    if (!s) goto out;
-
-    ofl_arg largs[MAX_ARGS * 8 + 4];
-    int64_t ints[MAX_ARGS * 8 + 3];
-    slot vals[MAX_ARGS];
-    size_t na = 0, ni = 0;
-    static const int64_t null_ptr = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        jit_type t = types[i];
-        if (t.kind == JT_ARRAY) {
-            mod_array *a = (mod_array *)dev_args[i];
-            ofl_buffer *buf = mod_array_buffer(a);
-            largs[na++] = buf ? (ofl_arg){.buffer = buf} : (ofl_arg){.value = &null_ptr, .size = sizeof null_ptr};
-            ints[ni] = a->offset;
-            largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
-            for (int d = 0; d < a->nd; d++) {
-                ints[ni] = a->shape[d];
-                largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
-            }
-            for (int d = 0; d < a->nd; d++) {
-                ints[ni] = a->strides[d];
-                largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
-            }
-            continue;
-        }
-        slot *v = &vals[i];
-        PyObject *o = args[i];
-        size_t size = 8;
-        if (t.kind == JT_WEAK_INT) {
-            int overflow;
-            v->i64 = PyLong_AsLongLongAndOverflow(o, &overflow);
-            if (overflow) {
-                PyErr_Format(PyExc_OverflowError, "argument %zd does not fit in 64 bits", i + 1);
-                goto out;
-            }
-        } else if (t.kind == JT_WEAK_FLOAT) {
-            double d = PyFloat_AsDouble(o);
-            if (ofl_device_get_info(dev)->has_fp64) v->f64 = d;
-            else v->f32 = (float)d, size = 4;
-        } else {
-            jit_dtype d = (jit_dtype)t.dtype;
-            size = (size_t)jit_dtype_size(d);
-            if (jit_dtype_is_float(d)) {
-                double x = PyFloat_AsDouble(o);
-                if (d == JIT_F32) v->f32 = (float)x;
-                else v->f64 = x;
-            } else {
-                PyObject *l = PyNumber_Long(o);
-                if (!l) goto out;
-                unsigned long long u = d == JIT_U64 ? PyLong_AsUnsignedLongLong(l) : (unsigned long long)PyLong_AsLongLong(l);
-                Py_DECREF(l);
-                if (PyErr_Occurred()) goto out;
-                memcpy(v, &u, sizeof u); /* little-endian: the low bytes are the narrow value */
-            }
-        }
-        largs[na++] = (ofl_arg){.value = v, .size = size};
-    }
+    if (bounds && !(record = bounds_record_new(a.dev))) goto out;
+    spec *s = specialise(k, &a, range->ndim, range->nd, bounds);
+    if (!s || mod_args_pack(&a, range, record, cancel_checks()) < 0) goto out;
     size_t global[3], local[3];
     for (int d = 0; d < range->ndim; d++) {
-        ints[ni] = range->size[d];
-        largs[na++] = (ofl_arg){.value = &ints[ni++], .size = 8};
         /* the last dimension is the fastest; an empty Range still launches one guarded work item
          * (an empty NdRange, with no guard, launches nothing) */
         global[range->ndim - 1 - d] = range->size[d] || range->nd ? (size_t)range->size[d] : 1;
         local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
     if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
-    if (bounds) largs[na++] = (ofl_arg){.buffer = record};
     ofl_error err;
-    if (cancel_checks() && ofl_cancel_arg(dev, &largs[na++], &err) != 0) { /* JIT_CANCEL's flag, last */
-        mod_raise(&err);
-        goto out;
-    }
-    if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, largs, na,
+    if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, a.packed, a.npacked,
                    want_event ? &ev : NULL, &err) != 0) {
         mod_raise(&err);
         goto out;
@@ -635,23 +462,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     s->launches++;
     int64_t words[JIT_BOUNDS_WORDS];
     int failed = record ? bounds_record_read(record, words) : 0;
-    if (failed < 0) goto out;
-    if (ncopied) { /* results back into the caller's NumPy arrays (this waits for the kernel) */
-        for (Py_ssize_t i = 0; i < nargs; i++) {
-            if (!copied[i]) continue;
-            PyObject *host = mod_array_asnumpy((mod_array *)dev_args[i]);
-            int rc = host ? PyObject_SetItem(args[i], Py_Ellipsis, host) : -1;
-            Py_XDECREF(host);
-            if (rc < 0) {
-                /* read-only NumPy inputs cannot take results back: fine, they were inputs */
-                if (!PyErr_ExceptionMatches(PyExc_ValueError)) goto out;
-                PyErr_Clear();
-            }
-        }
-        PySys_FormatStderr("offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
-                           "keeps data on the device\n", ncopied, ncopied == 1 ? "" : "s",
-                           jit_func_name(k->jf), ofl_device_get_info(dev)->filter);
-    }
+    if (failed < 0 || mod_args_download(&a, jit_func_name(k->jf)) < 0) goto out;
     if (failed) { /* after the copies back: what ran before the bad index is kept, as in Python */
         bounds_raise(s, words);
         goto out;
@@ -664,8 +475,7 @@ out:
         Py_BEGIN_ALLOW_THREADS ofl_free(record); /* it may wait for the queue */
         Py_END_ALLOW_THREADS
     }
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if (copied[i]) Py_DECREF(dev_args[i]);
+    mod_args_clear(&a);
     return result;
 }
 
@@ -805,10 +615,7 @@ static PyObject *kernel_repr(mod_kernel *k) {
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
  * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
-    init_types();
     if (ensure_parsed(k) < 0) return NULL;
-    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
-    if (nargs > MAX_ARGS) return PyErr_Format(PyExc_TypeError, "too many arguments");
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
     PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
     PyObject *bounds_o = kw ? PyDict_GetItemString(kw, "boundscheck") : NULL;
@@ -816,36 +623,34 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     if (bounds < 0) return NULL;
     mod_shape r = {.ndim = 1, .size = {1}};
     if (range_o && range_o != Py_None && mod_shape_of(range_o, &r) < 0) return NULL;
-    jit_type types[MAX_ARGS];
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if (arg_type(PyTuple_GET_ITEM(args, i), (int)i, &types[i]) < 0) return NULL;
-    if (nargs + 1 != jit_func_nparams(k->jf))
-        return PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %zd", jit_func_name(k->jf),
-                            jit_func_nparams(k->jf) - 1, jit_func_nparams(k->jf) == 2 ? "" : "s", nargs);
+    mod_args a;
+    if (mod_args_init(&a, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args)) < 0) return NULL;
+    PyObject *res = NULL;
     jit_target t = {.fp64 = true, .atomic64 = true, .device = ""};
     char ident[700];
+    if (mod_args_check_count(&a, k->jf) < 0) goto out;
     if (what == JIT_PTX) {
         t.form = JIT_PTX;
         t.sm = sm_o && sm_o != Py_None ? (int)PyLong_AsLong(sm_o) : 80;
-        if (PyErr_Occurred()) return NULL;
+        if (PyErr_Occurred()) goto out;
     } else if (what == JIT_SPIRV) {
         t.form = JIT_SPIRV;
-    } else {
-        ofl_device *dev;
-        if (args_device(&PyTuple_GET_ITEM(args, 0), nargs, &dev) < 0 || target_of(dev, &t, ident, sizeof ident) < 0)
-            return NULL;
+    } else if (mod_args_place(&a) < 0 || target_of(a.dev, &t, ident, sizeof ident) < 0) {
+        goto out;
     }
     jit_artifact art;
     jit_error err;
     unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0) |
                      (r.nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
-    if (compile_unlocked(k, types, (int)nargs, r.ndim, &t, flags, &art, &err) < 0) {
+    if (compile_unlocked(k, a.types, (int)a.n, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
-        return NULL;
+        goto out;
     }
     const char *text = what == 0 ? art.llvm_text : what == JIT_SPIRV ? art.spirv_text : (const char *)art.code.data;
-    PyObject *res = text ? PyUnicode_FromString(text) : PyErr_Format(mod_DeviceError, "no text was produced");
+    res = text ? PyUnicode_FromString(text) : PyErr_Format(mod_DeviceError, "no text was produced");
     jit_artifact_free(&art);
+out:
+    mod_args_clear(&a);
     return res;
 }
 
@@ -865,16 +670,21 @@ static PyObject *kernel_signatures(mod_kernel *k, void *c) {
     return l;
 }
 
-static PyObject *kernel_stats(mod_kernel *k, void *c) {
-    unsigned long long launches = 0;
-    double ms = 0;
+void mod_kernel_get_stats(PyObject *kernel, mod_kernel_stats *out) {
+    const mod_kernel *k = (const mod_kernel *)kernel;
+    *out = (mod_kernel_stats){.compiles = k->compiles, .memory_hits = k->memory_hits, .disk_hits = k->disk_hits};
     for (int i = 0; i < k->nspecs; i++) {
         if (k->specs[i]->state != SPEC_READY) continue;
-        launches += k->specs[i]->launches;
-        ms += k->specs[i]->compile_ms;
+        out->launches += k->specs[i]->launches;
+        out->compile_ms += k->specs[i]->compile_ms;
     }
-    return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", k->compiles, "memory_hits", k->memory_hits,
-                         "disk_hits", k->disk_hits, "launches", launches, "compile_ms", ms);
+}
+
+static PyObject *kernel_stats(mod_kernel *k, void *c) {
+    mod_kernel_stats st;
+    mod_kernel_get_stats((PyObject *)k, &st);
+    return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", st.compiles, "memory_hits", st.memory_hits,
+                         "disk_hits", st.disk_hits, "launches", st.launches, "compile_ms", st.compile_ms);
 }
 
 /* ---- offload.kernel_table() ---- */
@@ -1109,11 +919,11 @@ int mod_kernel_add_functions(PyObject *module) {
     if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 || PyType_Ready(&LaunchType) < 0)
         return -1;
     jit_set_devfunc_type(&DevFuncType, devfunc_pyfunc);
-    mod_CompileError = PyErr_NewExceptionWithDoc(
+    CompileError = PyErr_NewExceptionWithDoc(
         "offload.CompileError",
         "A kernel uses Python the JIT cannot compile: filename, lineno and colno say where; the message "
         "shows the line with a caret and what to use instead.", PyExc_Exception, NULL);
-    if (!mod_CompileError || PyModule_AddObjectRef(module, "CompileError", mod_CompileError) < 0 ||
+    if (!CompileError || PyModule_AddObjectRef(module, "CompileError", CompileError) < 0 ||
         PyModule_AddObjectRef(module, "Kernel", (PyObject *)&KernelType) < 0 ||
         PyModule_AddObjectRef(module, "DeviceFunction", (PyObject *)&DevFuncType) < 0)
         return -1;
@@ -1146,18 +956,6 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
 
 void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
 
-/* OFFLOAD_BOUNDSCHECK=1 checks every kernel's indices where the kernel does
- * not say, =0 none; unset, kernels check on devices in this process (a wild
- * index there is a segfault of the Jupyter kernel, not a device fault). */
-bool mod_default_boundscheck(ofl_device *dev) {
-    static int env = -2; /* read once: -1 unset, 0, 1 */
-    if (env == -2) {
-        const char *e = getenv("OFFLOAD_BOUNDSCHECK");
-        env = !e || !*e ? -1 : (strcmp(e, "0") && strcmp(e, "no") && strcmp(e, "false")) ? 1 : 0;
-    }
-    return env >= 0 ? env == 1 : ofl_device_in_process(dev);
-}
-
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
                             bool want_event) {
     return launch((mod_kernel *)kernel, range, args, nargs, want_event, false);
@@ -1167,8 +965,6 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
                                     Py_ssize_t nargs, bool want_event, bool boundscheck) {
     return launch((mod_kernel *)kernel, range, args, nargs, want_event, boundscheck);
 }
-
-jit_func *mod_kernel_parsed(PyObject *kernel) { return ((mod_kernel *)kernel)->jf; }
 
 int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
                         jit_type *out, jit_error *err) {
@@ -1180,11 +976,6 @@ int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int r
     pthread_mutex_unlock(&k->jit_lock);
     Py_END_ALLOW_THREADS
     return rc;
-}
-
-int mod_kernel_arg_type(PyObject *o, int i, jit_type *t) {
-    init_types();
-    return arg_type(o, i, t);
 }
 
 void mod_raise_jit(const jit_error *err) { raise_jit(err); }

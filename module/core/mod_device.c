@@ -5,7 +5,7 @@
  * exit. There is one Device object per device (a cache), so Device("cpu") is
  * Device("opencl:cpu:0") when both name the same device; equality and hash go
  * by the underlying device as well, for subclasses or future changes. */
-#include "mod_module.h"
+#include "mod_core.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -17,8 +17,9 @@
  * kernel over the elements. The kernel text is written per (operation, loop
  * dtypes, scalar or array operands, dimensions) and compiled through
  * mod_gen; the JIT specialises it per layout (contiguous or strided) and
- * device. Called by mod_array.c (the type's slots) and module init. */
-#include "mod_module.h"
+ * device. Reached through ndarray's slots (mod_lib_array_kernels) and the
+ * offload namespace. */
+#include "mod_lib.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,54 +36,55 @@ typedef struct {
     const char *bool_expr; /* when the loop is bool and expr would not do */
 } op_def;
 
+/* Indices of ops[]: LIB_, as OP_ names jit_tree.h's operators. */
 enum {
-    OP_ADD, OP_SUB, OP_MUL, OP_TRUEDIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_AND, OP_OR, OP_XOR, OP_LSHIFT,
-    OP_RSHIFT, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_NEG, OP_POS, OP_INVERT, OP_ABS, OP_SQRT, OP_EXP,
-    OP_LOG, OP_LOG1P, OP_SIN, OP_COS, OP_TAN, OP_TANH, OP_ARCTAN2, OP_FLOOR, OP_CEIL, OP_MINIMUM, OP_MAXIMUM,
-    OP_ISNAN, OP_ISFINITE, OP_CLIP, OP_WHERE, OP_COPY, NOPS
+    LIB_ADD, LIB_SUB, LIB_MUL, LIB_TRUEDIV, LIB_FLOORDIV, LIB_MOD, LIB_POW, LIB_AND, LIB_OR, LIB_XOR, LIB_LSHIFT,
+    LIB_RSHIFT, LIB_EQ, LIB_NE, LIB_LT, LIB_LE, LIB_GT, LIB_GE, LIB_NEG, LIB_POS, LIB_INVERT, LIB_ABS, LIB_SQRT, LIB_EXP,
+    LIB_LOG, LIB_LOG1P, LIB_SIN, LIB_COS, LIB_TAN, LIB_TANH, LIB_ARCTAN2, LIB_FLOOR, LIB_CEIL, LIB_MINIMUM, LIB_MAXIMUM,
+    LIB_ISNAN, LIB_ISFINITE, LIB_CLIP, LIB_WHERE, LIB_COPY, LIB_NOPS
 };
 
-static const op_def ops[NOPS] = {
-    [OP_ADD] = {"add", 2, "$0 + $1", "$0 or $1"},
-    [OP_SUB] = {"subtract", 2, "$0 - $1", NULL},
-    [OP_MUL] = {"multiply", 2, "$0 * $1", "$0 and $1"},
-    [OP_TRUEDIV] = {"divide", 2, "$0 / $1", NULL},
-    [OP_FLOORDIV] = {"floor_divide", 2, "$0 // $1", NULL},
-    [OP_MOD] = {"remainder", 2, "$0 % $1", NULL},
-    [OP_POW] = {"power", 2, "$0 ** $1", NULL},
-    [OP_AND] = {"bitwise_and", 2, "$0 & $1", NULL},
-    [OP_OR] = {"bitwise_or", 2, "$0 | $1", NULL},
-    [OP_XOR] = {"bitwise_xor", 2, "$0 ^ $1", NULL},
-    [OP_LSHIFT] = {"left_shift", 2, "$0 << $1", NULL},
-    [OP_RSHIFT] = {"right_shift", 2, "$0 >> $1", NULL},
-    [OP_EQ] = {"equal", 2, "$0 == $1", NULL},
-    [OP_NE] = {"not_equal", 2, "$0 != $1", NULL},
-    [OP_LT] = {"less", 2, "$0 < $1", NULL},
-    [OP_LE] = {"less_equal", 2, "$0 <= $1", NULL},
-    [OP_GT] = {"greater", 2, "$0 > $1", NULL},
-    [OP_GE] = {"greater_equal", 2, "$0 >= $1", NULL},
-    [OP_NEG] = {"negative", 1, "-$0", NULL},
-    [OP_POS] = {"positive", 1, "+$0", NULL},
-    [OP_INVERT] = {"invert", 1, "~$0", "not $0"},
-    [OP_ABS] = {"absolute", 1, "abs($0)", "$0"},
-    [OP_SQRT] = {"sqrt", 1, "np.sqrt($0)", NULL},
-    [OP_EXP] = {"exp", 1, "np.exp($0)", NULL},
-    [OP_LOG] = {"log", 1, "np.log($0)", NULL},
-    [OP_LOG1P] = {"log1p", 1, "np.log1p($0)", NULL},
-    [OP_SIN] = {"sin", 1, "np.sin($0)", NULL},
-    [OP_COS] = {"cos", 1, "np.cos($0)", NULL},
-    [OP_TAN] = {"tan", 1, "np.tan($0)", NULL},
-    [OP_TANH] = {"tanh", 1, "np.tanh($0)", NULL},
-    [OP_ARCTAN2] = {"arctan2", 2, "np.arctan2($0, $1)", NULL},
-    [OP_FLOOR] = {"floor", 1, "np.floor($0)", NULL},
-    [OP_CEIL] = {"ceil", 1, "np.ceil($0)", NULL},
-    [OP_MINIMUM] = {"minimum", 2, "np.minimum($0, $1)", "$0 and $1"},
-    [OP_MAXIMUM] = {"maximum", 2, "np.maximum($0, $1)", "$0 or $1"},
-    [OP_ISNAN] = {"isnan", 1, "np.isnan($0)", NULL},
-    [OP_ISFINITE] = {"isfinite", 1, "np.isfinite($0)", NULL},
-    [OP_CLIP] = {"clip", 3, "np.minimum(np.maximum($0, $1), $2)", "($0 or $1) and $2"},
-    [OP_WHERE] = {"where", 3, "$1 if $0 else $2", NULL},
-    [OP_COPY] = {"copy", 1, "$0", NULL},
+static const op_def ops[LIB_NOPS] = {
+    [LIB_ADD] = {"add", 2, "$0 + $1", "$0 or $1"},
+    [LIB_SUB] = {"subtract", 2, "$0 - $1", NULL},
+    [LIB_MUL] = {"multiply", 2, "$0 * $1", "$0 and $1"},
+    [LIB_TRUEDIV] = {"divide", 2, "$0 / $1", NULL},
+    [LIB_FLOORDIV] = {"floor_divide", 2, "$0 // $1", NULL},
+    [LIB_MOD] = {"remainder", 2, "$0 % $1", NULL},
+    [LIB_POW] = {"power", 2, "$0 ** $1", NULL},
+    [LIB_AND] = {"bitwise_and", 2, "$0 & $1", NULL},
+    [LIB_OR] = {"bitwise_or", 2, "$0 | $1", NULL},
+    [LIB_XOR] = {"bitwise_xor", 2, "$0 ^ $1", NULL},
+    [LIB_LSHIFT] = {"left_shift", 2, "$0 << $1", NULL},
+    [LIB_RSHIFT] = {"right_shift", 2, "$0 >> $1", NULL},
+    [LIB_EQ] = {"equal", 2, "$0 == $1", NULL},
+    [LIB_NE] = {"not_equal", 2, "$0 != $1", NULL},
+    [LIB_LT] = {"less", 2, "$0 < $1", NULL},
+    [LIB_LE] = {"less_equal", 2, "$0 <= $1", NULL},
+    [LIB_GT] = {"greater", 2, "$0 > $1", NULL},
+    [LIB_GE] = {"greater_equal", 2, "$0 >= $1", NULL},
+    [LIB_NEG] = {"negative", 1, "-$0", NULL},
+    [LIB_POS] = {"positive", 1, "+$0", NULL},
+    [LIB_INVERT] = {"invert", 1, "~$0", "not $0"},
+    [LIB_ABS] = {"absolute", 1, "abs($0)", "$0"},
+    [LIB_SQRT] = {"sqrt", 1, "np.sqrt($0)", NULL},
+    [LIB_EXP] = {"exp", 1, "np.exp($0)", NULL},
+    [LIB_LOG] = {"log", 1, "np.log($0)", NULL},
+    [LIB_LOG1P] = {"log1p", 1, "np.log1p($0)", NULL},
+    [LIB_SIN] = {"sin", 1, "np.sin($0)", NULL},
+    [LIB_COS] = {"cos", 1, "np.cos($0)", NULL},
+    [LIB_TAN] = {"tan", 1, "np.tan($0)", NULL},
+    [LIB_TANH] = {"tanh", 1, "np.tanh($0)", NULL},
+    [LIB_ARCTAN2] = {"arctan2", 2, "np.arctan2($0, $1)", NULL},
+    [LIB_FLOOR] = {"floor", 1, "np.floor($0)", NULL},
+    [LIB_CEIL] = {"ceil", 1, "np.ceil($0)", NULL},
+    [LIB_MINIMUM] = {"minimum", 2, "np.minimum($0, $1)", "$0 and $1"},
+    [LIB_MAXIMUM] = {"maximum", 2, "np.maximum($0, $1)", "$0 or $1"},
+    [LIB_ISNAN] = {"isnan", 1, "np.isnan($0)", NULL},
+    [LIB_ISFINITE] = {"isfinite", 1, "np.isfinite($0)", NULL},
+    [LIB_CLIP] = {"clip", 3, "np.minimum(np.maximum($0, $1), $2)", "($0 or $1) and $2"},
+    [LIB_WHERE] = {"where", 3, "$1 if $0 else $2", NULL},
+    [LIB_COPY] = {"copy", 1, "$0", NULL},
 };
 
 /* ---- operands ---- */
@@ -153,7 +155,7 @@ static int check_supported(const char *what, PyObject *dtype) {
  * in[i].loop and *result; NumPy's own TypeError when there is no loop. */
 static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_dtype, PyObject **result) {
     /* numpy.clip is a function around the ufunc numpy._core.umath.clip */
-    PyObject *ufunc = op == &ops[OP_CLIP] ? PyImport_ImportModule("numpy._core.umath") : Py_NewRef(mod_numpy_borrowed());
+    PyObject *ufunc = op == &ops[LIB_CLIP] ? PyImport_ImportModule("numpy._core.umath") : Py_NewRef(mod_numpy_borrowed());
     Py_XSETREF(ufunc, ufunc ? PyObject_GetAttrString(ufunc, op->name) : NULL);
     if (!ufunc) return -1;
     PyObject *specs = PyTuple_New(nin + 1), *loop = NULL;
@@ -216,7 +218,7 @@ static int convert_scalar(const op_def *op, operand *o, const operand *other) {
     PyObject *type = PyObject_GetAttrString(o->loop, "type");
     o->value = type ? PyObject_CallOneArg(type, o->obj) : NULL;
     Py_XDECREF(type);
-    bool comparison = op >= &ops[OP_EQ] && op <= &ops[OP_GE] && other->arr && integer_dtype(other->arr->dtype);
+    bool comparison = op >= &ops[LIB_EQ] && op <= &ops[LIB_GE] && other->arr && integer_dtype(other->arr->dtype);
     if (!o->value && comparison && PyLong_Check(o->obj) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
         o->value = PyObject_CallMethod(mod_numpy_borrowed(), "int64", "O", o->obj);
@@ -444,7 +446,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
 /* A C-contiguous copy of a on its device, by kernel. */
 static PyObject *copy_of(mod_array *a) {
     PyObject *arg = (PyObject *)a;
-    return run(&ops[OP_COPY], &arg, 1, NULL, NULL);
+    return run(&ops[LIB_COPY], &arg, 1, NULL, NULL);
 }
 
 /* op on args (offload arrays and scalars), into out (in-place operators) or a
@@ -486,8 +488,8 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         goto done;
     }
     int rc;
-    if (op == &ops[OP_WHERE]) rc = resolve_where(in, &result_dtype);
-    else if (op == &ops[OP_COPY]) { /* copy and astype: the input's dtype in, any dtype out */
+    if (op == &ops[LIB_WHERE]) rc = resolve_where(in, &result_dtype);
+    else if (op == &ops[LIB_COPY]) { /* copy and astype: the input's dtype in, any dtype out */
         in[0].loop = Py_NewRef(in[0].arr->dtype);
         result_dtype = Py_NewRef(dtype ? dtype : in[0].arr->dtype);
         rc = 0;
@@ -572,17 +574,17 @@ static PyObject *unary(int op, PyObject *a) { return run(&ops[op], &a, 1, NULL, 
 #define BINARY(fn, op)                                                                                      \
     static PyObject *nb_##fn(PyObject *a, PyObject *b) { return binary(op, a, b); }                        \
     static PyObject *nb_inplace_##fn(PyObject *a, PyObject *b) { return inplace(op, a, b); }
-BINARY(add, OP_ADD)
-BINARY(subtract, OP_SUB)
-BINARY(multiply, OP_MUL)
-BINARY(true_divide, OP_TRUEDIV)
-BINARY(floor_divide, OP_FLOORDIV)
-BINARY(remainder, OP_MOD)
-BINARY(and, OP_AND)
-BINARY(or, OP_OR)
-BINARY(xor, OP_XOR)
-BINARY(lshift, OP_LSHIFT)
-BINARY(rshift, OP_RSHIFT)
+BINARY(add, LIB_ADD)
+BINARY(subtract, LIB_SUB)
+BINARY(multiply, LIB_MUL)
+BINARY(true_divide, LIB_TRUEDIV)
+BINARY(floor_divide, LIB_FLOORDIV)
+BINARY(remainder, LIB_MOD)
+BINARY(and, LIB_AND)
+BINARY(or, LIB_OR)
+BINARY(xor, LIB_XOR)
+BINARY(lshift, LIB_LSHIFT)
+BINARY(rshift, LIB_RSHIFT)
 #undef BINARY
 
 /* NumPy's `**` takes sqrt for a float array to a scalar 0.5 (its fast scalar
@@ -610,32 +612,33 @@ static bool bool_square(PyObject *a, PyObject *b) {
 
 static PyObject *nb_power(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED; /* pow(x, y, m) is not an array operation */
-    if (sqrt_power(a, b)) return unary(OP_SQRT, a);
+    if (sqrt_power(a, b)) return unary(LIB_SQRT, a);
     if (bool_square(a, b)) {
         PyObject *as_int8 = mod_ops_copy((mod_array *)a, mod_dtype_find_borrowed('i', 1));
-        PyObject *r = as_int8 ? binary(OP_POW, as_int8, b) : NULL;
+        PyObject *r = as_int8 ? binary(LIB_POW, as_int8, b) : NULL;
         Py_XDECREF(as_int8);
         return r;
     }
-    return binary(OP_POW, a, b);
+    return binary(LIB_POW, a, b);
 }
 static PyObject *nb_inplace_power(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
-    if (sqrt_power(a, b)) return run(&ops[OP_SQRT], &a, 1, (mod_array *)a, NULL);
-    return inplace(OP_POW, a, b);
+    if (sqrt_power(a, b)) return run(&ops[LIB_SQRT], &a, 1, (mod_array *)a, NULL);
+    return inplace(LIB_POW, a, b);
 }
-static PyObject *nb_negative(PyObject *a) { return unary(OP_NEG, a); }
-static PyObject *nb_positive(PyObject *a) { return unary(OP_POS, a); }
-static PyObject *nb_invert(PyObject *a) { return unary(OP_INVERT, a); }
-static PyObject *nb_absolute(PyObject *a) { return unary(OP_ABS, a); }
+static PyObject *nb_negative(PyObject *a) { return unary(LIB_NEG, a); }
+static PyObject *nb_positive(PyObject *a) { return unary(LIB_POS, a); }
+static PyObject *nb_invert(PyObject *a) { return unary(LIB_INVERT, a); }
+static PyObject *nb_absolute(PyObject *a) { return unary(LIB_ABS, a); }
 
 static PyObject *richcompare(PyObject *a, PyObject *b, int cmp) {
-    static const int op[] = {[Py_LT] = OP_LT, [Py_LE] = OP_LE, [Py_EQ] = OP_EQ,
-                             [Py_NE] = OP_NE, [Py_GT] = OP_GT, [Py_GE] = OP_GE};
+    static const int op[] = {[Py_LT] = LIB_LT, [Py_LE] = LIB_LE, [Py_EQ] = LIB_EQ,
+                             [Py_NE] = LIB_NE, [Py_GT] = LIB_GT, [Py_GE] = LIB_GE};
     return binary(op[cmp], a, b);
 }
 
-void mod_ops_fill_slots(PyTypeObject *type, PyNumberMethods *nb) {
+void mod_ops_fill_slots(PyTypeObject *type) {
+    PyNumberMethods *nb = type->tp_as_number;
 #define SLOTS(fn) nb->nb_##fn = nb_##fn, nb->nb_inplace_##fn = nb_inplace_##fn
     SLOTS(add);
     SLOTS(subtract);
@@ -659,7 +662,7 @@ void mod_ops_fill_slots(PyTypeObject *type, PyNumberMethods *nb) {
 
 PyObject *mod_ops_copy(mod_array *a, PyObject *dtype) {
     PyObject *arg = (PyObject *)a;
-    return run(&ops[OP_COPY], &arg, 1, NULL, dtype);
+    return run(&ops[LIB_COPY], &arg, 1, NULL, dtype);
 }
 
 /* ---- functions in the offload namespace ---- */
@@ -677,7 +680,7 @@ static PyObject *f_where(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (nargs != 3)
         return PyErr_Format(PyExc_TypeError, "where(condition, x, y) takes 3 arguments (%zd given); offload "
                             "has no one-argument where (nonzero)", nargs);
-    return run(&ops[OP_WHERE], args, 3, NULL, NULL);
+    return run(&ops[LIB_WHERE], args, 3, NULL, NULL);
 }
 
 static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
@@ -699,10 +702,10 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
         if (hi_out) hi = Py_None;
     }
     PyObject *xs[3] = {x, lo, hi};
-    if (lo != Py_None && hi != Py_None) return run(&ops[OP_CLIP], xs, 3, NULL, NULL);
-    if (lo != Py_None) return run(&ops[OP_MAXIMUM], xs, 2, NULL, NULL);
-    if (hi != Py_None) return run(&ops[OP_MINIMUM], (PyObject *[]){x, hi}, 2, NULL, NULL);
-    return run(&ops[OP_POS], xs, 1, NULL, NULL); /* numpy.positive: a copy, a TypeError for bool */
+    if (lo != Py_None && hi != Py_None) return run(&ops[LIB_CLIP], xs, 3, NULL, NULL);
+    if (lo != Py_None) return run(&ops[LIB_MAXIMUM], xs, 2, NULL, NULL);
+    if (hi != Py_None) return run(&ops[LIB_MINIMUM], (PyObject *[]){x, hi}, 2, NULL, NULL);
+    return run(&ops[LIB_POS], xs, 1, NULL, NULL); /* numpy.positive: a copy, a TypeError for bool */
 }
 
 static mod_array *array_arg(PyObject *x, const char *fn) {
@@ -747,20 +750,20 @@ static PyMethodDef functions[] = {
 };
 
 /* The ufuncs offload exposes under NumPy's names (abs is absolute's alias). */
-static PyMethodDef ufunc_defs[NOPS];
+static PyMethodDef ufunc_defs[LIB_NOPS];
 
 int mod_ops_add_functions(PyObject *module) {
     PyObject *none = Py_None;
     if (PyDict_SetItemString(mod_ArrayType.tp_dict, "__array_ufunc__", none) < 0) return -1;
     PyType_Modified(&mod_ArrayType); /* NumPy's ufuncs defer to our operators, which refuse to mix */
-    for (int i = 0; i < NOPS; i++) {
-        if (i == OP_CLIP || i == OP_WHERE || i == OP_COPY) continue;
+    for (int i = 0; i < LIB_NOPS; i++) {
+        if (i == LIB_CLIP || i == LIB_WHERE || i == LIB_COPY) continue;
         ufunc_defs[i] = (PyMethodDef){ops[i].name, FASTCALL(f_ufunc), NULL};
         PyObject *index = PyLong_FromLong(i);
         PyObject *fn = index ? PyCFunction_NewEx(&ufunc_defs[i], index, NULL) : NULL;
         Py_XDECREF(index);
         if (!fn || PyModule_AddObjectRef(module, ops[i].name, fn) < 0 ||
-            (i == OP_ABS && PyModule_AddObjectRef(module, "abs", fn) < 0)) {
+            (i == LIB_ABS && PyModule_AddObjectRef(module, "abs", fn) < 0)) {
             Py_XDECREF(fn);
             return -1;
         }

@@ -1,10 +1,14 @@
-/* module: the `offload` Python module -- devices, device arrays, and (later)
- * device kernels -- as a CPython extension over the runtime (offload/).
+/* core: what the rest of the offload module stands on -- the runtime-error
+ * boundary, NumPy, dtypes, offload.Device, offload.ndarray (its memory,
+ * layout, transfers and Python type), DLPack, and the functions that make
+ * arrays. Callers: launch/, lib/ and module/mod_module.c. Core calls only
+ * the runtime (offload/) and CPython: ndarray's operations that run
+ * generated kernels are lib/'s, handed to mod_array_init (mod_array_kernels),
+ * so core never names a room above it.
  *
- * Built twice from these sources: into the Jupyter kernel binary (which calls
- * PyImport_AppendInittab("offload", PyInit_offload)) and as an ordinary
- * extension module. Single-phase init: one instance per process, so the state
- * below is plain statics.
+ * Built twice from these sources: into the Jupyter kernel binary and as an
+ * ordinary extension module. Single-phase init: one instance per process, so
+ * the state is plain statics.
  *
  * Reference rule: a function returning PyObject * returns a new reference,
  * unless its name ends in _borrowed. Runtime errors (ofl_error) become Python
@@ -14,8 +18,8 @@
  * offload, not at kernel start): dtypes are numpy.dtype objects, the dtype
  * aliases are NumPy's scalar types, and host data goes through NumPy arrays.
  * Only NumPy's Python API is used, so no NumPy headers are needed to build. */
-#ifndef MOD_MODULE_H
-#define MOD_MODULE_H
+#ifndef MOD_CORE_H
+#define MOD_CORE_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,33 +29,42 @@
 
 #define MOD_MAXDIMS 32 /* NumPy 1.x's limit; kernels use 1-3 */
 
-PyMODINIT_FUNC PyInit_offload(void);
-/* For the Jupyter kernel: an interrupt came (from its SIGINT handler;
- * async-signal-safe) -- device waits end at their next poll, even when the
- * Python-level signal was taken on the way; and, at the end of a cell, one
- * that no wait took (it stopped the cell's Python between two device calls)
- * stops the work queued on the devices all the same. */
-void mod_request_interrupt(void);
-void mod_end_interrupt(void);
+/* ---- mod_errors.c: the module's exceptions, the runtime-error boundary ---- */
 
-/* ---- mod_module.c: exceptions, NumPy, shared helpers ---- */
-
-extern PyObject *mod_DeviceNotFoundError;     /* LookupError */
 extern PyObject *mod_DeviceError;             /* RuntimeError */
 extern PyObject *mod_ExecutionPlacementError; /* Exception */
 
+/* Makes the exceptions (once per process) and adds them to module. */
+int mod_errors_add(PyObject *module);
+/* Lets a device wait see Python's signals (Ctrl-C): the runtime's interrupt
+ * check, whose exception mod_raise then raises. */
+void mod_errors_catch_interrupts(void);
 /* Sets the Python exception matching err->code with the runtime's message;
  * returns NULL so callers can `return mod_raise(&err);`. */
 PyObject *mod_raise(const ofl_error *err);
+
+/* ---- mod_numpy.c: NumPy, and small CPython helpers ---- */
+
+int mod_numpy_init(void);           /* imports NumPy; -1 with NumPy's ImportError */
 PyObject *mod_numpy_borrowed(void); /* the numpy module, imported at init */
 bool mod_is_numpy_array(PyObject *o);  /* a numpy.ndarray (or subclass) */
 bool mod_is_numpy_scalar(PyObject *o); /* a numpy.generic: np.float32(1), np.int64(2) */
+/* numpy.<name>(*args, **kw) -- a short way to call NumPy's API; args NULL for none. */
+PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw);
+/* obj.name(*args, **kw); args NULL for none. */
+PyObject *mod_call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw);
+/* A pointer into a C-contiguous NumPy array (held by the caller). */
+int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable);
+/* A new tuple of nd integers (shapes, strides). */
+PyObject *mod_int_tuple(int nd, const Py_ssize_t *v);
 /* Calls def's function (no arguments) from Python's atexit: the module's
  * process-wide caches go before the interpreter does, so what they hold
  * frees its device memory and programs like everything else. */
 int mod_atexit(PyMethodDef *def);
-/* numpy.<name>(*args, **kw) -- a short way to call NumPy's API. */
-PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw);
+/* Adds methods (up to the {NULL} entry) or attributes to a type that is
+ * already ready: for the rooms that give ndarray methods of theirs. */
+int mod_type_add_methods(PyTypeObject *type, PyMethodDef *defs);
+int mod_type_add_getset(PyTypeObject *type, PyGetSetDef *defs);
 
 /* ---- mod_dtype.c: the element types arrays support ---- */
 
@@ -102,16 +115,29 @@ typedef struct {
 extern PyTypeObject mod_ArrayType;
 #define mod_array_check(o) PyObject_TypeCheck(o, &mod_ArrayType)
 
+/* ndarray's operations that run generated kernels: lib/ provides them and
+ * mod_module.c hands them over, so core never names lib/. */
+typedef struct {
+    /* Fills the type's number slots (arithmetic, @) and tp_richcompare; called
+     * before PyType_Ready, which makes their wrappers (__add__, ...). */
+    void (*fill_slots)(PyTypeObject *type);
+    PyMethodDef *methods; /* more methods (the reductions), up to a {NULL} entry */
+    /* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
+    PyObject *(*copy)(mod_array *a, PyObject *dtype);
+} mod_array_kernels;
+
+/* Readies ndarray with k's operations (k lives for the process). */
+int mod_array_init(const mod_array_kernels *k);
+
 /* A new C-contiguous, uninitialised array. */
-/* A new tuple of nd integers (shapes, strides). */
-PyObject *mod_int_tuple(int nd, const Py_ssize_t *v);
 PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape);
+/* The same from Python arguments, as ndarray(shape, dtype=None, device=None)
+ * takes them: dtype None is the device's default float. */
+PyObject *mod_array_create(PyObject *shape, PyObject *dtype, PyObject *device);
 ofl_device *mod_array_device(const mod_array *a);
 ofl_buffer *mod_array_buffer(const mod_array *a); /* NULL for an empty array */
 bool mod_array_is_c_contiguous(const mod_array *a);
 PyObject *mod_array_asnumpy(mod_array *a); /* waits for pending work on its device */
-int mod_array_add_functions(PyObject *module);
-int mod_array_init(void);
 /* An array over foreign memory: takes buf (from ofl_buffer_wrap; freed even on
  * failure) and a reference to owner, which keeps the memory alive and is
  * released after the last view dies and the device's queue has drained. */
@@ -123,56 +149,35 @@ PyObject *mod_array_view(mod_array *a, int nd, const Py_ssize_t *shape, const Py
                          Py_ssize_t offset);
 /* A new device array holding a copy of host (anything numpy.asarray takes). */
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev);
+/* A C-contiguous NumPy array of a supported dtype holding obj (converted to
+ * dtype when given; else NumPy's choice, refused when arrays cannot hold it). */
+PyObject *mod_host_array(PyObject *obj, PyObject *dtype);
+/* A C-contiguous copy of a on dev (its own device or another). */
+PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev);
+/* a as dtype on dev: converted on a's device, then moved. */
+PyObject *mod_array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev);
+/* Writes elem (itemsize bytes) into every element of a C-contiguous array. */
+int mod_array_fill(mod_array *a, const void *elem);
+/* v[...] = value: a scalar, array-like or offload array, broadcast as NumPy does. */
+int mod_array_assign(mod_array *v, PyObject *value);
+/* Shape from one argument (an int or a sequence of ints). */
+int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape);
+/* copy=: -1 None (copy only if needed), 0 False (never), 1 True (always); -2 error */
+int mod_parse_copy(PyObject *copy);
+PyObject *mod_copy_needed_error(const char *what); /* copy=False refused: ValueError, NULL */
 
 /* ---- mod_dlpack.c: DLPack export and import, __cuda_array_interface__ ---- */
 
-PyObject *mod_dlpack_export(mod_array *a, PyObject *args, PyObject *kw); /* __dlpack__ */
-PyObject *mod_dlpack_device(mod_array *a, PyObject *unused);             /* __dlpack_device__ */
-PyObject *mod_cuda_array_interface(mod_array *a, void *closure);        /* the property */
+/* Gives ndarray __dlpack__, __dlpack_device__ and __cuda_array_interface__
+ * (after mod_array_init); adds from_dlpack to module. */
+int mod_dlpack_init(PyObject *module);
 /* from_dlpack(obj, device=device, copy=copy): obj has __dlpack__ or is a capsule. */
 PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy);
 /* 1 when obj exports DLPack from CUDA memory, 0 when not, -1 with an exception. */
 int mod_dlpack_is_cuda(PyObject *obj);
-int mod_dlpack_add_functions(PyObject *module);
 
-/* ---- mod_kernel.c, mod_launch.c: device kernels ---- */
+/* ---- mod_create.c: asarray, empty, zeros, ones, full, arange, *_like, asnumpy ---- */
 
-extern PyObject *mod_CompileError; /* Exception: filename, lineno, colno */
-int mod_kernel_add_functions(PyObject *module);
-int mod_launch_add_functions(PyObject *module);
-int mod_loops_add_functions(PyObject *module); /* mod_loops.c: prange, jit, LoopContext */
-
-/* ---- mod_gen.c: kernels the module writes (array operations) ----
- * source: Python text defining `def name(item, ...)`, with the globals np
- * (numpy), math and ol (offload). Compiled by the JIT as a user's kernel,
- * once per text; the Kernel is kept for the process. */
-int mod_gen_init(void);
-PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
-/* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
-PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
-                         PyObject *const *args, Py_ssize_t nargs);
-
-/* ---- mod_ops.c: element-wise operators and functions (JIT kernels) ---- */
-void mod_ops_fill_slots(PyTypeObject *type, PyNumberMethods *nb); /* before PyType_Ready */
-int mod_ops_add_functions(PyObject *module);
-/* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
-PyObject *mod_ops_copy(mod_array *a, PyObject *dtype);
-
-/* ---- mod_matmul.c: matmul and @ (a tiled JIT kernel) ---- */
-int mod_matmul_add_functions(PyObject *module); /* offload.matmul */
-/* ndarray's nb_matrix_multiply: a @ b with an offload array on either side. */
-PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
-
-/* ---- mod_reduce.c: sum prod min max mean argmin argmax ----
- * Functions offload.<name>(a, axis=None, ...) and the ndarray methods of the
- * same names (in mod_array.c's table: self, args, kwargs as NumPy's). */
-int mod_reduce_add_functions(PyObject *module);
-PyObject *mod_reduce_method_sum(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_prod(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_min(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_max(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_mean(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_argmin(PyObject *x, PyObject *args, PyObject *kw);
-PyObject *mod_reduce_method_argmax(PyObject *x, PyObject *args, PyObject *kw);
+int mod_create_add_functions(PyObject *module);
 
 #endif

@@ -1,8 +1,8 @@
 /* mod_reduce: reductions of offload arrays -- offload.sum prod min max mean
  * argmin argmax and the ndarray methods of the same names, with NumPy 2's
- * arguments, result dtypes, errors and NaN rules. Registered by
- * PyInit_offload (mod_reduce_add_functions); the methods sit in
- * mod_array.c's table and call mod_reduce_method_*.
+ * arguments, result dtypes, errors and NaN rules. The functions are added
+ * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
+ * through mod_lib_array_kernels.
  *
  * Every reduction runs as generated JIT kernels (mod_gen): one Python text
  * per (operation, accumulator dtype, result dtype), specialised by the JIT
@@ -37,8 +37,7 @@
  * three of reduced ones, after merging) are first copied C-contiguous;
  * still more kept groups loop over the first kept axis, and still more
  * reduced groups reduce the last reduced axis first into a temporary. */
-#include "mod_module.h"
-#include "mod_kernel.h"
+#include "mod_lib.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -51,19 +50,19 @@
  * parallelism gains (a 2048 x 2048 sum: 3x slower split 8 ways). */
 #define MIN_PER_ITEM 256
 
-typedef enum { OP_SUM, OP_PROD, OP_MIN, OP_MAX, OP_MEAN, OP_ARGMIN, OP_ARGMAX } red_op;
+typedef enum { RED_SUM, RED_PROD, RED_MIN, RED_MAX, RED_MEAN, RED_ARGMIN, RED_ARGMAX } red_op;
 
 static const struct {
     const char *name;
     const char *numpy_name; /* for NumPy's messages: "minimum" */
 } OPS[] = {
-    [OP_SUM] = {"sum", "add"},         [OP_PROD] = {"prod", "multiply"}, [OP_MIN] = {"min", "minimum"},
-    [OP_MAX] = {"max", "maximum"},     [OP_MEAN] = {"mean", "add"},      [OP_ARGMIN] = {"argmin", "argmin"},
-    [OP_ARGMAX] = {"argmax", "argmax"},
+    [RED_SUM] = {"sum", "add"},         [RED_PROD] = {"prod", "multiply"}, [RED_MIN] = {"min", "minimum"},
+    [RED_MAX] = {"max", "maximum"},     [RED_MEAN] = {"mean", "add"},      [RED_ARGMIN] = {"argmin", "argmin"},
+    [RED_ARGMAX] = {"argmax", "argmax"},
 };
 
-static bool is_arg(red_op op) { return op == OP_ARGMIN || op == OP_ARGMAX; }
-static bool has_identity(red_op op) { return op == OP_SUM || op == OP_PROD || op == OP_MEAN; }
+static bool is_arg(red_op op) { return op == RED_ARGMIN || op == RED_ARGMAX; }
+static bool has_identity(red_op op) { return op == RED_SUM || op == RED_PROD || op == RED_MEAN; }
 
 /* ---- dtypes ---- */
 
@@ -84,8 +83,8 @@ typedef struct {
 /* sum/prod/mean with dtype=None: NumPy 2's result dtype for input `in`. */
 static PyObject *default_out(red_op op, PyObject *in) {
     char k = kind_of(in);
-    if (op == OP_MEAN) return k == 'f' ? in : mod_dtype_find_borrowed('f', 8);
-    if (op == OP_SUM || op == OP_PROD)
+    if (op == RED_MEAN) return k == 'f' ? in : mod_dtype_find_borrowed('f', 8);
+    if (op == RED_SUM || op == RED_PROD)
         return k == 'f' ? in : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
     if (is_arg(op)) return mod_dtype_find_borrowed('i', 8);
     return in;
@@ -102,28 +101,28 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         return;
     }
     PyObject *elem = want ? want : default_out(op, in);
-    if (op == OP_MEAN && !want && !fp64) elem = f64; /* float32 there, as dpnp does */
+    if (op == RED_MEAN && !want && !fp64) elem = f64; /* float32 there, as dpnp does */
     char k = kind_of(elem);
     t->out = elem;
     t->acc = k == 'f' ? f64 : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
-    if (op == OP_MEAN && k != 'f') t->acc = f64; /* NumPy's mean divides in floating point */
+    if (op == RED_MEAN && k != 'f') t->acc = f64; /* NumPy's mean divides in floating point */
     /* Elements are cast to `elem` only where that changes the result: to bool
      * (a sum of bools is a logical or) and from floating to integer
      * (truncation). Narrower integers wrap the same either way, and floats
      * are added in the wider accumulator. */
     char ki = kind_of(in);
     t->cast = (k == 'b' && ki != 'b') || ((k == 'i' || k == 'u') && ki == 'f') ? elem : NULL;
-    if (op == OP_MEAN) t->cast = NULL;
+    if (op == RED_MEAN) t->cast = NULL;
 }
 
 /* The identity of the accumulation as a NumPy scalar of the accumulator's dtype. */
 static PyObject *identity_scalar(red_op op, PyObject *acc) {
     char k = kind_of(acc);
     int bits = 8 * (int)mod_dtype_itemsize(acc);
-    bool low = op == OP_MAX || op == OP_ARGMAX; /* max starts from the lowest value */
+    bool low = op == RED_MAX || op == RED_ARGMAX; /* max starts from the lowest value */
     PyObject *v;
-    if (op == OP_SUM || op == OP_MEAN) v = PyLong_FromLong(0);
-    else if (op == OP_PROD) v = PyLong_FromLong(1);
+    if (op == RED_SUM || op == RED_MEAN) v = PyLong_FromLong(0);
+    else if (op == RED_PROD) v = PyLong_FromLong(1);
     else if (k == 'f') v = PyFloat_FromDouble(low ? -INFINITY : INFINITY);
     else if (k == 'u') v = low ? PyLong_FromLong(0) : PyLong_FromUnsignedLongLong(bits == 64 ? ~0ULL : (1ULL << bits) - 1);
     else if (bits == 64) v = PyLong_FromLongLong(low ? INT64_MIN : INT64_MAX);
@@ -173,10 +172,10 @@ static void put_combine(text *t, const text_key *key, int ind, const char *a, co
     char nan[40] = "";
     if (key->acc_float) snprintf(nan, sizeof nan, " or %s != %s", a, a);
     switch (key->op) {
-    case OP_SUM:
-    case OP_MEAN: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
-    case OP_PROD: put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
-    case OP_MIN: put(t, "%*s%s = %s if %s <= %s%s else %s\n", ind, "", a, a, a, v, nan, v); break;
+    case RED_SUM:
+    case RED_MEAN: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
+    case RED_PROD: put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
+    case RED_MIN: put(t, "%*s%s = %s if %s <= %s%s else %s\n", ind, "", a, a, a, v, nan, v); break;
     default: put(t, "%*s%s = %s if %s >= %s%s else %s\n", ind, "", a, a, a, v, nan, v); break;
     }
 }
@@ -185,7 +184,7 @@ static void put_combine(text *t, const text_key *key, int ind, const char *a, co
  * earlier. NaN is the best value, and among NaNs the earliest. */
 static void put_arg_combine(text *t, const text_key *key, int ind, const char *a, const char *i, const char *v,
                             const char *c) {
-    const char *lt = key->op == OP_ARGMIN ? "<" : ">";
+    const char *lt = key->op == RED_ARGMIN ? "<" : ">";
     if (key->acc_float)
         put(t, "%*sif %s %s %s or (%s == %s and %s < %s) or (%s != %s and (%s == %s or %s < %s)):\n", ind, "", v, lt,
             a, v, a, c, i, v, v, a, a, c, i);
@@ -248,7 +247,7 @@ static void put_loop(text *t, const text_key *key, int ind, const char *at, int 
 /* The value written to the result from the accumulator in bv[li]. */
 static void put_final(text *t, const text_key *key) {
     char v[96];
-    if (key->op == OP_MEAN) snprintf(v, sizeof v, key->acc_float ? "bv[li] / count" : "np.float64(bv[li]) / count");
+    if (key->op == RED_MEAN) snprintf(v, sizeof v, key->acc_float ? "bv[li] / count" : "np.float64(bv[li]) / count");
     else snprintf(v, sizeof v, "bv[li]");
     if (is_arg(key->op)) put(t, "out[m] = bi[li]\n");
     else if (!strcmp(key->out, "bool")) put(t, "out[m] = %s != 0\n", v);
@@ -715,7 +714,7 @@ static int parse_axes(PyObject *axis, int nd, bool tuples, bool red[MOD_MAXDIMS]
 
 /* NumPy's errors for reductions of nothing; mean's warning. */
 static int check_empty(red_op op) {
-    if (op == OP_MIN || op == OP_MAX) {
+    if (op == RED_MIN || op == RED_MAX) {
         PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
                      OPS[op].numpy_name);
         return -1;
@@ -724,7 +723,7 @@ static int check_empty(red_op op) {
         PyErr_Format(PyExc_ValueError, "attempt to get %s of an empty sequence", OPS[op].name);
         return -1;
     }
-    if (op == OP_MEAN) return PyErr_WarnEx(PyExc_RuntimeWarning, "Mean of empty slice", 2);
+    if (op == RED_MEAN) return PyErr_WarnEx(PyExc_RuntimeWarning, "Mean of empty slice", 2);
     return 0;
 }
 
@@ -781,14 +780,14 @@ static PyObject *parse_and_reduce(red_op op, PyObject *self, PyObject *args, PyO
 
 #define REDUCER(op, fname)                                                                                         \
     static PyObject *f_##fname(PyObject *m, PyObject *a, PyObject *k) { return parse_and_reduce(op, NULL, a, k); } \
-    PyObject *mod_reduce_method_##fname(PyObject *x, PyObject *a, PyObject *k) { return parse_and_reduce(op, x, a, k); }
-REDUCER(OP_SUM, sum)
-REDUCER(OP_PROD, prod)
-REDUCER(OP_MIN, min)
-REDUCER(OP_MAX, max)
-REDUCER(OP_MEAN, mean)
-REDUCER(OP_ARGMIN, argmin)
-REDUCER(OP_ARGMAX, argmax)
+    static PyObject *m_##fname(PyObject *x, PyObject *a, PyObject *k) { return parse_and_reduce(op, x, a, k); }
+REDUCER(RED_SUM, sum)
+REDUCER(RED_PROD, prod)
+REDUCER(RED_MIN, min)
+REDUCER(RED_MAX, max)
+REDUCER(RED_MEAN, mean)
+REDUCER(RED_ARGMIN, argmin)
+REDUCER(RED_ARGMAX, argmax)
 #undef REDUCER
 
 #define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -810,6 +809,25 @@ static PyMethodDef functions[] = {
      "order for axis=None); the first NaN if there is one."},
     {"argmax", KWFUNC(f_argmax),
      "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first maximum, as argmin"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ndarray's methods: NumPy's, with self as a */
+PyMethodDef mod_reduce_methods[] = {
+    {"sum", KWFUNC(m_sum),
+     "sum(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.sum(self, ...)"},
+    {"prod", KWFUNC(m_prod),
+     "prod(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.prod(self, ...)"},
+    {"min", KWFUNC(m_min),
+     "min(axis=None, out=None, keepdims=False) -> ndarray: offload.min(self, ...)"},
+    {"max", KWFUNC(m_max),
+     "max(axis=None, out=None, keepdims=False) -> ndarray: offload.max(self, ...)"},
+    {"mean", KWFUNC(m_mean),
+     "mean(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.mean(self, ...)"},
+    {"argmin", KWFUNC(m_argmin),
+     "argmin(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmin(self, ...)"},
+    {"argmax", KWFUNC(m_argmax),
+     "argmax(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmax(self, ...)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,7 +32,7 @@
  * Capsules follow the spec: a consumer renames one "used_dltensor[_versioned]"
  * when it takes the tensor; the capsule's destructor deletes the tensor only
  * when nobody took it. */
-#include "mod_module.h"
+#include "mod_core.h"
 
 #include <string.h>
 
@@ -105,15 +105,6 @@ static ofl_device *cuda_device(int ordinal)
         if (is_cuda(list[i]) && cuda_ordinal(list[i]) == ordinal)
             return list[i];
     return NULL;
-}
-
-/* copy=: -1 None (copy only if needed), 0 False (never), 1 True (always); -2 error */
-static int parse_copy(PyObject *copy)
-{
-    if (copy == Py_None)
-        return -1;
-    int t = PyObject_IsTrue(copy);
-    return t < 0 ? -2 : t;
 }
 
 static int wait_device(ofl_device *dev)
@@ -212,7 +203,7 @@ static DLDevice array_dl_device(mod_array *a)
     return is_cuda(dev) ? (DLDevice){kDLCUDA, cuda_ordinal(dev)} : (DLDevice){kDLCPU, 0};
 }
 
-PyObject *mod_dlpack_device(mod_array *a, PyObject *unused)
+static PyObject *dlpack_device(mod_array *a, PyObject *unused)
 {
     DLDevice d = array_dl_device(a);
     return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
@@ -237,14 +228,14 @@ static PyObject *export_host(mod_array *a, bool versioned)
     return cap;
 }
 
-PyObject *mod_dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
+static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version,
                                      &dl_device, &copy_arg))
         return NULL;
-    int copy = parse_copy(copy_arg), major = 0, minor = 0;
+    int copy = mod_parse_copy(copy_arg), major = 0, minor = 0;
     if (copy == -2)
         return NULL;
     if (max_version != Py_None &&
@@ -331,7 +322,7 @@ PyObject *mod_dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
 
 /* ---- __cuda_array_interface__ (version 3) ---- */
 
-PyObject *mod_cuda_array_interface(mod_array *a, void *closure)
+static PyObject *cuda_array_interface(mod_array *a, void *closure)
 {
     ofl_device *dev = mod_array_device(a);
     if (!is_cuda(dev)) /* AttributeError, so hasattr() is False */
@@ -587,7 +578,7 @@ static PyObject *import_offload(mod_array *a, ofl_device *want, int copy)
 
 PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy_arg)
 {
-    int copy = parse_copy(copy_arg);
+    int copy = mod_parse_copy(copy_arg);
     ofl_device *want = NULL; /* device=; NULL: the producer's GPU, else the default */
     if (copy == -2 || (device != Py_None && mod_device_resolve(device, &want) < 0))
         return NULL;
@@ -661,7 +652,27 @@ static PyMethodDef dlpack_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int mod_dlpack_add_functions(PyObject *module)
+/* ndarray's side of DLPack, given to the type here so that mod_array.c needs
+ * nothing of this file. */
+static PyMethodDef array_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))dlpack_export, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
+     "CUDA arrays are shared; others are exported as a host copy (copy=False refuses)."},
+    {"__dlpack_device__", (PyCFunction)dlpack_device, METH_NOARGS,
+     "__dlpack_device__() -> (2, ordinal) for CUDA arrays, else (1, 0): exported as host copies"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef array_getset[] = {
+    {"__cuda_array_interface__", (getter)cuda_array_interface, NULL,
+     "CUDA Array Interface v3 (CUDA arrays only: AttributeError elsewhere)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+int mod_dlpack_init(PyObject *module)
 {
+    if (mod_type_add_methods(&mod_ArrayType, array_methods) < 0 ||
+        mod_type_add_getset(&mod_ArrayType, array_getset) < 0)
+        return -1;
     return PyModule_AddFunctions(module, dlpack_functions);
 }

@@ -1,6 +1,6 @@
-/* offload.ndarray: an n-dimensional array in one device's memory, and the
- * functions that make them (asarray, empty, zeros, ones, full, arange, *_like,
- * asnumpy).
+/* offload.ndarray: an n-dimensional array in one device's memory -- its
+ * memory, layout, transfers and Python type. The functions that make arrays
+ * (asarray, zeros, ...) are mod_create.c's.
  *
  * Memory: an array holds a reference to an allocation object (mod_alloc) that
  * owns the device buffer; views (slices, .T, reshape) share it, so the device
@@ -13,13 +13,16 @@
  * of contiguous arrays land straight in a new NumPy array; a strided view
  * reads the byte span that covers it and lets NumPy pick the elements out.
  *
- * Strided copies and dtype casts run as kernels (mod_ops); fills of
- * non-contiguous views still go through the host. Every device transfer
- * runs with the GIL released. */
-#include "mod_module.h"
+ * Strided copies and dtype casts run as kernels: lib/'s, handed over at
+ * import (mod_array_kernels) with the arithmetic and the reductions, so that
+ * this file names nothing above core. Fills of non-contiguous views still go
+ * through the host. Every device transfer runs with the GIL released. */
+#include "mod_core.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static const mod_array_kernels *kernels; /* lib/'s, from mod_array_init */
 
 /* ---- allocations ---- */
 
@@ -231,19 +234,6 @@ PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int 
 
 /* ---- NumPy helpers ---- */
 
-PyObject *mod_int_tuple(int nd, const Py_ssize_t *v)
-{
-    PyObject *t = PyTuple_New(nd);
-    for (int i = 0; t && i < nd; i++) {
-        PyObject *x = PyLong_FromSsize_t(v[i]);
-        if (!x)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 /* numpy.empty(shape, dtype) */
 static PyObject *np_empty(int nd, const Py_ssize_t *shape, PyObject *dtype)
 {
@@ -259,12 +249,6 @@ static PyObject *np_bytes(Py_ssize_t n) /* numpy.empty(n, uint8) */
 {
     PyObject *u8 = mod_dtype_find_borrowed('u', 1);
     return np_empty(1, &n, u8);
-}
-
-/* A writable pointer into a C-contiguous NumPy array (held by the caller). */
-static int np_buffer(PyObject *arr, Py_buffer *view, bool writable)
-{
-    return PyObject_GetBuffer(arr, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
 }
 
 /* numpy.ndarray(shape, dtype, buffer=buf, offset=offset, strides=strides):
@@ -284,17 +268,6 @@ static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset)
     return r;
 }
 
-/* obj.name(*args, **kw); args NULL for none */
-static PyObject *call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw)
-{
-    PyObject *f = PyObject_GetAttrString(obj, name);
-    if (!f)
-        return NULL;
-    PyObject *r = args ? PyObject_Call(f, args, kw) : PyObject_CallNoArgs(f);
-    Py_DECREF(f);
-    return r;
-}
-
 /* ---- device -> host ---- */
 
 PyObject *mod_array_asnumpy(mod_array *a)
@@ -302,7 +275,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
     if (mod_array_is_c_contiguous(a)) {
         PyObject *out = np_empty(a->nd, a->shape, a->dtype);
         Py_buffer view;
-        if (!out || np_buffer(out, &view, true) < 0) {
+        if (!out || mod_np_buffer(out, &view, true) < 0) {
             Py_XDECREF(out);
             return NULL;
         }
@@ -317,7 +290,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
     array_span(a, &lo, &hi);
     PyObject *buf = np_bytes(hi - lo), *out = NULL;
     Py_buffer view;
-    if (!buf || np_buffer(buf, &view, true) < 0) {
+    if (!buf || mod_np_buffer(buf, &view, true) < 0) {
         Py_XDECREF(buf);
         return NULL;
     }
@@ -329,7 +302,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
     /* a dense view (.T, [::-1]) keeps its NumPy strides; a sparse one is
      * compacted so the span's unused bytes are not kept alive */
     if (out && hi - lo > array_size(a) * a->itemsize) {
-        PyObject *c = call_method(out, "copy", NULL, NULL);
+        PyObject *c = mod_call_method(out, "copy", NULL, NULL);
         Py_SETREF(out, c);
     }
     return out;
@@ -339,7 +312,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
 
 /* A C-contiguous NumPy array of a supported dtype holding obj (converted to
  * dtype when given). */
-static PyObject *host_array(PyObject *obj, PyObject *dtype)
+PyObject *mod_host_array(PyObject *obj, PyObject *dtype)
 {
     PyObject *args = PyTuple_Pack(1, obj);
     PyObject *kw = args ? Py_BuildValue("{ss}", "order", "C") : NULL;
@@ -357,7 +330,7 @@ static PyObject *host_array(PyObject *obj, PyObject *dtype)
     int same = want ? PyObject_RichCompareBool(have, want, Py_EQ) : -1;
     if (same == 0) {
         PyObject *cargs = PyTuple_Pack(1, want);
-        PyObject *c = cargs ? call_method(arr, "astype", cargs, NULL) : NULL;
+        PyObject *c = cargs ? mod_call_method(arr, "astype", cargs, NULL) : NULL;
         Py_XDECREF(cargs);
         Py_SETREF(arr, c);
     } else if (same < 0) {
@@ -371,10 +344,10 @@ static PyObject *host_array(PyObject *obj, PyObject *dtype)
 /* A new device array holding a NumPy array (made C-contiguous first if need be). */
 static PyObject *upload(PyObject *arr, ofl_device *dev)
 {
-    PyObject *host = host_array(arr, NULL); /* arr itself when already fit */
+    PyObject *host = mod_host_array(arr, NULL); /* arr itself when already fit */
     PyObject *dtype = host ? mod_dtype_from_array(host) : NULL;
     Py_buffer view;
-    if (!dtype || np_buffer(host, &view, false) < 0) {
+    if (!dtype || mod_np_buffer(host, &view, false) < 0) {
         Py_XDECREF(host);
         Py_XDECREF(dtype);
         return NULL;
@@ -394,38 +367,6 @@ static PyObject *upload(PyObject *arr, ofl_device *dev)
 
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev) { return upload(host, dev); }
 
-/* Python floats become float64, as in NumPy, unless the device cannot compute
- * in float64: then float32 (as dpctl does), so nothing lands on a device in a
- * type it cannot use. Only for data that had no dtype of its own. */
-static bool untyped(PyObject *obj) /* call it with no exception set */
-{
-    return !mod_array_check(obj) && !PyObject_CheckBuffer(obj) &&
-           !PyObject_HasAttrString(obj, "__array__") &&
-           !PyObject_HasAttrString(obj, "__array_interface__") &&
-           !PyObject_HasAttrString(obj, "dtype");
-}
-
-static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped)
-{
-    PyObject *f64 = mod_dtype_find_borrowed('f', 8);
-    if (!host || !was_untyped || ofl_device_get_info(dev)->has_fp64)
-        return host;
-    PyObject *have = PyObject_GetAttrString(host, "dtype");
-    int is64 = have ? PyObject_RichCompareBool(have, f64, Py_EQ) : -1;
-    Py_XDECREF(have);
-    if (is64 < 0) {
-        Py_DECREF(host);
-        return NULL;
-    }
-    if (is64) {
-        PyObject *args = PyTuple_Pack(1, mod_dtype_find_borrowed('f', 4));
-        PyObject *c = args ? call_method(host, "astype", args, NULL) : NULL;
-        Py_XDECREF(args);
-        Py_SETREF(host, c);
-    }
-    return host;
-}
-
 /* The default floating dtype of a device, as dpctl: float64 where it computes in it. */
 static PyObject *default_float_borrowed(ofl_device *dev)
 {
@@ -434,7 +375,7 @@ static PyObject *default_float_borrowed(ofl_device *dev)
 
 /* Writes elem (itemsize bytes) into every element of a fresh C-contiguous
  * array, a chunk at a time: no host copy of the whole array. */
-static int fill_pattern(mod_array *a, const void *elem)
+int mod_array_fill(mod_array *a, const void *elem)
 {
     Py_ssize_t total = array_size(a) * a->itemsize;
     if (total == 0)
@@ -459,13 +400,13 @@ static int fill_pattern(mod_array *a, const void *elem)
 
 /* A C-contiguous copy of a on dev (its own device or another): one device
  * copy when a is contiguous, else a gather kernel on a's device first. */
-static PyObject *array_copy_to(mod_array *a, ofl_device *dev)
+PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev)
 {
     if (!mod_array_is_c_contiguous(a)) {
-        PyObject *packed = mod_ops_copy(a, NULL);
+        PyObject *packed = kernels->copy(a, NULL);
         if (!packed || dev == a->mem->dev)
             return packed;
-        PyObject *c = array_copy_to((mod_array *)packed, dev);
+        PyObject *c = mod_array_copy_to((mod_array *)packed, dev);
         Py_DECREF(packed);
         return c;
     }
@@ -476,17 +417,17 @@ static PyObject *array_copy_to(mod_array *a, ofl_device *dev)
 }
 
 /* a as dtype on dev: converted by a kernel on a's device, then moved. */
-static PyObject *array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev)
+PyObject *mod_array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev)
 {
-    PyObject *c = mod_ops_copy(a, dtype);
+    PyObject *c = kernels->copy(a, dtype);
     if (!c || dev == a->mem->dev)
         return c;
-    PyObject *moved = array_copy_to((mod_array *)c, dev);
+    PyObject *moved = mod_array_copy_to((mod_array *)c, dev);
     Py_DECREF(c);
     return moved;
 }
 
-static int parse_copy(PyObject *copy)
+int mod_parse_copy(PyObject *copy)
 {
     if (copy == Py_None)
         return -1;
@@ -494,7 +435,7 @@ static int parse_copy(PyObject *copy)
     return t < 0 ? -2 : t;
 }
 
-static PyObject *copy_needed_error(const char *what)
+PyObject *mod_copy_needed_error(const char *what)
 {
     PyErr_Format(PyExc_ValueError,
                  "copy=False, but %s needs a copy; pass copy=None to copy only when needed", what);
@@ -614,7 +555,7 @@ static PyObject *read_scalar(mod_array *a, Py_ssize_t offset)
 {
     PyObject *host = np_empty(0, NULL, a->dtype);
     Py_buffer view;
-    if (!host || np_buffer(host, &view, true) < 0) {
+    if (!host || mod_np_buffer(host, &view, true) < 0) {
         Py_XDECREF(host);
         return NULL;
     }
@@ -672,7 +613,7 @@ static int assign_from_buffer(mod_array *v, PyObject *value)
     return rc;
 }
 
-static int assign(mod_array *v, PyObject *value)
+int mod_array_assign(mod_array *v, PyObject *value)
 {
     if (array_size(v) == 0)
         return 0;
@@ -697,7 +638,7 @@ static int assign(mod_array *v, PyObject *value)
         array_span(v, &lo, &hi);
         buf = np_bytes(hi - lo);
         Py_buffer view;
-        if (!buf || np_buffer(buf, &view, true) < 0) {
+        if (!buf || mod_np_buffer(buf, &view, true) < 0) {
             Py_XDECREF(buf);
             return -1;
         }
@@ -708,7 +649,7 @@ static int assign(mod_array *v, PyObject *value)
     /* host[...] = value: NumPy casts and broadcasts */
     int rc = host ? PyObject_SetItem(host, Py_Ellipsis, value) : -1;
     Py_buffer view;
-    if (rc == 0 && (rc = np_buffer(buf, &view, false)) == 0) {
+    if (rc == 0 && (rc = mod_np_buffer(buf, &view, false)) == 0) {
         rc = dev_write(v, lo, view.buf, view.len);
         PyBuffer_Release(&view);
     }
@@ -729,7 +670,7 @@ static int array_ass_subscript(mod_array *a, PyObject *key, PyObject *value)
     mod_array *v = view_of(a, &l);
     if (!v)
         return -1;
-    int rc = assign(v, value);
+    int rc = mod_array_assign(v, value);
     Py_DECREF(v);
     return rc;
 }
@@ -855,19 +796,17 @@ static PyGetSetDef array_getset[] = {
     {"device", (getter)get_device, NULL, "the Device the data lives on", NULL},
     {"usm_type", (getter)get_usm_type, NULL, "'device': memory of the device, not shared", NULL},
     {"T", (getter)get_T, NULL, "view with the axes reversed", NULL},
-    {"__cuda_array_interface__", (getter)mod_cuda_array_interface, NULL,
-     "CUDA Array Interface v3 (CUDA arrays only: AttributeError elsewhere)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyObject *m_asnumpy(mod_array *a, PyObject *unused) { return mod_array_asnumpy(a); }
 
-static PyObject *m_copy(mod_array *a, PyObject *unused) { return array_copy_to(a, a->mem->dev); }
+static PyObject *m_copy(mod_array *a, PyObject *unused) { return mod_array_copy_to(a, a->mem->dev); }
 
 static PyObject *m_tolist(mod_array *a, PyObject *unused)
 {
     PyObject *host = mod_array_asnumpy(a);
-    PyObject *r = host ? call_method(host, "tolist", NULL, NULL) : NULL;
+    PyObject *r = host ? mod_call_method(host, "tolist", NULL, NULL) : NULL;
     Py_XDECREF(host);
     return r;
 }
@@ -884,7 +823,7 @@ static PyObject *m_to_device(mod_array *a, PyObject *args, PyObject *kw)
     if (stream != Py_None)
         return PyErr_Format(PyExc_ValueError, "to_device: streams are not supported; each device "
                                               "has one in-order queue");
-    return dev == a->mem->dev ? Py_NewRef(a) : array_copy_to(a, dev);
+    return dev == a->mem->dev ? Py_NewRef(a) : mod_array_copy_to(a, dev);
 }
 
 static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
@@ -893,17 +832,17 @@ static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
     PyObject *dtype = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
-    int c = parse_copy(copy);
+    int c = mod_parse_copy(copy);
     if (c == -2)
         return NULL;
     if (c == 0)
-        return copy_needed_error("moving device data to NumPy");
+        return mod_copy_needed_error("moving device data to NumPy");
     PyObject *host = mod_array_asnumpy(a);
     if (!host || dtype == Py_None)
         return host;
     PyObject *cargs = PyTuple_Pack(1, dtype);
     PyObject *ckw = Py_BuildValue("{sO}", "copy", Py_False);
-    PyObject *r = cargs && ckw ? call_method(host, "astype", cargs, ckw) : NULL;
+    PyObject *r = cargs && ckw ? mod_call_method(host, "astype", cargs, ckw) : NULL;
     Py_DECREF(host);
     Py_XDECREF(cargs);
     Py_XDECREF(ckw);
@@ -911,7 +850,7 @@ static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
 }
 
 /* Shape from one argument (an int or a sequence of ints) or several ints. */
-static int parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape)
+int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape)
 {
     if (PyIndex_Check(obj) && !PySequence_Check(obj)) { /* an int, not a NumPy array */
         *nd = 1;
@@ -944,7 +883,7 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
 {
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], known = 1;
-    if (parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd, shape) < 0)
+    if (mod_parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd, shape) < 0)
         return NULL;
     int unknown = -1;
     for (int i = 0; i < nd; i++) {
@@ -966,7 +905,7 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
         Py_XDECREF(t);
         return NULL;
     }
-    PyObject *owner = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : array_copy_to(a, a->mem->dev);
+    PyObject *owner = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_array_copy_to(a, a->mem->dev);
     if (!owner)
         return NULL;
     mod_array *src = (mod_array *)owner;
@@ -987,8 +926,8 @@ static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw)
     PyObject *dtype = c < 0 ? NULL : mod_dtype_new(spec);
     if (!dtype)
         return NULL;
-    PyObject *r = dtype != a->dtype ? array_cast_to(a, dtype, a->mem->dev)
-                  : c               ? array_copy_to(a, a->mem->dev)
+    PyObject *r = dtype != a->dtype ? mod_array_cast_to(a, dtype, a->mem->dev)
+                  : c               ? mod_array_copy_to(a, a->mem->dev)
                                     : Py_NewRef(a);
     Py_DECREF(dtype);
     return r;
@@ -1006,31 +945,34 @@ static PyMethodDef array_methods[] = {
      "reshape(*shape) -> ndarray: a view (a copy first when not C-contiguous)"},
     {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(dtype, copy=True) -> ndarray on the same device"},
-    {"sum", (PyCFunction)(void (*)(void))mod_reduce_method_sum, METH_VARARGS | METH_KEYWORDS,
-     "sum(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.sum(self, ...)"},
-    {"prod", (PyCFunction)(void (*)(void))mod_reduce_method_prod, METH_VARARGS | METH_KEYWORDS,
-     "prod(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.prod(self, ...)"},
-    {"min", (PyCFunction)(void (*)(void))mod_reduce_method_min, METH_VARARGS | METH_KEYWORDS,
-     "min(axis=None, out=None, keepdims=False) -> ndarray: offload.min(self, ...)"},
-    {"max", (PyCFunction)(void (*)(void))mod_reduce_method_max, METH_VARARGS | METH_KEYWORDS,
-     "max(axis=None, out=None, keepdims=False) -> ndarray: offload.max(self, ...)"},
-    {"mean", (PyCFunction)(void (*)(void))mod_reduce_method_mean, METH_VARARGS | METH_KEYWORDS,
-     "mean(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.mean(self, ...)"},
-    {"argmin", (PyCFunction)(void (*)(void))mod_reduce_method_argmin, METH_VARARGS | METH_KEYWORDS,
-     "argmin(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmin(self, ...)"},
-    {"argmax", (PyCFunction)(void (*)(void))mod_reduce_method_argmax, METH_VARARGS | METH_KEYWORDS,
-     "argmax(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmax(self, ...)"},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS,
      "__array__(dtype=None, copy=None) -> numpy.ndarray (always a copy)"},
-    {"__dlpack__", (PyCFunction)(void (*)(void))mod_dlpack_export, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
-     "CUDA arrays are shared; others are exported as a host copy (copy=False refuses)."},
-    {"__dlpack_device__", (PyCFunction)mod_dlpack_device, METH_NOARGS,
-     "__dlpack_device__() -> (2, ordinal) for CUDA arrays, else (1, 0): exported as host copies"},
     {NULL, NULL, 0, NULL},
 };
 
-static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw);
+/* ---- construction from Python arguments ---- */
+
+PyObject *mod_array_create(PyObject *shape_arg, PyObject *dtype_arg, PyObject *device_arg)
+{
+    int nd;
+    Py_ssize_t shape[MOD_MAXDIMS];
+    ofl_device *dev;
+    if (mod_parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device_arg, &dev) < 0)
+        return NULL;
+    PyObject *dtype = dtype_arg == Py_None ? Py_NewRef(default_float_borrowed(dev)) : mod_dtype_new(dtype_arg);
+    PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
+    Py_XDECREF(dtype);
+    return a;
+}
+
+static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"shape", "dtype", "device", NULL};
+    PyObject *shape, *dtype = Py_None, *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:ndarray", kwlist, &shape, &dtype, &device))
+        return NULL;
+    return mod_array_create(shape, dtype, device);
+}
 
 static PyMappingMethods array_as_mapping = {
     .mp_length = (lenfunc)array_length,
@@ -1048,7 +990,6 @@ static PyNumberMethods array_as_number = {
     .nb_int = (unaryfunc)array_int,
     .nb_float = (unaryfunc)array_float,
     .nb_index = (unaryfunc)array_index,
-    .nb_matrix_multiply = mod_matmul_operator,
 };
 
 PyTypeObject mod_ArrayType = {
@@ -1071,325 +1012,11 @@ PyTypeObject mod_ArrayType = {
     .tp_getset = array_getset,
 };
 
-/* ---- module functions ---- */
-
-/* dtype= of a creation function: the device's default float when None. */
-static PyObject *creation_dtype(PyObject *spec, ofl_device *dev)
+int mod_array_init(const mod_array_kernels *k)
 {
-    return spec == Py_None ? Py_NewRef(default_float_borrowed(dev)) : mod_dtype_new(spec);
-}
-
-/* The common head of empty/zeros/ones/full: parsed shape, device and dtype. */
-static PyObject *creation_new(PyObject *shape_arg, PyObject *dtype_arg, PyObject *device_arg)
-{
-    int nd;
-    Py_ssize_t shape[MOD_MAXDIMS];
-    ofl_device *dev;
-    if (parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device_arg, &dev) < 0)
-        return NULL;
-    PyObject *dtype = creation_dtype(dtype_arg, dev);
-    PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
-    Py_XDECREF(dtype);
-    return a;
-}
-
-
-/* Fills a fresh array with value (cast to its dtype as numpy.full does);
- * steals a on failure. */
-static PyObject *fill_with(PyObject *a, PyObject *value)
-{
-    mod_array *arr = (mod_array *)a;
-    PyObject *args = PyTuple_Pack(1, value);
-    PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", arr->dtype) : NULL;
-    PyObject *elem = kw ? mod_np_call("asarray", args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    int rc = -1;
-    if (elem) {
-        PyObject *ndim = PyObject_GetAttrString(elem, "ndim");
-        long n = ndim ? PyLong_AsLong(ndim) : -1;
-        Py_XDECREF(ndim);
-        if (n == 0) {
-            Py_buffer view;
-            if (np_buffer(elem, &view, false) == 0) {
-                rc = fill_pattern(arr, view.buf);
-                PyBuffer_Release(&view);
-            }
-        } else if (n > 0) { /* an array fill value broadcasts, as in NumPy */
-            rc = assign(arr, elem);
-        }
-        Py_DECREF(elem);
-    }
-    if (rc < 0)
-        Py_CLEAR(a);
-    return a;
-}
-
-enum { UNINITIALISED, ZEROS, ONES, FULL };
-
-/* Fills a fresh array (or NULL) as kind says; value for FULL. Steals a on failure. */
-static PyObject *fill_as(PyObject *a, int kind, PyObject *value)
-{
-    static const char zero[16];
-    if (a && kind == ZEROS && fill_pattern((mod_array *)a, zero) < 0)
-        Py_CLEAR(a);
-    else if (a && (kind == ONES || kind == FULL))
-        a = fill_with(a, kind == ONES ? Py_True : value); /* 1 in the dtype, as NumPy casts it */
-    return a;
-}
-
-/* (shape, dtype=None, device=None) -> a new array, filled or not */
-static PyObject *creation(PyObject *args, PyObject *kw, const char *fmt, int fill)
-{
-    static char *kwlist[] = {"shape", "dtype", "device", NULL};
-    PyObject *shape, *dtype = Py_None, *device = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &shape, &dtype, &device))
-        return NULL;
-    return fill_as(creation_new(shape, dtype, device), fill, NULL);
-}
-
-static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    return creation(args, kw, "O|OO:ndarray", UNINITIALISED);
-}
-
-static PyObject *f_empty(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return creation(args, kw, "O|OO:empty", UNINITIALISED);
-}
-
-static PyObject *f_zeros(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return creation(args, kw, "O|OO:zeros", ZEROS);
-}
-
-static PyObject *f_ones(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return creation(args, kw, "O|OO:ones", ONES);
-}
-
-/* The dtype full() infers from a fill value: NumPy's, then fitted to the device. */
-static PyObject *value_dtype(PyObject *value, ofl_device *dev)
-{
-    bool plain = untyped(value);
-    PyObject *host = fit_device(host_array(value, NULL), dev, plain);
-    PyObject *r = host ? mod_dtype_from_array(host) : NULL;
-    Py_XDECREF(host);
-    return r;
-}
-
-static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"shape", "fill_value", "dtype", "device", NULL};
-    PyObject *shape_arg, *value, *dtype_arg = Py_None, *device = Py_None;
-    int nd;
-    Py_ssize_t shape[MOD_MAXDIMS];
-    ofl_device *dev;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:full", kwlist, &shape_arg, &value,
-                                     &dtype_arg, &device) ||
-        parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device, &dev) < 0)
-        return NULL;
-    PyObject *dtype = dtype_arg == Py_None ? value_dtype(value, dev) : mod_dtype_new(dtype_arg);
-    PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
-    Py_XDECREF(dtype);
-    return a ? fill_with(a, value) : NULL;
-}
-
-/* arange(start, /, stop=None, step=1, dtype=None, device=None): NumPy's arange, uploaded. */
-static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"", "stop", "step", "dtype", "device", NULL};
-    PyObject *start, *stop = Py_None, *step = Py_None, *dtype_arg = Py_None, *device = Py_None;
-    ofl_device *dev;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOO:arange", kwlist, &start, &stop, &step,
-                                     &dtype_arg, &device) ||
-        mod_device_resolve(device, &dev) < 0)
-        return NULL;
-    PyObject *dtype = dtype_arg == Py_None ? NULL : mod_dtype_new(dtype_arg);
-    if (!dtype && dtype_arg != Py_None)
-        return NULL;
-    bool plain = untyped(start) && untyped(stop) && untyped(step);
-    PyObject *np_args =
-        step == Py_None ? PyTuple_Pack(2, start, stop) : PyTuple_Pack(3, start, stop, step);
-    PyObject *np_kw = np_args && dtype ? Py_BuildValue("{sO}", "dtype", dtype) : NULL;
-    PyObject *host = np_args && (np_kw || !dtype) ? mod_np_call("arange", np_args, np_kw) : NULL;
-    Py_XDECREF(np_args);
-    Py_XDECREF(np_kw);
-    if (host && !dtype) { /* NumPy chose: check it, and fit it to the device */
-        PyObject *checked = host_array(host, NULL);
-        Py_SETREF(host, checked);
-        host = fit_device(host, dev, plain);
-    }
-    PyObject *a = host ? upload(host, dev) : NULL;
-    Py_XDECREF(host);
-    Py_XDECREF(dtype);
-    return a;
-}
-
-/* asarray(obj, dtype=None, device=None, copy=None) */
-static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"obj", "dtype", "device", "copy", NULL};
-    PyObject *obj, *dtype_arg = Py_None, *device = Py_None, *copy_arg = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:asarray", kwlist, &obj, &dtype_arg, &device,
-                                     &copy_arg))
-        return NULL;
-    int copy = parse_copy(copy_arg);
-    PyObject *dtype = NULL;
-    if (copy == -2 || (dtype_arg != Py_None && !(dtype = mod_dtype_new(dtype_arg))))
-        return NULL;
-    ofl_device *dev;
-    PyObject *r = NULL;
-    /* CuPy, torch.cuda ...: shared through DLPack, never a trip through the host */
-    int cuda = mod_array_check(obj) ? 0 : mod_dlpack_is_cuda(obj);
-    if (cuda < 0)
-        goto done;
-    if (cuda) {
-        PyObject *src = mod_dlpack_import(obj, device, copy_arg);
-        mod_array *a = (mod_array *)src;
-        if (!src || !dtype || dtype == a->dtype)
-            r = src;
-        else if (copy == 0)
-            copy_needed_error("changing the dtype");
-        else
-            r = array_cast_to(a, dtype, a->mem->dev);
-        if (r != src)
-            Py_XDECREF(src);
-    } else if (mod_array_check(obj)) {
-        mod_array *a = (mod_array *)obj;
-        if (device == Py_None)
-            dev = a->mem->dev;
-        else if (mod_device_resolve(device, &dev) < 0)
-            goto done;
-        PyObject *want = dtype ? dtype : a->dtype;
-        if (dev == a->mem->dev && want == a->dtype)
-            r = copy == 1 ? array_copy_to(a, dev) : Py_NewRef(obj);
-        else if (copy == 0)
-            copy_needed_error(dev != a->mem->dev ? "moving the array to another device"
-                                                 : "changing the dtype");
-        else if (want == a->dtype)
-            r = array_copy_to(a, dev);
-        else
-            r = array_cast_to(a, want, dev);
-    } else if (copy == 0) {
-        copy_needed_error("moving host data to a device");
-    } else if (mod_device_resolve(device, &dev) == 0) {
-        bool plain = !dtype && untyped(obj); /* before anything can raise: it clears errors */
-        PyObject *host = fit_device(host_array(obj, dtype), dev, plain);
-        r = host ? upload(host, dev) : NULL;
-        Py_XDECREF(host);
-    }
-done:
-    Py_XDECREF(dtype);
-    return r;
-}
-
-static PyObject *f_asnumpy(PyObject *self, PyObject *obj)
-{
-    if (mod_array_check(obj))
-        return mod_array_asnumpy((mod_array *)obj);
-    PyObject *args = PyTuple_Pack(1, obj);
-    PyObject *r = args ? mod_np_call("asarray", args, NULL) : NULL;
-    Py_XDECREF(args);
-    return r;
-}
-
-/* empty_like / zeros_like / ones_like / full_like(x, [fill_value,] dtype=None, device=None):
- * shape and dtype of x; the device of x when x is an offload array. */
-static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind)
-{
-    static char *kwlist2[] = {"x", "dtype", "device", NULL};
-    static char *kwlist3[] = {"x", "fill_value", "dtype", "device", NULL};
-    PyObject *x, *value = NULL, *dtype_arg = Py_None, *device = Py_None;
-    int ok = kind == FULL ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist3, &x, &value,
-                                                        &dtype_arg, &device)
-                          : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist2, &x, &dtype_arg,
-                                                        &device);
-    if (!ok)
-        return NULL;
-    ofl_device *dev;
-    PyObject *host = NULL, *dtype = NULL, *a = NULL;
-    mod_array *src = mod_array_check(x) ? (mod_array *)x : NULL;
-    if (!src && !(host = host_array(x, NULL)))
-        return NULL;
-    if (device == Py_None && src)
-        dev = src->mem->dev;
-    else if (mod_device_resolve(device, &dev) < 0)
-        goto done;
-    if (dtype_arg != Py_None)
-        dtype = mod_dtype_new(dtype_arg);
-    else
-        dtype = src ? Py_NewRef(src->dtype) : mod_dtype_from_array(host);
-    if (!dtype)
-        goto done;
-    if (src) {
-        a = mod_array_new_empty(dev, dtype, src->nd, src->shape);
-    } else {
-        Py_buffer view;
-        if (np_buffer(host, &view, false) == 0) {
-            if (view.ndim > MOD_MAXDIMS)
-                PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
-            else
-                a = mod_array_new_empty(dev, dtype, view.ndim, view.shape);
-            PyBuffer_Release(&view);
-        }
-    }
-    a = fill_as(a, kind, value);
-done:
-    Py_XDECREF(host);
-    Py_XDECREF(dtype);
-    return a;
-}
-
-static PyObject *f_empty_like(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return like(args, kw, "O|OO:empty_like", UNINITIALISED);
-}
-
-static PyObject *f_zeros_like(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return like(args, kw, "O|OO:zeros_like", ZEROS);
-}
-
-static PyObject *f_ones_like(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return like(args, kw, "O|OO:ones_like", ONES);
-}
-
-static PyObject *f_full_like(PyObject *self, PyObject *args, PyObject *kw)
-{
-    return like(args, kw, "OO|OO:full_like", FULL);
-}
-
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
-static PyMethodDef array_functions[] = {
-    {"asarray", KWFUNC(f_asarray),
-     "asarray(obj, dtype=None, device=None, copy=None) -> ndarray\n\nobj (array-like, buffer, "
-     "scalar or offload array) on a device (default: the default device, or obj's own)."},
-    {"empty", KWFUNC(f_empty), "empty(shape, dtype=None, device=None) -> uninitialised ndarray"},
-    {"zeros", KWFUNC(f_zeros), "zeros(shape, dtype=None, device=None) -> ndarray"},
-    {"ones", KWFUNC(f_ones), "ones(shape, dtype=None, device=None) -> ndarray"},
-    {"full", KWFUNC(f_full), "full(shape, fill_value, dtype=None, device=None) -> ndarray"},
-    {"arange", KWFUNC(f_arange),
-     "arange(start, /, stop=None, step=1, dtype=None, device=None) -> ndarray"},
-    {"empty_like", KWFUNC(f_empty_like), "empty_like(x, dtype=None, device=None) -> ndarray"},
-    {"zeros_like", KWFUNC(f_zeros_like), "zeros_like(x, dtype=None, device=None) -> ndarray"},
-    {"ones_like", KWFUNC(f_ones_like), "ones_like(x, dtype=None, device=None) -> ndarray"},
-    {"full_like", KWFUNC(f_full_like),
-     "full_like(x, fill_value, dtype=None, device=None) -> ndarray"},
-    {"asnumpy", (PyCFunction)f_asnumpy, METH_O, "asnumpy(x) -> numpy.ndarray: a host copy of x"},
-    {NULL, NULL, 0, NULL},
-};
-
-int mod_array_init(void)
-{
-    mod_ops_fill_slots(&mod_ArrayType, &array_as_number);
+    kernels = k;
+    k->fill_slots(&mod_ArrayType);
     if (PyType_Ready(&AllocType) < 0 || PyType_Ready(&mod_ArrayType) < 0)
         return -1;
-    return 0;
-}
-
-int mod_array_add_functions(PyObject *module)
-{
-    return PyModule_AddFunctions(module, array_functions);
+    return mod_type_add_methods(&mod_ArrayType, k->methods);
 }

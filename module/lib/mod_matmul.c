@@ -8,8 +8,8 @@
  * specialisation). The launch is queued on the operands' device like any
  * other: nothing here waits for the device.
  *
- * Called by: PyInit_offload (mod_matmul_add_functions) and ndarray's
- * nb_matrix_multiply slot (mod_matmul_operator, in mod_array.c), which also
+ * Called by: mod_lib_add_functions (offload.matmul) and ndarray's
+ * nb_matrix_multiply slot (mod_matmul_operator, set by mod_lib.c), which also
  * serves the reflected form: CPython calls the slot with the offload array
  * on either side.
  *
@@ -33,8 +33,7 @@
  * The tiling per device is choose_tiles'; OFFLOAD_MATMUL_TILES overrides it
  * (a knob for tuning on a device, read at each product), and the private
  * offload._matmul_source shows the text a product would run. */
-#include "mod_module.h"
-#include "mod_kernel.h"
+#include "mod_lib.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * 8-64 bits, float32, float64 -- what device kernels can compute on. Each is
  * one canonical numpy.dtype (native byte order), so `x.dtype == np.float32`
  * and friends behave as in NumPy. */
-#include "mod_module.h"
+#include "mod_core.h"
 
 #include <string.h>
 

@@ -1,0 +1,122 @@
+/* launch: device kernels -- @offload.kernel and @offload.device_func, their
+ * specialisation and compiling through the JIT, Range/NdRange/Event/
+ * DeviceTimer, the packing of a launch's arguments, and prange loops
+ * (%%offload cells, @offload.jit). Callers: lib/ (its generated kernels) and
+ * module/mod_module.c. Stands on core/ and jit/; names nothing of lib/. */
+#ifndef MOD_LAUNCH_H
+#define MOD_LAUNCH_H
+
+#include "core/mod_core.h"
+#include "jit.h"
+
+/* ---- mod_range.c: Range, NdRange, Event, DeviceTimer ---- */
+
+/* What a launch runs over, in the user's order (the last dimension fastest):
+ * a Range, or an NdRange (nd, with its work-group size in local). */
+typedef struct {
+    int ndim;
+    bool nd;
+    Py_ssize_t size[3], local[3];
+} mod_shape;
+
+/* A Range, an NdRange, or what Range() takes (an int, a tuple) as a shape;
+ * TypeError/ValueError otherwise. */
+int mod_shape_of(PyObject *o, mod_shape *out);
+PyObject *mod_shape_repr(const mod_shape *s);
+
+/* Takes ev; an Event object that waits on it. */
+PyObject *mod_event_new(ofl_event *ev, const char *kernel_name);
+int mod_range_add_functions(PyObject *module);
+
+/* ---- mod_args.c: a launch's arguments, as jit.h's kernel-argument ABI ----
+ * Every launch goes through here: @offload.kernel launches, the module's
+ * generated kernels and prange loops. Use: mod_args_init, mod_args_place,
+ * mod_args_upload, then (once the kernel is specialised for a.types)
+ * mod_args_pack, ofl_launch with a.packed, mod_args_download; mod_args_clear
+ * always, also after a failure. */
+
+/* The JIT type of a kernel argument (argument i, for messages): arrays of 1-3
+ * dimensions (host NumPy arrays typed as their device copy will be) and
+ * numbers; TypeError for anything else. */
+int mod_arg_type(PyObject *o, int i, jit_type *t);
+/* The canonical numpy.dtype of a JIT dtype. */
+PyObject *mod_arg_dtype_borrowed(jit_dtype d);
+
+/* One packed value: a scalar in its type's width, or an int64 of a layout. */
+typedef union {
+    int64_t i64;
+    double f64;
+    float f32;
+} mod_arg_word;
+
+typedef struct {
+    PyObject *const *given; /* the caller's objects, borrowed */
+    Py_ssize_t n;
+    jit_type *types;        /* [n] */
+    ofl_device *dev;        /* mod_args_place's */
+    /* [n]: given[i] (borrowed), or where copied[i] an owned device copy of
+     * the NumPy array given[i] (mod_args_upload) */
+    PyObject **objs;
+    bool *copied;
+    int ncopied;
+    ofl_arg *packed;        /* [npacked], pointing into words */
+    size_t npacked;
+    mod_arg_word *words;
+} mod_args;
+
+/* Types args (a keeps pointers to them, not references): 0, or -1 with an
+ * exception and a cleared. */
+int mod_args_init(mod_args *a, PyObject *const *args, Py_ssize_t n);
+/* a->dev: the device the arrays live on (compute follows data), else the
+ * default; ExecutionPlacementError for two devices. */
+int mod_args_place(mod_args *a);
+/* Copies the NumPy arrays to a->dev. */
+int mod_args_upload(mod_args *a);
+/* TypeError unless jf takes a's arguments after the item: the one check of
+ * an argument count. */
+int mod_args_check_count(const mod_args *a, const jit_func *jf);
+/* Packs a->packed in jit.h's order: the arguments, the range's sizes, then
+ * bounds (the bounds record, when not NULL) and the cancel flag (when cancel). */
+int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool cancel);
+/* Results back into the caller's NumPy arrays (this waits for the kernel),
+ * said on stderr, naming kernel_name. */
+int mod_args_download(mod_args *a, const char *kernel_name);
+void mod_args_clear(mod_args *a);
+
+/* ---- mod_kernel.c: Kernel, DeviceFunction, specialisation, launch ---- */
+
+int mod_kernel_add_functions(PyObject *module);
+
+/* A Kernel over an already parsed function (takes jf); pyfunc names it. */
+PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf);
+/* Launches as kernel[range](*args) does; an Event when want_event, else None. */
+PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
+                            bool want_event);
+/* The same, with index checks when boundscheck (the kernel's own setting
+ * counts too): waits for the launch; an index out of range is an IndexError. */
+PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, PyObject *const *args,
+                                    Py_ssize_t nargs, bool want_event, bool boundscheck);
+/* The module's own kernels (array operations): indices right by
+ * construction, so never checked unless a launch asks. */
+void mod_kernel_trusted(PyObject *kernel);
+/* jit_var_type on the kernel's parsed function, under the lock its compiles
+ * take (other threads may be compiling it); var must outlive the call. */
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
+                        jit_type *out, jit_error *err);
+
+/* What a kernel has done so far (Kernel.stats, in C). */
+typedef struct {
+    long compiles, memory_hits, disk_hits;
+    unsigned long long launches;
+    double compile_ms; /* the JIT's, summed over the loaded specialisations */
+} mod_kernel_stats;
+void mod_kernel_get_stats(PyObject *kernel, mod_kernel_stats *out);
+
+/* A jit_error as offload.CompileError (or DeviceError for internal ones). */
+void mod_raise_jit(const jit_error *err);
+
+/* ---- mod_loops.c: prange, @offload.jit, LoopContext ---- */
+
+int mod_loops_add_functions(PyObject *module);
+
+#endif

@@ -1,0 +1,22 @@
+/* What lib gives the rest of the module: ndarray's operations that run its
+ * kernels (handed to core at import, so that core never names lib) and its
+ * functions in the offload namespace. */
+#include "mod_lib.h"
+
+static void fill_slots(PyTypeObject *type) {
+    mod_ops_fill_slots(type);
+    type->tp_as_number->nb_matrix_multiply = mod_matmul_operator;
+}
+
+const mod_array_kernels mod_lib_array_kernels = {
+    .fill_slots = fill_slots,
+    .methods = mod_reduce_methods,
+    .copy = mod_ops_copy,
+};
+
+int mod_lib_add_functions(PyObject *module) {
+    if (mod_gen_init() < 0 || mod_matmul_add_functions(module) < 0 || mod_ops_add_functions(module) < 0 ||
+        mod_reduce_add_functions(module) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* lib: the array library offload writes for itself -- element-wise operators
+ * and functions (mod_ops), reductions (mod_reduce) and matmul (mod_matmul),
+ * each a Python kernel text that mod_gen compiles through launch/ like a
+ * user's @offload.kernel. ndarray's number slots, comparisons, reduction
+ * methods and strided copies are lib's: mod_lib.c hands them to core as
+ * mod_lib_array_kernels. Callers: module/mod_module.c only. Stands on
+ * launch/ and core/. */
+#ifndef MOD_LIB_H
+#define MOD_LIB_H
+
+#include "launch/mod_launch.h"
+
+/* ---- mod_lib.c: the room's face ---- */
+
+extern const mod_array_kernels mod_lib_array_kernels; /* for mod_array_init */
+int mod_lib_add_functions(PyObject *module); /* offload.add ... offload.sum ... offload.matmul */
+
+/* ---- mod_gen.c: kernels the module writes ----
+ * source: Python text defining `def name(item, ...)`, with the globals np
+ * (numpy), math and ol (offload). Compiled by the JIT as a user's kernel,
+ * once per text; the Kernel is kept for the process. */
+int mod_gen_init(void);
+PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
+/* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
+PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
+                         PyObject *const *args, Py_ssize_t nargs);
+
+/* ---- mod_ops.c: element-wise operators and functions ---- */
+
+/* ndarray's arithmetic slots and tp_richcompare (before PyType_Ready). */
+void mod_ops_fill_slots(PyTypeObject *type);
+int mod_ops_add_functions(PyObject *module);
+/* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
+PyObject *mod_ops_copy(mod_array *a, PyObject *dtype);
+
+/* ---- mod_matmul.c: matmul and @ (a tiled kernel) ---- */
+
+int mod_matmul_add_functions(PyObject *module); /* offload.matmul */
+/* ndarray's nb_matrix_multiply: a @ b with an offload array on either side. */
+PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
+
+/* ---- mod_reduce.c: sum prod min max mean argmin argmax ---- */
+
+int mod_reduce_add_functions(PyObject *module); /* offload.<name>(a, axis=None, ...) */
+extern PyMethodDef mod_reduce_methods[]; /* the ndarray methods of the same names */
+
+#endif
