@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "jit_cache.h"
+#include "mod_public.h"
 #include "krn_conn.h"
 #include "krn_log.h"
 #include "krn_server.h"
@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 
     krn_log_init();
     krn_log_keep_stderr();
-    jit_cache_set_log(log_cache_line);
+    mod_set_debug_log(log_cache_line);
     krn_conn conn;
     char err[512];
     if (krn_conn_load(conn_file, &conn, err, sizeof err)) {

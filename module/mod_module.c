@@ -4,9 +4,12 @@
 #include "mod_public.h"
 
 #include "config.h"
+#include "jit_cache.h"
 #include "lib/mod_lib.h"
 
 void mod_request_interrupt(void) { ofl_request_interrupt(); }
+void mod_set_debug_log(void (*log)(const char *line)) { jit_cache_set_log(log); }
+
 void mod_end_interrupt(void) {
     if (ofl_take_interrupt()) ofl_cancel_queued();
 }

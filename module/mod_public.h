@@ -19,5 +19,9 @@ void mod_request_interrupt(void);
  * Python between two device calls) stops the work queued on the devices all
  * the same. */
 void mod_end_interrupt(void);
+/* Where the module's debug lines (the JIT's disk cache: hits, misses,
+ * rebuilt entries) go instead of stderr, which is a cell's output inside the
+ * kernel. Set before any thread compiles. */
+void mod_set_debug_log(void (*log)(const char *line));
 
 #endif
