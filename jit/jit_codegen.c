@@ -13,6 +13,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include "jit_builtins.h"
 #include "jit_codegen.h"
 
 typedef struct {
@@ -51,7 +52,6 @@ typedef struct {
     LLVMValueRef *vars;  /* allocas of number variables */
     cg_array *arrays;    /* array variables */
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
-    int range_ndim;
     LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
     LLVMValueRef cancel_flag; /* JIT_CANCEL: the flag's parameter */
     LLVMBasicBlockRef brk[64], cont[64];
@@ -190,7 +190,7 @@ static int count_nodes(const jit_node *n, bool (*pred)(const jit_node *), int de
 }
 
 static bool is_barrier(const jit_node *n) {
-    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && n->v.ref.id == B_GROUP_BARRIER;
+    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && jit_builtins[n->v.ref.id].gen == GEN_BARRIER;
 }
 
 /* What keeps a loop from being unrolled (see unroll_copies). */
@@ -222,11 +222,9 @@ static int check_site(cg *c, const jit_node *at, const char *what) {
 
 /* The site of the access at (arr the array's expression). */
 static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
-    const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
-                       : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
-                           ? "private_array(...)" : "local_array(...)";
-    char what[300];
-    snprintf(what, sizeof what, "array '%s' ", name);
+    char what[300], name[32];
+    if (arr->kind == N_VAR) snprintf(what, sizeof what, "array '%s' ", c->f->vars[arr->v.var].name);
+    else snprintf(what, sizeof what, "array '%s(...)' ", jit_builtin_name(&jit_builtins[arr->a->v.ref.id], name, sizeof name));
     return check_site(c, at, what);
 }
 
@@ -646,7 +644,7 @@ static LLVMValueRef short_circuit(cg *c, jit_node *n) {
 
 static LLVMValueRef call_devfn(cg *c, jit_node *n);
 
-static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
+static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
     LLVMBuilderRef b = c->m->b;
     jit_type rt = n->type;
     LLVMValueRef a[8];
@@ -654,15 +652,15 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         if (n->kids[i]->type.kind != JT_ARRAY && !(a[i] = expr(c, n->kids[i]))) return NULL;
     jit_type t0 = n->nkids ? n->kids[0]->type : rt;
     jit_dtype d0 = dt_of(c, t0);
-    switch (bi) {
-    case B_LEN: {
+    switch (bt->gen) {
+    case GEN_LEN: {
         cg_array arr;
         return array_of(c, n->kids[0], &arr) < 0 ? NULL : arr.shape[0];
     }
-    case B_INT: case B_FLOAT: case B_BOOL:
+    case GEN_CONVERT:
         if (!n->nkids) return LLVMConstNull(ltype(c, rt));
         return conv(c, a[0], t0, rt);
-    case B_ABS: {
+    case GEN_ABS: {
         LLVMValueRef v = conv(c, a[0], t0, rt);
         jit_dtype d = dt_of(c, rt);
         if (jit_dtype_is_float(d)) return math1(c, "fabs", d, v);
@@ -670,7 +668,7 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), ""),
                                LLVMBuildNeg(b, v, ""), v, "");
     }
-    case B_MIN: case B_MAX: {
+    case GEN_MIN: case GEN_MAX: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef r = conv(c, a[0], t0, rt);
         bool mixed = false; /* signed and unsigned integers: choose by value, then convert */
@@ -680,7 +678,7 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
             int_key best = key_of(c, a[0], t0);
             for (int i = 1; i < n->nkids; i++) {
                 int_key k = key_of(c, a[i], n->kids[i]->type);
-                LLVMValueRef better = bi == B_MIN ? key_less(c, k, best) : key_less(c, best, k);
+                LLVMValueRef better = bt->gen == GEN_MIN ? key_less(c, k, best) : key_less(c, best, k);
                 r = LLVMBuildSelect(b, better, conv(c, a[i], n->kids[i]->type, rt), r, "");
                 best.neg = LLVMBuildSelect(b, better, k.neg, best.neg, "");
                 best.bits = LLVMBuildSelect(b, better, k.bits, best.bits, "");
@@ -689,54 +687,50 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         }
         for (int i = 1; i < n->nkids; i++) { /* Python keeps the first of equal values */
             LLVMValueRef v = conv(c, a[i], n->kids[i]->type, rt);
-            LLVMValueRef better = compare(c, bi == B_MIN ? OP_LT : OP_GT, d, v, r);
+            LLVMValueRef better = compare(c, bt->gen == GEN_MIN ? OP_LT : OP_GT, d, v, r);
             r = LLVMBuildSelect(b, better, v, r, "");
         }
         return r;
     }
-    case B_ROUND: case B_CEIL: case B_FLOOR: case B_TRUNC: {
+    case GEN_ROUND:
         if (!jit_dtype_is_float(d0)) return conv(c, a[0], t0, rt);
-        const char *fn = bi == B_ROUND ? "rint" : bi == B_CEIL ? "ceil" : bi == B_FLOOR ? "floor" : "trunc";
-        return conv_dt(c, math1(c, fn, d0, a[0]), d0, dt_of(c, rt));
-    }
-    case B_NP_FLOOR: case B_NP_CEIL: case B_NP_TRUNC: case B_NP_RINT: {
+        return conv_dt(c, math1(c, bt->fn, d0, a[0]), d0, dt_of(c, rt));
+    case GEN_NP_ROUND: {
         LLVMValueRef v = conv(c, a[0], t0, rt);
         jit_dtype d = dt_of(c, rt);
         if (!jit_dtype_is_float(d)) return v;
-        return math1(c, bi == B_NP_FLOOR ? "floor" : bi == B_NP_CEIL ? "ceil" : bi == B_NP_TRUNC ? "trunc" : "rint", d, v);
+        return math1(c, bt->fn, d, v);
     }
-    case B_MINIMUM: case B_MAXIMUM: { /* NumPy: a NaN on either side wins */
+    case GEN_MINIMUM: case GEN_MAXIMUM: { /* NumPy: a NaN on either side wins */
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef x = conv(c, a[0], t0, rt), y = conv(c, a[1], n->kids[1]->type, rt);
-        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bi == B_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
+        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bt->gen == GEN_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
         if (!jit_dtype_is_float(d)) return r;
         return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
     }
-    case B_ISFINITE:
+    case GEN_ISFINITE:
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 1, 0);
         return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]), LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
-    case B_ISNAN: case B_ISINF: {
+    case GEN_ISNAN: case GEN_ISINF: {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);
-        if (bi == B_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+        if (bt->gen == GEN_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
         LLVMValueRef inf = LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0);
         return LLVMBuildFCmp(b, LLVMRealOEQ, math1(c, "fabs", d0, a[0]), inf, "");
     }
-    case B_LDEXP: {
+    case GEN_LDEXP: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef args[2] = {conv(c, a[0], t0, rt), conv_dt(c, a[1], dt_of(c, n->kids[1]->type), JIT_I32)};
-        return jit_target_math(&c->m->tg, "ldexp", d == JIT_F64, args, 2);
+        return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, 2);
     }
-    default: break;
+    case GEN_MATH: {
+        jit_dtype d = dt_of(c, rt);
+        LLVMValueRef args[2];
+        for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
+        return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, n->nkids);
     }
-    /* the floating math.* family: arguments in the result's float type */
-    extern const char *const jit_builtin_names[];
-    const char *name = jit_builtin_names[bi];
-    if (bi == B_GAMMA) name = "tgamma";
-    jit_dtype d = dt_of(c, rt);
-    LLVMValueRef args[2];
-    for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
-    if (bi == B_SQRT && !c->m->tg.ptx) return math1(c, "sqrt", d, args[0]);
-    return jit_target_math(&c->m->tg, name, d == JIT_F64, args, n->nkids);
+    default:
+        return fail(c, n, "internal: builtin %s", bt->py), NULL;
+    }
 }
 
 /* ---- nd-range kernels: the work-group, local and private arrays, atomics ---- */
@@ -744,38 +738,37 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
 /* What a call made for its effect gives back (a barrier, a store). */
 static LLVMValueRef no_value(cg *c) { return LLVMConstInt(c->m->i1, 0, 0); }
 
-/* NdItem and Group queries: user dimension d is hardware dimension ndim-1-d,
- * as for a Range. Read from the hardware every time, so that device
- * functions given the item or group need no parameters for them. */
-static LLVMValueRef nd_query(cg *c, const char *m, jit_type obj, int d) {
+/* A query of the item in user dimension d. A Range's item was read once at
+ * the kernel's start. NdItem and Group queries: user dimension d is hardware
+ * dimension ndim-1-d, as for a Range; read from the hardware every time, so
+ * that device functions given the item or group need no parameters for them. */
+static LLVMValueRef query(cg *c, int q, jit_type obj, int d) {
     jit_tgt *tg = &c->m->tg;
     int hw = obj.ndim - 1 - d;
-    if (!strcmp(m, "get_global_id"))
-        return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
-    if (!strcmp(m, "get_local_id")) return jit_target_wg(tg, JIT_LOCAL_ID, hw);
-    if (!strcmp(m, "get_local_range")) return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
-    if (!strcmp(m, "get_group_id")) return jit_target_wg(tg, JIT_GROUP_ID, hw);
-    if (!strcmp(m, "get_group_range")) return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
-    /* get_global_range: an NdRange's global size is a whole number of groups */
-    return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+    switch ((jit_method_op)q) {
+    case Q_ITEM_ID: return c->uid[d];
+    case Q_ITEM_RANGE: return c->range[d];
+    case Q_GLOBAL_ID: return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
+    case Q_LOCAL_ID: return jit_target_wg(tg, JIT_LOCAL_ID, hw);
+    case Q_LOCAL_RANGE: return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
+    case Q_GROUP_ID: return jit_target_wg(tg, JIT_GROUP_ID, hw);
+    case Q_GROUP_RANGE: return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
+    case Q_GLOBAL_RANGE: /* an NdRange's global size is a whole number of groups */
+        return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+    default: return no_value(c); /* get_group(): the group is the item's */
+    }
 }
 
-/* Row-major (the last dimension fastest) linear id. */
-static LLVMValueRef nd_linear(cg *c, const char *id, const char *range, jit_type obj) {
-    LLVMValueRef lin = nd_query(c, id, obj, 0);
+/* A method of the item, the NdItem or its Group; a linear id is row-major
+ * (the last dimension fastest). */
+static LLVMValueRef item_method(cg *c, jit_node *n, jit_type obj) {
+    const jit_method *mt = jit_method_find((jit_kind)obj.kind, n->a->v.name);
+    if (mt->nargs || !mt->over) return query(c, mt->op, obj, (int)n->v.i);
+    LLVMValueRef lin = query(c, mt->op, obj, 0);
     for (int d = 1; d < obj.ndim; d++)
-        lin = LLVMBuildAdd(c->m->b, LLVMBuildMul(c->m->b, lin, nd_query(c, range, obj, d), ""),
-                           nd_query(c, id, obj, d), "");
+        lin = LLVMBuildAdd(c->m->b, LLVMBuildMul(c->m->b, lin, query(c, mt->over, obj, d), ""),
+                           query(c, mt->op, obj, d), "");
     return lin;
-}
-
-static LLVMValueRef nd_method(cg *c, jit_node *n, jit_type obj) {
-    const char *m = n->a->v.name;
-    if (!strcmp(m, "get_group")) return no_value(c);
-    if (!strcmp(m, "get_global_linear_id")) return nd_linear(c, "get_global_id", "get_global_range", obj);
-    if (!strcmp(m, "get_local_linear_id")) return nd_linear(c, "get_local_id", "get_local_range", obj);
-    if (!strcmp(m, "get_group_linear_id")) return nd_linear(c, "get_group_id", "get_group_range", obj);
-    return nd_query(c, m, obj, (int)n->v.i);
 }
 
 /* The storage of ol.local_array / ol.private_array call n, made at its first
@@ -847,7 +840,7 @@ static LLVMValueRef bits_of(cg *c, LLVMValueRef v, LLVMTypeRef it) {
 
 /* old = *p; *p = op(old, v) for floats, as a compare-and-swap loop on the
  * bits: for the operations a device has no instruction for. Returns old. */
-static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, const char *m, jit_dtype d, LLVMValueRef v) {
+static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, jit_method_op op, jit_dtype d, LLVMValueRef v) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
     LLVMValueRef first = LLVMBuildLoad2(b, it, p, "");
@@ -857,10 +850,9 @@ static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, const char *m, jit_dtype d, 
     LLVMBuildBr(b, loop);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef old = LLVMBuildPhi(b, it, "old"), oldf = LLVMBuildBitCast(b, old, et, ""), now;
-    if (!strcmp(m, "fetch_add")) now = LLVMBuildFAdd(b, oldf, v, "");
-    else if (!strcmp(m, "fetch_sub")) now = LLVMBuildFSub(b, oldf, v, "");
-    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, !strcmp(m, "fetch_min") ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""),
-                               v, oldf, "");
+    if (op == A_ADD) now = LLVMBuildFAdd(b, oldf, v, "");
+    else if (op == A_SUB) now = LLVMBuildFSub(b, oldf, v, "");
+    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, op == A_MIN ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""), v, oldf, "");
     LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, old, LLVMBuildBitCast(b, now, it, ""),
                                                LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
     LLVMValueRef found = LLVMBuildExtractValue(b, pair, 0, ""), ok = LLVMBuildExtractValue(b, pair, 1, "");
@@ -890,41 +882,45 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
     }
     LLVMAtomicOrdering relaxed = LLVMAtomicOrderingMonotonic;
     LLVMValueRef r;
-    if (!strcmp(m, "load")) {
+    jit_method_op op = jit_method_find(JT_ATOMIC, m)->op;
+    /* the integer fetch_* instructions, signed and unsigned */
+    static const LLVMAtomicRMWBinOp rmw[][2] = {
+        [A_ADD] = {LLVMAtomicRMWBinOpAdd, LLVMAtomicRMWBinOpAdd},
+        [A_SUB] = {LLVMAtomicRMWBinOpSub, LLVMAtomicRMWBinOpSub},
+        [A_AND] = {LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpAnd},
+        [A_OR] = {LLVMAtomicRMWBinOpOr, LLVMAtomicRMWBinOpOr},
+        [A_XOR] = {LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXor},
+        [A_MIN] = {LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpUMin},
+        [A_MAX] = {LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMax},
+    };
+    switch (op) {
+    case A_LOAD:
         r = LLVMBuildLoad2(b, it, p, "");
         LLVMSetOrdering(r, relaxed);
         LLVMSetAlignment(r, (unsigned)jit_dtype_size(d));
-    } else if (!strcmp(m, "store")) {
+        break;
+    case A_STORE: {
         LLVMValueRef st = LLVMBuildStore(b, bits_of(c, v[0], it), p);
         LLVMSetOrdering(st, relaxed);
         LLVMSetAlignment(st, (unsigned)jit_dtype_size(d));
         return no_value(c);
-    } else if (!strcmp(m, "compare_exchange")) { /* floats compare bits, as C++ atomics do */
+    }
+    case A_COMPARE_EXCHANGE: { /* floats compare bits, as C++ atomics do */
         LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, bits_of(c, v[0], it), bits_of(c, v[1], it), relaxed,
                                                    relaxed, 0);
         r = LLVMBuildExtractValue(b, pair, 0, "");
-    } else if (!strcmp(m, "exchange")) {
+        break;
+    }
+    case A_EXCHANGE:
         r = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, p, bits_of(c, v[0], it), relaxed, 0);
-    } else if (fl) {
+        break;
+    default:
+        if (!fl) return LLVMBuildAtomicRMW(b, rmw[op][!jit_dtype_is_signed(d)], p, v[0], relaxed, 0);
         /* CUDA has float add; OpenCL 1.2 devices have no float atomics at all */
-        if (c->m->tg.ptx && (!strcmp(m, "fetch_add") || !strcmp(m, "fetch_sub")))
-            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p,
-                                      m[6] == 's' ? LLVMBuildFNeg(b, v[0], "") : v[0], relaxed, 0);
-        return cas_loop(c, p, m, d, v[0]);
-    } else {
-        static const struct { const char *name; LLVMAtomicRMWBinOp s, u; } ops[] = {
-            {"fetch_add", LLVMAtomicRMWBinOpAdd, LLVMAtomicRMWBinOpAdd},
-            {"fetch_sub", LLVMAtomicRMWBinOpSub, LLVMAtomicRMWBinOpSub},
-            {"fetch_and", LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpAnd},
-            {"fetch_or", LLVMAtomicRMWBinOpOr, LLVMAtomicRMWBinOpOr},
-            {"fetch_xor", LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXor},
-            {"fetch_min", LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpUMin},
-            {"fetch_max", LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMax},
-        };
-        size_t i = 0;
-        while (i < sizeof ops / sizeof *ops && strcmp(ops[i].name, m)) i++;
-        if (i == sizeof ops / sizeof *ops) return fail(c, n, "internal: atomic %s", m), NULL;
-        return LLVMBuildAtomicRMW(b, jit_dtype_is_signed(d) ? ops[i].s : ops[i].u, p, v[0], relaxed, 0);
+        if (c->m->tg.ptx && (op == A_ADD || op == A_SUB))
+            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p, op == A_SUB ? LLVMBuildFNeg(b, v[0], "") : v[0],
+                                      relaxed, 0);
+        return cas_loop(c, p, op, d, v[0]);
     }
     return fl ? LLVMBuildBitCast(b, r, et, "") : r;
 }
@@ -1418,12 +1414,13 @@ static LLVMValueRef call(cg *c, jit_node *n) {
     jit_node *fn = n->a;
     if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN) {
         cg_array scratch;
-        switch (fn->v.ref.id) {
-        case B_GROUP_BARRIER: jit_target_barrier(&c->m->tg); return no_value(c);
-        case B_LOCAL_ARRAY: case B_PRIVATE_ARRAY: return scratch_array(c, n, &scratch) < 0 ? NULL : no_value(c);
-        case B_ATOMIC_REF: return atomic_ptr(c, n);
-        case B_PRINT: return emit_print(c, n);
-        default: return call_builtin(c, n, fn->v.ref.id);
+        const jit_builtin *bt = &jit_builtins[fn->v.ref.id];
+        switch (bt->gen) {
+        case GEN_BARRIER: jit_target_barrier(&c->m->tg); return no_value(c);
+        case GEN_SCRATCH: return scratch_array(c, n, &scratch) < 0 ? NULL : no_value(c);
+        case GEN_ATOMIC_REF: return atomic_ptr(c, n);
+        case GEN_PRINT: return emit_print(c, n);
+        default: return call_builtin(c, n, bt);
         }
     }
     if (fn->kind == N_REF && fn->v.ref.kind == REF_DTYPE) {
@@ -1436,18 +1433,7 @@ static LLVMValueRef call(cg *c, jit_node *n) {
         LLVMValueRef p = expr(c, fn->a);
         return p ? atomic_op(c, n, fn->a->type, p) : NULL;
     }
-    if (fn->kind == N_ATTR && (fn->a->type.kind == JT_NDITEM || fn->a->type.kind == JT_GROUP))
-        return nd_method(c, n, fn->a->type);
-    if (fn->kind == N_ATTR) { /* a Range's item */
-        LLVMBuilderRef b = c->m->b;
-        const char *m = fn->v.name;
-        if (!strcmp(m, "get_id")) return c->uid[n->v.i];
-        if (!strcmp(m, "get_range")) return c->range[n->v.i];
-        LLVMValueRef lin = c->uid[0];
-        for (int d = 1; d < c->range_ndim; d++)
-            lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, c->range[d], ""), c->uid[d], "");
-        return lin;
-    }
+    if (fn->kind == N_ATTR) return item_method(c, n, fn->a->type);
     fail(c, n, "internal: call");
     return NULL;
 }
@@ -1522,7 +1508,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     case N_ATTR: {
         cg_array a;
         if (array_of(c, n->a, &a) < 0) return NULL;
-        if (!strcmp(n->v.name, "ndim")) return i64c(c, a.t.ndim);
+        if (jit_attr_find(n->v.name) == ATTR_NDIM) return i64c(c, a.t.ndim);
         LLVMValueRef size = a.shape[0];
         for (int k = 1; k < a.t.ndim; k++) size = LLVMBuildMul(b, size, a.shape[k], "");
         return size;
@@ -2065,7 +2051,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     m.voidt = LLVMVoidTypeInContext(ctx);
     jit_target_setup(&m.tg);
 
-    cg c = {.m = &m, .f = f, .range_ndim = range_ndim};
+    cg c = {.m = &m, .f = f};
     LLVMTypeRef pts[512];
     int np = 0;
     for (int i = 0; i < nargs; i++) {

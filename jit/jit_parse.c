@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jit_builtins.h"
 #include "jit_tree.h"
 
 /* ---- arena and errors ---- */
@@ -130,61 +131,53 @@ typedef struct {
     const jit_node *value_of; /* the node value belongs to (literal_node) */
 } parser;
 
-/* The dtype classes and modules recognised by identity, looked up once. */
-static PyObject *mod_math, *mod_numpy, *mod_builtins, *numpy_generic;
+/* The modules a kernel names (REF_MODULE's id indexes these), numpy's dtype
+ * classes and the builtins' objects: recognised by identity, looked up once.
+ * offload is handed in by the module itself (jit_set_offload_module). */
+enum { MOD_MATH, MOD_NUMPY, MOD_OFFLOAD, MOD_BUILTINS, NMODULES };
+static const char *const module_names[NMODULES] = {"math", "numpy", "offload", "builtins"};
+static PyObject *modules[NMODULES], *numpy_generic;
 static PyTypeObject *devfunc_type;
 static PyObject *(*devfunc_pyfunc)(PyObject *);
+static PyObject *(*builtin_objs)[JIT_MAX_SPELLINGS]; /* by jit_builtins row and spelling */
 
 void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *)) {
     devfunc_type = type;
     devfunc_pyfunc = get_pyfunc;
 }
 
-const char *const jit_builtin_names[B_NBUILTINS] = {
-    "abs", "min", "max", "int", "float", "bool", "round", "len", "range", "print",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
-    "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
-    "pow", "fmod", "erf", "erfc", "gamma", "lgamma", "ldexp", "hypot",
-    "floor", "ceil", "trunc", "rint", "minimum", "maximum", "isfinite",
-    "group_barrier", "local_array", "private_array", "AtomicRef",
-};
-static PyObject *builtin_objs[B_NBUILTINS];
-
-/* NumPy's names for math.* builtins: the same code (on a scalar NumPy's
- * ufuncs and math's functions agree, but for errors math raises and a kernel
- * gives nan or inf as NumPy does). */
-static const struct { const char *name; unsigned char builtin; } numpy_twins[] = {
-    {"sin", B_SIN}, {"cos", B_COS}, {"tan", B_TAN}, {"arcsin", B_ASIN}, {"arccos", B_ACOS},
-    {"arctan", B_ATAN}, {"arctan2", B_ATAN2}, {"sinh", B_SINH}, {"cosh", B_COSH}, {"tanh", B_TANH},
-    {"arcsinh", B_ASINH}, {"arccosh", B_ACOSH}, {"arctanh", B_ATANH}, {"isnan", B_ISNAN},
-    {"isinf", B_ISINF}, {"sqrt", B_SQRT}, {"exp", B_EXP}, {"expm1", B_EXPM1}, {"exp2", B_EXP2},
-    {"log", B_LOG}, {"log10", B_LOG10}, {"log1p", B_LOG1P}, {"log2", B_LOG2}, {"copysign", B_COPYSIGN},
-    {"hypot", B_HYPOT}, {"ldexp", B_LDEXP}, {"abs", B_ABS}, {"absolute", B_ABS}, {"fabs", B_FABS},
-};
-#define NTWINS (sizeof numpy_twins / sizeof *numpy_twins)
-static PyObject *twin_objs[NTWINS];
+void jit_set_offload_module(PyObject *module) { modules[MOD_OFFLOAD] = module; }
 
 static int init_known(void) {
-    if (mod_math) return 0;
-    if (!(mod_math = PyImport_ImportModule("math")) ||
-        !(mod_numpy = PyImport_ImportModule("numpy")) ||
-        !(mod_builtins = PyImport_ImportModule("builtins")) ||
-        !(numpy_generic = PyObject_GetAttrString(mod_numpy, "generic")))
+    if (modules[MOD_MATH]) return 0;
+    for (int m = 0; m < NMODULES; m++)
+        if (m != MOD_OFFLOAD && !(modules[m] = PyImport_ImportModule(module_names[m]))) return -1;
+    if (!(numpy_generic = PyObject_GetAttrString(modules[MOD_NUMPY], "generic")) ||
+        !(builtin_objs = calloc((size_t)jit_nbuiltins, sizeof *builtin_objs)))
         return -1;
-    PyObject *mod_offload = PyImport_ImportModule("offload");
-    if (!mod_offload) return -1;
-    int rc = 0;
-    for (int b = 0; b < B_NBUILTINS && rc == 0; b++) {
-        PyObject *from = b < B_FIRST_MATH ? mod_builtins : b < B_FIRST_NUMPY ? mod_math
-                       : b < B_FIRST_OFFLOAD ? mod_numpy : mod_offload;
-        if (b == B_EXP2 && !PyObject_HasAttrString(mod_math, "exp2")) continue; /* Python < 3.11 */
-        if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) rc = -1;
+    for (int b = 0; b < jit_nbuiltins; b++) {
+        char sp[64];
+        for (int k = 0; jit_builtin_spelling(&jit_builtins[b], k, sp, sizeof sp); k++) {
+            char *dot = strchr(sp, '.');
+            int m = MOD_BUILTINS;
+            if (dot) {
+                *dot = '\0';
+                for (m = 0; strcmp(module_names[m], sp); m++) {}
+            }
+            /* absent: math.exp2 before Python 3.11, offload when the module did not say */
+            if (modules[m] && !(builtin_objs[b][k] = PyObject_GetAttrString(modules[m], dot ? dot + 1 : sp)))
+                PyErr_Clear();
+        }
     }
-    Py_DECREF(mod_offload);
-    for (size_t i = 0; i < NTWINS && rc == 0; i++)
-        if (!(twin_objs[i] = PyObject_GetAttrString(mod_numpy, numpy_twins[i].name))) rc = -1;
-    return rc;
+    return 0;
+}
+
+/* obj's row of jit_builtins, or -1. */
+static int builtin_of(PyObject *obj) {
+    for (int b = 0; b < jit_nbuiltins; b++)
+        for (int k = 0; k < JIT_MAX_SPELLINGS; k++)
+            if (builtin_objs[b][k] && obj == builtin_objs[b][k]) return b;
+    return -1;
 }
 
 /* A numpy.dtype (borrowed) as a jit_dtype, -1 for one kernels do not take. */
@@ -382,13 +375,13 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
     } else {
         n->kind = N_REF;
         snprintf(note, sizeof note, "%s=ref", name);
-        if (obj == mod_math || obj == mod_numpy || (PyModule_Check(obj) &&
+        if (obj == modules[MOD_MATH] || obj == modules[MOD_NUMPY] || (PyModule_Check(obj) &&
             strcmp(PyModule_GetName(obj) ? PyModule_GetName(obj) : "", "offload") == 0)) {
             PyErr_Clear();
             n->v.ref.kind = REF_MODULE;
-            n->v.ref.id = obj == mod_math ? 0 : obj == mod_numpy ? 1 : 2;
+            n->v.ref.id = obj == modules[MOD_MATH] ? MOD_MATH : obj == modules[MOD_NUMPY] ? MOD_NUMPY : MOD_OFFLOAD;
         } else if (PyType_Check(obj) && PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
-            PyObject *dt = PyObject_CallMethod(mod_numpy, "dtype", "O", obj);
+            PyObject *dt = PyObject_CallMethod(modules[MOD_NUMPY], "dtype", "O", obj);
             int d = dtype_code(dt);
             Py_XDECREF(dt);
             if (d < 0) {
@@ -422,12 +415,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.func = callee;
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
         } else {
-            int b;
-            for (b = 0; b < B_NBUILTINS; b++)
-                if (builtin_objs[b] && obj == builtin_objs[b]) break;
-            for (size_t i = 0; b == B_NBUILTINS && i < NTWINS; i++)
-                if (obj == twin_objs[i]) b = numpy_twins[i].builtin;
-            if (b == B_NBUILTINS) {
+            int b = builtin_of(obj);
+            if (b < 0) {
                 fail(p, at, "'%s' is a %s, which a kernel cannot use\n"
                      "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
                      "closures, and call math and NumPy math functions, dtypes (np.float32) and @offload.device_func "
@@ -864,7 +853,7 @@ static jit_node *expr_node(parser *p, PyObject *node) {
     if (is(node, "Call")) {
         jit_node *fn = child(p, node, "func");
         if (!fn) return NULL;
-        if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && fn->v.ref.id == B_PRINT)
+        if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && jit_builtins[fn->v.ref.id].type == TY_PRINT)
             return print_call(p, node, fn);
         PyObject *kw = PyObject_GetAttrString(node, "keywords");
         if (kw && PyList_GET_SIZE(kw) > 0) {
@@ -887,16 +876,14 @@ static jit_node *expr_node(parser *p, PyObject *node) {
         if (!obj || !attr) { Py_XDECREF(attr); return NULL; }
         const char *name = PyUnicode_AsUTF8(attr);
         if (obj->kind == N_REF && obj->v.ref.kind == REF_MODULE) {
-            PyObject *mod = obj->v.ref.id == 0 ? mod_math : obj->v.ref.id == 1 ? mod_numpy
-                                                                                : PyImport_ImportModule("offload");
+            PyObject *mod = modules[obj->v.ref.id];
             PyObject *val = mod ? PyObject_GetAttrString(mod, name) : NULL;
-            if (obj->v.ref.id == 2) Py_XDECREF(mod);
             if (!val) {
                 PyErr_Clear();
-                fail(p, node, "%s.%s does not exist", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
+                fail(p, node, "%s.%s does not exist", module_names[obj->v.ref.id], name);
             } else {
                 char full[128];
-                snprintf(full, sizeof full, "%s.%s", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
+                snprintf(full, sizeof full, "%s.%s", module_names[obj->v.ref.id], name);
                 n = from_object(p, node, full, val);
                 Py_DECREF(val);
             }
@@ -1045,14 +1032,16 @@ static jit_node *stmt_node(parser *p, PyObject *node) {
             PyObject *target = PyObject_GetAttrString(node, "target");
             PyObject *iter = PyObject_GetAttrString(node, "iter");
             jit_node *call = iter ? expr(p, iter) : NULL;
-            if (call && (call->kind != N_CALL || call->a->kind != N_REF || call->a->v.ref.kind != REF_BUILTIN ||
-                         call->a->v.ref.id != B_RANGE)) {
+            const jit_builtin *range = call && call->kind == N_CALL && call->a->kind == N_REF &&
+                                       call->a->v.ref.kind == REF_BUILTIN ? &jit_builtins[call->a->v.ref.id] : NULL;
+            if (call && (!range || range->type != TY_RANGE)) {
                 jit_error_at(p->err, p->f, call->line, call->col,
                              "kernels can only loop over range(...)\n"
                              "Write: for i in range(len(a)): ... a[i] ...");
                 call = NULL;
-            } else if (call && (call->nkids < 1 || call->nkids > 3)) {
-                jit_error_at(p->err, p->f, call->line, call->col, "range() takes 1 to 3 arguments, not %d", call->nkids);
+            } else if (call && (call->nkids < range->lo || call->nkids > range->hi)) {
+                jit_error_at(p->err, p->f, call->line, call->col, "range() takes %d to %d arguments, not %d",
+                             range->lo, range->hi, call->nkids);
                 call = NULL;
             }
             n->a = call && target ? expr(p, target) : NULL;
