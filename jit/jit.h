@@ -126,6 +126,9 @@ int jit_func_nparams(const jit_func *f); /* including the item for a kernel */
 /* The device function behind an @ol.device_func object, parsed at its first
  * use (the module registers how to recognise them). */
 void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *));
+/* The offload module, whose kernel-only functions (offload.group_barrier, ...)
+ * kernels call; kept borrowed (a module lives as long as its process). */
+void jit_set_offload_module(PyObject *module);
 
 /* args: the types of the arguments after the item. */
 int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim,

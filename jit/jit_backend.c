@@ -1,14 +1,13 @@
-/* jit_backend: the parts shared by both device paths -- one-time target
- * set-up, the optimisation pipeline, and SPIR-V emission (translator shim in
- * jit_spirv.cpp, validator in jit_spirv_tools.c). PTX lives in jit_ptx.c. */
-#include <pthread.h>
+/* jit_backend: the parts shared by both device paths -- the optimisation
+ * pipeline, and SPIR-V emission (translator shim in jit_spirv.cpp, validator
+ * in jit_spirv_tools.c). PTX lives in jit_ptx.c, the LLVM target set-up both
+ * use in jit_machine.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "jit_backend.h"
@@ -20,22 +19,6 @@ void jit_blob_free(jit_blob *b)
     free(b->data);
     b->data = NULL;
     b->size = 0;
-}
-
-/* LLVM's target registry is global and its initialisers are not safe to race. */
-static pthread_once_t jit_targets_once = PTHREAD_ONCE_INIT;
-
-static void jit_init_targets(void)
-{
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-}
-
-void jit_backend_init(void)
-{
-    pthread_once(&jit_targets_once, jit_init_targets);
 }
 
 /* LLVM's messages often end in a newline; ours are one line. */

@@ -4,8 +4,9 @@
  *   LLVM module (nvptx64) --jit_emit_ptx--->   PTX text (libdevice linked in when used)
  *
  * Every SPIR-V module is checked with the SPIRV-Tools validator before anyone
- * loads it. Owns the LLVM target set-up, the libdevice lookup and the thin C++
- * shim over the SPIRV-LLVM-Translator (jit_spirv.cpp). Called only by the JIT's
+ * loads it. Owns the LLVM target set-up (jit_machine.c, below the rest), the
+ * libdevice lookup and the thin C++ shim over the SPIRV-LLVM-Translator
+ * (jit_spirv.cpp). Called only by the JIT's
  * driver (jit_compile.c) and the unit tests. Knows nothing of Python.
  *
  * Conventions: 0 on success; otherwise non-zero with a sentence in err[errlen].
@@ -60,7 +61,7 @@ int jit_spirv_disassemble(const jit_blob *spirv, jit_blob *text, char *err, size
  * SPIR 1.2 bitcode: what PoCL takes with "-x spir -spir-std=1.2". */
 int jit_spirv_to_spir12(const jit_blob *spirv, jit_blob *bitcode, char *err, size_t errlen);
 
-/* ---- PTX (jit_ptx.c) ---- */
+/* ---- PTX (jit_ptx.c; jit_ptx_sm in jit_machine.c) ---- */
 
 /* The PTX ISA target the NVPTX backend of the LLVM we link can emit for a device
  * of compute capability cc (major*10+minor): LLVM 15 stops at sm_86, so an sm_90
@@ -73,14 +74,16 @@ int jit_ptx_sm(int cc);
  * that exists); not found -> an error naming those places (only when needed). */
 int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errlen);
 
-/* ---- shared by the backend's own files; not for other callers ---- */
+/* ---- shared by the backend's own files; not for other callers ----
+ * jit_machine.c is the lowest: jit_backend.c and jit_ptx.c call it, and
+ * jit_ptx.c calls jit_backend.c, never the other way round. */
 
-/* Target set-up (NVPTX) once per process; every entry point calls it. */
+/* Target set-up (NVPTX) once per process; every entry point calls it (jit_machine.c). */
 void jit_backend_init(void);
-/* jit_optimize with a given target machine (NULL for spir64). */
+/* jit_optimize with a given target machine, NULL for spir64 (jit_backend.c). */
 int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t errlen);
 /* The NVPTX target machine for sm_<sm> (mapped through jit_ptx_sm) with the
- * PTX version that sm needs; NULL with err set if LLVM lacks the target. */
+ * PTX version that sm needs; NULL with err set if LLVM lacks the target (jit_machine.c). */
 LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen);
 /* llvm::writeSpirv, no validation (jit_spirv.cpp). */
 int jit_spirv_write(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen);

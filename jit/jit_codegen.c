@@ -13,6 +13,7 @@
 
 #include <llvm-c/DebugInfo.h>
 
+#include "jit_builtins.h"
 #include "jit_codegen.h"
 
 typedef struct {
@@ -40,7 +41,6 @@ typedef struct {
     cg_devfn *devfns;
     int ndevfns;
     int depth;
-    LLVMValueRef print_words, repr[2]; /* print(): its constant strings, float formatters (f32, f64) */
     unsigned long long local_bytes; /* of the ol.local_arrays made so far, device functions' included */
 } cg_module;
 
@@ -51,7 +51,6 @@ typedef struct {
     LLVMValueRef *vars;  /* allocas of number variables */
     cg_array *arrays;    /* array variables */
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
-    int range_ndim;
     LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
     LLVMValueRef cancel_flag; /* JIT_CANCEL: the flag's parameter */
     LLVMBasicBlockRef brk[64], cont[64];
@@ -190,7 +189,7 @@ static int count_nodes(const jit_node *n, bool (*pred)(const jit_node *), int de
 }
 
 static bool is_barrier(const jit_node *n) {
-    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && n->v.ref.id == B_GROUP_BARRIER;
+    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && jit_builtins[n->v.ref.id].gen == GEN_BARRIER;
 }
 
 /* What keeps a loop from being unrolled (see unroll_copies). */
@@ -222,11 +221,9 @@ static int check_site(cg *c, const jit_node *at, const char *what) {
 
 /* The site of the access at (arr the array's expression). */
 static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
-    const char *name = arr->kind == N_VAR ? c->f->vars[arr->v.var].name
-                       : arr->kind == N_CALL && arr->a->kind == N_REF && arr->a->v.ref.id == B_PRIVATE_ARRAY
-                           ? "private_array(...)" : "local_array(...)";
-    char what[300];
-    snprintf(what, sizeof what, "array '%s' ", name);
+    char what[300], name[32];
+    if (arr->kind == N_VAR) snprintf(what, sizeof what, "array '%s' ", c->f->vars[arr->v.var].name);
+    else snprintf(what, sizeof what, "array '%s(...)' ", jit_builtin_name(&jit_builtins[arr->a->v.ref.id], name, sizeof name));
     return check_site(c, at, what);
 }
 
@@ -646,7 +643,7 @@ static LLVMValueRef short_circuit(cg *c, jit_node *n) {
 
 static LLVMValueRef call_devfn(cg *c, jit_node *n);
 
-static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
+static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
     LLVMBuilderRef b = c->m->b;
     jit_type rt = n->type;
     LLVMValueRef a[8];
@@ -654,15 +651,15 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         if (n->kids[i]->type.kind != JT_ARRAY && !(a[i] = expr(c, n->kids[i]))) return NULL;
     jit_type t0 = n->nkids ? n->kids[0]->type : rt;
     jit_dtype d0 = dt_of(c, t0);
-    switch (bi) {
-    case B_LEN: {
+    switch (bt->gen) {
+    case GEN_LEN: {
         cg_array arr;
         return array_of(c, n->kids[0], &arr) < 0 ? NULL : arr.shape[0];
     }
-    case B_INT: case B_FLOAT: case B_BOOL:
+    case GEN_CONVERT:
         if (!n->nkids) return LLVMConstNull(ltype(c, rt));
         return conv(c, a[0], t0, rt);
-    case B_ABS: {
+    case GEN_ABS: {
         LLVMValueRef v = conv(c, a[0], t0, rt);
         jit_dtype d = dt_of(c, rt);
         if (jit_dtype_is_float(d)) return math1(c, "fabs", d, v);
@@ -670,7 +667,7 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), ""),
                                LLVMBuildNeg(b, v, ""), v, "");
     }
-    case B_MIN: case B_MAX: {
+    case GEN_MIN: case GEN_MAX: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef r = conv(c, a[0], t0, rt);
         bool mixed = false; /* signed and unsigned integers: choose by value, then convert */
@@ -680,7 +677,7 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
             int_key best = key_of(c, a[0], t0);
             for (int i = 1; i < n->nkids; i++) {
                 int_key k = key_of(c, a[i], n->kids[i]->type);
-                LLVMValueRef better = bi == B_MIN ? key_less(c, k, best) : key_less(c, best, k);
+                LLVMValueRef better = bt->gen == GEN_MIN ? key_less(c, k, best) : key_less(c, best, k);
                 r = LLVMBuildSelect(b, better, conv(c, a[i], n->kids[i]->type, rt), r, "");
                 best.neg = LLVMBuildSelect(b, better, k.neg, best.neg, "");
                 best.bits = LLVMBuildSelect(b, better, k.bits, best.bits, "");
@@ -689,54 +686,50 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
         }
         for (int i = 1; i < n->nkids; i++) { /* Python keeps the first of equal values */
             LLVMValueRef v = conv(c, a[i], n->kids[i]->type, rt);
-            LLVMValueRef better = compare(c, bi == B_MIN ? OP_LT : OP_GT, d, v, r);
+            LLVMValueRef better = compare(c, bt->gen == GEN_MIN ? OP_LT : OP_GT, d, v, r);
             r = LLVMBuildSelect(b, better, v, r, "");
         }
         return r;
     }
-    case B_ROUND: case B_CEIL: case B_FLOOR: case B_TRUNC: {
+    case GEN_ROUND:
         if (!jit_dtype_is_float(d0)) return conv(c, a[0], t0, rt);
-        const char *fn = bi == B_ROUND ? "rint" : bi == B_CEIL ? "ceil" : bi == B_FLOOR ? "floor" : "trunc";
-        return conv_dt(c, math1(c, fn, d0, a[0]), d0, dt_of(c, rt));
-    }
-    case B_NP_FLOOR: case B_NP_CEIL: case B_NP_TRUNC: case B_NP_RINT: {
+        return conv_dt(c, math1(c, bt->fn, d0, a[0]), d0, dt_of(c, rt));
+    case GEN_NP_ROUND: {
         LLVMValueRef v = conv(c, a[0], t0, rt);
         jit_dtype d = dt_of(c, rt);
         if (!jit_dtype_is_float(d)) return v;
-        return math1(c, bi == B_NP_FLOOR ? "floor" : bi == B_NP_CEIL ? "ceil" : bi == B_NP_TRUNC ? "trunc" : "rint", d, v);
+        return math1(c, bt->fn, d, v);
     }
-    case B_MINIMUM: case B_MAXIMUM: { /* NumPy: a NaN on either side wins */
+    case GEN_MINIMUM: case GEN_MAXIMUM: { /* NumPy: a NaN on either side wins */
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef x = conv(c, a[0], t0, rt), y = conv(c, a[1], n->kids[1]->type, rt);
-        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bi == B_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
+        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bt->gen == GEN_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
         if (!jit_dtype_is_float(d)) return r;
         return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
     }
-    case B_ISFINITE:
+    case GEN_ISFINITE:
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 1, 0);
         return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]), LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
-    case B_ISNAN: case B_ISINF: {
+    case GEN_ISNAN: case GEN_ISINF: {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);
-        if (bi == B_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
+        if (bt->gen == GEN_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
         LLVMValueRef inf = LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0);
         return LLVMBuildFCmp(b, LLVMRealOEQ, math1(c, "fabs", d0, a[0]), inf, "");
     }
-    case B_LDEXP: {
+    case GEN_LDEXP: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef args[2] = {conv(c, a[0], t0, rt), conv_dt(c, a[1], dt_of(c, n->kids[1]->type), JIT_I32)};
-        return jit_target_math(&c->m->tg, "ldexp", d == JIT_F64, args, 2);
+        return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, 2);
     }
-    default: break;
+    case GEN_MATH: {
+        jit_dtype d = dt_of(c, rt);
+        LLVMValueRef args[2];
+        for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
+        return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, n->nkids);
     }
-    /* the floating math.* family: arguments in the result's float type */
-    extern const char *const jit_builtin_names[];
-    const char *name = jit_builtin_names[bi];
-    if (bi == B_GAMMA) name = "tgamma";
-    jit_dtype d = dt_of(c, rt);
-    LLVMValueRef args[2];
-    for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
-    if (bi == B_SQRT && !c->m->tg.ptx) return math1(c, "sqrt", d, args[0]);
-    return jit_target_math(&c->m->tg, name, d == JIT_F64, args, n->nkids);
+    default:
+        return fail(c, n, "internal: builtin %s", bt->py), NULL;
+    }
 }
 
 /* ---- nd-range kernels: the work-group, local and private arrays, atomics ---- */
@@ -744,38 +737,37 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, int bi) {
 /* What a call made for its effect gives back (a barrier, a store). */
 static LLVMValueRef no_value(cg *c) { return LLVMConstInt(c->m->i1, 0, 0); }
 
-/* NdItem and Group queries: user dimension d is hardware dimension ndim-1-d,
- * as for a Range. Read from the hardware every time, so that device
- * functions given the item or group need no parameters for them. */
-static LLVMValueRef nd_query(cg *c, const char *m, jit_type obj, int d) {
+/* A query of the item in user dimension d. A Range's item was read once at
+ * the kernel's start. NdItem and Group queries: user dimension d is hardware
+ * dimension ndim-1-d, as for a Range; read from the hardware every time, so
+ * that device functions given the item or group need no parameters for them. */
+static LLVMValueRef query(cg *c, int q, jit_type obj, int d) {
     jit_tgt *tg = &c->m->tg;
     int hw = obj.ndim - 1 - d;
-    if (!strcmp(m, "get_global_id"))
-        return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
-    if (!strcmp(m, "get_local_id")) return jit_target_wg(tg, JIT_LOCAL_ID, hw);
-    if (!strcmp(m, "get_local_range")) return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
-    if (!strcmp(m, "get_group_id")) return jit_target_wg(tg, JIT_GROUP_ID, hw);
-    if (!strcmp(m, "get_group_range")) return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
-    /* get_global_range: an NdRange's global size is a whole number of groups */
-    return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+    switch ((jit_method_op)q) {
+    case Q_ITEM_ID: return c->uid[d];
+    case Q_ITEM_RANGE: return c->range[d];
+    case Q_GLOBAL_ID: return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
+    case Q_LOCAL_ID: return jit_target_wg(tg, JIT_LOCAL_ID, hw);
+    case Q_LOCAL_RANGE: return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
+    case Q_GROUP_ID: return jit_target_wg(tg, JIT_GROUP_ID, hw);
+    case Q_GROUP_RANGE: return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
+    case Q_GLOBAL_RANGE: /* an NdRange's global size is a whole number of groups */
+        return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+    default: return no_value(c); /* get_group(): the group is the item's */
+    }
 }
 
-/* Row-major (the last dimension fastest) linear id. */
-static LLVMValueRef nd_linear(cg *c, const char *id, const char *range, jit_type obj) {
-    LLVMValueRef lin = nd_query(c, id, obj, 0);
+/* A method of the item, the NdItem or its Group; a linear id is row-major
+ * (the last dimension fastest). */
+static LLVMValueRef item_method(cg *c, jit_node *n, jit_type obj) {
+    const jit_method *mt = jit_method_find((jit_kind)obj.kind, n->a->v.name);
+    if (mt->nargs || !mt->over) return query(c, mt->op, obj, (int)n->v.i);
+    LLVMValueRef lin = query(c, mt->op, obj, 0);
     for (int d = 1; d < obj.ndim; d++)
-        lin = LLVMBuildAdd(c->m->b, LLVMBuildMul(c->m->b, lin, nd_query(c, range, obj, d), ""),
-                           nd_query(c, id, obj, d), "");
+        lin = LLVMBuildAdd(c->m->b, LLVMBuildMul(c->m->b, lin, query(c, mt->over, obj, d), ""),
+                           query(c, mt->op, obj, d), "");
     return lin;
-}
-
-static LLVMValueRef nd_method(cg *c, jit_node *n, jit_type obj) {
-    const char *m = n->a->v.name;
-    if (!strcmp(m, "get_group")) return no_value(c);
-    if (!strcmp(m, "get_global_linear_id")) return nd_linear(c, "get_global_id", "get_global_range", obj);
-    if (!strcmp(m, "get_local_linear_id")) return nd_linear(c, "get_local_id", "get_local_range", obj);
-    if (!strcmp(m, "get_group_linear_id")) return nd_linear(c, "get_group_id", "get_group_range", obj);
-    return nd_query(c, m, obj, (int)n->v.i);
 }
 
 /* The storage of ol.local_array / ol.private_array call n, made at its first
@@ -847,7 +839,7 @@ static LLVMValueRef bits_of(cg *c, LLVMValueRef v, LLVMTypeRef it) {
 
 /* old = *p; *p = op(old, v) for floats, as a compare-and-swap loop on the
  * bits: for the operations a device has no instruction for. Returns old. */
-static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, const char *m, jit_dtype d, LLVMValueRef v) {
+static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, jit_method_op op, jit_dtype d, LLVMValueRef v) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
     LLVMValueRef first = LLVMBuildLoad2(b, it, p, "");
@@ -857,10 +849,9 @@ static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, const char *m, jit_dtype d, 
     LLVMBuildBr(b, loop);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef old = LLVMBuildPhi(b, it, "old"), oldf = LLVMBuildBitCast(b, old, et, ""), now;
-    if (!strcmp(m, "fetch_add")) now = LLVMBuildFAdd(b, oldf, v, "");
-    else if (!strcmp(m, "fetch_sub")) now = LLVMBuildFSub(b, oldf, v, "");
-    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, !strcmp(m, "fetch_min") ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""),
-                               v, oldf, "");
+    if (op == A_ADD) now = LLVMBuildFAdd(b, oldf, v, "");
+    else if (op == A_SUB) now = LLVMBuildFSub(b, oldf, v, "");
+    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, op == A_MIN ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""), v, oldf, "");
     LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, old, LLVMBuildBitCast(b, now, it, ""),
                                                LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
     LLVMValueRef found = LLVMBuildExtractValue(b, pair, 0, ""), ok = LLVMBuildExtractValue(b, pair, 1, "");
@@ -890,41 +881,45 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
     }
     LLVMAtomicOrdering relaxed = LLVMAtomicOrderingMonotonic;
     LLVMValueRef r;
-    if (!strcmp(m, "load")) {
+    jit_method_op op = jit_method_find(JT_ATOMIC, m)->op;
+    /* the integer fetch_* instructions, signed and unsigned */
+    static const LLVMAtomicRMWBinOp rmw[][2] = {
+        [A_ADD] = {LLVMAtomicRMWBinOpAdd, LLVMAtomicRMWBinOpAdd},
+        [A_SUB] = {LLVMAtomicRMWBinOpSub, LLVMAtomicRMWBinOpSub},
+        [A_AND] = {LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpAnd},
+        [A_OR] = {LLVMAtomicRMWBinOpOr, LLVMAtomicRMWBinOpOr},
+        [A_XOR] = {LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXor},
+        [A_MIN] = {LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpUMin},
+        [A_MAX] = {LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMax},
+    };
+    switch (op) {
+    case A_LOAD:
         r = LLVMBuildLoad2(b, it, p, "");
         LLVMSetOrdering(r, relaxed);
         LLVMSetAlignment(r, (unsigned)jit_dtype_size(d));
-    } else if (!strcmp(m, "store")) {
+        break;
+    case A_STORE: {
         LLVMValueRef st = LLVMBuildStore(b, bits_of(c, v[0], it), p);
         LLVMSetOrdering(st, relaxed);
         LLVMSetAlignment(st, (unsigned)jit_dtype_size(d));
         return no_value(c);
-    } else if (!strcmp(m, "compare_exchange")) { /* floats compare bits, as C++ atomics do */
+    }
+    case A_COMPARE_EXCHANGE: { /* floats compare bits, as C++ atomics do */
         LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, bits_of(c, v[0], it), bits_of(c, v[1], it), relaxed,
                                                    relaxed, 0);
         r = LLVMBuildExtractValue(b, pair, 0, "");
-    } else if (!strcmp(m, "exchange")) {
+        break;
+    }
+    case A_EXCHANGE:
         r = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, p, bits_of(c, v[0], it), relaxed, 0);
-    } else if (fl) {
+        break;
+    default:
+        if (!fl) return LLVMBuildAtomicRMW(b, rmw[op][!jit_dtype_is_signed(d)], p, v[0], relaxed, 0);
         /* CUDA has float add; OpenCL 1.2 devices have no float atomics at all */
-        if (c->m->tg.ptx && (!strcmp(m, "fetch_add") || !strcmp(m, "fetch_sub")))
-            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p,
-                                      m[6] == 's' ? LLVMBuildFNeg(b, v[0], "") : v[0], relaxed, 0);
-        return cas_loop(c, p, m, d, v[0]);
-    } else {
-        static const struct { const char *name; LLVMAtomicRMWBinOp s, u; } ops[] = {
-            {"fetch_add", LLVMAtomicRMWBinOpAdd, LLVMAtomicRMWBinOpAdd},
-            {"fetch_sub", LLVMAtomicRMWBinOpSub, LLVMAtomicRMWBinOpSub},
-            {"fetch_and", LLVMAtomicRMWBinOpAnd, LLVMAtomicRMWBinOpAnd},
-            {"fetch_or", LLVMAtomicRMWBinOpOr, LLVMAtomicRMWBinOpOr},
-            {"fetch_xor", LLVMAtomicRMWBinOpXor, LLVMAtomicRMWBinOpXor},
-            {"fetch_min", LLVMAtomicRMWBinOpMin, LLVMAtomicRMWBinOpUMin},
-            {"fetch_max", LLVMAtomicRMWBinOpMax, LLVMAtomicRMWBinOpUMax},
-        };
-        size_t i = 0;
-        while (i < sizeof ops / sizeof *ops && strcmp(ops[i].name, m)) i++;
-        if (i == sizeof ops / sizeof *ops) return fail(c, n, "internal: atomic %s", m), NULL;
-        return LLVMBuildAtomicRMW(b, jit_dtype_is_signed(d) ? ops[i].s : ops[i].u, p, v[0], relaxed, 0);
+        if (c->m->tg.ptx && (op == A_ADD || op == A_SUB))
+            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p, op == A_SUB ? LLVMBuildFNeg(b, v[0], "") : v[0],
+                                      relaxed, 0);
+        return cas_loop(c, p, op, d, v[0]);
     }
     return fl ? LLVMBuildBitCast(b, r, et, "") : r;
 }
@@ -934,387 +929,8 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
  * One printf per print() call, so that the lines of different work-items do
  * not interleave mid-line (CUDA interleaves the separate calls of a warp).
  * The format is constant -- strings, sep and end are part of it -- and every
- * value is a conversion of fixed shape: ints in decimal, bools as True/False
- * (a %s into a table of words), floats as Python shows them: the shortest
- * digits that read back as the same value, laid out as repr() does for
- * float64 and as NumPy's str() does for float32 ("0.1", "1.0", "1e+16",
- * "-2.5e-07", "inf", "nan"). Those digits vary in length, so a float is six
- * conversions, "%s%.0ld%s%.0ld%s%.0ld": a prefix word, the digits before the
- * point, a point with leading zeros, the digits after it, "e+" (or "e+0")
- * and the exponent -- a %.0 conversion of 0 prints nothing, which drops the
- * parts a value's form does not have. */
-
-enum { PW_EMPTY, PW_MINUS, PW_ZERO, PW_MZERO, PW_INF, PW_MINF, PW_NAN, PW_EP, PW_EP0, PW_EM, PW_EM0, PW_TRUE,
-       PW_FALSE, PW_NWORDS };
-static const char *const print_words[PW_NWORDS] = {"", "-", "0", "-0", "inf", "-inf", "nan", "e+", "e+0", "e-",
-                                                   "e-0", "True", "False"};
-/* After the words, the point slots: slot s is "." and s-1 zeros (slot 0 is ""). */
-enum { POINT_SLOTS = 19, POINT_SIZE = 20 };
-
-static int64_t word_offset(int w) {
-    int64_t off = 1; /* nothing points at byte 0 (see jit_target_const_bytes) */
-    for (int i = 0; i < w; i++) off += (int64_t)strlen(print_words[i]) + 1;
-    return off;
-}
-
-static LLVMValueRef words_table(cg_module *m) {
-    if (m->print_words) return m->print_words;
-    char buf[512] = {0};
-    size_t n = (size_t)word_offset(PW_NWORDS);
-    for (int i = 0; i < PW_NWORDS; i++) memcpy(buf + word_offset(i), print_words[i], strlen(print_words[i]) + 1);
-    for (int s = 1; s < POINT_SLOTS; s++) {
-        char *slot = buf + n + (size_t)s * POINT_SIZE;
-        slot[0] = '.';
-        memset(slot + 1, '0', (size_t)s - 1);
-    }
-    n += POINT_SLOTS * POINT_SIZE;
-    return m->print_words = jit_target_const_bytes(&m->tg, "ofl_print_words", buf, n);
-}
-
-/* The float formatter is built with these: r->b is its builder. */
-typedef struct {
-    cg_module *m;
-    LLVMBuilderRef b;
-    LLVMValueRef fn;
-} rb;
-typedef struct { LLVMValueRef hi, lo; } dd; /* a double-double: hi + lo, |lo| <= ulp(hi)/2 */
-
-static LLVMValueRef ki(rb *r, long long v) { return LLVMConstInt(r->m->i64, (unsigned long long)v, 1); }
-static LLVMValueRef ki32(rb *r, int v) { return LLVMConstInt(r->m->i32, (unsigned long long)(long long)v, 1); }
-static LLVMValueRef kf(rb *r, double v) { return LLVMConstReal(r->m->f64, v); }
-static LLVMValueRef word(rb *r, int w) { return ki(r, word_offset(w)); }
-static LLVMValueRef r_sel(rb *r, LLVMValueRef c, LLVMValueRef x, LLVMValueRef y) {
-    return LLVMBuildSelect(r->b, c, x, y, "");
-}
-static LLVMValueRef r_add(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAdd(r->b, x, y, ""); }
-static LLVMValueRef r_sub(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildSub(r->b, x, y, ""); }
-static LLVMValueRef r_mul(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildMul(r->b, x, y, ""); }
-static LLVMValueRef r_udiv(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildUDiv(r->b, x, y, ""); }
-static LLVMValueRef r_urem(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildURem(r->b, x, y, ""); }
-static LLVMValueRef r_and(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildAnd(r->b, x, y, ""); }
-static LLVMValueRef r_or(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildOr(r->b, x, y, ""); }
-static LLVMValueRef r_not(rb *r, LLVMValueRef x) { return LLVMBuildNot(r->b, x, ""); }
-static LLVMValueRef r_icmp(rb *r, LLVMIntPredicate p, LLVMValueRef x, LLVMValueRef y) {
-    return LLVMBuildICmp(r->b, p, x, y, "");
-}
-static LLVMValueRef r_fadd(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildFAdd(r->b, x, y, ""); }
-static LLVMValueRef r_fsub(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildFSub(r->b, x, y, ""); }
-static LLVMValueRef r_fmul(rb *r, LLVMValueRef x, LLVMValueRef y) { return LLVMBuildFMul(r->b, x, y, ""); }
-static LLVMValueRef r_fcmp(rb *r, LLVMRealPredicate p, LLVMValueRef x, LLVMValueRef y) {
-    return LLVMBuildFCmp(r->b, p, x, y, "");
-}
-static LLVMValueRef r_fma(rb *r, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
-    LLVMValueRef args[3] = {x, y, z};
-    return jit_target_math(&r->m->tg, "fma", true, args, 3);
-}
-static LLVMValueRef r_rint(rb *r, LLVMValueRef x) { return jit_target_math(&r->m->tg, "rint", true, &x, 1); }
-static LLVMValueRef bit_of(rb *r, LLVMValueRef v, int i) { /* bit i of v, as an i1 */
-    return LLVMBuildTrunc(r->b, LLVMBuildLShr(r->b, v, LLVMConstInt(LLVMTypeOf(v), (unsigned)i, 0), ""), r->m->i1, "");
-}
-
-/* a + e with |e| small against a, renormalised */
-static dd quick_two_sum(rb *r, LLVMValueRef a, LLVMValueRef e) {
-    LLVMValueRef s = r_fadd(r, a, e);
-    return (dd){s, r_fsub(r, e, r_fsub(r, s, a))};
-}
-/* a + c exactly (Knuth) */
-static dd two_sum(rb *r, LLVMValueRef a, LLVMValueRef c) {
-    LLVMValueRef s = r_fadd(r, a, c), bb = r_fsub(r, s, a);
-    return (dd){s, r_fadd(r, r_fsub(r, a, r_fsub(r, s, bb)), r_fsub(r, c, bb))};
-}
-static dd dd_mul(rb *r, dd x, dd y) {
-    LLVMValueRef p = r_fmul(r, x.hi, y.hi);
-    LLVMValueRef e = r_fma(r, x.hi, y.hi, LLVMBuildFNeg(r->b, p, "")); /* exactly x.hi * y.hi - p */
-    return quick_two_sum(r, p, r_fadd(r, e, r_fadd(r, r_fmul(r, x.hi, y.lo), r_fmul(r, x.lo, y.hi))));
-}
-static dd dd_mul_d(rb *r, dd x, LLVMValueRef d) {
-    LLVMValueRef p = r_fmul(r, x.hi, d);
-    LLVMValueRef e = r_fma(r, x.hi, d, LLVMBuildFNeg(r->b, p, ""));
-    return quick_two_sum(r, p, r_fadd(r, e, r_fmul(r, x.lo, d)));
-}
-
-/* s * 10^k (|k| < 512) as a double-double, by the binary digits of |k|. Every
- * factor is on the same side of 1, so no partial product over- or underflows
- * where the result does not; for 0 <= k <= 22 and s a power of two it is
- * exact. Each step selects on the last one: independent terms would be
- * vectorised into a reduction, which the SPIR-V translator rejects. */
-static dd pow10_dd(rb *r, LLVMValueRef k, LLVMValueRef s) {
-    /* 10^(2^i) and 10^-(2^i), hi and lo */
-    static const double up[9][2] = {
-        {0x1.4p+3, 0}, {0x1.9p+6, 0}, {0x1.388p+13, 0}, {0x1.7d784p+26, 0}, {0x1.1c37937e08p+53, 0},
-        {0x1.3b8b5b5056e17p+106, -0x1.3107fp+52}, {0x1.84f03e93ff9f5p+212, -0x1.2ac340948e389p+157},
-        {0x1.27748f9301d32p+425, -0x1.901cc86649e4ap+371}, {0x1.54fdd7f73bf3cp+850, -0x1.7222446fe467p+795}};
-    static const double down[9][2] = {
-        {0x1.999999999999ap-4, -0x1.999999999999ap-58}, {0x1.47ae147ae147bp-7, -0x1.eb851eb851eb8p-63},
-        {0x1.a36e2eb1c432dp-14, -0x1.6a161e4f765fep-68}, {0x1.5798ee2308c3ap-27, -0x1.03023df2d4c94p-82},
-        {0x1.cd2b297d889bcp-54, 0x1.5b4c2ebe68799p-109}, {0x1.9f623d5a8a733p-107, -0x1.a2cc10f3892d4p-161},
-        {0x1.50ffd44f4a73dp-213, 0x1.a53f2398d747bp-268}, {0x1.bba08cf8c979dp-426, -0x1.afa9c1a60497dp-480},
-        {0x1.8062864ac6f43p-851, 0x1.39fa911155ffp-906}};
-    LLVMValueRef neg = r_icmp(r, LLVMIntSLT, k, ki32(r, 0));
-    LLVMValueRef mag = r_sel(r, neg, LLVMBuildNeg(r->b, k, ""), k);
-    dd t = {s, kf(r, 0)};
-    for (int i = 0; i < 9; i++) {
-        dd f = {r_sel(r, neg, kf(r, down[i][0]), kf(r, up[i][0])), r_sel(r, neg, kf(r, down[i][1]), kf(r, up[i][1]))};
-        dd tf = dd_mul(r, t, f);
-        LLVMValueRef bit = bit_of(r, mag, i);
-        t = (dd){r_sel(r, bit, tf.hi, t.hi), r_sel(r, bit, tf.lo, t.lo)};
-    }
-    return t;
-}
-
-/* 10^w (0 <= w <= 18), by w's binary digits (a table would be a global of
- * LLVM's in the private space, which SPIR-V cannot hold). */
-static LLVMValueRef ipow10(rb *r, LLVMValueRef w) {
-    static const long long sq[5] = {10, 100, 10000, 100000000, 10000000000000000LL};
-    LLVMValueRef v = ki(r, 1);
-    for (int i = 0; i < 5; i++) v = r_sel(r, bit_of(r, w, i), r_mul(r, v, ki(r, sq[i])), v);
-    return v;
-}
-
-/* The number of decimal digits of 0 < v < 10^18, in a loop: a sum of
- * compares would be vectorised into a bool-vector bitcast SPIR-V cannot hold. */
-static LLVMValueRef ndigits(rb *r, LLVMValueRef v) {
-    LLVMBuilderRef b = r->b;
-    LLVMContextRef ctx = r->m->tg.ctx;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = LLVMAppendBasicBlockInContext(ctx, r->fn, "ndigits"),
-                      done = LLVMAppendBasicBlockInContext(ctx, r->fn, "ndigits.done");
-    LLVMBuildBr(b, loop);
-    LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef n = LLVMBuildPhi(b, r->m->i64, "n"), p = LLVMBuildPhi(b, r->m->i64, "p10");
-    LLVMValueRef in_n[2] = {ki(r, 1), r_add(r, n, ki(r, 1))}, in_p[2] = {ki(r, 10), r_mul(r, p, ki(r, 10))};
-    LLVMBuildCondBr(b, r_and(r, r_icmp(r, LLVMIntUGE, v, p), r_icmp(r, LLVMIntULT, n, ki(r, 18))), loop, done);
-    LLVMBasicBlockRef from[2] = {pre, loop};
-    LLVMAddIncoming(n, in_n, from, 2);
-    LLVMAddIncoming(p, in_p, from, 2);
-    LLVMPositionBuilderAtEnd(b, done);
-    return n;
-}
-
-/* x = m * 2^e2 (m an integer); the ends of the interval of reals that read
- * back as x are vu * 2^eu above it and vd * 2^ed below (odd numerators). */
-typedef struct { LLVMValueRef even, vu, eu, vd, ed; } ends;
-
-/* From x's bits (as i64) in a format of mant_bits and bias. */
-static ends interval_ends(rb *r, LLVMValueRef bits, int mant_bits, int bias) {
-    LLVMValueRef expf = LLVMBuildLShr(r->b, bits, ki(r, mant_bits), "");
-    LLVMValueRef frac = r_and(r, bits, ki(r, (1LL << mant_bits) - 1));
-    LLVMValueRef normal = r_icmp(r, LLVMIntNE, expf, ki(r, 0));
-    LLVMValueRef m = r_sel(r, normal, r_or(r, frac, ki(r, 1LL << mant_bits)), frac);
-    LLVMValueRef e2 = r_sub(r, r_sel(r, normal, expf, ki(r, 1)), ki(r, bias + mant_bits));
-    /* a power of two above the smallest normal has its lower neighbour at half the distance */
-    LLVMValueRef pow2 = r_and(r, r_icmp(r, LLVMIntEQ, frac, ki(r, 0)), r_icmp(r, LLVMIntUGT, expf, ki(r, 1)));
-    LLVMValueRef m2 = LLVMBuildShl(r->b, m, ki(r, 1), "");
-    return (ends){.even = r_icmp(r, LLVMIntEQ, r_and(r, m, ki(r, 1)), ki(r, 0)),
-                  .vu = r_add(r, m2, ki(r, 1)), .eu = r_sub(r, e2, ki(r, 1)),
-                  .vd = r_sel(r, pow2, r_sub(r, LLVMBuildShl(r->b, m, ki(r, 2), ""), ki(r, 1)), r_sub(r, m2, ki(r, 1))),
-                  .ed = r_sub(r, e2, r_sel(r, pow2, ki(r, 2), ki(r, 1)))};
-}
-
-/* Whether the decimal Mc * 10^q, at dc = Mc - S from S = x * 10^-q, reads
- * back as x: strictly inside the interval (half-gaps Hu above, Hd below, in
- * S's scale), or exactly on an end when x is even (round half to even: 1e+23
- * lies half a gap from its double, and Python prints it so). A distance
- * within 2^-36 of the end is decided exactly, in integers: the end v * 2^ev
- * equals Mc * 5^q * 2^q, which only an integer decimal (q >= 0) can. */
-static LLVMValueRef reads_back(rb *r, LLVMValueRef Mc, LLVMValueRef dc, LLVMValueRef Hu, LLVMValueRef Hd,
-                               LLVMValueRef q, const ends *x) {
-    LLVMValueRef above = r_fcmp(r, LLVMRealOGE, dc, kf(r, 0));
-    LLVMValueRef dist = r_sel(r, above, dc, LLVMBuildFNeg(r->b, dc, "")), H = r_sel(r, above, Hu, Hd);
-    LLVMValueRef inside = r_fcmp(r, LLVMRealOLT, dist, r_fmul(r, H, kf(r, 1 - 0x1p-36)));
-    LLVMValueRef near = r_fcmp(r, LLVMRealOLE, dist, r_fmul(r, H, kf(r, 1 + 0x1p-36)));
-    LLVMValueRef v = r_sel(r, above, x->vu, x->vd), ev = r_sel(r, above, x->eu, x->ed);
-    static const long long p5[5] = {5, 25, 625, 390625, 152587890625LL}; /* 5^(2^i); v < 2^55 < 5^24 */
-    LLVMValueRef f5 = ki(r, 1);
-    for (int i = 0; i < 5; i++) f5 = r_sel(r, bit_of(r, q, i), r_mul(r, f5, ki(r, p5[i])), f5);
-    LLVMValueRef t = r_sub(r, ev, q), ts = r_sel(r, r_icmp(r, LLVMIntULE, t, ki(r, 62)), t, ki(r, 0));
-    LLVMValueRef odd = LLVMBuildLShr(r->b, Mc, ts, "");
-    LLVMValueRef exact = r_and(r, r_and(r, r_icmp(r, LLVMIntSGE, q, ki(r, 0)), r_icmp(r, LLVMIntSLE, q, ki(r, 23))),
-                             r_icmp(r, LLVMIntULE, t, ki(r, 62)));
-    exact = r_and(r, exact, r_icmp(r, LLVMIntEQ, LLVMBuildShl(r->b, odd, ts, ""), Mc));
-    exact = r_and(r, exact, r_icmp(r, LLVMIntEQ, r_urem(r, v, f5), ki(r, 0)));
-    exact = r_and(r, exact, r_icmp(r, LLVMIntEQ, r_udiv(r, v, f5), odd));
-    return r_or(r, inside, r_and(r, r_and(r, near, x->even), exact));
-}
-
-/* The formatter {i64 x 6} ofl_repr_f64/f32(double x): the six printf
- * arguments of x (the words as offsets into the words table). f32: x holds a
- * float32, whose digits and interval are float32's.
- *
- * Shortest digits: for p = 1, 2, ... digits, the p-digit decimal nearest to
- * x (or its other neighbour) is taken when it reads back as x, judged in
- * double-double with a margin, so that a near-tie costs a digit more rather
- * than a value that reads back differently; 17 (9) digits always do. */
-static LLVMValueRef repr_fn(cg *c, bool f32) {
-    cg_module *m = c->m;
-    if (m->repr[f32]) return m->repr[f32];
-    LLVMTypeRef i64 = m->i64, i32 = m->i32, f64 = m->f64;
-    LLVMTypeRef fields[6] = {i64, i64, i64, i64, i64, i64};
-    LLVMTypeRef st = LLVMStructTypeInContext(m->tg.ctx, fields, 6, 0);
-    LLVMTypeRef fty = LLVMFunctionType(st, &f64, 1, 0);
-    LLVMValueRef fn = LLVMAddFunction(m->tg.mod, f32 ? "ofl_repr_f32" : "ofl_repr_f64", fty);
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
-    jit_target_mark_function(&m->tg, fn);
-    m->repr[f32] = fn;
-    LLVMBuilderRef saved = m->tg.b;
-    rb R = {.m = m, .b = LLVMCreateBuilderInContext(m->tg.ctx), .fn = fn}, *r = &R;
-    LLVMBuilderRef b = R.b;
-    m->tg.b = b; /* jit_target_math builds with it */
-    LLVMContextRef ctx = m->tg.ctx;
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, fn, "entry"),
-                      finite = LLVMAppendBasicBlockInContext(ctx, fn, "finite"),
-                      loop = LLVMAppendBasicBlockInContext(ctx, fn, "digits"),
-                      next = LLVMAppendBasicBlockInContext(ctx, fn, "digits.more"),
-                      strip = LLVMAppendBasicBlockInContext(ctx, fn, "strip"),
-                      strip_more = LLVMAppendBasicBlockInContext(ctx, fn, "strip.more"),
-                      layout = LLVMAppendBasicBlockInContext(ctx, fn, "layout"),
-                      done = LLVMAppendBasicBlockInContext(ctx, fn, "done");
-
-    /* nan, inf and zero: a prefix word, and ".0" after a zero */
-    LLVMPositionBuilderAtEnd(b, entry);
-    LLVMValueRef x = LLVMGetParam(fn, 0), bits = LLVMBuildBitCast(b, x, i64, "");
-    LLVMValueRef sign = r_icmp(r, LLVMIntSLT, bits, ki(r, 0));
-    LLVMValueRef ax = LLVMBuildBitCast(b, r_and(r, bits, ki(r, INT64_MAX)), f64, "ax");
-    LLVMValueRef isnan = r_fcmp(r, LLVMRealUNO, x, x), isinf = r_fcmp(r, LLVMRealOEQ, ax, kf(r, 1.0 / 0.0));
-    LLVMValueRef iszero = r_fcmp(r, LLVMRealOEQ, ax, kf(r, 0));
-    LLVMValueRef sp_pfx = r_sel(r, isinf, r_sel(r, sign, word(r, PW_MINF), word(r, PW_INF)),
-                                r_sel(r, sign, word(r, PW_MZERO), word(r, PW_ZERO)));
-    sp_pfx = r_sel(r, isnan, word(r, PW_NAN), sp_pfx);
-    LLVMValueRef sp_point = r_sel(r, iszero, ki(r, 2), ki(r, 0));
-    LLVMBuildCondBr(b, r_or(r, isnan, r_or(r, isinf, iszero)), done, finite);
-
-    /* The gaps to x's neighbours in its own type (at the largest value, the
-     * one above is taken equal to the one below), and its exact form. */
-    LLVMPositionBuilderAtEnd(b, finite);
-    LLVMValueRef up, down;
-    ends xe;
-    if (f32) {
-        LLVMTypeRef f32t = m->f32;
-        LLVMValueRef fb = LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, ax, f32t, ""), i32, "");
-        xe = interval_ends(r, LLVMBuildZExt(b, fb, i64, ""), 23, 127);
-        LLVMValueRef nx = LLVMBuildFPExt(b, LLVMBuildBitCast(b, r_add(r, fb, ki32(r, 1)), f32t, ""), f64, "");
-        LLVMValueRef pv = LLVMBuildFPExt(b, LLVMBuildBitCast(b, r_sub(r, fb, ki32(r, 1)), f32t, ""), f64, "");
-        up = r_sel(r, r_icmp(r, LLVMIntEQ, fb, ki32(r, 0x7f7fffff)), r_fsub(r, ax, pv), r_fsub(r, nx, ax));
-        down = r_fsub(r, ax, pv);
-    } else {
-        LLVMValueRef ab = LLVMBuildBitCast(b, ax, i64, "");
-        xe = interval_ends(r, ab, 52, 1023);
-        LLVMValueRef nx = LLVMBuildBitCast(b, r_add(r, ab, ki(r, 1)), f64, "");
-        LLVMValueRef pv = LLVMBuildBitCast(b, r_sub(r, ab, ki(r, 1)), f64, "");
-        up = r_sel(r, r_icmp(r, LLVMIntEQ, ab, ki(r, 0x7fefffffffffffffLL)), r_fsub(r, ax, pv), r_fsub(r, nx, ax));
-        down = r_fsub(r, ax, pv);
-    }
-    /* x scaled by 2^sxe so that x and the powers of ten stay normal in double-double */
-    LLVMValueRef tiny = r_fcmp(r, LLVMRealOLT, ax, kf(r, 0x1p-500)), huge = r_fcmp(r, LLVMRealOGT, ax, kf(r, 0x1p+500));
-    LLVMValueRef sx = r_sel(r, tiny, kf(r, 0x1p+512), r_sel(r, huge, kf(r, 0x1p-512), kf(r, 1)));
-    LLVMValueRef s0 = r_sel(r, tiny, kf(r, 0x1p-512), r_sel(r, huge, kf(r, 0x1p+512), kf(r, 1)));
-    LLVMValueRef sxe = r_sel(r, tiny, ki32(r, 512), r_sel(r, huge, ki32(r, -512), ki32(r, 0)));
-    LLVMValueRef axp = r_fmul(r, ax, sx);
-    LLVMValueRef hu = r_fmul(r, r_fmul(r, up, sx), kf(r, 0.5)), hd = r_fmul(r, r_fmul(r, down, sx), kf(r, 0.5));
-    /* x's decimal exponent e: floor(log10(2^e2)) = e2 * 78913 >> 18 for
-     * |e2| < 2^11, and one more when x * 10^-e >= 10 */
-    LLVMValueRef e2 = LLVMBuildTrunc(b, LLVMBuildLShr(b, LLVMBuildBitCast(b, axp, i64, ""), ki(r, 52), ""), i32, "");
-    e2 = r_sub(r, r_sub(r, e2, ki32(r, 1023)), sxe);
-    LLVMValueRef e = LLVMBuildAShr(b, r_mul(r, e2, ki32(r, 78913)), ki32(r, 18), "");
-    dd s1 = dd_mul_d(r, pow10_dd(r, LLVMBuildNeg(b, e, ""), s0), axp);
-    LLVMValueRef ge = r_or(r, r_fcmp(r, LLVMRealOGT, s1.hi, kf(r, 10)),
-                         r_and(r, r_fcmp(r, LLVMRealOEQ, s1.hi, kf(r, 10)), r_fcmp(r, LLVMRealOGE, s1.lo, kf(r, 0))));
-    e = r_add(r, e, LLVMBuildZExt(b, ge, i32, ""));
-    LLVMBuildBr(b, loop);
-
-    /* p digits: S = x * 10^-q, q = e-p+1, lies in [10^(p-1), 10^p); exact
-     * when 10^-q is an exact double, so that a tie between two decimals
-     * (S = n + 1/2) goes to the even digit, as in Python. M = rint(S). */
-    LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef p = LLVMBuildPhi(b, i32, "p");
-    LLVMValueRef q32 = r_add(r, r_sub(r, e, p), ki32(r, 1)), q = LLVMBuildSExt(b, q32, i64, "q");
-    dd T = pow10_dd(r, LLVMBuildNeg(b, q32, ""), s0), S = dd_mul_d(r, T, axp);
-    LLVMValueRef rr = r_rint(r, S.hi);
-    dd f = two_sum(r, r_fsub(r, S.hi, rr), S.lo); /* S - rr, exactly */
-    LLVMValueRef rf = r_rint(r, f.hi);
-    LLVMValueRef d = r_fsub(r, r_fsub(r, rf, f.hi), f.lo); /* M - S */
-    LLVMValueRef M = r_add(r, LLVMBuildFPToSI(b, rr, i64, ""), LLVMBuildFPToSI(b, rf, i64, ""));
-    LLVMValueRef Hu = r_fmul(r, T.hi, hu), Hd = r_fmul(r, T.hi, hd);
-    LLVMValueRef okM = reads_back(r, M, d, Hu, Hd, q, &xe);
-    /* else the other neighbour: M+1 when M is below S, M-1 when above */
-    LLVMValueRef above = r_fcmp(r, LLVMRealOGE, d, kf(r, 0));
-    LLVMValueRef N = r_sel(r, above, r_sub(r, M, ki(r, 1)), r_add(r, M, ki(r, 1)));
-    LLVMValueRef dN = r_sel(r, above, r_fsub(r, d, kf(r, 1)), r_fadd(r, d, kf(r, 1)));
-    LLVMValueRef okN = reads_back(r, N, dN, Hu, Hd, q, &xe);
-    M = r_sel(r, r_and(r, r_not(r, okM), okN), N, M);
-    LLVMValueRef last = r_icmp(r, LLVMIntEQ, p, ki32(r, f32 ? 9 : 17));
-    LLVMBuildCondBr(b, r_or(r, r_or(r, okM, okN), last), strip, next);
-    LLVMPositionBuilderAtEnd(b, next);
-    LLVMValueRef in_p[2] = {ki32(r, 1), r_add(r, p, ki32(r, 1))};
-    LLVMBasicBlockRef from[2] = {finite, next};
-    LLVMBuildBr(b, loop);
-    LLVMAddIncoming(p, in_p, from, 2);
-
-    /* x ~ M * 10^q without M's trailing zeros (M = 10^p after rounding up) */
-    LLVMPositionBuilderAtEnd(b, strip);
-    LLVMValueRef sm = LLVMBuildPhi(b, i64, "m"), sq = LLVMBuildPhi(b, i64, "q");
-    LLVMBuildCondBr(b, r_icmp(r, LLVMIntEQ, r_urem(r, sm, ki(r, 10)), ki(r, 0)), strip_more, layout);
-    LLVMPositionBuilderAtEnd(b, strip_more);
-    LLVMValueRef in_m[2] = {M, r_udiv(r, sm, ki(r, 10))}, in_q[2] = {q, r_add(r, sq, ki(r, 1))};
-    LLVMBasicBlockRef from_s[2] = {loop, strip_more};
-    LLVMBuildBr(b, strip);
-    LLVMAddIncoming(sm, in_m, from_s, 2);
-    LLVMAddIncoming(sq, in_q, from_s, 2);
-
-    /* The six parts [prefix][A][point slot][B][exponent word][C] of each form. */
-    LLVMPositionBuilderAtEnd(b, layout);
-    LLVMValueRef zero = ki(r, 0), one = ki(r, 1), n = ndigits(r, sm);
-    LLVMValueRef E = r_sub(r, r_add(r, sq, n), one); /* x ~ d.ddd * 10^E */
-    LLVMValueRef minus = r_sel(r, sign, word(r, PW_MINUS), word(r, PW_EMPTY));
-    /* fixed for 1e-4 <= |x| < 1e16, by the digits (Python's repr); for
-     * float32 for 1e-4 <= |x| < 1e6, by the value (NumPy's str) */
-    LLVMValueRef fixed = f32 ? r_and(r, r_fcmp(r, LLVMRealOGE, ax, kf(r, 1e-4)), r_fcmp(r, LLVMRealOLT, ax, kf(r, 1e6)))
-                             : r_and(r, r_icmp(r, LLVMIntSGE, E, ki(r, -4)), r_icmp(r, LLVMIntSLT, E, ki(r, 16)));
-    LLVMValueRef big = r_icmp(r, LLVMIntSGE, E, zero);
-    /* fixed, |x| >= 1: int digits, then w fraction digits or ".0" */
-    LLVMValueRef w = r_sub(r, r_sub(r, n, E), one), whole = r_icmp(r, LLVMIntSLE, w, zero);
-    LLVMValueRef pw = ipow10(r, r_sel(r, whole, LLVMBuildNeg(b, w, ""), w));
-    LLVMValueRef big_a = r_sel(r, whole, r_mul(r, sm, pw), r_udiv(r, sm, pw));
-    LLVMValueRef big_b = r_sel(r, whole, zero, r_urem(r, sm, pw));
-    LLVMValueRef big_point = r_sel(r, whole, ki(r, 2), r_add(r, one, r_sub(r, w, ndigits(r, big_b))));
-    /* fixed, |x| < 1: "0", "." and -E-1 zeros, the digits */
-    LLVMValueRef small_pfx = r_sel(r, sign, word(r, PW_MZERO), word(r, PW_ZERO));
-    LLVMValueRef small_point = LLVMBuildNeg(b, E, "");
-    /* scientific: a digit, the others after a point, then the exponent */
-    LLVMValueRef pe = ipow10(r, r_sub(r, n, one));
-    LLVMValueRef sci_a = r_udiv(r, sm, pe), sci_b = r_urem(r, sm, pe), more = r_icmp(r, LLVMIntSGT, n, one);
-    LLVMValueRef sci_point = r_sel(r, more, r_sub(r, n, ndigits(r, sci_b)), zero);
-    LLVMValueRef eneg = r_icmp(r, LLVMIntSLT, E, zero), eabs = r_sel(r, eneg, LLVMBuildNeg(b, E, ""), E);
-    LLVMValueRef one_digit = r_icmp(r, LLVMIntSLT, eabs, ki(r, 10));
-    LLVMValueRef eword = r_sel(r, eneg, r_sel(r, one_digit, word(r, PW_EM0), word(r, PW_EM)),
-                             r_sel(r, one_digit, word(r, PW_EP0), word(r, PW_EP)));
-    LLVMValueRef fbig = r_and(r, fixed, big), fsmall = r_and(r, fixed, r_not(r, big));
-    LLVMValueRef parts[6] = {
-        r_sel(r, fsmall, small_pfx, minus),
-        r_sel(r, fbig, big_a, r_sel(r, fsmall, zero, sci_a)),
-        r_sel(r, fbig, big_point, r_sel(r, fsmall, small_point, sci_point)),
-        r_sel(r, fbig, big_b, r_sel(r, fsmall, sm, r_sel(r, more, sci_b, zero))),
-        r_sel(r, fixed, word(r, PW_EMPTY), eword),
-        r_sel(r, fixed, zero, eabs),
-    };
-    LLVMBasicBlockRef layout_end = LLVMGetInsertBlock(b); /* ndigits made blocks */
-    LLVMBuildBr(b, done);
-
-    LLVMPositionBuilderAtEnd(b, done);
-    LLVMValueRef special[6] = {sp_pfx, zero, sp_point, zero, word(r, PW_EMPTY), zero};
-    LLVMBasicBlockRef pfrom[2] = {entry, layout_end};
-    LLVMValueRef phis[6], ret = LLVMGetUndef(st);
-    for (int i = 0; i < 6; i++) {
-        phis[i] = LLVMBuildPhi(b, i64, "");
-        LLVMValueRef in[2] = {special[i], parts[i]};
-        LLVMAddIncoming(phis[i], in, pfrom, 2);
-    }
-    phis[2] = r_add(r, word(r, PW_NWORDS), r_mul(r, phis[2], ki(r, POINT_SIZE))); /* slot -> offset */
-    for (int i = 0; i < 6; i++) ret = LLVMBuildInsertValue(b, ret, phis[i], (unsigned)i, "");
-    LLVMBuildRet(b, ret);
-    LLVMDisposeBuilder(b);
-    m->tg.b = saved;
-    return fn;
-}
+ * value is a conversion of fixed shape: ints in decimal, bools and floats as
+ * jit_print.c lays them out. */
 
 /* A print()'s format and arguments as they are gathered. */
 typedef struct {
@@ -1341,10 +957,6 @@ static int fmt_add(print_buf *pb, const char *s, bool escape) {
     return 0;
 }
 
-static LLVMValueRef word_ptr(cg *c, LLVMValueRef offset) {
-    return LLVMBuildGEP2(c->m->b, c->m->i8, words_table(c->m), &offset, 1, "");
-}
-
 /* A float printf can take without a double-double formatter: OpenCL devices
  * without float64 get "%.9g" of the float (it reads back as the same float32). */
 static bool plain_float(cg *c) { return !c->m->target->fp64 && !c->m->tg.ptx; }
@@ -1358,8 +970,7 @@ static int print_value(cg *c, print_buf *pb, jit_node *k) {
     const char *l64 = c->m->tg.ptx ? "ll" : "l"; /* OpenCL C's long is 64 bits, and it has no long long */
     char conv[48];
     if (d == JIT_BOOL) {
-        LLVMValueRef w = LLVMBuildSelect(b, v, i64c(c, word_offset(PW_TRUE)), i64c(c, word_offset(PW_FALSE)), "");
-        pb->args[pb->nargs++] = word_ptr(c, w);
+        pb->args[pb->nargs++] = jit_print_bool(&c->m->tg, v);
         return fmt_add(pb, "%s", false);
     }
     if (jit_dtype_is_int(d)) {
@@ -1375,13 +986,8 @@ static int print_value(cg *c, print_buf *pb, jit_node *k) {
     }
     bool f32 = d == JIT_F32;
     if (f32) v = LLVMBuildFPExt(b, v, c->m->f64, "");
-    LLVMValueRef fn = repr_fn(c, f32);
-    LLVMValueRef parts = LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, &v, 1, "");
-    jit_target_mark_call(&c->m->tg, parts);
-    for (int i = 0; i < 6; i++) {
-        LLVMValueRef part = LLVMBuildExtractValue(b, parts, (unsigned)i, "");
-        pb->args[pb->nargs++] = i % 2 == 0 ? word_ptr(c, part) : part;
-    }
+    jit_print_float(&c->m->tg, v, f32, pb->args + pb->nargs);
+    pb->nargs += 6;
     snprintf(conv, sizeof conv, "%%s%%.0%sd%%s%%.0%sd%%s%%.0%sd", l64, l64, l64);
     return fmt_add(pb, conv, false);
 }
@@ -1418,12 +1024,13 @@ static LLVMValueRef call(cg *c, jit_node *n) {
     jit_node *fn = n->a;
     if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN) {
         cg_array scratch;
-        switch (fn->v.ref.id) {
-        case B_GROUP_BARRIER: jit_target_barrier(&c->m->tg); return no_value(c);
-        case B_LOCAL_ARRAY: case B_PRIVATE_ARRAY: return scratch_array(c, n, &scratch) < 0 ? NULL : no_value(c);
-        case B_ATOMIC_REF: return atomic_ptr(c, n);
-        case B_PRINT: return emit_print(c, n);
-        default: return call_builtin(c, n, fn->v.ref.id);
+        const jit_builtin *bt = &jit_builtins[fn->v.ref.id];
+        switch (bt->gen) {
+        case GEN_BARRIER: jit_target_barrier(&c->m->tg); return no_value(c);
+        case GEN_SCRATCH: return scratch_array(c, n, &scratch) < 0 ? NULL : no_value(c);
+        case GEN_ATOMIC_REF: return atomic_ptr(c, n);
+        case GEN_PRINT: return emit_print(c, n);
+        default: return call_builtin(c, n, bt);
         }
     }
     if (fn->kind == N_REF && fn->v.ref.kind == REF_DTYPE) {
@@ -1436,18 +1043,7 @@ static LLVMValueRef call(cg *c, jit_node *n) {
         LLVMValueRef p = expr(c, fn->a);
         return p ? atomic_op(c, n, fn->a->type, p) : NULL;
     }
-    if (fn->kind == N_ATTR && (fn->a->type.kind == JT_NDITEM || fn->a->type.kind == JT_GROUP))
-        return nd_method(c, n, fn->a->type);
-    if (fn->kind == N_ATTR) { /* a Range's item */
-        LLVMBuilderRef b = c->m->b;
-        const char *m = fn->v.name;
-        if (!strcmp(m, "get_id")) return c->uid[n->v.i];
-        if (!strcmp(m, "get_range")) return c->range[n->v.i];
-        LLVMValueRef lin = c->uid[0];
-        for (int d = 1; d < c->range_ndim; d++)
-            lin = LLVMBuildAdd(b, LLVMBuildMul(b, lin, c->range[d], ""), c->uid[d], "");
-        return lin;
-    }
+    if (fn->kind == N_ATTR) return item_method(c, n, fn->a->type);
     fail(c, n, "internal: call");
     return NULL;
 }
@@ -1522,7 +1118,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     case N_ATTR: {
         cg_array a;
         if (array_of(c, n->a, &a) < 0) return NULL;
-        if (!strcmp(n->v.name, "ndim")) return i64c(c, a.t.ndim);
+        if (jit_attr_find(n->v.name) == ATTR_NDIM) return i64c(c, a.t.ndim);
         LLVMValueRef size = a.shape[0];
         for (int k = 1; k < a.t.ndim; k++) size = LLVMBuildMul(b, size, a.shape[k], "");
         return size;
@@ -2065,7 +1661,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     m.voidt = LLVMVoidTypeInContext(ctx);
     jit_target_setup(&m.tg);
 
-    cg c = {.m = &m, .f = f, .range_ndim = range_ndim};
+    cg c = {.m = &m, .f = f};
     LLVMTypeRef pts[512];
     int np = 0;
     for (int i = 0; i < nargs; i++) {

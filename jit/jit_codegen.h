@@ -3,7 +3,8 @@
  * jit_codegen.c walks the tree; jit_target.c holds what differs between the
  * SPIR (OpenCL) and NVPTX (CUDA) targets: triple, data layout, how a work
  * item finds its id, how kernels are marked, and the names of math functions
- * (OpenCL builtins vs libdevice). Internal to jit/. */
+ * (OpenCL builtins vs libdevice); jit_print.c how print() shows bools and
+ * floats. Internal to jit/. */
 #ifndef JIT_CODEGEN_H
 #define JIT_CODEGEN_H
 
@@ -28,6 +29,7 @@ typedef struct {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     bool ptx;
+    LLVMValueRef print_words, repr[2]; /* jit_print.c's, made at first use */
 } jit_tgt;
 
 void jit_target_setup(jit_tgt *t);                      /* triple, data layout, module metadata */
@@ -56,5 +58,12 @@ int jit_target_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int nargs
 /* A math function of the OpenCL/libdevice family on float (f64 false) or double
  * arguments: name is the C name ("sin", "atan2", "ldexp", "tgamma", "rint"). */
 LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs);
+
+/* ---- jit_print.c: print()'s bools and floats ---- */
+/* A pointer to "True" or "False" (bool v) for a %s. */
+LLVMValueRef jit_print_bool(jit_tgt *t, LLVMValueRef v);
+/* The six arguments of "%s%.0ld%s%.0ld%s%.0ld" that show x (a double; f32:
+ * holding a float32, shown as one) as Python does. */
+void jit_print_float(jit_tgt *t, LLVMValueRef x, bool f32, LLVMValueRef out[6]);
 
 #endif

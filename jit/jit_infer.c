@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit_builtins.h"
 #include "jit_tree.h"
 
 typedef struct {
@@ -208,8 +209,9 @@ static jit_type expr(infer *s, jit_node *n) {
         jit_type a = expr(s, n->a);
         if (!known(a)) break;
         const char *name = n->v.name;
-        if (a.kind == JT_ARRAY && !strcmp(name, "shape")) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
-        else if (a.kind == JT_ARRAY && (!strcmp(name, "ndim") || !strcmp(name, "size"))) t = jit_weak_int();
+        int attr = a.kind == JT_ARRAY ? jit_attr_find(name) : -1;
+        if (attr == ATTR_SHAPE) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
+        else if (attr >= 0) t = jit_weak_int();
         else {
             err_at(s, n, "%s has no attribute '%s' in kernels\n%s", TS(a), name,
                    a.kind == JT_ARRAY ? "Arrays offer shape, ndim and size." :
@@ -267,8 +269,6 @@ static int argc_is(infer *s, jit_node *n, const char *name, int lo, int hi) {
     return err_at(s, n, "%s() takes %d to %d arguments, got %d", name, lo, hi, n->nkids);
 }
 
-extern const char *const jit_builtin_names[];
-
 /* print(...): the device formats numbers and bools; strings are constants (N_STR). */
 static jit_type print_args(infer *s, jit_node *n) {
     jit_type none = {JT_NONE, 0, 0, 0, 0};
@@ -287,28 +287,29 @@ static jit_type print_args(infer *s, jit_node *n) {
     return none;
 }
 
-static jit_type call_builtin(infer *s, jit_node *n, int b) {
-    const char *name = jit_builtin_names[b];
+static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const char *name);
+
+static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
+    char name[32];
+    jit_builtin_name(bt, name, sizeof name);
     jit_type none = {JT_NONE, 0, 0, 0, 0};
     jit_type a[3] = {unknown, unknown, unknown};
-    if (b == B_PRINT) return print_args(s, n);
-    if (b == B_LEN) {
-        if (argc_is(s, n, name, 1, 1) < 0) return none;
+    switch (bt->type) {
+    case TY_PRINT: return print_args(s, n);
+    case TY_LEN: {
+        if (argc_is(s, n, name, bt->lo, bt->hi) < 0) return none;
         jit_type x = expr(s, n->kids[0]);
         if (known(x) && x.kind != JT_ARRAY) { err_at(s, n, "len() needs an array, not %s", TS(x)); return none; }
         return jit_weak_int();
     }
-    if (b == B_RANGE) {
+    case TY_RANGE:
         err_at(s, n, "range() can only be used in a for loop");
         return none;
+    case TY_BARRIER: case TY_LOCAL_ARRAY: case TY_PRIVATE_ARRAY: case TY_ATOMIC_REF:
+        return call_offload(s, n, bt, name);
+    default: break;
     }
-    int lo = 1, hi = 1;
-    if (b == B_MIN || b == B_MAX) lo = 2, hi = 8;
-    else if (b == B_ATAN2 || b == B_COPYSIGN || b == B_POW || b == B_FMOD || b == B_LDEXP || b == B_HYPOT ||
-             b == B_MINIMUM || b == B_MAXIMUM) lo = hi = 2;
-    else if (b == B_INT || b == B_FLOAT || b == B_BOOL) lo = 0;
-    else if (b == B_ROUND) hi = 1;
-    if (argc_is(s, n, name, lo, hi) < 0) return none;
+    if (argc_is(s, n, name, bt->lo, bt->hi) < 0) return none;
     jit_type all = unknown;
     for (int i = 0; i < n->nkids; i++) {
         jit_type k = need_number(s, n->kids[i], name);
@@ -317,19 +318,15 @@ static jit_type call_builtin(infer *s, jit_node *n, int b) {
         if (k.kind == JT_NONE) return none;
         all = i == 0 ? k : jit_promote(all, k);
     }
-    switch (b) {
-    case B_ABS: return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
-    case B_MIN: case B_MAX: return all;
-    case B_INT: case B_ROUND: return jit_weak_int();
-    case B_FLOAT: return jit_weak_float();
-    case B_BOOL: return jit_scalar(JIT_BOOL);
-    case B_ISNAN: case B_ISINF: case B_ISFINITE: return jit_scalar(JIT_BOOL);
-    case B_MINIMUM: case B_MAXIMUM: return all;
-    case B_NP_FLOOR: case B_NP_CEIL: case B_NP_TRUNC: case B_NP_RINT: /* NumPy: integers stay integers */
-        return a[0];
-    case B_CEIL: case B_FLOOR: case B_TRUNC:
-        return jit_is_floating(a[0]) ? jit_weak_int() : a[0];
-    case B_LDEXP:
+    switch (bt->type) {
+    case TY_ABS: return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
+    case TY_PROMOTE: return all;
+    case TY_WEAK_INT: return jit_weak_int();
+    case TY_WEAK_FLOAT: return jit_weak_float();
+    case TY_BOOL: return jit_scalar(JIT_BOOL);
+    case TY_SAME: return a[0];
+    case TY_INT_OF_FLOAT: return jit_is_floating(a[0]) ? jit_weak_int() : a[0];
+    case TY_LDEXP:
         if (!jit_is_integral(a[1]) && !(a[1].kind == JT_SCALAR && a[1].dtype == JIT_BOOL)) {
             err_at(s, n->kids[1], "ldexp's exponent must be an integer, not %s", TS(a[1]));
             return none;
@@ -364,11 +361,10 @@ static bool atomic_dtype(jit_dtype d) {
     return d == JIT_I32 || d == JIT_U32 || d == JIT_I64 || d == JIT_U64 || d == JIT_F32 || d == JIT_F64;
 }
 
-static jit_type call_offload(infer *s, jit_node *n, int b) {
-    const char *name = jit_builtin_names[b];
+static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const char *name) {
     jit_type none = {JT_NONE, 0, 0, 0, 0};
-    if (b == B_GROUP_BARRIER) {
-        if (argc_is(s, n, name, 1, 1) < 0) return none;
+    if (argc_is(s, n, name, bt->lo, bt->hi) < 0) return none;
+    if (bt->type == TY_BARRIER) {
         jit_type g = expr(s, n->kids[0]);
         if (known(g) && g.kind != JT_GROUP) {
             err_at(s, n->kids[0], "group_barrier() takes the work-group, not %s\n"
@@ -377,8 +373,8 @@ static jit_type call_offload(infer *s, jit_node *n, int b) {
         }
         return none;
     }
-    if (b == B_LOCAL_ARRAY || b == B_PRIVATE_ARRAY) {
-        if (argc_is(s, n, name, 2, 2) < 0) return none;
+    if (bt->type == TY_LOCAL_ARRAY || bt->type == TY_PRIVATE_ARRAY) {
+        bool local = bt->type == TY_LOCAL_ARRAY;
         jit_node *dt = n->kids[1];
         if (dt->kind != N_REF || dt->v.ref.kind != REF_DTYPE) {
             err_at(s, dt, "%s() takes a dtype second, such as np.float32 or ol.int32", name);
@@ -387,7 +383,7 @@ static jit_type call_offload(infer *s, jit_node *n, int b) {
         int64_t shape[3];
         int nd = 0;
         if (const_shape(s, n->kids[0], shape, &nd) < 0) return none;
-        if (b == B_LOCAL_ARRAY) {
+        if (local) {
             jit_type item = s->f->var_types[0];
             if (!s->f->is_kernel) {
                 err_at(s, n, "local arrays are made in the kernel itself\n"
@@ -401,11 +397,10 @@ static jit_type call_offload(infer *s, jit_node *n, int b) {
             }
         }
         jit_type t = jit_array((jit_dtype)dt->v.ref.id, nd, JIT_LAYOUT_C);
-        t.space = b == B_LOCAL_ARRAY ? JIT_LOCAL : JIT_PRIVATE;
+        t.space = local ? JIT_LOCAL : JIT_PRIVATE;
         return t;
     }
     /* AtomicRef(array, index) */
-    if (argc_is(s, n, name, 2, 2) < 0) return none;
     jit_type a = expr(s, n->kids[0]);
     jit_node *ix = n->kids[1];
     int nidx = ix->kind == N_TUPLE ? ix->nkids : 1;
@@ -440,67 +435,55 @@ static jit_type call_offload(infer *s, jit_node *n, int b) {
     return (jit_type){JT_ATOMIC, a.dtype, 0, 0, a.space};
 }
 
-/* The methods of the kernel's NdItem, its Group and an AtomicRef. */
+/* A method of the item, the NdItem, its Group or an AtomicRef. */
 static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
     jit_node *fn = n->a;
     const char *m = fn->v.name;
     jit_type none = {JT_NONE, 0, 0, 0, 0};
-    static const char *const item_dim[] = {"get_global_id", "get_local_id", "get_global_range", "get_local_range", NULL};
-    static const char *const group_dim[] = {"get_group_id", "get_group_range", "get_local_range", NULL};
-    const char *const *dims = obj.kind == JT_NDITEM ? item_dim : obj.kind == JT_GROUP ? group_dim : NULL;
-    if (dims) {
-        bool takes_dim = false;
-        for (int i = 0; dims[i]; i++) takes_dim |= !strcmp(m, dims[i]);
-        if (takes_dim) {
-            if (argc_is(s, n, m, 1, 1) < 0) return none;
-            int64_t d = 0;
-            if (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim) {
-                err_at(s, n->kids[0], "%s() takes a constant dimension between 0 and %d (the kernel was "
-                       "launched over a %d-D NdRange)", m, obj.ndim - 1, obj.ndim);
-                return none;
-            }
-            n->v.i = d;
-            return jit_weak_int();
-        }
-        if (obj.kind == JT_NDITEM && !strcmp(m, "get_group")) {
-            if (argc_is(s, n, m, 0, 0) < 0) return none;
-            return (jit_type){JT_GROUP, 0, obj.ndim, 0, 0};
-        }
-        if ((obj.kind == JT_NDITEM && (!strcmp(m, "get_global_linear_id") || !strcmp(m, "get_local_linear_id"))) ||
-            (obj.kind == JT_GROUP && !strcmp(m, "get_group_linear_id"))) {
-            if (argc_is(s, n, m, 0, 0) < 0) return none;
-            return jit_weak_int();
-        }
-        err_at(s, fn, obj.kind == JT_NDITEM
-               ? "the NdItem has no method '%s'\nIt offers get_global_id(d), get_local_id(d), get_global_range(d), "
-                 "get_local_range(d), get_group(), get_global_linear_id() and get_local_linear_id()."
-               : "the Group has no method '%s'\nIt offers get_group_id(d), get_group_range(d), get_local_range(d) "
-                 "and get_group_linear_id().", m);
+    const jit_method *mt = jit_method_find((jit_kind)obj.kind, m);
+    if (!mt) {
+        if (obj.kind == JT_ITEM && (!strncmp(m, "get_group", 9) || !strncmp(m, "get_local", 9) ||
+                                    !strncmp(m, "get_global", 10)))
+            err_at(s, fn, "the item of a Range launch has no method '%s': work-groups come with an NdRange\n"
+                   "Launch over ol.NdRange(global, local) to get an NdItem.", m);
+        else if (obj.kind == JT_ITEM)
+            err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
+        else if (obj.kind == JT_NDITEM)
+            err_at(s, fn, "the NdItem has no method '%s'\nIt offers get_global_id(d), get_local_id(d), "
+                   "get_global_range(d), get_local_range(d), get_group(), get_global_linear_id() and "
+                   "get_local_linear_id().", m);
+        else if (obj.kind == JT_GROUP)
+            err_at(s, fn, "the Group has no method '%s'\nIt offers get_group_id(d), get_group_range(d), "
+                   "get_local_range(d) and get_group_linear_id().", m);
+        else
+            err_at(s, fn, "an AtomicRef has no method '%s'\nIt offers fetch_add, fetch_sub, fetch_min, fetch_max, "
+                   "fetch_and, fetch_or, fetch_xor, exchange, load, store and compare_exchange.", m);
         return none;
     }
-    /* AtomicRef */
-    static const char *const rmw[] = {"fetch_add", "fetch_sub", "fetch_min", "fetch_max", "fetch_and",
-                                      "fetch_or", "fetch_xor", "exchange", NULL};
-    int nargs = -1;
-    for (int i = 0; rmw[i]; i++)
-        if (!strcmp(m, rmw[i])) nargs = 1;
-    if (!strcmp(m, "load")) nargs = 0;
-    else if (!strcmp(m, "store")) nargs = 1;
-    else if (!strcmp(m, "compare_exchange")) nargs = 2;
-    if (nargs < 0) {
-        err_at(s, fn, "an AtomicRef has no method '%s'\nIt offers fetch_add, fetch_sub, fetch_min, fetch_max, "
-               "fetch_and, fetch_or, fetch_xor, exchange, load, store and compare_exchange.", m);
+    if (argc_is(s, n, m, mt->nargs, mt->nargs) < 0) return none;
+    if (obj.kind == JT_ATOMIC) {
+        for (int i = 0; i < mt->nargs; i++)
+            if (!known(need_number(s, n->kids[i], m))) return unknown;
+        if (mt->op >= A_AND && jit_dtype_is_float(obj.dtype)) {
+            err_at(s, fn, "%s needs an integer array, not %s", m, jit_dtype_name(obj.dtype));
+            return none;
+        }
+        return mt->op == A_STORE ? none : jit_scalar((jit_dtype)obj.dtype);
+    }
+    if (mt->op == Q_GROUP) return (jit_type){JT_GROUP, 0, obj.ndim, 0, 0};
+    int64_t d = 0;
+    if (mt->nargs && (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim)) {
+        if (obj.kind == JT_ITEM)
+            err_at(s, n->kids[0], "item.%s() takes a constant dimension between 0 and %d "
+                   "(the kernel was launched over a %d-D range)\nWrite item.%s(0)%s.",
+                   m, obj.ndim - 1, obj.ndim, m, obj.ndim > 1 ? ", item.get_id(1), ..." : "");
+        else
+            err_at(s, n->kids[0], "%s() takes a constant dimension between 0 and %d (the kernel was "
+                   "launched over a %d-D NdRange)", m, obj.ndim - 1, obj.ndim);
         return none;
     }
-    if (argc_is(s, n, m, nargs, nargs) < 0) return none;
-    for (int i = 0; i < nargs; i++)
-        if (!known(need_number(s, n->kids[i], m))) return unknown;
-    bool bitwise = !strcmp(m, "fetch_and") || !strcmp(m, "fetch_or") || !strcmp(m, "fetch_xor");
-    if (bitwise && jit_dtype_is_float(obj.dtype)) {
-        err_at(s, fn, "%s needs an integer array, not %s", m, jit_dtype_name(obj.dtype));
-        return none;
-    }
-    return !strcmp(m, "store") ? none : jit_scalar((jit_dtype)obj.dtype);
+    n->v.i = d;
+    return jit_weak_int();
 }
 
 static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee);
@@ -510,9 +493,7 @@ static jit_type call(infer *s, jit_node *n) {
     jit_type none = {JT_NONE, 0, 0, 0, 0};
     if (fn->kind == N_REF) {
         switch (fn->v.ref.kind) {
-        case REF_BUILTIN:
-            if (fn->v.ref.id >= B_FIRST_OFFLOAD) return call_offload(s, n, fn->v.ref.id);
-            return call_builtin(s, n, fn->v.ref.id);
+        case REF_BUILTIN: return call_builtin(s, n, &jit_builtins[fn->v.ref.id]);
         case REF_DTYPE: {
             if (argc_is(s, n, jit_dtype_name(fn->v.ref.id), 0, 1) < 0) return none;
             if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id)))) return unknown;
@@ -527,30 +508,9 @@ static jit_type call(infer *s, jit_node *n) {
     if (fn->kind == N_ATTR) {
         jit_type obj = expr(s, fn->a);
         if (!known(obj)) return unknown;
-        const char *m = fn->v.name;
-        if (obj.kind == JT_ITEM) {
-            bool takes_dim = !strcmp(m, "get_id") || !strcmp(m, "get_range");
-            if (takes_dim || !strcmp(m, "get_linear_id")) {
-                if (argc_is(s, n, m, takes_dim, takes_dim) < 0) return none;
-                int64_t d = 0;
-                if (takes_dim && (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim)) {
-                    err_at(s, n->kids[0], "item.%s() takes a constant dimension between 0 and %d "
-                           "(the kernel was launched over a %d-D range)\nWrite item.%s(0)%s.",
-                           m, obj.ndim - 1, obj.ndim, m, obj.ndim > 1 ? ", item.get_id(1), ..." : "");
-                    return none;
-                }
-                n->v.i = d;
-                return jit_weak_int();
-            }
-            if (!strncmp(m, "get_group", 9) || !strncmp(m, "get_local", 9) || !strncmp(m, "get_global", 10))
-                err_at(s, fn, "the item of a Range launch has no method '%s': work-groups come with an NdRange\n"
-                       "Launch over ol.NdRange(global, local) to get an NdItem.", m);
-            else
-                err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
-            return none;
-        }
-        if (obj.kind == JT_NDITEM || obj.kind == JT_GROUP || obj.kind == JT_ATOMIC) return call_method(s, n, obj);
-        err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), m);
+        if (obj.kind == JT_ITEM || obj.kind == JT_NDITEM || obj.kind == JT_GROUP || obj.kind == JT_ATOMIC)
+            return call_method(s, n, obj);
+        err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), fn->v.name);
         return none;
     }
     jit_type t = expr(s, fn);

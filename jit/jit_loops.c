@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "jit_builtins.h"
 #include "jit_tree.h"
 
 static PyObject *ast_mod; /* the ast module, imported once, never released */
@@ -185,12 +186,8 @@ static bool call_may_write(PyObject *call) {
     PyObject *fn = get(call, "func");
     bool may = true;
     if (is(fn, "Name")) {
-        static const char *const pure[] = {"abs", "min", "max", "len", "int", "float", "bool", "round",
-                                           "range", "print", NULL};
         const char *id = name_id(fn);
-        for (int i = 0; id && pure[i]; i++)
-            if (!strcmp(id, pure[i])) may = false;
-        if (id && !strcmp(id, "AtomicRef")) may = true;
+        may = !id || !jit_builtin_find(id); /* a Python builtin's spelling is bare */
     } else if (is(fn, "Attribute")) {
         PyObject *attr = get(fn, "attr");
         may = attr && PyUnicode_Check(attr) && PyUnicode_CompareWithASCIIString(attr, "AtomicRef") == 0;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jit_builtins.h"
 #include "jit_tree.h"
 
 /* ---- arena and errors ---- */
@@ -130,61 +131,53 @@ typedef struct {
     const jit_node *value_of; /* the node value belongs to (literal_node) */
 } parser;
 
-/* The dtype classes and modules recognised by identity, looked up once. */
-static PyObject *mod_math, *mod_numpy, *mod_builtins, *numpy_generic;
+/* The modules a kernel names (REF_MODULE's id indexes these), numpy's dtype
+ * classes and the builtins' objects: recognised by identity, looked up once.
+ * offload is handed in by the module itself (jit_set_offload_module). */
+enum { MOD_MATH, MOD_NUMPY, MOD_OFFLOAD, MOD_BUILTINS, NMODULES };
+static const char *const module_names[NMODULES] = {"math", "numpy", "offload", "builtins"};
+static PyObject *modules[NMODULES], *numpy_generic;
 static PyTypeObject *devfunc_type;
 static PyObject *(*devfunc_pyfunc)(PyObject *);
+static PyObject *(*builtin_objs)[JIT_MAX_SPELLINGS]; /* by jit_builtins row and spelling */
 
 void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *)) {
     devfunc_type = type;
     devfunc_pyfunc = get_pyfunc;
 }
 
-const char *const jit_builtin_names[B_NBUILTINS] = {
-    "abs", "min", "max", "int", "float", "bool", "round", "len", "range", "print",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "isnan", "isinf", "ceil", "floor", "trunc", "fabs",
-    "sqrt", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "copysign",
-    "pow", "fmod", "erf", "erfc", "gamma", "lgamma", "ldexp", "hypot",
-    "floor", "ceil", "trunc", "rint", "minimum", "maximum", "isfinite",
-    "group_barrier", "local_array", "private_array", "AtomicRef",
-};
-static PyObject *builtin_objs[B_NBUILTINS];
-
-/* NumPy's names for math.* builtins: the same code (on a scalar NumPy's
- * ufuncs and math's functions agree, but for errors math raises and a kernel
- * gives nan or inf as NumPy does). */
-static const struct { const char *name; unsigned char builtin; } numpy_twins[] = {
-    {"sin", B_SIN}, {"cos", B_COS}, {"tan", B_TAN}, {"arcsin", B_ASIN}, {"arccos", B_ACOS},
-    {"arctan", B_ATAN}, {"arctan2", B_ATAN2}, {"sinh", B_SINH}, {"cosh", B_COSH}, {"tanh", B_TANH},
-    {"arcsinh", B_ASINH}, {"arccosh", B_ACOSH}, {"arctanh", B_ATANH}, {"isnan", B_ISNAN},
-    {"isinf", B_ISINF}, {"sqrt", B_SQRT}, {"exp", B_EXP}, {"expm1", B_EXPM1}, {"exp2", B_EXP2},
-    {"log", B_LOG}, {"log10", B_LOG10}, {"log1p", B_LOG1P}, {"log2", B_LOG2}, {"copysign", B_COPYSIGN},
-    {"hypot", B_HYPOT}, {"ldexp", B_LDEXP}, {"abs", B_ABS}, {"absolute", B_ABS}, {"fabs", B_FABS},
-};
-#define NTWINS (sizeof numpy_twins / sizeof *numpy_twins)
-static PyObject *twin_objs[NTWINS];
+void jit_set_offload_module(PyObject *module) { modules[MOD_OFFLOAD] = module; }
 
 static int init_known(void) {
-    if (mod_math) return 0;
-    if (!(mod_math = PyImport_ImportModule("math")) ||
-        !(mod_numpy = PyImport_ImportModule("numpy")) ||
-        !(mod_builtins = PyImport_ImportModule("builtins")) ||
-        !(numpy_generic = PyObject_GetAttrString(mod_numpy, "generic")))
+    if (modules[MOD_MATH]) return 0;
+    for (int m = 0; m < NMODULES; m++)
+        if (m != MOD_OFFLOAD && !(modules[m] = PyImport_ImportModule(module_names[m]))) return -1;
+    if (!(numpy_generic = PyObject_GetAttrString(modules[MOD_NUMPY], "generic")) ||
+        !(builtin_objs = calloc((size_t)jit_nbuiltins, sizeof *builtin_objs)))
         return -1;
-    PyObject *mod_offload = PyImport_ImportModule("offload");
-    if (!mod_offload) return -1;
-    int rc = 0;
-    for (int b = 0; b < B_NBUILTINS && rc == 0; b++) {
-        PyObject *from = b < B_FIRST_MATH ? mod_builtins : b < B_FIRST_NUMPY ? mod_math
-                       : b < B_FIRST_OFFLOAD ? mod_numpy : mod_offload;
-        if (b == B_EXP2 && !PyObject_HasAttrString(mod_math, "exp2")) continue; /* Python < 3.11 */
-        if (!(builtin_objs[b] = PyObject_GetAttrString(from, jit_builtin_names[b]))) rc = -1;
+    for (int b = 0; b < jit_nbuiltins; b++) {
+        char sp[64];
+        for (int k = 0; jit_builtin_spelling(&jit_builtins[b], k, sp, sizeof sp); k++) {
+            char *dot = strchr(sp, '.');
+            int m = MOD_BUILTINS;
+            if (dot) {
+                *dot = '\0';
+                for (m = 0; strcmp(module_names[m], sp); m++) {}
+            }
+            /* absent: math.exp2 before Python 3.11, offload when the module did not say */
+            if (modules[m] && !(builtin_objs[b][k] = PyObject_GetAttrString(modules[m], dot ? dot + 1 : sp)))
+                PyErr_Clear();
+        }
     }
-    Py_DECREF(mod_offload);
-    for (size_t i = 0; i < NTWINS && rc == 0; i++)
-        if (!(twin_objs[i] = PyObject_GetAttrString(mod_numpy, numpy_twins[i].name))) rc = -1;
-    return rc;
+    return 0;
+}
+
+/* obj's row of jit_builtins, or -1. */
+static int builtin_of(PyObject *obj) {
+    for (int b = 0; b < jit_nbuiltins; b++)
+        for (int k = 0; k < JIT_MAX_SPELLINGS; k++)
+            if (builtin_objs[b][k] && obj == builtin_objs[b][k]) return b;
+    return -1;
 }
 
 /* A numpy.dtype (borrowed) as a jit_dtype, -1 for one kernels do not take. */
@@ -382,13 +375,13 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
     } else {
         n->kind = N_REF;
         snprintf(note, sizeof note, "%s=ref", name);
-        if (obj == mod_math || obj == mod_numpy || (PyModule_Check(obj) &&
+        if (obj == modules[MOD_MATH] || obj == modules[MOD_NUMPY] || (PyModule_Check(obj) &&
             strcmp(PyModule_GetName(obj) ? PyModule_GetName(obj) : "", "offload") == 0)) {
             PyErr_Clear();
             n->v.ref.kind = REF_MODULE;
-            n->v.ref.id = obj == mod_math ? 0 : obj == mod_numpy ? 1 : 2;
+            n->v.ref.id = obj == modules[MOD_MATH] ? MOD_MATH : obj == modules[MOD_NUMPY] ? MOD_NUMPY : MOD_OFFLOAD;
         } else if (PyType_Check(obj) && PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
-            PyObject *dt = PyObject_CallMethod(mod_numpy, "dtype", "O", obj);
+            PyObject *dt = PyObject_CallMethod(modules[MOD_NUMPY], "dtype", "O", obj);
             int d = dtype_code(dt);
             Py_XDECREF(dt);
             if (d < 0) {
@@ -422,12 +415,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.func = callee;
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
         } else {
-            int b;
-            for (b = 0; b < B_NBUILTINS; b++)
-                if (builtin_objs[b] && obj == builtin_objs[b]) break;
-            for (size_t i = 0; b == B_NBUILTINS && i < NTWINS; i++)
-                if (obj == twin_objs[i]) b = numpy_twins[i].builtin;
-            if (b == B_NBUILTINS) {
+            int b = builtin_of(obj);
+            if (b < 0) {
                 fail(p, at, "'%s' is a %s, which a kernel cannot use\n"
                      "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
                      "closures, and call math and NumPy math functions, dtypes (np.float32) and @offload.device_func "
@@ -774,168 +763,203 @@ static jit_node *fold_const(parser *p, PyObject *at, jit_node *n, PyObject *lv, 
     return r;
 }
 
-static jit_node *expr_node(parser *p, PyObject *node) {
+static jit_node *constant_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
-    if (is(node, "Constant")) {
-        PyObject *v = PyObject_GetAttrString(node, "value");
-        if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
-        if (PyBool_Check(v)) {
-            n = from_object(p, node, "literal", v);
-        } else if (PyLong_Check(v) || PyFloat_Check(v)) {
-            n = literal_node(p, node, v);
+    PyObject *v = PyObject_GetAttrString(node, "value");
+    if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
+    if (PyBool_Check(v)) {
+        n = from_object(p, node, "literal", v);
+    } else if (PyLong_Check(v) || PyFloat_Check(v)) {
+        n = literal_node(p, node, v);
+    } else {
+        fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
+             v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
+    }
+    Py_DECREF(v);
+    return n;
+}
+
+static jit_node *name_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    PyObject *id = PyObject_GetAttrString(node, "id");
+    const char *name = id ? PyUnicode_AsUTF8(id) : "?";
+    int var = local_index(p, name);
+    if (var >= 0) {
+        if ((n = new_node(p, node, N_VAR))) n->v.var = var;
+    } else {
+        n = resolve_global(p, node, name);
+    }
+    Py_XDECREF(id);
+    return n;
+}
+
+static jit_node *op_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    bool unary = is(node, "UnaryOp");
+    int op = op_of(p, node, "op", node);
+    if (op < 0 || !(n = new_node(p, node, unary ? N_UNARY : N_BINOP))) return NULL;
+    n->op = (uint8_t)op;
+    PyObject *lv = NULL, *rv = NULL;
+    if (!(n->a = operand(p, node, unary ? "operand" : "left", &lv)) ||
+        (!unary && !(n->b = operand(p, node, "right", &rv)))) {
+        Py_XDECREF(lv);
+        return NULL;
+    }
+    return fold_const(p, node, n, lv, rv); /* takes lv, rv */
+}
+
+static jit_node *boolop_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    int op = op_of(p, node, "op", node);
+    PyObject *vals = PyObject_GetAttrString(node, "values");
+    if (op < 0 || !vals || !(n = new_node(p, node, N_BOOLOP))) { Py_XDECREF(vals); return NULL; }
+    n->op = (uint8_t)op;
+    int rc = expr_list(p, vals, &n->kids, &n->nkids);
+    Py_DECREF(vals);
+    return rc < 0 ? NULL : n;
+}
+
+static jit_node *compare_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    PyObject *ops = PyObject_GetAttrString(node, "ops");
+    PyObject *cmps = PyObject_GetAttrString(node, "comparators");
+    if (!ops || !cmps || !(n = new_node(p, node, N_COMPARE))) goto cmp_done;
+    Py_ssize_t k = PyList_GET_SIZE(ops);
+    n->nkids = (int)k + 1;
+    n->kids = jit_arena_alloc(p->f, (size_t)n->nkids * sizeof *n->kids);
+    n->ops = jit_arena_alloc(p->f, (size_t)k);
+    if (!(n->kids[0] = child(p, node, "left"))) { n = NULL; goto cmp_done; }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *o = PyList_GET_ITEM(ops, i);
+        const char *t = node_type(o);
+        int op = -1;
+        for (size_t j = 0; j < sizeof binops / sizeof *binops; j++)
+            if (strcmp(binops[j].py, t) == 0 && binops[j].op >= OP_EQ && binops[j].op <= OP_GE)
+                op = (int)binops[j].op;
+        if (op < 0) {
+            fail(p, node, "the comparison '%s' is not supported in kernels\n"
+                 "Kernels compare numbers with == != < <= > >=.",
+                 strcmp(t, "Is") == 0 ? "is" : strcmp(t, "IsNot") == 0 ? "is not" :
+                 strcmp(t, "In") == 0 ? "in" : "not in");
+            n = NULL;
+            goto cmp_done;
+        }
+        n->ops[i] = (uint8_t)op;
+        if (!(n->kids[i + 1] = expr(p, PyList_GET_ITEM(cmps, i)))) { n = NULL; goto cmp_done; }
+    }
+cmp_done:
+    Py_XDECREF(ops);
+    Py_XDECREF(cmps);
+    return n;
+}
+
+static jit_node *ifexp_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    if (!(n = new_node(p, node, N_IFEXP))) return NULL;
+    return (n->a = child(p, node, "test")) && (n->b = child(p, node, "body")) &&
+                   (n->c = child(p, node, "orelse")) ? n : NULL;
+}
+
+static jit_node *call_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    jit_node *fn = child(p, node, "func");
+    if (!fn) return NULL;
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && jit_builtins[fn->v.ref.id].type == TY_PRINT)
+        return print_call(p, node, fn);
+    PyObject *kw = PyObject_GetAttrString(node, "keywords");
+    if (kw && PyList_GET_SIZE(kw) > 0) {
+        PyObject *k0 = PyList_GET_ITEM(kw, 0);
+        Py_DECREF(kw);
+        fail(p, k0, "keyword arguments are not supported in kernel calls\nPass arguments by position.");
+        return NULL;
+    }
+    Py_XDECREF(kw);
+    PyObject *args = PyObject_GetAttrString(node, "args");
+    if (!args || !(n = new_node(p, node, N_CALL))) { Py_XDECREF(args); return NULL; }
+    n->a = fn;
+    int rc = expr_list(p, args, &n->kids, &n->nkids);
+    Py_DECREF(args);
+    return rc < 0 ? NULL : n;
+}
+
+static jit_node *attribute_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    jit_node *obj = child(p, node, "value");
+    PyObject *attr = PyObject_GetAttrString(node, "attr");
+    if (!obj || !attr) { Py_XDECREF(attr); return NULL; }
+    const char *name = PyUnicode_AsUTF8(attr);
+    if (obj->kind == N_REF && obj->v.ref.kind == REF_MODULE) {
+        PyObject *mod = modules[obj->v.ref.id];
+        PyObject *val = mod ? PyObject_GetAttrString(mod, name) : NULL;
+        if (!val) {
+            PyErr_Clear();
+            fail(p, node, "%s.%s does not exist", module_names[obj->v.ref.id], name);
         } else {
-            fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
-                 v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
-        }
-        Py_DECREF(v);
-        return n;
-    }
-    if (is(node, "Name")) {
-        PyObject *id = PyObject_GetAttrString(node, "id");
-        const char *name = id ? PyUnicode_AsUTF8(id) : "?";
-        int var = local_index(p, name);
-        if (var >= 0) {
-            if ((n = new_node(p, node, N_VAR))) n->v.var = var;
-        } else {
-            n = resolve_global(p, node, name);
-        }
-        Py_XDECREF(id);
-        return n;
-    }
-    if (is(node, "BinOp") || is(node, "UnaryOp")) {
-        bool unary = is(node, "UnaryOp");
-        int op = op_of(p, node, "op", node);
-        if (op < 0 || !(n = new_node(p, node, unary ? N_UNARY : N_BINOP))) return NULL;
-        n->op = (uint8_t)op;
-        PyObject *lv = NULL, *rv = NULL;
-        if (!(n->a = operand(p, node, unary ? "operand" : "left", &lv)) ||
-            (!unary && !(n->b = operand(p, node, "right", &rv)))) {
-            Py_XDECREF(lv);
-            return NULL;
-        }
-        return fold_const(p, node, n, lv, rv); /* takes lv, rv */
-    }
-    if (is(node, "BoolOp")) {
-        int op = op_of(p, node, "op", node);
-        PyObject *vals = PyObject_GetAttrString(node, "values");
-        if (op < 0 || !vals || !(n = new_node(p, node, N_BOOLOP))) { Py_XDECREF(vals); return NULL; }
-        n->op = (uint8_t)op;
-        int rc = expr_list(p, vals, &n->kids, &n->nkids);
-        Py_DECREF(vals);
-        return rc < 0 ? NULL : n;
-    }
-    if (is(node, "Compare")) {
-        PyObject *ops = PyObject_GetAttrString(node, "ops");
-        PyObject *cmps = PyObject_GetAttrString(node, "comparators");
-        if (!ops || !cmps || !(n = new_node(p, node, N_COMPARE))) goto cmp_done;
-        Py_ssize_t k = PyList_GET_SIZE(ops);
-        n->nkids = (int)k + 1;
-        n->kids = jit_arena_alloc(p->f, (size_t)n->nkids * sizeof *n->kids);
-        n->ops = jit_arena_alloc(p->f, (size_t)k);
-        if (!(n->kids[0] = child(p, node, "left"))) { n = NULL; goto cmp_done; }
-        for (Py_ssize_t i = 0; i < k; i++) {
-            PyObject *o = PyList_GET_ITEM(ops, i);
-            const char *t = node_type(o);
-            int op = -1;
-            for (size_t j = 0; j < sizeof binops / sizeof *binops; j++)
-                if (strcmp(binops[j].py, t) == 0 && binops[j].op >= OP_EQ && binops[j].op <= OP_GE)
-                    op = (int)binops[j].op;
-            if (op < 0) {
-                fail(p, node, "the comparison '%s' is not supported in kernels\n"
-                     "Kernels compare numbers with == != < <= > >=.",
-                     strcmp(t, "Is") == 0 ? "is" : strcmp(t, "IsNot") == 0 ? "is not" :
-                     strcmp(t, "In") == 0 ? "in" : "not in");
-                n = NULL;
-                goto cmp_done;
-            }
-            n->ops[i] = (uint8_t)op;
-            if (!(n->kids[i + 1] = expr(p, PyList_GET_ITEM(cmps, i)))) { n = NULL; goto cmp_done; }
-        }
-    cmp_done:
-        Py_XDECREF(ops);
-        Py_XDECREF(cmps);
-        return n;
-    }
-    if (is(node, "IfExp")) {
-        if (!(n = new_node(p, node, N_IFEXP))) return NULL;
-        return (n->a = child(p, node, "test")) && (n->b = child(p, node, "body")) &&
-                       (n->c = child(p, node, "orelse")) ? n : NULL;
-    }
-    if (is(node, "Call")) {
-        jit_node *fn = child(p, node, "func");
-        if (!fn) return NULL;
-        if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && fn->v.ref.id == B_PRINT)
-            return print_call(p, node, fn);
-        PyObject *kw = PyObject_GetAttrString(node, "keywords");
-        if (kw && PyList_GET_SIZE(kw) > 0) {
-            PyObject *k0 = PyList_GET_ITEM(kw, 0);
-            Py_DECREF(kw);
-            fail(p, k0, "keyword arguments are not supported in kernel calls\nPass arguments by position.");
-            return NULL;
-        }
-        Py_XDECREF(kw);
-        PyObject *args = PyObject_GetAttrString(node, "args");
-        if (!args || !(n = new_node(p, node, N_CALL))) { Py_XDECREF(args); return NULL; }
-        n->a = fn;
-        int rc = expr_list(p, args, &n->kids, &n->nkids);
-        Py_DECREF(args);
-        return rc < 0 ? NULL : n;
-    }
-    if (is(node, "Attribute")) {
-        jit_node *obj = child(p, node, "value");
-        PyObject *attr = PyObject_GetAttrString(node, "attr");
-        if (!obj || !attr) { Py_XDECREF(attr); return NULL; }
-        const char *name = PyUnicode_AsUTF8(attr);
-        if (obj->kind == N_REF && obj->v.ref.kind == REF_MODULE) {
-            PyObject *mod = obj->v.ref.id == 0 ? mod_math : obj->v.ref.id == 1 ? mod_numpy
-                                                                                : PyImport_ImportModule("offload");
-            PyObject *val = mod ? PyObject_GetAttrString(mod, name) : NULL;
-            if (obj->v.ref.id == 2) Py_XDECREF(mod);
-            if (!val) {
-                PyErr_Clear();
-                fail(p, node, "%s.%s does not exist", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
-            } else {
-                char full[128];
-                snprintf(full, sizeof full, "%s.%s", obj->v.ref.id == 0 ? "math" : obj->v.ref.id == 1 ? "numpy" : "offload", name);
-                n = from_object(p, node, full, val);
-                Py_DECREF(val);
-            }
-            Py_DECREF(attr);
-            return n;
-        }
-        if ((n = new_node(p, node, N_ATTR))) {
-            n->a = obj;
-            n->v.name = arena_strdup(p->f, name);
+            char full[128];
+            snprintf(full, sizeof full, "%s.%s", module_names[obj->v.ref.id], name);
+            n = from_object(p, node, full, val);
+            Py_DECREF(val);
         }
         Py_DECREF(attr);
         return n;
     }
-    if (is(node, "Subscript")) {
-        PyObject *sl = PyObject_GetAttrString(node, "slice");
-        if (!sl || !(n = new_node(p, node, N_INDEX)) || !(n->a = child(p, node, "value"))) {
-            Py_XDECREF(sl);
-            return NULL;
-        }
-        int rc;
-        if (is(sl, "Tuple")) {
-            PyObject *elts = PyObject_GetAttrString(sl, "elts");
-            rc = elts ? expr_list(p, elts, &n->kids, &n->nkids) : -1;
-            Py_XDECREF(elts);
-        } else {
-            n->nkids = 1;
-            n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
-            rc = (n->kids[0] = expr(p, sl)) ? 0 : -1;
-        }
-        Py_DECREF(sl);
-        return rc < 0 ? NULL : n;
+    if ((n = new_node(p, node, N_ATTR))) {
+        n->a = obj;
+        n->v.name = arena_strdup(p->f, name);
     }
-    if (is(node, "Tuple")) {
-        PyObject *elts = PyObject_GetAttrString(node, "elts");
-        if (!elts || !(n = new_node(p, node, N_TUPLE))) { Py_XDECREF(elts); return NULL; }
-        int rc = expr_list(p, elts, &n->kids, &n->nkids);
-        Py_DECREF(elts);
-        return rc < 0 ? NULL : n;
+    Py_DECREF(attr);
+    return n;
+}
+
+static jit_node *subscript_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    PyObject *sl = PyObject_GetAttrString(node, "slice");
+    if (!sl || !(n = new_node(p, node, N_INDEX)) || !(n->a = child(p, node, "value"))) {
+        Py_XDECREF(sl);
+        return NULL;
     }
+    int rc;
+    if (is(sl, "Tuple")) {
+        PyObject *elts = PyObject_GetAttrString(sl, "elts");
+        rc = elts ? expr_list(p, elts, &n->kids, &n->nkids) : -1;
+        Py_XDECREF(elts);
+    } else {
+        n->nkids = 1;
+        n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
+        rc = (n->kids[0] = expr(p, sl)) ? 0 : -1;
+    }
+    Py_DECREF(sl);
+    return rc < 0 ? NULL : n;
+}
+
+static jit_node *tuple_expr(parser *p, PyObject *node) {
+    jit_node *n = NULL;
+    PyObject *elts = PyObject_GetAttrString(node, "elts");
+    if (!elts || !(n = new_node(p, node, N_TUPLE))) { Py_XDECREF(elts); return NULL; }
+    int rc = expr_list(p, elts, &n->kids, &n->nkids);
+    Py_DECREF(elts);
+    return rc < 0 ? NULL : n;
+}
+
+/* The expressions a kernel may write, by their ast class. */
+static const struct { const char *py; jit_node *(*parse)(parser *, PyObject *); } exprs[] = {
+    {"Constant", constant_expr},
+    {"Name", name_expr},
+    {"BinOp", op_expr},
+    {"UnaryOp", op_expr},
+    {"BoolOp", boolop_expr},
+    {"Compare", compare_expr},
+    {"IfExp", ifexp_expr},
+    {"Call", call_expr},
+    {"Attribute", attribute_expr},
+    {"Subscript", subscript_expr},
+    {"Tuple", tuple_expr},
+};
+
+static jit_node *expr_node(parser *p, PyObject *node) {
+    const char *t = node_type(node);
+    for (size_t i = 0; i < sizeof exprs / sizeof *exprs; i++)
+        if (!strcmp(exprs[i].py, t)) return exprs[i].parse(p, node);
     return unsupported_expr(p, node);
 }
 
@@ -983,118 +1007,143 @@ static jit_node *stmt(parser *p, PyObject *node) {
     return n;
 }
 
+static jit_node *assign_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    jit_node *n = NULL;
+    bool ann = is(node, "AnnAssign");
+    PyObject *targets = ann ? NULL : PyObject_GetAttrString(node, "targets");
+    if (!(n = new_node(p, node, kind))) { Py_XDECREF(targets); return NULL; }
+    if (ann) {
+        PyObject *v = PyObject_GetAttrString(node, "value");
+        bool has = v && v != Py_None;
+        Py_XDECREF(v);
+        if (!has) { n->kind = S_PASS; return n; } /* a bare annotation does nothing */
+        n->nkids = 1;
+        n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
+        if (!(n->kids[0] = child(p, node, "target"))) return NULL;
+    } else {
+        int rc = expr_list(p, targets, &n->kids, &n->nkids);
+        Py_XDECREF(targets);
+        if (rc < 0) return NULL;
+    }
+    for (int i = 0; i < n->nkids; i++)
+        if (target_ok(p, n->kids[i], node) < 0) return NULL;
+    return (n->a = child(p, node, "value")) ? n : NULL;
+}
+
+static jit_node *augassign_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    jit_node *n = NULL;
+    int op = op_of(p, node, "op", node);
+    if (op < 0 || !(n = new_node(p, node, kind))) return NULL;
+    n->op = (uint8_t)op;
+    if (!(n->a = child(p, node, "target")) || !(n->b = child(p, node, "value"))) return NULL;
+    if (n->a->kind == N_TUPLE) {
+        jit_error_at(p->err, p->f, n->a->line, n->a->col, "augmented assignment to a tuple is not valid");
+        return NULL;
+    }
+    return target_ok(p, n->a, node) < 0 ? NULL : n;
+}
+
+static jit_node *expr_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    jit_node *n = NULL;
+    PyObject *v = PyObject_GetAttrString(node, "value");
+    bool docstring = v && is(v, "Constant");
+    if (docstring) {
+        PyObject *c = PyObject_GetAttrString(v, "value");
+        docstring = c && PyUnicode_Check(c);
+        Py_XDECREF(c);
+    }
+    Py_XDECREF(v);
+    if (!(n = new_node(p, node, docstring ? S_PASS : kind))) return NULL;
+    return docstring || (n->a = child(p, node, "value")) ? n : NULL;
+}
+
+static jit_node *block_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    jit_node *n = NULL;
+    PyObject *orelse = PyObject_GetAttrString(node, "orelse");
+    PyObject *body = PyObject_GetAttrString(node, "body");
+    if (!orelse || !body || !(n = new_node(p, node, kind))) goto done;
+    if (kind != S_IF && PyList_GET_SIZE(orelse) > 0) {
+        fail(p, node, "%s-else is not supported in kernels\nUse a flag variable set before break.",
+             kind == S_FOR ? "for" : "while");
+        n = NULL;
+        goto done;
+    }
+    if (kind == S_FOR) {
+        PyObject *target = PyObject_GetAttrString(node, "target");
+        PyObject *iter = PyObject_GetAttrString(node, "iter");
+        jit_node *call = iter ? expr(p, iter) : NULL;
+        const jit_builtin *range = call && call->kind == N_CALL && call->a->kind == N_REF &&
+                                   call->a->v.ref.kind == REF_BUILTIN ? &jit_builtins[call->a->v.ref.id] : NULL;
+        if (call && (!range || range->type != TY_RANGE)) {
+            jit_error_at(p->err, p->f, call->line, call->col,
+                         "kernels can only loop over range(...)\n"
+                         "Write: for i in range(len(a)): ... a[i] ...");
+            call = NULL;
+        } else if (call && (call->nkids < range->lo || call->nkids > range->hi)) {
+            jit_error_at(p->err, p->f, call->line, call->col, "range() takes %d to %d arguments, not %d",
+                         range->lo, range->hi, call->nkids);
+            call = NULL;
+        }
+        n->a = call && target ? expr(p, target) : NULL;
+        if (n->a && n->a->kind != N_VAR) {
+            jit_error_at(p->err, p->f, n->a->line, n->a->col,
+                         "the loop variable must be a plain name\nWrite: for i in range(...):");
+            n->a = NULL;
+        }
+        if (n->a) {
+            n->kids = call->kids;
+            n->nkids = call->nkids;
+        }
+        Py_XDECREF(target);
+        Py_XDECREF(iter);
+        if (!n->a) { n = NULL; goto done; }
+    } else if (!(n->a = child(p, node, "test"))) {
+        n = NULL;
+        goto done;
+    }
+    if (stmts(p, body, &n->body, &n->nbody) < 0 ||
+        (kind == S_IF && stmts(p, orelse, &n->orelse, &n->norelse) < 0))
+        n = NULL;
+done:
+    Py_XDECREF(orelse);
+    Py_XDECREF(body);
+    return n;
+}
+
+static jit_node *return_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    jit_node *n = NULL;
+    PyObject *v = PyObject_GetAttrString(node, "value");
+    if (!v || !(n = new_node(p, node, kind))) { Py_XDECREF(v); return NULL; }
+    if (v != Py_None && !(n->a = expr(p, v))) n = NULL;
+    Py_DECREF(v);
+    if (n && n->a && p->f->is_kernel) {
+        jit_error_at(p->err, p->f, n->a->line, n->a->col,
+                     "a kernel cannot return a value\nWrite results into an array argument; "
+                     "@offload.device_func functions may return values.");
+        return NULL;
+    }
+    return n;
+}
+
+static jit_node *bare_stmt(parser *p, PyObject *node, jit_node_kind kind) { return new_node(p, node, kind); }
+
+/* The statements a kernel may write, by their ast class. */
+static const struct {
+    const char *py;
+    jit_node_kind kind;
+    jit_node *(*parse)(parser *, PyObject *, jit_node_kind);
+} stmt_kinds[] = {
+    {"Assign", S_ASSIGN, assign_stmt}, {"AnnAssign", S_ASSIGN, assign_stmt},
+    {"AugAssign", S_AUGASSIGN, augassign_stmt}, {"Expr", S_EXPR, expr_stmt},
+    {"If", S_IF, block_stmt}, {"While", S_WHILE, block_stmt}, {"For", S_FOR, block_stmt},
+    {"Break", S_BREAK, bare_stmt}, {"Continue", S_CONTINUE, bare_stmt}, {"Pass", S_PASS, bare_stmt},
+    {"Return", S_RETURN, return_stmt},
+};
+
 static jit_node *stmt_node(parser *p, PyObject *node) {
     const char *t = node_type(node);
-    jit_node *n = NULL;
-    if (!strcmp(t, "Assign") || !strcmp(t, "AnnAssign")) {
-        bool ann = t[0] == 'A' && t[1] == 'n';
-        PyObject *targets = ann ? NULL : PyObject_GetAttrString(node, "targets");
-        if (!(n = new_node(p, node, S_ASSIGN))) { Py_XDECREF(targets); return NULL; }
-        if (ann) {
-            PyObject *v = PyObject_GetAttrString(node, "value");
-            bool has = v && v != Py_None;
-            Py_XDECREF(v);
-            if (!has) { n->kind = S_PASS; return n; } /* a bare annotation does nothing */
-            n->nkids = 1;
-            n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
-            if (!(n->kids[0] = child(p, node, "target"))) return NULL;
-        } else {
-            int rc = expr_list(p, targets, &n->kids, &n->nkids);
-            Py_XDECREF(targets);
-            if (rc < 0) return NULL;
-        }
-        for (int i = 0; i < n->nkids; i++)
-            if (target_ok(p, n->kids[i], node) < 0) return NULL;
-        return (n->a = child(p, node, "value")) ? n : NULL;
-    }
-    if (!strcmp(t, "AugAssign")) {
-        int op = op_of(p, node, "op", node);
-        if (op < 0 || !(n = new_node(p, node, S_AUGASSIGN))) return NULL;
-        n->op = (uint8_t)op;
-        if (!(n->a = child(p, node, "target")) || !(n->b = child(p, node, "value"))) return NULL;
-        if (n->a->kind == N_TUPLE) {
-            jit_error_at(p->err, p->f, n->a->line, n->a->col, "augmented assignment to a tuple is not valid");
-            return NULL;
-        }
-        return target_ok(p, n->a, node) < 0 ? NULL : n;
-    }
-    if (!strcmp(t, "Expr")) {
-        PyObject *v = PyObject_GetAttrString(node, "value");
-        bool docstring = v && is(v, "Constant");
-        if (docstring) {
-            PyObject *c = PyObject_GetAttrString(v, "value");
-            docstring = c && PyUnicode_Check(c);
-            Py_XDECREF(c);
-        }
-        Py_XDECREF(v);
-        if (!(n = new_node(p, node, docstring ? S_PASS : S_EXPR))) return NULL;
-        return docstring || (n->a = child(p, node, "value")) ? n : NULL;
-    }
-    if (!strcmp(t, "If") || !strcmp(t, "While") || !strcmp(t, "For")) {
-        PyObject *orelse = PyObject_GetAttrString(node, "orelse");
-        PyObject *body = PyObject_GetAttrString(node, "body");
-        jit_node_kind kind = t[0] == 'I' ? S_IF : t[0] == 'W' ? S_WHILE : S_FOR;
-        if (!orelse || !body || !(n = new_node(p, node, kind))) goto done;
-        if (kind != S_IF && PyList_GET_SIZE(orelse) > 0) {
-            fail(p, node, "%s-else is not supported in kernels\nUse a flag variable set before break.",
-                 kind == S_FOR ? "for" : "while");
-            n = NULL;
-            goto done;
-        }
-        if (kind == S_FOR) {
-            PyObject *target = PyObject_GetAttrString(node, "target");
-            PyObject *iter = PyObject_GetAttrString(node, "iter");
-            jit_node *call = iter ? expr(p, iter) : NULL;
-            if (call && (call->kind != N_CALL || call->a->kind != N_REF || call->a->v.ref.kind != REF_BUILTIN ||
-                         call->a->v.ref.id != B_RANGE)) {
-                jit_error_at(p->err, p->f, call->line, call->col,
-                             "kernels can only loop over range(...)\n"
-                             "Write: for i in range(len(a)): ... a[i] ...");
-                call = NULL;
-            } else if (call && (call->nkids < 1 || call->nkids > 3)) {
-                jit_error_at(p->err, p->f, call->line, call->col, "range() takes 1 to 3 arguments, not %d", call->nkids);
-                call = NULL;
-            }
-            n->a = call && target ? expr(p, target) : NULL;
-            if (n->a && n->a->kind != N_VAR) {
-                jit_error_at(p->err, p->f, n->a->line, n->a->col,
-                             "the loop variable must be a plain name\nWrite: for i in range(...):");
-                n->a = NULL;
-            }
-            if (n->a) {
-                n->kids = call->kids;
-                n->nkids = call->nkids;
-            }
-            Py_XDECREF(target);
-            Py_XDECREF(iter);
-            if (!n->a) { n = NULL; goto done; }
-        } else if (!(n->a = child(p, node, "test"))) {
-            n = NULL;
-            goto done;
-        }
-        if (stmts(p, body, &n->body, &n->nbody) < 0 ||
-            (kind == S_IF && stmts(p, orelse, &n->orelse, &n->norelse) < 0))
-            n = NULL;
-    done:
-        Py_XDECREF(orelse);
-        Py_XDECREF(body);
-        return n;
-    }
-    if (!strcmp(t, "Break") || !strcmp(t, "Continue") || !strcmp(t, "Pass"))
-        return new_node(p, node, t[0] == 'B' ? S_BREAK : t[0] == 'C' ? S_CONTINUE : S_PASS);
-    if (!strcmp(t, "Return")) {
-        PyObject *v = PyObject_GetAttrString(node, "value");
-        if (!v || !(n = new_node(p, node, S_RETURN))) { Py_XDECREF(v); return NULL; }
-        if (v != Py_None && !(n->a = expr(p, v))) n = NULL;
-        Py_DECREF(v);
-        if (n && n->a && p->f->is_kernel) {
-            jit_error_at(p->err, p->f, n->a->line, n->a->col,
-                         "a kernel cannot return a value\nWrite results into an array argument; "
-                         "@offload.device_func functions may return values.");
-            return NULL;
-        }
-        return n;
-    }
+    for (size_t i = 0; i < sizeof stmt_kinds / sizeof *stmt_kinds; i++)
+        if (!strcmp(stmt_kinds[i].py, t)) return stmt_kinds[i].parse(p, node, stmt_kinds[i].kind);
     for (size_t i = 0; i < sizeof unsupported_stmts / sizeof *unsupported_stmts; i++)
         if (!strcmp(unsupported_stmts[i].py, t)) {
             fail(p, node, "%s is not supported in kernels\n%s", unsupported_stmts[i].what, unsupported_stmts[i].hint);

@@ -1,85 +1,17 @@
-/* jit_ptx: nvptx64 modules -> PTX text through LLVM's NVPTX backend, with
- * NVIDIA's libdevice (the CUDA math library as LLVM bitcode) linked in when a
- * kernel calls one of its __nv_* functions. */
+/* jit_ptx: nvptx64 modules -> PTX text through LLVM's NVPTX backend (its
+ * target machine from jit_machine.c), with NVIDIA's libdevice (the CUDA math
+ * library as LLVM bitcode) linked in when a kernel calls one of its __nv_*
+ * functions. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <llvm/Config/llvm-config.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/TargetMachine.h>
 
 #include "jit_backend.h"
-
-#define JIT_PTX_TRIPLE "nvptx64-nvidia-cuda"
-
-/* The sm_NN processors this LLVM's NVPTX backend knows (llc -mcpu=help),
- * ascending. PTX for sm_NN runs on every device of compute capability >= NN
- * (the driver compiles it), so a newer device gets the newest one listed. */
-static const int jit_sms[] = {30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86,
-#if LLVM_VERSION_MAJOR >= 16
-                              87, 89, 90,
-#endif
-};
-
-int jit_ptx_sm(int cc)
-{
-    if (cc < jit_sms[0])
-        return cc;
-    int sm = jit_sms[0];
-    for (size_t i = 0; i < sizeof jit_sms / sizeof jit_sms[0]; i++)
-        if (jit_sms[i] <= cc)
-            sm = jit_sms[i];
-    return sm;
-}
-
-/* The oldest PTX ISA that has .target sm_<sm>, but at least 6.0 (CUDA 9):
- * the oldest ISA keeps the PTX loadable by the oldest driver that knows the
- * device. Without a +ptxNN feature LLVM would write ".version 3.2", which
- * ptxas refuses for any recent sm. */
-static int jit_ptx_isa(int sm)
-{
-    if (sm >= 89)
-        return 78;
-    if (sm >= 87)
-        return 74;
-    if (sm >= 86)
-        return 71;
-    if (sm >= 80)
-        return 70;
-    if (sm >= 75)
-        return 63;
-    if (sm >= 72)
-        return 61;
-    return 60;
-}
-
-LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen)
-{
-    jit_backend_init();
-    LLVMTargetRef target = NULL;
-    char *msg = NULL;
-    if (LLVMGetTargetFromTriple(JIT_PTX_TRIPLE, &target, &msg)) {
-        snprintf(err, errlen, "this LLVM (%d) has no NVPTX backend: %s", LLVM_VERSION_MAJOR,
-                 msg ? msg : "");
-        LLVMDisposeMessage(msg);
-        return NULL;
-    }
-    sm = jit_ptx_sm(sm);
-    char cpu[16], features[16];
-    snprintf(cpu, sizeof cpu, "sm_%d", sm);
-    snprintf(features, sizeof features, "+ptx%d", jit_ptx_isa(sm));
-    LLVMTargetMachineRef tm =
-        LLVMCreateTargetMachine(target, JIT_PTX_TRIPLE, cpu, features, LLVMCodeGenLevelAggressive,
-                                LLVMRelocDefault, LLVMCodeModelDefault);
-    if (!tm)
-        snprintf(err, errlen, "LLVM could not make an NVPTX target machine for %s", cpu);
-    return tm;
-}
 
 /* ---- libdevice ---- */
 

@@ -55,29 +55,10 @@ typedef enum {
 /* Things a kernel can name that are not values. */
 typedef enum {
     REF_MODULE,  /* math, numpy, offload: only for attribute access */
-    REF_BUILTIN, /* v.ref.id: a jit_builtin */
+    REF_BUILTIN, /* v.ref.id: a row of jit_builtins (jit_builtins.h) */
     REF_DTYPE,   /* np.float32 / ol.float32 used as a cast */
     REF_DEVFUNC, /* an @ol.device_func: v.ref.func */
 } jit_ref_kind;
-
-typedef enum {
-    /* Python builtins */
-    B_ABS, B_MIN, B_MAX, B_INT, B_FLOAT, B_BOOL, B_ROUND, B_LEN, B_RANGE, B_PRINT,
-    /* math.* (keep in the order of jit_target.c's table) */
-    B_SIN, B_COS, B_TAN, B_ASIN, B_ACOS, B_ATAN, B_ATAN2, B_SINH, B_COSH, B_TANH,
-    B_ASINH, B_ACOSH, B_ATANH, B_ISNAN, B_ISINF, B_CEIL, B_FLOOR, B_TRUNC, B_FABS,
-    B_SQRT, B_EXP, B_EXPM1, B_EXP2, B_LOG, B_LOG10, B_LOG1P, B_LOG2, B_COPYSIGN,
-    B_POW, B_FMOD, B_ERF, B_ERFC, B_GAMMA, B_LGAMMA, B_LDEXP, B_HYPOT,
-    /* numpy.* with no math.* twin: floor/ceil/trunc/rint keep the dtype (math's
-       give ints), minimum/maximum propagate NaN (min/max do not) */
-    B_NP_FLOOR, B_NP_CEIL, B_NP_TRUNC, B_NP_RINT, B_MINIMUM, B_MAXIMUM, B_ISFINITE,
-    /* offload.* for nd-range kernels */
-    B_GROUP_BARRIER, B_LOCAL_ARRAY, B_PRIVATE_ARRAY, B_ATOMIC_REF,
-    B_NBUILTINS
-} jit_builtin;
-#define B_FIRST_MATH B_SIN
-#define B_FIRST_NUMPY B_NP_FLOOR
-#define B_FIRST_OFFLOAD B_GROUP_BARRIER
 
 typedef struct jit_func jit_func;
 typedef struct jit_node jit_node;
@@ -98,7 +79,7 @@ struct jit_node {
         int var;
         const char *name;
         struct {
-            uint8_t kind, id; /* jit_ref_kind; jit_builtin or jit_dtype or module (0 math, 1 numpy, 2 offload) */
+            uint8_t kind, id; /* jit_ref_kind; builtin row, jit_dtype or module (0 math, 1 numpy, 2 offload) */
             jit_func *func;
         } ref;
     } v;

@@ -919,6 +919,7 @@ int mod_kernel_add_functions(PyObject *module) {
     if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 || PyType_Ready(&LaunchType) < 0)
         return -1;
     jit_set_devfunc_type(&DevFuncType, devfunc_pyfunc);
+    jit_set_offload_module(module);
     CompileError = PyErr_NewExceptionWithDoc(
         "offload.CompileError",
         "A kernel uses Python the JIT cannot compile: filename, lineno and colno say where; the message "
