@@ -69,7 +69,8 @@ static const struct {
     const char *name;
     size_t off;
 } syms[] = {
-#define S(f, n) {n, offsetof(__typeof__(cu), f)}
+#define S(f, n)                                                                                    \
+    { n, offsetof(__typeof__(cu), f) }
     S(cuInit, "cuInit"),
     S(cuDeviceGet, "cuDeviceGet"),
     S(cuDeviceGetName, "cuDeviceGetName"),
@@ -137,7 +138,10 @@ static double one(int k, CUdeviceptr d, void *page, void *pin, size_t n, CUstrea
     case D2H_FRESH:
         t0 = 0; /* the malloc is outside the timed region, its page faults are not */
         fresh = malloc(n);
-        if (!fresh) { fprintf(stderr, "copy_bandwidth: out of host memory\n"); exit(1); }
+        if (!fresh) {
+            fprintf(stderr, "copy_bandwidth: out of host memory\n");
+            exit(1);
+        }
         t0 = now();
         CK(cu.cuMemcpyDtoH(fresh, d, n));
         break;
@@ -153,9 +157,12 @@ static double one(int k, CUdeviceptr d, void *page, void *pin, size_t n, CUstrea
 int main(int argc, char **argv) {
     long min_mb = 1, max_mb = 1024, reps = 20;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--min-mb") && i + 1 < argc) min_mb = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--max-mb") && i + 1 < argc) max_mb = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atol(argv[++i]);
+        if (!strcmp(argv[i], "--min-mb") && i + 1 < argc)
+            min_mb = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--max-mb") && i + 1 < argc)
+            max_mb = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atol(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--min-mb N] [--max-mb N] [--reps N]\n", argv[0]);
             return 1;

@@ -70,10 +70,10 @@ static int fail(const char *what, cl_int rc) {
     return 1;
 }
 
-#define CK(call, what)                                  \
-    do {                                                \
-        cl_int rc_ = (call);                            \
-        if (rc_ != CL_SUCCESS) return fail(what, rc_);  \
+#define CK(call, what)                                                                             \
+    do {                                                                                           \
+        cl_int rc_ = (call);                                                                       \
+        if (rc_ != CL_SUCCESS) return fail(what, rc_);                                             \
     } while (0)
 
 static cl_platform_id plat;
@@ -212,15 +212,15 @@ static const char *SRC_PAIRWISE =
 #define MAXA 10
 
 typedef struct {
-    const char *name;     /* file stem in DIR */
-    size_t count;         /* elements */
-    int in, out;          /* read from DIR/<name>.bin, written to DIR/<name>.out.bin */
+    const char *name; /* file stem in DIR */
+    size_t count;     /* elements */
+    int in, out;      /* read from DIR/<name>.bin, written to DIR/<name>.out.bin */
     cl_mem mem;
     void *host;
 } buf_t;
 
 typedef struct {
-    int buf;              /* >= 0: that buffer; else a scalar */
+    int buf; /* >= 0: that buffer; else a scalar */
     size_t size;
     unsigned char value[8];
 } arg_t;
@@ -396,14 +396,13 @@ static int run(const char *kname, int dbl, const char *dir, size_t n, size_t m, 
         if (rc != CL_SUCCESS) return fail("clSetKernelArg", rc);
     }
     cl_event e0;
-    CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0, NULL,
-                              &e0),
+    CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0, NULL, &e0),
        "clEnqueueNDRangeKernel");
     CK(clFinish(queue), "clFinish");
     for (int i = 0; i < nb; i++)
         if (b[i].out)
-            CK(clEnqueueReadBuffer(queue, b[i].mem, CL_TRUE, 0, b[i].count * es, b[i].host, 0,
-                                   NULL, NULL),
+            CK(clEnqueueReadBuffer(queue, b[i].mem, CL_TRUE, 0, b[i].count * es, b[i].host, 0, NULL,
+                                   NULL),
                "clEnqueueReadBuffer");
     double t1 = now_ms();
     cl_ulong s0 = 0, s1 = 0;
@@ -415,16 +414,16 @@ static int run(const char *kname, int dbl, const char *dir, size_t n, size_t m, 
 
     /* steady state: warm-ups, then reps queued back to back, one event each */
     for (int i = 0; i < warm; i++)
-        CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0,
-                                  NULL, NULL),
+        CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0, NULL,
+                                  NULL),
            "clEnqueueNDRangeKernel");
     CK(clFinish(queue), "clFinish");
     cl_event *ev = calloc((size_t)(reps > 0 ? reps : 1), sizeof *ev);
     double *ks = calloc((size_t)(reps > 0 ? reps : 1), sizeof *ks);
     if (!ev || !ks) return fail("calloc", -1);
     for (int i = 0; i < reps; i++)
-        CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0,
-                                  NULL, &ev[i]),
+        CK(clEnqueueNDRangeKernel(queue, k, (cl_uint)ndim, NULL, g, local_on ? l : NULL, 0, NULL,
+                                  &ev[i]),
            "clEnqueueNDRangeKernel");
     CK(clFinish(queue), "clFinish");
     for (int i = 0; i < reps; i++) {
@@ -481,8 +480,8 @@ static int launch_cost(int nargs, long launches, long warm) {
     cl_mem bufs[3];
     float one = 1.0f;
     for (int i = 0; i < 3; i++) {
-        bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof one, &one,
-                                 &rc);
+        bufs[i] =
+            clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof one, &one, &rc);
         if (rc != CL_SUCCESS) return fail("clCreateBuffer", rc);
     }
     cl_program prog = clCreateProgramWithSource(ctx, 1, &srcs[nargs], NULL, &rc);
@@ -509,8 +508,7 @@ static int launch_cost(int nargs, long launches, long warm) {
     printf("{");
     print_info_fields();
     printf(", \"nargs\": %d, \"launches\": %ld, \"enqueue_us\": %.4f, \"per_launch_us\": %.4f}\n",
-           nargs, launches, (t1 - t0) * 1e3 / (double)launches,
-           (t2 - t0) * 1e3 / (double)launches);
+           nargs, launches, (t1 - t0) * 1e3 / (double)launches, (t2 - t0) * 1e3 / (double)launches);
     clReleaseKernel(k);
     clReleaseProgram(prog);
     for (int i = 0; i < 3; i++) clReleaseMemObject(bufs[i]);
@@ -519,8 +517,7 @@ static int launch_cost(int nargs, long launches, long warm) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s info | run --kernel NAME ... | launch --nargs K ...\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s info | run --kernel NAME ... | launch --nargs K ...\n", argv[0]);
         return 1;
     }
     const char *mode = argv[1], *kname = "vadd", *dtype = "float", *dir = ".";
@@ -529,17 +526,28 @@ int main(int argc, char **argv) {
     long launches = 20000, lwarm = 1000;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--kernel")) kname = v;
-        else if (!strcmp(k, "--dtype")) dtype = v;
-        else if (!strcmp(k, "--dir")) dir = v;
-        else if (!strcmp(k, "--n")) n = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--m")) m = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--dims")) dims = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--reps")) reps = atoi(v);
-        else if (!strcmp(k, "--warm")) warm = atoi(v), lwarm = atol(v);
-        else if (!strcmp(k, "--local")) local_on = atoi(v);
-        else if (!strcmp(k, "--nargs")) nargs = atoi(v);
-        else if (!strcmp(k, "--launches")) launches = atol(v);
+        if (!strcmp(k, "--kernel"))
+            kname = v;
+        else if (!strcmp(k, "--dtype"))
+            dtype = v;
+        else if (!strcmp(k, "--dir"))
+            dir = v;
+        else if (!strcmp(k, "--n"))
+            n = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--m"))
+            m = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--dims"))
+            dims = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--reps"))
+            reps = atoi(v);
+        else if (!strcmp(k, "--warm"))
+            warm = atoi(v), lwarm = atol(v);
+        else if (!strcmp(k, "--local"))
+            local_on = atoi(v);
+        else if (!strcmp(k, "--nargs"))
+            nargs = atoi(v);
+        else if (!strcmp(k, "--launches"))
+            launches = atol(v);
         else {
             fprintf(stderr, "unknown option %s\n", k);
             return 1;

@@ -39,36 +39,37 @@
 typedef struct jit_func jit_func;
 
 typedef struct {
-    bool compile_error;    /* the user's code (CompileError); else an internal failure */
+    bool compile_error; /* the user's code (CompileError); else an internal failure */
     char filename[512];
-    int line, col;         /* 1-based; 0 when not about a place in the source */
-    char msg[4096];        /* whole message: place, source line, caret, hint */
+    int line, col;  /* 1-based; 0 when not about a place in the source */
+    char msg[4096]; /* whole message: place, source line, caret, hint */
 } jit_error;
 
 typedef enum { JIT_SPIRV = 1, JIT_SPIR12 = 2, JIT_PTX = 3 } jit_form;
 
 typedef struct {
     jit_form form;
-    int sm;              /* PTX: compute capability, e.g. 80 */
-    bool fp64;           /* the device computes in float64 */
-    bool atomic64;       /* the device has 64-bit integer atomics */
-    unsigned long long local_mem; /* bytes of local memory a work-group may use; 0: no limit (inspection) */
-    const char *device;  /* identity for the disk cache: name, driver version */
+    int sm;        /* PTX: compute capability, e.g. 80 */
+    bool fp64;     /* the device computes in float64 */
+    bool atomic64; /* the device has 64-bit integer atomics */
+    unsigned long long
+        local_mem;      /* bytes of local memory a work-group may use; 0: no limit (inspection) */
+    const char *device; /* identity for the disk cache: name, driver version */
 } jit_target;
 
 enum {
-    JIT_WANT_LLVM = 1,   /* fill artifact.llvm_text (optimised IR) */
-    JIT_WANT_SPIRV = 2,  /* fill artifact.spirv_text (disassembly) */
-    JIT_NO_DISK = 4,     /* bypass the disk cache (inspection) */
-    JIT_NDRANGE = 8,     /* launched over an NdRange: the item is an NdItem, and the
-                            grid is exactly the global size (no tail to guard) */
+    JIT_WANT_LLVM = 1,    /* fill artifact.llvm_text (optimised IR) */
+    JIT_WANT_SPIRV = 2,   /* fill artifact.spirv_text (disassembly) */
+    JIT_NO_DISK = 4,      /* bypass the disk cache (inspection) */
+    JIT_NDRANGE = 8,      /* launched over an NdRange: the item is an NdItem, and the
+                             grid is exactly the global size (no tail to guard) */
     JIT_BOUNDSCHECK = 16, /* check every array index against its axis (numba's
                              boundscheck=True), zero steps and negative integer
                              powers known at run time; see the bounds record below */
-    JIT_CANCEL = 32,     /* a last parameter: a global pointer to the device's cancel
-                            flag (an int32 the host sets; ofl_runtime.h), read on loop
-                            back-edges (every 1024th trip, and the first): when set,
-                            the work-item returns. Not in kernels with barriers. */
+    JIT_CANCEL = 32,      /* a last parameter: a global pointer to the device's cancel
+                             flag (an int32 the host sets; ofl_runtime.h), read on loop
+                             back-edges (every 1024th trip, and the first): when set,
+                             the work-item returns. Not in kernels with barriers. */
 };
 
 /* JIT_BOUNDSCHECK: before each element access the kernel checks every index
@@ -87,9 +88,9 @@ enum {
  * redirected to a scratch element, so no memory out of range is touched (the
  * loop running zero times, the power being 0). */
 enum {
-    JIT_BOUNDS_FLAG,     /* nonzero once an error was recorded */
-    JIT_BOUNDS_INDEX,    /* the index as written (before the wrap of a negative one);
-                            JIT_FAULT_NEG_POWER: the exponent */
+    JIT_BOUNDS_FLAG,  /* nonzero once an error was recorded */
+    JIT_BOUNDS_INDEX, /* the index as written (before the wrap of a negative one);
+                         JIT_FAULT_NEG_POWER: the exponent */
     JIT_BOUNDS_AXIS,
     JIT_BOUNDS_SIZE,     /* of that axis */
     JIT_BOUNDS_SITE,     /* the line of jit_artifact.bounds_sites that says where */
@@ -106,14 +107,14 @@ typedef enum {
 } jit_fault;
 
 typedef struct {
-    jit_blob code;        /* what the device loads (PTX text is '\0'-terminated) */
-    char entry[160];      /* the kernel's symbol */
+    jit_blob code;                /* what the device loads (PTX text is '\0'-terminated) */
+    char entry[160];              /* the kernel's symbol */
     char *llvm_text, *spirv_text; /* malloc'ed when asked for, else NULL */
-    char *bounds_sites;   /* JIT_BOUNDSCHECK: malloc'ed, one line per check, in code order:
-                             "array 'a' at <cell 3>:4:9" (an index), "at <cell 3>:5:22"
-                             (a range's step, an exponent); else NULL */
+    char *bounds_sites;           /* JIT_BOUNDSCHECK: malloc'ed, one line per check, in code order:
+                                     "array 'a' at <cell 3>:4:9" (an index), "at <cell 3>:5:22"
+                                     (a range's step, an exponent); else NULL */
     bool disk_hit;
-    double ms;            /* wall time of jit_compile */
+    double ms; /* wall time of jit_compile */
 } jit_artifact;
 
 /* NULL with err set (compile_error for the user's mistakes). Keeps no reference
@@ -131,12 +132,13 @@ void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *
 void jit_set_offload_module(PyObject *module);
 
 /* args: the types of the arguments after the item. */
-int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim,
-                const jit_target *t, unsigned flags, jit_artifact *out, jit_error *err);
+int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
+                unsigned flags, jit_artifact *out, jit_error *err);
 void jit_artifact_free(jit_artifact *a);
 
 /* "(float32, array(float32, 1d, C)) over Range(1d)"; nd: NdRange */
-void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf, size_t len);
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf,
+                       size_t len);
 
 /* ---- prange loops (jit_loops.c): %%offload cells and @offload.jit ----
  *
@@ -150,7 +152,12 @@ void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd,
  * (ast, keeping the cell's lines), with the reads that hold values (arrays,
  * numbers) as parameters and the rest (math, device functions) resolved
  * through a globals dict at compile time. */
-typedef enum { JIT_RED_ADD = '+', JIT_RED_MUL = '*', JIT_RED_MIN = 'm', JIT_RED_MAX = 'M' } jit_reduction;
+typedef enum {
+    JIT_RED_ADD = '+',
+    JIT_RED_MUL = '*',
+    JIT_RED_MIN = 'm',
+    JIT_RED_MAX = 'M'
+} jit_reduction;
 
 typedef struct {
     int line, col;        /* of the outermost for */

@@ -12,47 +12,37 @@
 
 #include "jit_backend.h"
 
-void jit_blob_free(jit_blob *b)
-{
-    if (!b)
-        return;
+void jit_blob_free(jit_blob *b) {
+    if (!b) return;
     free(b->data);
     b->data = NULL;
     b->size = 0;
 }
 
 /* LLVM's messages often end in a newline; ours are one line. */
-static void jit_trim(char *s)
-{
+static void jit_trim(char *s) {
     size_t n = strlen(s);
-    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
-        s[--n] = '\0';
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = '\0';
 }
 
-static int jit_triple_is(LLVMModuleRef m, const char *prefix)
-{
+static int jit_triple_is(LLVMModuleRef m, const char *prefix) {
     const char *t = LLVMGetTarget(m);
     return t && strncmp(t, prefix, strlen(prefix)) == 0;
 }
 
 /* Functions named kernels by nvvm.annotations: !{ptr @f, !"kernel", i32 1, ...}. */
-static int jit_annotated_kernel(LLVMModuleRef m, LLVMValueRef f)
-{
+static int jit_annotated_kernel(LLVMModuleRef m, LLVMValueRef f) {
     unsigned n = LLVMGetNamedMetadataNumOperands(m, "nvvm.annotations");
-    if (n == 0)
-        return 0;
+    if (n == 0) return 0;
     LLVMValueRef *nodes = malloc(n * sizeof *nodes);
-    if (!nodes)
-        return 0;
+    if (!nodes) return 0;
     LLVMGetNamedMetadataOperands(m, "nvvm.annotations", nodes);
     int found = 0;
     for (unsigned i = 0; i < n && !found; i++) {
         unsigned k = LLVMGetMDNodeNumOperands(nodes[i]);
-        if (k < 3)
-            continue;
+        if (k < 3) continue;
         LLVMValueRef *ops = malloc(k * sizeof *ops);
-        if (!ops)
-            break;
+        if (!ops) break;
         LLVMGetMDNodeOperands(nodes[i], ops);
         if (ops[0] == f) {
             for (unsigned j = 1; j + 1 < k; j += 2) {
@@ -69,8 +59,7 @@ static int jit_annotated_kernel(LLVMModuleRef m, LLVMValueRef f)
     return found;
 }
 
-static int jit_is_kernel(LLVMModuleRef m, LLVMValueRef f)
-{
+static int jit_is_kernel(LLVMModuleRef m, LLVMValueRef f) {
     unsigned cc = LLVMGetFunctionCallConv(f);
     return cc == LLVMPTXKernelCallConv || cc == LLVMSPIRKERNELCallConv ||
            jit_annotated_kernel(m, f);
@@ -79,11 +68,9 @@ static int jit_is_kernel(LLVMModuleRef m, LLVMValueRef f)
 /* A kernel module exports only its kernels: internal device functions (and
  * libdevice's) are inlined or dropped instead of being emitted for nothing.
  * Globals keep their linkage: the runtime may look one up by name. */
-static void jit_internalize(LLVMModuleRef m)
-{
+static void jit_internalize(LLVMModuleRef m) {
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-        if (LLVMIsDeclaration(f) || jit_is_kernel(m, f))
-            continue;
+        if (LLVMIsDeclaration(f) || jit_is_kernel(m, f)) continue;
         LLVMSetLinkage(f, LLVMInternalLinkage);
         LLVMSetVisibility(f, LLVMDefaultVisibility);
         LLVMSetDLLStorageClass(f, LLVMDefaultStorageClass);
@@ -94,14 +81,12 @@ static void jit_internalize(LLVMModuleRef m)
  * array into llvm.memset/memcpy with a variable length; the translator emits
  * those as helper functions that come back from SPIR-V as mis-mangled
  * intrinsics (invalid IR). Saying the C library lacks them stops that. */
-static void jit_no_mem_builtins(LLVMModuleRef m)
-{
+static void jit_no_mem_builtins(LLVMModuleRef m) {
     static const char *const names[] = {"no-builtin-memset", "no-builtin-memcpy",
                                         "no-builtin-memmove"};
     LLVMContextRef ctx = LLVMGetModuleContext(m);
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-        if (LLVMIsDeclaration(f))
-            continue;
+        if (LLVMIsDeclaration(f)) continue;
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             LLVMAddAttributeAtIndex(
                 f, LLVMAttributeFunctionIndex,
@@ -115,8 +100,7 @@ static void jit_no_mem_builtins(LLVMModuleRef m)
  * llvm.vector.reduce.* calls -- which the translator cannot take (it exits the
  * process). noimplicitfloat ("no vector registers to spare") is what both
  * vectorizers honour per function; the translator drops the attribute. */
-static void jit_no_vectorize(LLVMModuleRef m)
-{
+static void jit_no_vectorize(LLVMModuleRef m) {
     LLVMContextRef ctx = LLVMGetModuleContext(m);
     unsigned k = LLVMGetEnumAttributeKindForName("noimplicitfloat", 15);
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
@@ -128,13 +112,11 @@ static void jit_no_vectorize(LLVMModuleRef m)
 /* A type SPIR-V 1.0 without extensions has: integers of 1, 8, 16, 32 or 64
  * bits, vectors of 2, 3, 4, 8 or 16 of them (or floats), pointers, arrays and
  * structs of those. */
-static int jit_spirv_type_ok(LLVMTypeRef t, char *why, size_t len)
-{
+static int jit_spirv_type_ok(LLVMTypeRef t, char *why, size_t len) {
     switch (LLVMGetTypeKind(t)) {
     case LLVMIntegerTypeKind: {
         unsigned w = LLVMGetIntTypeWidth(t);
-        if (w == 1 || w == 8 || w == 16 || w == 32 || w == 64)
-            return 0;
+        if (w == 1 || w == 8 || w == 16 || w == 32 || w == 64) return 0;
         snprintf(why, len, "a %u-bit integer", w);
         return -1;
     }
@@ -146,15 +128,12 @@ static int jit_spirv_type_ok(LLVMTypeRef t, char *why, size_t len)
         }
         return jit_spirv_type_ok(LLVMGetElementType(t), why, len);
     }
-    case LLVMArrayTypeKind:
-        return jit_spirv_type_ok(LLVMGetElementType(t), why, len);
+    case LLVMArrayTypeKind: return jit_spirv_type_ok(LLVMGetElementType(t), why, len);
     case LLVMStructTypeKind:
         for (unsigned i = 0, n = LLVMCountStructElementTypes(t); i < n; i++)
-            if (jit_spirv_type_ok(LLVMStructGetTypeAtIndex(t, i), why, len))
-                return -1;
+            if (jit_spirv_type_ok(LLVMStructGetTypeAtIndex(t, i), why, len)) return -1;
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -162,8 +141,7 @@ static int jit_spirv_type_ok(LLVMTypeRef t, char *why, size_t len)
  * process) becomes a message instead: a type SPIR-V lacks, or an LLVM
  * intrinsic it cannot lower. The optimiser is set up not to make these; this
  * catches what it still does. */
-static int jit_spirv_legal(LLVMModuleRef m, char *err, size_t errlen)
-{
+static int jit_spirv_legal(LLVMModuleRef m, char *err, size_t errlen) {
     char why[128];
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
         size_t nlen = 0;
@@ -195,8 +173,7 @@ static int jit_spirv_legal(LLVMModuleRef m, char *err, size_t errlen)
 /* The translator (15) cannot translate freeze, which the pipeline adds for
  * i // n next to i % n (DivRemPairs) and when it unswitches loops. Newer
  * translators emit a freeze as its operand; so does this. */
-static void jit_drop_freeze(LLVMModuleRef m)
-{
+static void jit_drop_freeze(LLVMModuleRef m) {
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
             for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
@@ -209,8 +186,7 @@ static void jit_drop_freeze(LLVMModuleRef m)
             }
 }
 
-static int jit_block_cmp(const void *a, const void *b)
-{
+static int jit_block_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t) * (LLVMBasicBlockRef const *)a;
     uintptr_t y = (uintptr_t) * (LLVMBasicBlockRef const *)b;
     return x < y ? -1 : x > y;
@@ -220,25 +196,23 @@ static int jit_block_cmp(const void *a, const void *b)
  * LLVM keeps blocks in any order, and neither the code generator nor the
  * optimiser sorts them. Reverse post-order satisfies the rule; unreachable
  * blocks go last. Iterative, so deep nesting cannot overflow the stack. */
-static int jit_rpo_blocks(LLVMValueRef fn)
-{
+static int jit_rpo_blocks(LLVMValueRef fn) {
     unsigned n = LLVMCountBasicBlocks(fn);
-    if (n < 2)
-        return 0;
+    if (n < 2) return 0;
     LLVMBasicBlockRef *sorted = malloc(n * sizeof *sorted);
     LLVMBasicBlockRef *stack = malloc(n * sizeof *stack);
     LLVMBasicBlockRef *post = malloc(n * sizeof *post);
     unsigned *next = malloc(n * sizeof *next);
     unsigned char *seen = calloc(n, 1);
     int rc = -1;
-    if (!sorted || !stack || !post || !next || !seen)
-        goto out;
+    if (!sorted || !stack || !post || !next || !seen) goto out;
     LLVMGetBasicBlocks(fn, sorted);
     qsort(sorted, n, sizeof *sorted, jit_block_cmp);
 
     unsigned sp = 0, np = 0;
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
-    seen[(LLVMBasicBlockRef *)bsearch(&entry, sorted, n, sizeof *sorted, jit_block_cmp) - sorted] = 1;
+    seen[(LLVMBasicBlockRef *)bsearch(&entry, sorted, n, sizeof *sorted, jit_block_cmp) - sorted] =
+        1;
     stack[sp] = entry;
     next[sp++] = 0;
     while (sp) {
@@ -258,11 +232,9 @@ static int jit_rpo_blocks(LLVMValueRef fn)
             sp--;
         }
     }
-    for (unsigned i = np - 1; i-- > 0;)
-        LLVMMoveBasicBlockAfter(post[i], post[i + 1]);
+    for (unsigned i = np - 1; i-- > 0;) LLVMMoveBasicBlockAfter(post[i], post[i + 1]);
     for (unsigned i = 0; i < n; i++)
-        if (!seen[i])
-            LLVMMoveBasicBlockAfter(sorted[i], LLVMGetLastBasicBlock(fn));
+        if (!seen[i]) LLVMMoveBasicBlockAfter(sorted[i], LLVMGetLastBasicBlock(fn));
     rc = 0;
 out:
     free(sorted);
@@ -273,8 +245,7 @@ out:
     return rc;
 }
 
-int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t errlen)
-{
+int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t errlen) {
     jit_backend_init();
     char *msg = NULL;
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
@@ -320,24 +291,20 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
 
 /* The sm a module was made for, from a function's "target-cpu" attribute;
  * 0 when none says. */
-static int jit_module_sm(LLVMModuleRef m)
-{
+static int jit_module_sm(LLVMModuleRef m) {
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
         LLVMAttributeRef a =
             LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
         unsigned len = 0;
         const char *v = a ? LLVMGetStringAttributeValue(a, &len) : NULL;
-        if (v && len > 3 && memcmp(v, "sm_", 3) == 0)
-            return atoi(v + 3);
+        if (v && len > 3 && memcmp(v, "sm_", 3) == 0) return atoi(v + 3);
     }
     return 0;
 }
 
-int jit_optimize(LLVMModuleRef m, char *err, size_t errlen)
-{
+int jit_optimize(LLVMModuleRef m, char *err, size_t errlen) {
     jit_backend_init();
-    if (jit_triple_is(m, "spir"))
-        return jit_optimize_tm(m, NULL, err, errlen);
+    if (jit_triple_is(m, "spir")) return jit_optimize_tm(m, NULL, err, errlen);
     if (!jit_triple_is(m, "nvptx")) {
         snprintf(err, errlen, "cannot optimise for target triple '%s' (expected spir64 or nvptx64)",
                  LLVMGetTarget(m));
@@ -347,15 +314,13 @@ int jit_optimize(LLVMModuleRef m, char *err, size_t errlen)
      * matters to a few cost decisions, so any recent one will do. */
     int sm = jit_module_sm(m);
     LLVMTargetMachineRef tm = jit_ptx_machine(sm ? sm : 80, err, errlen);
-    if (!tm)
-        return -1;
+    if (!tm) return -1;
     int rc = jit_optimize_tm(m, tm, err, errlen);
     LLVMDisposeTargetMachine(tm);
     return rc;
 }
 
-int jit_emit_spirv(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen)
-{
+int jit_emit_spirv(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen) {
     spirv->data = NULL;
     spirv->size = 0;
     if (!jit_triple_is(m, "spir")) {
@@ -370,7 +335,8 @@ int jit_emit_spirv(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen)
     if (jit_spirv_validate(spirv, why, sizeof why)) {
         snprintf(err, errlen,
                  "the compiler made invalid SPIR-V (a compiler bug; please report it with "
-                 "the kernel's source): %s", why);
+                 "the kernel's source): %s",
+                 why);
         jit_blob_free(spirv);
         return -1;
     }

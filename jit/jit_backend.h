@@ -22,7 +22,7 @@
 #include <llvm-c/TargetMachine.h>
 
 typedef struct {
-    void *data;  /* malloc'ed; text blobs (PTX, disassembly) end with a '\0' not counted in size */
+    void *data; /* malloc'ed; text blobs (PTX, disassembly) end with a '\0' not counted in size */
     size_t size;
 } jit_blob;
 

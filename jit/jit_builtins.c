@@ -138,7 +138,8 @@ const jit_method *jit_method_find(jit_kind self, const char *name) {
 }
 
 int jit_attr_find(const char *name) {
-    static const char *const attrs[] = {[ATTR_SHAPE] = "shape", [ATTR_NDIM] = "ndim", [ATTR_SIZE] = "size"};
+    static const char *const attrs[] = {
+        [ATTR_SHAPE] = "shape", [ATTR_NDIM] = "ndim", [ATTR_SIZE] = "size"};
     for (int i = 0; i < (int)(sizeof attrs / sizeof *attrs); i++)
         if (!strcmp(attrs[i], name)) return i;
     return -1;

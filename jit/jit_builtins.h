@@ -21,22 +21,40 @@ typedef enum {
     TY_PROMOTE,      /* the arguments' promotion */
     TY_ABS,          /* the argument's type; bool -> int64 */
     TY_INT_OF_FLOAT, /* a weak int for a float, else the argument's type: math's rounding */
-    TY_WEAK_INT, TY_WEAK_FLOAT, TY_BOOL,
-    TY_LDEXP,        /* the float type of the first; the second an integer */
-    TY_LEN, TY_RANGE, TY_PRINT, TY_BARRIER, TY_LOCAL_ARRAY, TY_PRIVATE_ARRAY, TY_ATOMIC_REF,
+    TY_WEAK_INT,
+    TY_WEAK_FLOAT,
+    TY_BOOL,
+    TY_LDEXP, /* the float type of the first; the second an integer */
+    TY_LEN,
+    TY_RANGE,
+    TY_PRINT,
+    TY_BARRIER,
+    TY_LOCAL_ARRAY,
+    TY_PRIVATE_ARRAY,
+    TY_ATOMIC_REF,
 } jit_type_rule;
 
 /* How jit_codegen builds a call; fn names the math function where one is used. */
 typedef enum {
-    GEN_MATH,     /* fn on the arguments converted to the result's float type */
-    GEN_CONVERT,  /* int() float() bool(): the argument converted, or zero */
-    GEN_ABS, GEN_MIN, GEN_MAX,
-    GEN_MINIMUM, GEN_MAXIMUM, /* NumPy's: NaN wins */
+    GEN_MATH,    /* fn on the arguments converted to the result's float type */
+    GEN_CONVERT, /* int() float() bool(): the argument converted, or zero */
+    GEN_ABS,
+    GEN_MIN,
+    GEN_MAX,
+    GEN_MINIMUM,
+    GEN_MAXIMUM,  /* NumPy's: NaN wins */
     GEN_ROUND,    /* fn on a float, then converted to the result type */
     GEN_NP_ROUND, /* fn in the result's type */
-    GEN_ISNAN, GEN_ISINF, GEN_ISFINITE, GEN_LDEXP, GEN_LEN,
-    GEN_PRINT, GEN_BARRIER, GEN_SCRATCH /* local and private arrays */, GEN_ATOMIC_REF,
-    GEN_NONE,     /* range(): only a for loop takes it, and builds the loop */
+    GEN_ISNAN,
+    GEN_ISINF,
+    GEN_ISFINITE,
+    GEN_LDEXP,
+    GEN_LEN,
+    GEN_PRINT,
+    GEN_BARRIER,
+    GEN_SCRATCH /* local and private arrays */,
+    GEN_ATOMIC_REF,
+    GEN_NONE, /* range(): only a for loop takes it, and builds the loop */
 } jit_gen_rule;
 
 typedef struct {
@@ -64,17 +82,34 @@ const char *jit_builtin_name(const jit_builtin *b, char *buf, size_t len);
  * take the dimension; those with none and an `over` query are the linear id
  * over that range), or an atomic operation. */
 typedef enum {
-    Q_NONE, Q_ITEM_ID, Q_ITEM_RANGE, Q_GLOBAL_ID, Q_GLOBAL_RANGE, Q_LOCAL_ID, Q_LOCAL_RANGE,
-    Q_GROUP_ID, Q_GROUP_RANGE, Q_GROUP,
-    A_LOAD, A_STORE, A_EXCHANGE, A_COMPARE_EXCHANGE,
-    A_ADD, A_SUB, A_MIN, A_MAX, A_AND, A_OR, A_XOR, /* fetch_*: from A_AND on integers only */
+    Q_NONE,
+    Q_ITEM_ID,
+    Q_ITEM_RANGE,
+    Q_GLOBAL_ID,
+    Q_GLOBAL_RANGE,
+    Q_LOCAL_ID,
+    Q_LOCAL_RANGE,
+    Q_GROUP_ID,
+    Q_GROUP_RANGE,
+    Q_GROUP,
+    A_LOAD,
+    A_STORE,
+    A_EXCHANGE,
+    A_COMPARE_EXCHANGE,
+    A_ADD,
+    A_SUB,
+    A_MIN,
+    A_MAX,
+    A_AND,
+    A_OR,
+    A_XOR, /* fetch_*: from A_AND on integers only */
 } jit_method_op;
 
 typedef struct {
     const char *name;
-    unsigned short self;     /* the receivers that have it: bits 1 << jit_kind */
+    unsigned short self; /* the receivers that have it: bits 1 << jit_kind */
     signed char nargs;
-    unsigned char op, over;  /* jit_method_op */
+    unsigned char op, over; /* jit_method_op */
 } jit_method;
 
 /* The method name of a receiver of kind self, or NULL. */

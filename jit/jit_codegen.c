@@ -36,33 +36,39 @@ typedef struct {
     const jit_target *target;
     LLVMTypeRef i1, i8, i32, i64, f32, f64, gptr, voidt;
     jit_error *err;
-    struct cg_bounds *bc; /* JIT_BOUNDSCHECK, else NULL */
+    struct cg_bounds *bc;       /* JIT_BOUNDSCHECK, else NULL */
     bool cancel, cancel_checks; /* JIT_CANCEL: the flag's parameter; checks in loops (no barrier) */
     cg_devfn *devfns;
     int ndevfns;
     int depth;
-    unsigned long long local_bytes; /* of the ol.local_arrays made so far, device functions' included */
+    unsigned long long
+        local_bytes; /* of the ol.local_arrays made so far, device functions' included */
 } cg_module;
 
 typedef struct {
     cg_module *m;
     jit_func *f;
     LLVMValueRef fn;
-    LLVMValueRef *vars;  /* allocas of number variables */
-    cg_array *arrays;    /* array variables */
+    LLVMValueRef *vars;            /* allocas of number variables */
+    cg_array *arrays;              /* array variables */
     LLVMValueRef uid[3], range[3]; /* the item, per user dimension */
-    LLVMValueRef record, private_scratch; /* JIT_BOUNDSCHECK: the bounds record; made at first need */
+    LLVMValueRef record,
+        private_scratch;      /* JIT_BOUNDSCHECK: the bounds record; made at first need */
     LLVMValueRef cancel_flag; /* JIT_CANCEL: the flag's parameter */
     LLVMBasicBlockRef brk[64], cont[64];
     int nloops;
     LLVMBasicBlockRef ret_block;
     LLVMValueRef ret_slot;
     jit_type ret_type;
-    struct { const jit_node *at; cg_array a; } *scratch; /* local/private arrays made so far */
+    struct {
+        const jit_node *at;
+        cg_array a;
+    } * scratch; /* local/private arrays made so far */
     int nscratch;
 } cg;
 
-static int fail(cg *c, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(cg *c, const jit_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(cg *c, const jit_node *n, const char *fmt, ...) {
     char what[1024];
     va_list ap;
@@ -84,9 +90,12 @@ static jit_dtype dt_of(cg *c, jit_type t) {
 static LLVMTypeRef ltype_dt(cg *c, jit_dtype d) {
     switch (d) {
     case JIT_BOOL: return c->m->i1;
-    case JIT_I8: case JIT_U8: return c->m->i8;
-    case JIT_I16: case JIT_U16: return LLVMInt16TypeInContext(c->m->tg.ctx);
-    case JIT_I32: case JIT_U32: return c->m->i32;
+    case JIT_I8:
+    case JIT_U8: return c->m->i8;
+    case JIT_I16:
+    case JIT_U16: return LLVMInt16TypeInContext(c->m->tg.ctx);
+    case JIT_I32:
+    case JIT_U32: return c->m->i32;
     case JIT_F32: return c->m->f32;
     case JIT_F64: return c->m->f64;
     default: return c->m->i64;
@@ -99,7 +108,9 @@ static LLVMTypeRef ltype(cg *c, jit_type t) {
     return t.kind == JT_ATOMIC ? ptr_in(c, (jit_space)t.space) : ltype_dt(c, dt_of(c, t));
 }
 /* in memory (array elements, parameters): bool is a byte */
-static LLVMTypeRef mtype_dt(cg *c, jit_dtype d) { return d == JIT_BOOL ? c->m->i8 : ltype_dt(c, d); }
+static LLVMTypeRef mtype_dt(cg *c, jit_dtype d) {
+    return d == JIT_BOOL ? c->m->i8 : ltype_dt(c, d);
+}
 
 static LLVMValueRef conv_dt(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to) {
     LLVMBuilderRef b = c->m->b;
@@ -110,14 +121,18 @@ static LLVMValueRef conv_dt(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to)
         return ff ? LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "")
                   : LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
     if (from == JIT_BOOL) return tf ? LLVMBuildUIToFP(b, v, tt, "") : LLVMBuildZExt(b, v, tt, "");
-    if (ff && tf) return jit_dtype_bits(to) > jit_dtype_bits(from) ? LLVMBuildFPExt(b, v, tt, "")
-                                                                   : LLVMBuildFPTrunc(b, v, tt, "");
-    if (ff) { /* C-like truncation; through int64 so negative values wrap into small unsigned types */
+    if (ff && tf)
+        return jit_dtype_bits(to) > jit_dtype_bits(from) ? LLVMBuildFPExt(b, v, tt, "")
+                                                         : LLVMBuildFPTrunc(b, v, tt, "");
+    if (ff) { /* C-like truncation; through int64 so negative values wrap into small unsigned types
+               */
         if (to == JIT_U64) return LLVMBuildFPToUI(b, v, tt, "");
         LLVMValueRef w = LLVMBuildFPToSI(b, v, c->m->i64, "");
         return to == JIT_I64 ? w : LLVMBuildTrunc(b, w, tt, "");
     }
-    if (tf) return jit_dtype_is_signed(from) ? LLVMBuildSIToFP(b, v, tt, "") : LLVMBuildUIToFP(b, v, tt, "");
+    if (tf)
+        return jit_dtype_is_signed(from) ? LLVMBuildSIToFP(b, v, tt, "")
+                                         : LLVMBuildUIToFP(b, v, tt, "");
     int fb = jit_dtype_bits(from), tb = jit_dtype_bits(to);
     if (fb == tb) return v;
     if (tb < fb) return LLVMBuildTrunc(b, v, tt, "");
@@ -128,14 +143,18 @@ static LLVMValueRef conv(cg *c, LLVMValueRef v, jit_type from, jit_type to) {
     return conv_dt(c, v, dt_of(c, from), dt_of(c, to));
 }
 
-static LLVMValueRef i64c(cg *c, long long v) { return LLVMConstInt(c->m->i64, (unsigned long long)v, 1); }
+static LLVMValueRef i64c(cg *c, long long v) {
+    return LLVMConstInt(c->m->i64, (unsigned long long)v, 1);
+}
 
 static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef t, const char *name) {
     LLVMBuilderRef tmp = LLVMCreateBuilderInContext(c->m->tg.ctx);
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(c->fn);
     LLVMValueRef first = LLVMGetFirstInstruction(entry);
-    if (first) LLVMPositionBuilderBefore(tmp, first);
-    else LLVMPositionBuilderAtEnd(tmp, entry);
+    if (first)
+        LLVMPositionBuilderBefore(tmp, first);
+    else
+        LLVMPositionBuilderAtEnd(tmp, entry);
     LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
     LLVMDisposeBuilder(tmp);
     return a;
@@ -165,9 +184,9 @@ static bool const_nonneg(const jit_node *n) {
 /* ---- JIT_BOUNDSCHECK (jit.h says what the kernel records) ---- */
 
 struct cg_bounds {
-    bool leave;       /* a failing work-item of the kernel returns: no barrier waits for it */
+    bool leave; /* a failing work-item of the kernel returns: no barrier waits for it */
     const char *entry;
-    char *sites;      /* jit_artifact.bounds_sites so far */
+    char *sites; /* jit_artifact.bounds_sites so far */
     size_t len;
     int nsites;
     LLVMValueRef local_scratch; /* made at first need */
@@ -180,8 +199,10 @@ static int count_nodes(const jit_node *n, bool (*pred)(const jit_node *), int de
     if (depth > 16) return 1 << 20;
     int k = !pred || pred(n);
     if (n->kind == N_REF && n->v.ref.kind == REF_DEVFUNC && n->v.ref.func)
-        for (int i = 0; i < n->v.ref.func->nbody; i++) k += count_nodes(n->v.ref.func->body[i], pred, depth + 1);
-    k += count_nodes(n->a, pred, depth) + count_nodes(n->b, pred, depth) + count_nodes(n->c, pred, depth);
+        for (int i = 0; i < n->v.ref.func->nbody; i++)
+            k += count_nodes(n->v.ref.func->body[i], pred, depth + 1);
+    k += count_nodes(n->a, pred, depth) + count_nodes(n->b, pred, depth) +
+         count_nodes(n->c, pred, depth);
     for (int i = 0; i < n->nkids; i++) k += count_nodes(n->kids[i], pred, depth);
     for (int i = 0; i < n->nbody; i++) k += count_nodes(n->body[i], pred, depth);
     for (int i = 0; i < n->norelse; i++) k += count_nodes(n->orelse[i], pred, depth);
@@ -189,7 +210,8 @@ static int count_nodes(const jit_node *n, bool (*pred)(const jit_node *), int de
 }
 
 static bool is_barrier(const jit_node *n) {
-    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN && jit_builtins[n->v.ref.id].gen == GEN_BARRIER;
+    return n->kind == N_REF && n->v.ref.kind == REF_BUILTIN &&
+           jit_builtins[n->v.ref.id].gen == GEN_BARRIER;
 }
 
 /* What keeps a loop from being unrolled (see unroll_copies). */
@@ -205,8 +227,8 @@ static bool stops_unrolling(const jit_node *n) {
 static int check_site(cg *c, const jit_node *at, const char *what) {
     struct cg_bounds *bc = c->m->bc;
     char line[1200];
-    if (snprintf(line, sizeof line, "%sat %s:%d:%d\n", what, c->f->filename ? c->f->filename : "?", at->line,
-                 at->col) < 0)
+    if (snprintf(line, sizeof line, "%sat %s:%d:%d\n", what, c->f->filename ? c->f->filename : "?",
+                 at->line, at->col) < 0)
         return -1;
     size_t len = strlen(line);
     for (size_t i = 0; i + 1 < len; i++) /* one line per site, whatever the file is called */
@@ -222,25 +244,29 @@ static int check_site(cg *c, const jit_node *at, const char *what) {
 /* The site of the access at (arr the array's expression). */
 static int bounds_site(cg *c, const jit_node *at, const jit_node *arr) {
     char what[300], name[32];
-    if (arr->kind == N_VAR) snprintf(what, sizeof what, "array '%s' ", c->f->vars[arr->v.var].name);
-    else snprintf(what, sizeof what, "array '%s(...)' ", jit_builtin_name(&jit_builtins[arr->a->v.ref.id], name, sizeof name));
+    if (arr->kind == N_VAR)
+        snprintf(what, sizeof what, "array '%s' ", c->f->vars[arr->v.var].name);
+    else
+        snprintf(what, sizeof what, "array '%s(...)' ",
+                 jit_builtin_name(&jit_builtins[arr->a->v.ref.id], name, sizeof name));
     return check_site(c, at, what);
 }
 
 static void bounds_word(cg *c, int word, LLVMValueRef v) {
     LLVMValueRef at = i64c(c, word);
-    LLVMValueRef s = LLVMBuildStore(c->m->b, v, LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, ""));
+    LLVMValueRef s =
+        LLVMBuildStore(c->m->b, v, LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, ""));
     LLVMSetAlignment(s, 8);
 }
 
 /* In a failing work-item: the first one claims the record and fills it in
  * (words left NULL stay 0). */
-static void bounds_record(cg *c, jit_fault kind, LLVMValueRef index, LLVMValueRef axis, LLVMValueRef size,
-                          LLVMValueRef uns, int site) {
+static void bounds_record(cg *c, jit_fault kind, LLVMValueRef index, LLVMValueRef axis,
+                          LLVMValueRef size, LLVMValueRef uns, int site) {
     LLVMBuilderRef b = c->m->b;
-    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, c->record, LLVMConstInt(c->m->i32, 0, 0),
-                                               LLVMConstInt(c->m->i32, 1, 0), LLVMAtomicOrderingMonotonic,
-                                               LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(
+        b, c->record, LLVMConstInt(c->m->i32, 0, 0), LLVMConstInt(c->m->i32, 1, 0),
+        LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
     LLVMBasicBlockRef fill = block(c, "bounds.first"), done = block(c, "bounds.recorded");
     LLVMBuildCondBr(b, LLVMBuildExtractValue(b, pair, 1, ""), fill, done);
     LLVMPositionBuilderAtEnd(b, fill);
@@ -258,7 +284,8 @@ static void bounds_record(cg *c, jit_fault kind, LLVMValueRef index, LLVMValueRe
  * bad holds, the record gets kind at `at`'s place (and value in its INDEX
  * word), and the work-item leaves the kernel where it may; else it goes on
  * (the caller makes the result harmless). 0, or -1 with the error set. */
-static int fault_check(cg *c, const jit_node *at, LLVMValueRef bad, jit_fault kind, LLVMValueRef value) {
+static int fault_check(cg *c, const jit_node *at, LLVMValueRef bad, jit_fault kind,
+                       LLVMValueRef value) {
     LLVMBuilderRef b = c->m->b;
     int site = check_site(c, at, "");
     if (site < 0) return fail(c, at, "out of memory");
@@ -284,11 +311,13 @@ static LLVMValueRef bounds_scratch(cg *c, jit_space sp) {
         if (!c->private_scratch) c->private_scratch = entry_alloca(c, c->m->i64, "bounds.scratch");
         return c->private_scratch;
     }
-    if (!bc->local_scratch) { /* named like the kernel's other local variables (scratch_array says why) */
+    if (!bc->local_scratch) { /* named like the kernel's other local variables (scratch_array says
+                                 why) */
         char name[200];
         snprintf(name, sizeof name, "%s.bounds_scratch", bc->entry);
         LLVMTypeRef t = LLVMArrayType(c->m->i64, 1);
-        bc->local_scratch = LLVMAddGlobalInAddressSpace(c->m->tg.mod, t, name, jit_target_space(&c->m->tg, JIT_LOCAL));
+        bc->local_scratch = LLVMAddGlobalInAddressSpace(c->m->tg.mod, t, name,
+                                                        jit_target_space(&c->m->tg, JIT_LOCAL));
         LLVMSetInitializer(bc->local_scratch, LLVMGetUndef(t));
         LLVMSetLinkage(bc->local_scratch, LLVMInternalLinkage);
         LLVMSetAlignment(bc->local_scratch, 8);
@@ -299,8 +328,8 @@ static LLVMValueRef bounds_scratch(cg *c, jit_space sp) {
 /* p (the element at idx, indices after the wrap; raw as written) checked:
  * what the access may use. The check is idx < shape unsigned, which a wrapped
  * index below -n fails too. */
-static LLVMValueRef bounds_check(cg *c, jit_node *n, cg_array *a, LLVMValueRef *raw, LLVMValueRef *idx,
-                                 const bool *uns, LLVMValueRef p) {
+static LLVMValueRef bounds_check(cg *c, jit_node *n, cg_array *a, LLVMValueRef *raw,
+                                 LLVMValueRef *idx, const bool *uns, LLVMValueRef p) {
     LLVMBuilderRef b = c->m->b;
     LLVMValueRef in[3], ok = NULL;
     for (int k = 0; k < a->t.ndim; k++) {
@@ -313,7 +342,8 @@ static LLVMValueRef bounds_check(cg *c, jit_node *n, cg_array *a, LLVMValueRef *
     LLVMBuildCondBr(b, ok, good, bad);
     LLVMPositionBuilderAtEnd(b, bad);
     int last = a->t.ndim - 1; /* the record says the first axis out of range */
-    LLVMValueRef axis = i64c(c, last), index = raw[last], size = a->shape[last], u = i64c(c, uns[last]);
+    LLVMValueRef axis = i64c(c, last), index = raw[last], size = a->shape[last],
+                 u = i64c(c, uns[last]);
     for (int k = last - 1; k >= 0; k--) {
         LLVMValueRef out = LLVMBuildNot(b, in[k], "");
         axis = LLVMBuildSelect(b, out, i64c(c, k), axis, "");
@@ -337,8 +367,10 @@ static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
         LLVMValueRef v = expr(c, kn);
         if (!v) return NULL;
         jit_dtype d = dt_of(c, kn->type);
-        if (jit_dtype_is_signed(d)) v = conv_dt(c, v, d, JIT_I64);
-        else if (d != JIT_U64) v = LLVMBuildZExt(b, v, c->m->i64, ""); /* bool, narrow unsigned */
+        if (jit_dtype_is_signed(d))
+            v = conv_dt(c, v, d, JIT_I64);
+        else if (d != JIT_U64)
+            v = LLVMBuildZExt(b, v, c->m->i64, ""); /* bool, narrow unsigned */
         raw[k] = v;
         uns[k] = !jit_dtype_is_signed(d);
         if (jit_dtype_is_signed(d) && !const_nonneg(kn)) /* Python's a[-1] */
@@ -392,9 +424,11 @@ static LLVMValueRef int_divmod(cg *c, LLVMValueRef a, LLVMValueRef bv, bool is_s
     LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, bz, bm1, ""), one, bv, "");
     LLVMValueRef q = LLVMBuildSDiv(b, a, safe, ""), r = LLVMBuildSRem(b, a, safe, "");
     /* floor: when the remainder is non-zero and its sign differs from the divisor's */
-    LLVMValueRef adjust = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
-                                       LLVMBuildICmp(b, LLVMIntNE, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
-                                                     LLVMBuildICmp(b, LLVMIntSLT, safe, zero, ""), ""), "");
+    LLVMValueRef adjust =
+        LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
+                     LLVMBuildICmp(b, LLVMIntNE, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
+                                   LLVMBuildICmp(b, LLVMIntSLT, safe, zero, ""), ""),
+                     "");
     LLVMValueRef res;
     if (mod) {
         res = LLVMBuildSelect(b, adjust, LLVMBuildAdd(b, r, safe, ""), r, "");
@@ -411,12 +445,15 @@ static LLVMValueRef int_divmod(cg *c, LLVMValueRef a, LLVMValueRef bv, bool is_s
 static LLVMValueRef int_pow(cg *c, LLVMValueRef a, LLVMValueRef n, bool is_signed) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef t = LLVMTypeOf(a);
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "ipow"), done = block(c, "ipow.done");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "ipow"),
+                      done = block(c, "ipow.done");
     LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
-    LLVMValueRef n0 = is_signed ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, n, zero, ""), zero, n, "") : n;
+    LLVMValueRef n0 =
+        is_signed ? LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, n, zero, ""), zero, n, "") : n;
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n0, zero, ""), done, loop);
     LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef acc = LLVMBuildPhi(b, t, "acc"), base = LLVMBuildPhi(b, t, "base"), e = LLVMBuildPhi(b, t, "e");
+    LLVMValueRef acc = LLVMBuildPhi(b, t, "acc"), base = LLVMBuildPhi(b, t, "base"),
+                 e = LLVMBuildPhi(b, t, "e");
     LLVMValueRef odd = LLVMBuildTrunc(b, e, c->m->i1, "");
     LLVMValueRef acc2 = LLVMBuildSelect(b, odd, LLVMBuildMul(b, acc, base, ""), acc, "");
     LLVMValueRef base2 = LLVMBuildMul(b, base, base, "");
@@ -453,12 +490,15 @@ static LLVMValueRef exact_fmod(cg *c, jit_dtype d, LLVMValueRef x, LLVMValueRef 
 static LLVMValueRef float_floordiv(cg *c, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1), half = LLVMConstReal(t, 0.5);
+    LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1),
+                 half = LLVMConstReal(t, 0.5);
     LLVMValueRef mod = exact_fmod(c, d, x, y);
     LLVMValueRef div = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, mod, ""), y, "");
-    LLVMValueRef wrong_sign = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, mod, zero, ""),
-                                           LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""),
-                                                        LLVMBuildFCmp(b, LLVMRealOLT, mod, zero, ""), ""), "");
+    LLVMValueRef wrong_sign =
+        LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, mod, zero, ""),
+                     LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""),
+                                  LLVMBuildFCmp(b, LLVMRealOLT, mod, zero, ""), ""),
+                     "");
     div = LLVMBuildSelect(b, wrong_sign, LLVMBuildFSub(b, div, one, ""), div, "");
     LLVMValueRef fl = math1(c, "floor", d, div);
     fl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, LLVMBuildFSub(b, div, fl, ""), half, ""),
@@ -466,12 +506,14 @@ static LLVMValueRef float_floordiv(cg *c, jit_dtype d, LLVMValueRef x, LLVMValue
     LLVMValueRef quot = LLVMBuildFDiv(b, x, y, "");
     LLVMValueRef cs[2] = {zero, quot};
     LLVMValueRef signed_zero = jit_target_math(&c->m->tg, "copysign", d == JIT_F64, cs, 2);
-    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, div, zero, ""), fl, signed_zero, "");
+    LLVMValueRef r =
+        LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, div, zero, ""), fl, signed_zero, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, zero, ""), quot, r, "");
 }
 
 /* The arithmetic of op on two values already converted to dtype d. */
-static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
+static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef x,
+                          LLVMValueRef y) {
     LLVMBuilderRef b = c->m->b;
     bool fl = jit_dtype_is_float(d), sg = jit_dtype_is_signed(d);
     if (d == JIT_BOOL) { /* & | ^ on bools; the rest were promoted to int64 */
@@ -493,9 +535,11 @@ static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef
     case OP_MOD: {
         if (!fl) return int_divmod(c, x, y, sg, true);
         LLVMValueRef r = exact_fmod(c, d, x, y), zero = LLVMConstReal(LLVMTypeOf(x), 0);
-        LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, r, zero, ""),
-                                        LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
-                                                     LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
+        LLVMValueRef fix =
+            LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealONE, r, zero, ""),
+                         LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
+                                      LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""),
+                         "");
         r = LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
         /* a zero remainder takes the divisor's sign, as Python's and NumPy's */
         LLVMValueRef cs[2] = {zero, y};
@@ -511,35 +555,41 @@ static LLVMValueRef arith(cg *c, jit_node *at, int op, jit_dtype d, LLVMValueRef
     case OP_BITAND: return LLVMBuildAnd(b, x, y, "");
     case OP_BITOR: return LLVMBuildOr(b, x, y, "");
     case OP_BITXOR: return LLVMBuildXor(b, x, y, "");
-    case OP_LSHIFT: case OP_RSHIFT: {
+    case OP_LSHIFT:
+    case OP_RSHIFT: {
         /* NumPy: shifting by the width or more gives 0 (or -1 for negative >>) */
         LLVMTypeRef t = LLVMTypeOf(x);
         LLVMValueRef bits = LLVMConstInt(t, (unsigned long long)jit_dtype_bits(d), 0);
         LLVMValueRef big = LLVMBuildICmp(b, sg ? LLVMIntSGE : LLVMIntUGE, y, bits, "");
-        if (sg) big = LLVMBuildOr(b, big, LLVMBuildICmp(b, LLVMIntSLT, y, LLVMConstInt(t, 0, 0), ""), "");
+        if (sg)
+            big =
+                LLVMBuildOr(b, big, LLVMBuildICmp(b, LLVMIntSLT, y, LLVMConstInt(t, 0, 0), ""), "");
         LLVMValueRef safe = LLVMBuildSelect(b, big, LLVMConstInt(t, 0, 0), y, "");
         if (op == OP_LSHIFT)
             return LLVMBuildSelect(b, big, LLVMConstInt(t, 0, 0), LLVMBuildShl(b, x, safe, ""), "");
         LLVMValueRef r = sg ? LLVMBuildAShr(b, x, safe, "") : LLVMBuildLShr(b, x, safe, "");
-        LLVMValueRef fill = sg ? LLVMBuildAShr(b, x, LLVMConstInt(t, (unsigned long long)jit_dtype_bits(d) - 1, 0), "")
-                               : LLVMConstInt(t, 0, 0);
+        LLVMValueRef fill =
+            sg ? LLVMBuildAShr(b, x, LLVMConstInt(t, (unsigned long long)jit_dtype_bits(d) - 1, 0),
+                               "")
+               : LLVMConstInt(t, 0, 0);
         return LLVMBuildSelect(b, big, fill, r, "");
     }
-    default:
-        fail(c, at, "internal: operator %d", op);
-        return NULL;
+    default: fail(c, at, "internal: operator %d", op); return NULL;
     }
 }
 
 static LLVMValueRef compare(cg *c, int op, jit_dtype d, LLVMValueRef x, LLVMValueRef y) {
     LLVMBuilderRef b = c->m->b;
     if (jit_dtype_is_float(d)) {
-        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                               LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
         return LLVMBuildFCmp(b, fp[op - OP_EQ], x, y, "");
     }
     bool sg = jit_dtype_is_signed(d);
-    static const LLVMIntPredicate si[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
-    static const LLVMIntPredicate ui[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+    static const LLVMIntPredicate si[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
+                                          LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+    static const LLVMIntPredicate ui[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
+                                          LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
     return LLVMBuildICmp(b, sg ? si[op - OP_EQ] : ui[op - OP_EQ], x, y, "");
 }
 
@@ -547,7 +597,9 @@ static LLVMValueRef compare(cg *c, int op, jit_dtype d, LLVMValueRef x, LLVMValu
  * its type says) and whether it is negative. Comparing these is comparing the
  * values, as NumPy 2 and Python do for signed with unsigned (-3 < uint8(0)),
  * where converting both to the promoted type would wrap one of them. */
-typedef struct { LLVMValueRef neg, bits; } int_key;
+typedef struct {
+    LLVMValueRef neg, bits;
+} int_key;
 
 static bool exact_int(jit_type t) { return jit_is_number(t) && !jit_is_floating(t); }
 
@@ -585,16 +637,19 @@ static LLVMValueRef key_compare(cg *c, int op, int_key x, int_key y) {
 
 /* x op y for two numbers of any types: integers of different signedness by
  * value (keys), the rest in their promoted type. */
-static LLVMValueRef compare_values(cg *c, int op, LLVMValueRef x, jit_type tx, LLVMValueRef y, jit_type ty) {
+static LLVMValueRef compare_values(cg *c, int op, LLVMValueRef x, jit_type tx, LLVMValueRef y,
+                                   jit_type ty) {
     if (exact_int(tx) && exact_int(ty) && is_signed_type(c, tx) != is_signed_type(c, ty))
         return key_compare(c, op, key_of(c, x, tx), key_of(c, y, ty));
     jit_type pt = jit_promote(tx, ty);
     return compare(c, op, dt_of(c, pt), conv(c, x, tx, pt), conv(c, y, ty, pt));
 }
 
-static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn, LLVMValueRef x, LLVMValueRef y) {
+static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn, LLVMValueRef x,
+                          LLVMValueRef y) {
     jit_type rt = n->type;
-    if (op == OP_POW && jit_is_floating(rt) && bn->kind == N_CONST && bn->type.kind == JT_WEAK_INT &&
+    if (op == OP_POW && jit_is_floating(rt) && bn->kind == N_CONST &&
+        bn->type.kind == JT_WEAK_INT &&
         (bn->v.i == 2 || bn->v.i == 3)) { /* x**2, x**3: multiplications, as compilers do */
         LLVMValueRef v = conv(c, x, an->type, rt);
         LLVMValueRef sq = LLVMBuildFMul(c->m->b, v, v, "");
@@ -603,10 +658,14 @@ static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn
     jit_dtype d = dt_of(c, rt);
     x = conv(c, x, an->type, rt);
     y = conv(c, y, bn->type, rt);
-    if (op == OP_POW && c->m->bc && jit_dtype_is_signed(d) && !jit_dtype_is_float(d) && !LLVMIsAConstantInt(y)) {
-        /* NumPy's ValueError for a negative exponent known only now (a constant one is a CompileError) */
-        LLVMValueRef neg = LLVMBuildICmp(c->m->b, LLVMIntSLT, y, LLVMConstInt(LLVMTypeOf(y), 0, 0), "");
-        if (fault_check(c, bn, neg, JIT_FAULT_NEG_POWER, conv_dt(c, y, d, JIT_I64)) < 0) return NULL;
+    if (op == OP_POW && c->m->bc && jit_dtype_is_signed(d) && !jit_dtype_is_float(d) &&
+        !LLVMIsAConstantInt(y)) {
+        /* NumPy's ValueError for a negative exponent known only now (a constant one is a
+         * CompileError) */
+        LLVMValueRef neg =
+            LLVMBuildICmp(c->m->b, LLVMIntSLT, y, LLVMConstInt(LLVMTypeOf(y), 0, 0), "");
+        if (fault_check(c, bn, neg, JIT_FAULT_NEG_POWER, conv_dt(c, y, d, JIT_I64)) < 0)
+            return NULL;
     }
     return arith(c, n, op, d, x, y);
 }
@@ -630,11 +689,16 @@ static LLVMValueRef short_circuit(cg *c, jit_node *n) {
         LLVMValueRef value = conv(c, v, k->type, n->type);
         LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
         LLVMAddIncoming(phi, &value, &from, 1);
-        if (i + 1 == n->nkids) { LLVMBuildBr(b, done); break; }
+        if (i + 1 == n->nkids) {
+            LLVMBuildBr(b, done);
+            break;
+        }
         LLVMValueRef truthy = conv_dt(c, v, dt_of(c, k->type), JIT_BOOL);
         LLVMBasicBlockRef next = block(c, "bool.next");
-        if (n->op == OP_AND) LLVMBuildCondBr(b, truthy, next, done);
-        else LLVMBuildCondBr(b, truthy, done, next);
+        if (n->op == OP_AND)
+            LLVMBuildCondBr(b, truthy, next, done);
+        else
+            LLVMBuildCondBr(b, truthy, done, next);
         LLVMPositionBuilderAtEnd(b, next);
     }
     LLVMPositionBuilderAtEnd(b, done);
@@ -664,20 +728,24 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
         jit_dtype d = dt_of(c, rt);
         if (jit_dtype_is_float(d)) return math1(c, "fabs", d, v);
         if (!jit_dtype_is_signed(d)) return v;
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), ""),
-                               LLVMBuildNeg(b, v, ""), v, "");
+        return LLVMBuildSelect(
+            b, LLVMBuildICmp(b, LLVMIntSLT, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), ""),
+            LLVMBuildNeg(b, v, ""), v, "");
     }
-    case GEN_MIN: case GEN_MAX: {
+    case GEN_MIN:
+    case GEN_MAX: {
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef r = conv(c, a[0], t0, rt);
         bool mixed = false; /* signed and unsigned integers: choose by value, then convert */
         for (int i = 0; i < n->nkids; i++)
-            mixed |= exact_int(n->kids[i]->type) && is_signed_type(c, n->kids[i]->type) != is_signed_type(c, t0);
+            mixed |= exact_int(n->kids[i]->type) &&
+                     is_signed_type(c, n->kids[i]->type) != is_signed_type(c, t0);
         if (mixed && jit_is_integral(rt)) {
             int_key best = key_of(c, a[0], t0);
             for (int i = 1; i < n->nkids; i++) {
                 int_key k = key_of(c, a[i], n->kids[i]->type);
-                LLVMValueRef better = bt->gen == GEN_MIN ? key_less(c, k, best) : key_less(c, best, k);
+                LLVMValueRef better =
+                    bt->gen == GEN_MIN ? key_less(c, k, best) : key_less(c, best, k);
                 r = LLVMBuildSelect(b, better, conv(c, a[i], n->kids[i]->type, rt), r, "");
                 best.neg = LLVMBuildSelect(b, better, k.neg, best.neg, "");
                 best.bits = LLVMBuildSelect(b, better, k.bits, best.bits, "");
@@ -700,17 +768,21 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
         if (!jit_dtype_is_float(d)) return v;
         return math1(c, bt->fn, d, v);
     }
-    case GEN_MINIMUM: case GEN_MAXIMUM: { /* NumPy: a NaN on either side wins */
+    case GEN_MINIMUM:
+    case GEN_MAXIMUM: { /* NumPy: a NaN on either side wins */
         jit_dtype d = dt_of(c, rt);
         LLVMValueRef x = conv(c, a[0], t0, rt), y = conv(c, a[1], n->kids[1]->type, rt);
-        LLVMValueRef r = LLVMBuildSelect(b, compare(c, bt->gen == GEN_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
+        LLVMValueRef r = LLVMBuildSelect(
+            b, compare(c, bt->gen == GEN_MINIMUM ? OP_LT : OP_GT, d, y, x), y, x, "");
         if (!jit_dtype_is_float(d)) return r;
         return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, y, y, ""), y, r, "");
     }
     case GEN_ISFINITE:
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 1, 0);
-        return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]), LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
-    case GEN_ISNAN: case GEN_ISINF: {
+        return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]),
+                             LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
+    case GEN_ISNAN:
+    case GEN_ISINF: {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);
         if (bt->gen == GEN_ISNAN) return LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], "");
         LLVMValueRef inf = LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0);
@@ -718,7 +790,8 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
     }
     case GEN_LDEXP: {
         jit_dtype d = dt_of(c, rt);
-        LLVMValueRef args[2] = {conv(c, a[0], t0, rt), conv_dt(c, a[1], dt_of(c, n->kids[1]->type), JIT_I32)};
+        LLVMValueRef args[2] = {conv(c, a[0], t0, rt),
+                                conv_dt(c, a[1], dt_of(c, n->kids[1]->type), JIT_I32)};
         return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, 2);
     }
     case GEN_MATH: {
@@ -727,8 +800,7 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
         for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
         return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, n->nkids);
     }
-    default:
-        return fail(c, n, "internal: builtin %s", bt->py), NULL;
+    default: return fail(c, n, "internal: builtin %s", bt->py), NULL;
     }
 }
 
@@ -747,13 +819,15 @@ static LLVMValueRef query(cg *c, int q, jit_type obj, int d) {
     switch ((jit_method_op)q) {
     case Q_ITEM_ID: return c->uid[d];
     case Q_ITEM_RANGE: return c->range[d];
-    case Q_GLOBAL_ID: return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
+    case Q_GLOBAL_ID:
+        return LLVMBuildAnd(c->m->b, jit_target_global_id(tg, hw), i64c(c, INT64_MAX), "gid");
     case Q_LOCAL_ID: return jit_target_wg(tg, JIT_LOCAL_ID, hw);
     case Q_LOCAL_RANGE: return jit_target_wg(tg, JIT_LOCAL_SIZE, hw);
     case Q_GROUP_ID: return jit_target_wg(tg, JIT_GROUP_ID, hw);
     case Q_GROUP_RANGE: return jit_target_wg(tg, JIT_NUM_GROUPS, hw);
     case Q_GLOBAL_RANGE: /* an NdRange's global size is a whole number of groups */
-        return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw), jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
+        return LLVMBuildMul(c->m->b, jit_target_wg(tg, JIT_LOCAL_SIZE, hw),
+                            jit_target_wg(tg, JIT_NUM_GROUPS, hw), "");
     default: return no_value(c); /* get_group(): the group is the item's */
     }
 }
@@ -786,21 +860,27 @@ static int scratch_array(cg *c, jit_node *n, cg_array *out) {
     for (int d = 0; d < t.ndim; d++) {
         dims[d] = (shape->kind == N_TUPLE ? shape->kids[d] : shape)->v.i;
         count *= dims[d];
-        if (count > (1 << 24)) return fail(c, n, "this array is too large for local or private memory");
+        if (count > (1 << 24))
+            return fail(c, n, "this array is too large for local or private memory");
     }
     LLVMTypeRef et = mtype_dt(c, t.dtype), at = LLVMArrayType(et, (unsigned)count);
     cg_array a = {.offset = i64c(c, 0), .t = t};
     if (t.space == JIT_LOCAL) {
         /* over the device's local memory a launch fails, or PoCL aborts the process */
-        c->m->local_bytes += (unsigned long long)count * (unsigned long long)jit_dtype_size(t.dtype);
+        c->m->local_bytes +=
+            (unsigned long long)count * (unsigned long long)jit_dtype_size(t.dtype);
         unsigned long long most = c->m->target->local_mem;
         if (most && c->m->local_bytes > most)
-            return fail(c, n, "the kernel's local arrays need %llu bytes, more than the %llu bytes of local memory "
-                        "a work-group has on this device\nUse smaller tiles, or fewer or narrower local arrays.",
+            return fail(c, n,
+                        "the kernel's local arrays need %llu bytes, more than the %llu bytes of "
+                        "local memory "
+                        "a work-group has on this device\nUse smaller tiles, or fewer or narrower "
+                        "local arrays.",
                         c->m->local_bytes, most);
         char name[200];
         snprintf(name, sizeof name, "%s.local%d", LLVMGetValueName(c->fn), c->nscratch);
-        a.base = LLVMAddGlobalInAddressSpace(c->m->tg.mod, at, name, jit_target_space(&c->m->tg, JIT_LOCAL));
+        a.base = LLVMAddGlobalInAddressSpace(c->m->tg.mod, at, name,
+                                             jit_target_space(&c->m->tg, JIT_LOCAL));
         LLVMSetInitializer(a.base, LLVMGetUndef(at));
         LLVMSetLinkage(a.base, LLVMInternalLinkage);
         LLVMSetAlignment(a.base, 16);
@@ -841,20 +921,28 @@ static LLVMValueRef bits_of(cg *c, LLVMValueRef v, LLVMTypeRef it) {
  * bits: for the operations a device has no instruction for. Returns old. */
 static LLVMValueRef cas_loop(cg *c, LLVMValueRef p, jit_method_op op, jit_dtype d, LLVMValueRef v) {
     LLVMBuilderRef b = c->m->b;
-    LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
+    LLVMTypeRef et = ltype_dt(c, d),
+                it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
     LLVMValueRef first = LLVMBuildLoad2(b, it, p, "");
     LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(first, (unsigned)jit_dtype_size(d));
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "cas"), done = block(c, "cas.done");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b), loop = block(c, "cas"),
+                      done = block(c, "cas.done");
     LLVMBuildBr(b, loop);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef old = LLVMBuildPhi(b, it, "old"), oldf = LLVMBuildBitCast(b, old, et, ""), now;
-    if (op == A_ADD) now = LLVMBuildFAdd(b, oldf, v, "");
-    else if (op == A_SUB) now = LLVMBuildFSub(b, oldf, v, "");
-    else now = LLVMBuildSelect(b, LLVMBuildFCmp(b, op == A_MIN ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""), v, oldf, "");
-    LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, old, LLVMBuildBitCast(b, now, it, ""),
-                                               LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
-    LLVMValueRef found = LLVMBuildExtractValue(b, pair, 0, ""), ok = LLVMBuildExtractValue(b, pair, 1, "");
+    if (op == A_ADD)
+        now = LLVMBuildFAdd(b, oldf, v, "");
+    else if (op == A_SUB)
+        now = LLVMBuildFSub(b, oldf, v, "");
+    else
+        now = LLVMBuildSelect(
+            b, LLVMBuildFCmp(b, op == A_MIN ? LLVMRealOLT : LLVMRealOGT, v, oldf, ""), v, oldf, "");
+    LLVMValueRef pair =
+        LLVMBuildAtomicCmpXchg(b, p, old, LLVMBuildBitCast(b, now, it, ""),
+                               LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+    LLVMValueRef found = LLVMBuildExtractValue(b, pair, 0, ""),
+                 ok = LLVMBuildExtractValue(b, pair, 1, "");
     LLVMValueRef in[2] = {first, found};
     LLVMBasicBlockRef from[2] = {pre, loop};
     LLVMAddIncoming(old, in, from, 2);
@@ -871,9 +959,13 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
     jit_dtype d = (jit_dtype)at.dtype;
     bool fl = jit_dtype_is_float(d);
     if (jit_dtype_bits(d) == 64 && !c->m->target->atomic64)
-        return fail(c, n, "this device has no 64-bit atomics, so %s on %s elements cannot run there\n"
-                    "Use an int32, uint32 or float32 array.", m, jit_dtype_name(d)), NULL;
-    LLVMTypeRef et = ltype_dt(c, d), it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
+        return fail(c, n,
+                    "this device has no 64-bit atomics, so %s on %s elements cannot run there\n"
+                    "Use an int32, uint32 or float32 array.",
+                    m, jit_dtype_name(d)),
+               NULL;
+    LLVMTypeRef et = ltype_dt(c, d),
+                it = LLVMIntTypeInContext(c->m->tg.ctx, (unsigned)jit_dtype_bits(d));
     LLVMValueRef v[2] = {0};
     for (int i = 0; i < n->nkids && i < 2; i++) {
         if (!(v[i] = expr(c, n->kids[i]))) return NULL;
@@ -905,8 +997,8 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
         return no_value(c);
     }
     case A_COMPARE_EXCHANGE: { /* floats compare bits, as C++ atomics do */
-        LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, bits_of(c, v[0], it), bits_of(c, v[1], it), relaxed,
-                                                   relaxed, 0);
+        LLVMValueRef pair = LLVMBuildAtomicCmpXchg(b, p, bits_of(c, v[0], it), bits_of(c, v[1], it),
+                                                   relaxed, relaxed, 0);
         r = LLVMBuildExtractValue(b, pair, 0, "");
         break;
     }
@@ -914,11 +1006,12 @@ static LLVMValueRef atomic_op(cg *c, jit_node *n, jit_type at, LLVMValueRef p) {
         r = LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpXchg, p, bits_of(c, v[0], it), relaxed, 0);
         break;
     default:
-        if (!fl) return LLVMBuildAtomicRMW(b, rmw[op][!jit_dtype_is_signed(d)], p, v[0], relaxed, 0);
+        if (!fl)
+            return LLVMBuildAtomicRMW(b, rmw[op][!jit_dtype_is_signed(d)], p, v[0], relaxed, 0);
         /* CUDA has float add; OpenCL 1.2 devices have no float atomics at all */
         if (c->m->tg.ptx && (op == A_ADD || op == A_SUB))
-            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p, op == A_SUB ? LLVMBuildFNeg(b, v[0], "") : v[0],
-                                      relaxed, 0);
+            return LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpFAdd, p,
+                                      op == A_SUB ? LLVMBuildFNeg(b, v[0], "") : v[0], relaxed, 0);
         return cas_loop(c, p, op, d, v[0]);
     }
     return fl ? LLVMBuildBitCast(b, r, et, "") : r;
@@ -967,7 +1060,8 @@ static int print_value(cg *c, print_buf *pb, jit_node *k) {
     LLVMValueRef v = expr(c, k);
     if (!v) return -1;
     jit_dtype d = dt_of(c, k->type);
-    const char *l64 = c->m->tg.ptx ? "ll" : "l"; /* OpenCL C's long is 64 bits, and it has no long long */
+    const char *l64 =
+        c->m->tg.ptx ? "ll" : "l"; /* OpenCL C's long is 64 bits, and it has no long long */
     char conv[48];
     if (d == JIT_BOOL) {
         pb->args[pb->nargs++] = jit_print_bool(&c->m->tg, v);
@@ -1005,8 +1099,11 @@ static LLVMValueRef emit_print(cg *c, jit_node *n) {
             continue;
         }
         if (pb.nargs + (jit_is_floating(k->type) && !plain_float(c) ? 6 : 1) > limit) {
-            rc = fail(c, k, "this print() passes more than %d values to the device's printf (an int or a bool "
-                      "takes 1, a float 6)\nSplit it into several print() calls.", limit);
+            rc = fail(
+                c, k,
+                "this print() passes more than %d values to the device's printf (an int or a bool "
+                "takes 1, a float 6)\nSplit it into several print() calls.",
+                limit);
             break;
         }
         rc = print_value(c, &pb, k);
@@ -1014,7 +1111,8 @@ static LLVMValueRef emit_print(cg *c, jit_node *n) {
     if (rc == 0) rc = fmt_add(&pb, end, true);
     if (rc == 0 && pb.len) { /* print(end="") prints nothing */
         pb.fmt[pb.len] = '\0';
-        if (jit_target_printf(&c->m->tg, pb.fmt, pb.args, pb.nargs) < 0) rc = fail(c, n, "out of memory");
+        if (jit_target_printf(&c->m->tg, pb.fmt, pb.args, pb.nargs) < 0)
+            rc = fail(c, n, "out of memory");
     }
     free(pb.fmt);
     return rc < 0 ? NULL : no_value(c);
@@ -1059,8 +1157,10 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     }
     case N_VAR:
         if (n->type.kind == JT_NDITEM || n->type.kind == JT_GROUP) return no_value(c);
-        if (n->type.kind == JT_ARRAY || n->type.kind == JT_ITEM) return fail(c, n, "an array is not a number here"), NULL;
-        return LLVMBuildLoad2(b, ltype(c, c->f->var_types[n->v.var]), c->vars[n->v.var], c->f->vars[n->v.var].name);
+        if (n->type.kind == JT_ARRAY || n->type.kind == JT_ITEM)
+            return fail(c, n, "an array is not a number here"), NULL;
+        return LLVMBuildLoad2(b, ltype(c, c->f->var_types[n->v.var]), c->vars[n->v.var],
+                              c->f->vars[n->v.var].name);
     case N_BINOP: {
         LLVMValueRef x = expr(c, n->a), y = x ? expr(c, n->b) : NULL;
         return y ? binop(c, n, n->op, n->a, n->b, x, y) : NULL;
@@ -1068,11 +1168,13 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     case N_UNARY: {
         LLVMValueRef x = expr(c, n->a);
         if (!x) return NULL;
-        if (n->op == OP_NOT) return LLVMBuildNot(b, conv_dt(c, x, dt_of(c, n->a->type), JIT_BOOL), "");
+        if (n->op == OP_NOT)
+            return LLVMBuildNot(b, conv_dt(c, x, dt_of(c, n->a->type), JIT_BOOL), "");
         x = conv(c, x, n->a->type, n->type);
         jit_dtype d = dt_of(c, n->type);
         if (n->op == OP_POS) return x;
-        if (n->op == OP_NEG) return jit_dtype_is_float(d) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
+        if (n->op == OP_NEG)
+            return jit_dtype_is_float(d) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
         return LLVMBuildNot(b, x, ""); /* ~ on ints and bools */
     }
     case N_COMPARE: {
@@ -1081,18 +1183,19 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         for (int i = 1; i < n->nkids; i++) {
             LLVMValueRef next = expr(c, n->kids[i]);
             if (!next) return NULL;
-            LLVMValueRef r = compare_values(c, n->ops[i - 1], prev, n->kids[i - 1]->type, next, n->kids[i]->type);
+            LLVMValueRef r = compare_values(c, n->ops[i - 1], prev, n->kids[i - 1]->type, next,
+                                            n->kids[i]->type);
             all = all ? LLVMBuildAnd(b, all, r, "") : r;
             prev = next;
         }
         return all;
     }
-    case N_BOOLOP:
-        return short_circuit(c, n);
+    case N_BOOLOP: return short_circuit(c, n);
     case N_IFEXP: {
         LLVMValueRef cond = truth(c, n->a);
         if (!cond) return NULL;
-        LLVMBasicBlockRef tb = block(c, "ifexp.then"), eb = block(c, "ifexp.else"), done = block(c, "ifexp");
+        LLVMBasicBlockRef tb = block(c, "ifexp.then"), eb = block(c, "ifexp.else"),
+                          done = block(c, "ifexp");
         LLVMBuildCondBr(b, cond, tb, eb);
         LLVMPositionBuilderAtEnd(b, tb);
         LLVMValueRef tv = expr(c, n->b);
@@ -1113,8 +1216,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         LLVMAddIncoming(phi, v, from, 2);
         return phi;
     }
-    case N_CALL:
-        return call(c, n);
+    case N_CALL: return call(c, n);
     case N_ATTR: {
         cg_array a;
         if (array_of(c, n->a, &a) < 0) return NULL;
@@ -1136,9 +1238,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         LLVMValueRef p = element_ptr(c, n, &a);
         return p ? load_elem(c, p, a.t.dtype) : NULL;
     }
-    default:
-        fail(c, n, "internal: expression kind %d", n->kind);
-        return NULL;
+    default: fail(c, n, "internal: expression kind %d", n->kind); return NULL;
     }
 }
 
@@ -1188,7 +1288,8 @@ static void bind_param(cg *c, int v, jit_type t, LLVMValueRef *p) {
         LLVMBuildStore(c->m->b, val, c->vars[v]);
         return;
     }
-    if (t.kind == JT_SCALAR && t.dtype == JIT_BOOL) val = LLVMBuildICmp(c->m->b, LLVMIntNE, val, LLVMConstInt(c->m->i8, 0, 0), "");
+    if (t.kind == JT_SCALAR && t.dtype == JIT_BOOL)
+        val = LLVMBuildICmp(c->m->b, LLVMIntNE, val, LLVMConstInt(c->m->i8, 0, 0), "");
     LLVMBuildStore(c->m->b, conv(c, val, t, c->f->var_types[v]), c->vars[v]);
 }
 
@@ -1232,7 +1333,7 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
             param_types(c, at[i], pts + np);
             np += param_count(at[i]);
         }
-        if (m->bc) pts[np++] = m->gptr; /* the bounds record */
+        if (m->bc) pts[np++] = m->gptr;     /* the bounds record */
         if (m->cancel) pts[np++] = m->gptr; /* the cancel flag */
         LLVMTypeRef rt = ret.kind == JT_NONE ? m->voidt : ltype(c, ret);
         df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
@@ -1243,7 +1344,8 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         LLVMSetLinkage(df->fn, LLVMInternalLinkage);
         jit_target_mark_function(&m->tg, df->fn);
         unsigned k = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-        LLVMAddAttributeAtIndex(df->fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->tg.ctx, k, 0));
+        LLVMAddAttributeAtIndex(df->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(m->tg.ctx, k, 0));
         /* generate its body with a builder of its own, then come back */
         LLVMBuilderRef saved = m->b;
         m->b = LLVMCreateBuilderInContext(m->tg.ctx);
@@ -1258,7 +1360,8 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         int pi = 0;
         LLVMValueRef pv[8];
         for (int i = 0; i < n->nkids; i++) {
-            for (int k = 0; k < param_count(at[i]); k++) pv[k] = LLVMGetParam(df->fn, (unsigned)(pi + k));
+            for (int k = 0; k < param_count(at[i]); k++)
+                pv[k] = LLVMGetParam(df->fn, (unsigned)(pi + k));
             bind_param(&sub, i, at[i], pv);
             pi += param_count(at[i]);
         }
@@ -1290,7 +1393,8 @@ static LLVMValueRef call_devfn(cg *c, jit_node *n) {
         } else if (param_count(at[i])) {
             LLVMValueRef v = expr(c, n->kids[i]);
             if (!v) return NULL;
-            if (at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL) v = LLVMBuildZExt(m->b, v, m->i8, "");
+            if (at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL)
+                v = LLVMBuildZExt(m->b, v, m->i8, "");
             args[na++] = v;
         }
     }
@@ -1310,7 +1414,8 @@ static int stmts(cg *c, jit_node **body, int n);
 
 static int store_var(cg *c, jit_node *t, LLVMValueRef v, jit_type vt) {
     jit_type dst = c->f->var_types[t->v.var];
-    if (vt.kind == JT_NDITEM || vt.kind == JT_GROUP) return 0; /* nothing to keep: read from the hardware */
+    if (vt.kind == JT_NDITEM || vt.kind == JT_GROUP)
+        return 0; /* nothing to keep: read from the hardware */
     if (vt.kind == JT_ATOMIC) {
         LLVMBuildStore(c->m->b, v, c->vars[t->v.var]);
         return 0;
@@ -1357,8 +1462,10 @@ static LLVMValueRef cancel_counter(cg *c) {
     LLVMValueRef n = entry_alloca(c, c->m->i32, "cancel.n");
     LLVMBuilderRef tmp = LLVMCreateBuilderInContext(c->m->tg.ctx);
     LLVMValueRef next = LLVMGetNextInstruction(n);
-    if (next) LLVMPositionBuilderBefore(tmp, next);
-    else LLVMPositionBuilderAtEnd(tmp, LLVMGetEntryBasicBlock(c->fn));
+    if (next)
+        LLVMPositionBuilderBefore(tmp, next);
+    else
+        LLVMPositionBuilderAtEnd(tmp, LLVMGetEntryBasicBlock(c->fn));
     LLVMBuildStore(tmp, LLVMConstInt(c->m->i32, 0, 0), n);
     LLVMDisposeBuilder(tmp);
     return n;
@@ -1373,15 +1480,17 @@ static void cancel_check(cg *c, unsigned period) {
     LLVMValueRef ctr = cancel_counter(c);
     LLVMValueRef k = LLVMBuildAdd(b, LLVMBuildLoad2(b, i32, ctr, ""), LLVMConstInt(i32, 1, 0), "");
     LLVMBuildStore(b, k, ctr);
-    LLVMValueRef due = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, LLVMConstInt(i32, period - 1, 0), ""),
-                                     LLVMConstInt(i32, 0, 0), "");
+    LLVMValueRef due =
+        LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, LLVMConstInt(i32, period - 1, 0), ""),
+                      LLVMConstInt(i32, 0, 0), "");
     LLVMBasicBlockRef look = block(c, "cancel.look"), on = block(c, "cancel.on");
     LLVMBuildCondBr(b, due, look, on);
     LLVMPositionBuilderAtEnd(b, look);
     LLVMValueRef flag = LLVMBuildLoad2(b, i32, c->cancel_flag, "cancel.flag");
     LLVMSetVolatile(flag, 1);
     LLVMSetAlignment(flag, 4);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, flag, LLVMConstInt(i32, 0, 0), ""), c->ret_block, on);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, flag, LLVMConstInt(i32, 0, 0), ""), c->ret_block,
+                    on);
     LLVMPositionBuilderAtEnd(b, on);
 }
 
@@ -1396,7 +1505,8 @@ static void cancel_check(cg *c, unsigned period) {
  * rest one at a time; jit_ptx.c then lets the copies' loads go first. A 256-bin
  * histogram went from 41.2 to 36.6 us on an H100 (numba-cuda 36.9). */
 #define UNROLL_COPIES 4
-#define UNROLL_MAX_NODES 96 /* of the body's tree: beyond, the copies cost more compile time than they win */
+#define UNROLL_MAX_NODES                                                                           \
+    96 /* of the body's tree: beyond, the copies cost more compile time than they win */
 
 static int unroll_copies(cg *c, const jit_node *loop, LLVMValueRef trips) {
     if (!c->m->tg.ptx || LLVMIsConstant(trips)) return 1;
@@ -1416,7 +1526,8 @@ static void never_unroll(cg *c, LLVMValueRef latch) {
     LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(ctx, &disable, 1)};
     LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
     LLVMMetadataReplaceAllUsesWith(self, id); /* frees the temporary */
-    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9),
+                    LLVMMetadataAsValue(ctx, id));
 }
 
 /* While counter < end: copies times { the loop variable = start + counter * step;
@@ -1427,17 +1538,19 @@ static int range_loop(cg *c, const jit_node *n, LLVMTypeRef t, LLVMValueRef ctr,
                       LLVMValueRef start, LLVMValueRef step, int copies, bool remainder) {
     LLVMBuilderRef b = c->m->b;
     LLVMValueRef one = LLVMConstInt(t, 1, 0);
-    LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"), inc = block(c, "for.inc"),
-                      done = block(c, "for.end");
+    LLVMBasicBlockRef cb = block(c, "for.cond"), bb = block(c, "for.body"),
+                      inc = block(c, "for.inc"), done = block(c, "for.end");
     LLVMBuildBr(b, cb);
     LLVMPositionBuilderAtEnd(b, cb);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, LLVMBuildLoad2(b, t, ctr, ""), end, ""), bb, done);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, LLVMBuildLoad2(b, t, ctr, ""), end, ""), bb,
+                    done);
     LLVMPositionBuilderAtEnd(b, bb);
     if (c->nloops >= 64) return fail(c, n, "loops nest too deeply");
     for (int j = 0; j < copies; j++) {
         if (j) LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
         LLVMValueRef k = LLVMBuildLoad2(b, t, ctr, "");
-        LLVMBuildStore(b, LLVMBuildAdd(b, start, LLVMBuildMul(b, k, step, ""), ""), c->vars[n->a->v.var]);
+        LLVMBuildStore(b, LLVMBuildAdd(b, start, LLVMBuildMul(b, k, step, ""), ""),
+                       c->vars[n->a->v.var]);
         c->brk[c->nloops] = done;
         c->cont[c->nloops++] = inc;
         int rc = stmts(c, n->body, n->nbody);
@@ -1463,10 +1576,12 @@ static int stmt(cg *c, jit_node *n) {
             LLVMValueRef vs[16];
             if (val->nkids > 16) return fail(c, n, "at most 16 values can be unpacked");
             for (int i = 0; i < val->nkids; i++)
-                if (val->kids[i]->type.kind != JT_ARRAY && !(vs[i] = expr(c, val->kids[i]))) return -1;
+                if (val->kids[i]->type.kind != JT_ARRAY && !(vs[i] = expr(c, val->kids[i])))
+                    return -1;
             for (int t = 0; t < n->nkids; t++)
                 for (int i = 0; i < val->nkids; i++)
-                    if (assign(c, n->kids[t]->kids[i], val->kids[i], vs[i], val->kids[i]->type) < 0) return -1;
+                    if (assign(c, n->kids[t]->kids[i], val->kids[i], vs[i], val->kids[i]->type) < 0)
+                        return -1;
             return 0;
         }
         if (val->type.kind == JT_TUPLE) { /* n, m = a.shape */
@@ -1474,7 +1589,8 @@ static int stmt(cg *c, jit_node *n) {
             if (array_of(c, val->a, &a) < 0) return -1;
             for (int t = 0; t < n->nkids; t++)
                 for (int i = 0; i < n->kids[t]->nkids; i++)
-                    if (assign(c, n->kids[t]->kids[i], NULL, a.shape[i], jit_weak_int()) < 0) return -1;
+                    if (assign(c, n->kids[t]->kids[i], NULL, a.shape[i], jit_weak_int()) < 0)
+                        return -1;
             return 0;
         }
         LLVMValueRef v = NULL;
@@ -1512,10 +1628,8 @@ static int stmt(cg *c, jit_node *n) {
         store_elem(c, p, conv_dt(c, r, dt_of(c, tmp.type), a.t.dtype), a.t.dtype);
         return 0;
     }
-    case S_EXPR:
-        return expr(c, n->a) ? 0 : -1;
-    case S_PASS:
-        return 0;
+    case S_EXPR: return expr(c, n->a) ? 0 : -1;
+    case S_PASS: return 0;
     case S_IF: {
         LLVMValueRef cond = truth(c, n->a);
         if (!cond) return -1;
@@ -1531,7 +1645,8 @@ static int stmt(cg *c, jit_node *n) {
         return 0;
     }
     case S_WHILE: {
-        LLVMBasicBlockRef cb = block(c, "while.cond"), bb = block(c, "while.body"), done = block(c, "while.end");
+        LLVMBasicBlockRef cb = block(c, "while.cond"), bb = block(c, "while.body"),
+                          done = block(c, "while.end");
         LLVMBuildBr(b, cb);
         LLVMPositionBuilderAtEnd(b, cb);
         cancel_check(c, CANCEL_EVERY_WHILE); /* here, where continue comes back too */
@@ -1562,7 +1677,8 @@ static int stmt(cg *c, jit_node *n) {
         LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
         LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
         LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
-        if (c->m->bc && !LLVMIsAConstantInt(step) && /* Python's ValueError (a constant 0 is a CompileError) */
+        if (c->m->bc &&
+            !LLVMIsAConstantInt(step) && /* Python's ValueError (a constant 0 is a CompileError) */
             fault_check(c, n->kids[2], LLVMBuildICmp(b, LLVMIntEQ, step, LLVMConstInt(t, 0, 0), ""),
                         JIT_FAULT_ZERO_STEP, NULL) < 0)
             return -1;
@@ -1572,26 +1688,33 @@ static int stmt(cg *c, jit_node *n) {
          * does not change the iteration. */
         LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
         LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, zero, "");
-        LLVMValueRef neg = sg ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "") : LLVMConstInt(c->m->i1, 0, 0);
+        LLVMValueRef neg =
+            sg ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "") : LLVMConstInt(c->m->i1, 0, 0);
         LLVMValueRef mag = sg ? LLVMBuildSelect(b, neg, LLVMBuildNeg(b, step, ""), step, "") : step;
         mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, zero, ""), one, mag, "");
-        LLVMValueRef lo = LLVMBuildSelect(b, neg, stop, start, ""), hi = LLVMBuildSelect(b, neg, start, stop, "");
-        LLVMValueRef runs = LLVMBuildAnd(b, LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, lo, hi, ""),
-                                         LLVMBuildOr(b, pos, neg, ""), ""); /* range(..., 0) runs nothing */
-        LLVMValueRef count = LLVMBuildAdd(b, LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildSub(b, hi, lo, ""), one, ""),
-                                                           mag, ""), one, "");
+        LLVMValueRef lo = LLVMBuildSelect(b, neg, stop, start, ""),
+                     hi = LLVMBuildSelect(b, neg, start, stop, "");
+        LLVMValueRef runs =
+            LLVMBuildAnd(b, LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, lo, hi, ""),
+                         LLVMBuildOr(b, pos, neg, ""), ""); /* range(..., 0) runs nothing */
+        LLVMValueRef count = LLVMBuildAdd(
+            b, LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildSub(b, hi, lo, ""), one, ""), mag, ""),
+            one, "");
         count = LLVMBuildSelect(b, runs, count, zero, "trips");
         LLVMValueRef ctr = entry_alloca(c, t, "range.k");
         LLVMBuildStore(b, zero, ctr);
         int copies = unroll_copies(c, n, count);
         if (copies > 1) { /* no break in its body: the copies' loop only ever exits to the rest */
-            LLVMValueRef whole = LLVMBuildSub(b, count, LLVMBuildURem(b, count, LLVMConstInt(t, copies, 0), ""), "");
+            LLVMValueRef whole =
+                LLVMBuildSub(b, count, LLVMBuildURem(b, count, LLVMConstInt(t, copies, 0), ""), "");
             if (range_loop(c, n, t, ctr, whole, start, step, copies, false) < 0) return -1;
         }
         return range_loop(c, n, t, ctr, count, start, step, 1, copies > 1);
     }
-    case S_BREAK: case S_CONTINUE:
-        if (!c->nloops) return fail(c, n, "'%s' outside a loop", n->kind == S_BREAK ? "break" : "continue");
+    case S_BREAK:
+    case S_CONTINUE:
+        if (!c->nloops)
+            return fail(c, n, "'%s' outside a loop", n->kind == S_BREAK ? "break" : "continue");
         LLVMBuildBr(b, n->kind == S_BREAK ? c->brk[c->nloops - 1] : c->cont[c->nloops - 1]);
         dead_block(c);
         return 0;
@@ -1604,8 +1727,7 @@ static int stmt(cg *c, jit_node *n) {
         LLVMBuildBr(b, c->ret_block);
         dead_block(c);
         return 0;
-    default:
-        return fail(c, n, "internal: statement kind %d", n->kind);
+    default: return fail(c, n, "internal: statement kind %d", n->kind);
     }
 }
 
@@ -1622,14 +1744,17 @@ static int emit_function_body(cg *c) {
     if (stmts(c, c->f->body, c->f->nbody) < 0) return -1;
     LLVMBuildBr(b, c->ret_block);
     LLVMPositionBuilderAtEnd(b, c->ret_block);
-    if (c->ret_slot) LLVMBuildRet(b, LLVMBuildLoad2(b, ltype(c, c->ret_type), c->ret_slot, ""));
-    else LLVMBuildRetVoid(b);
+    if (c->ret_slot)
+        LLVMBuildRet(b, LLVMBuildLoad2(b, ltype(c, c->ret_type), c->ret_slot, ""));
+    else
+        LLVMBuildRetVoid(b);
     return 0;
 }
 
 void jit_symbol_sanitize(char *s) {
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) *s = '_';
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            *s = '_';
 }
 
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
@@ -1641,11 +1766,13 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     if (flags & JIT_BOUNDSCHECK) {
         m.bc = &bc;
         bc.leave = true;
-        for (int i = 0; i < f->nbody && bc.leave; i++) bc.leave = !count_nodes(f->body[i], is_barrier, 0);
+        for (int i = 0; i < f->nbody && bc.leave; i++)
+            bc.leave = !count_nodes(f->body[i], is_barrier, 0);
     }
     if (flags & JIT_CANCEL) {
         m.cancel = m.cancel_checks = true;
-        for (int i = 0; i < f->nbody && m.cancel_checks; i++) m.cancel_checks = !count_nodes(f->body[i], is_barrier, 0);
+        for (int i = 0; i < f->nbody && m.cancel_checks; i++)
+            m.cancel_checks = !count_nodes(f->body[i], is_barrier, 0);
     }
     m.tg.ctx = ctx;
     m.tg.ptx = t->form == JIT_PTX;
@@ -1665,12 +1792,15 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMTypeRef pts[512];
     int np = 0;
     for (int i = 0; i < nargs; i++) {
-        if (np + param_count(args[i]) > 500) { fail(&c, NULL, "too many kernel arguments"); goto fail; }
+        if (np + param_count(args[i]) > 500) {
+            fail(&c, NULL, "too many kernel arguments");
+            goto fail;
+        }
         param_types(&c, args[i], pts + np);
         np += param_count(args[i]);
     }
     for (int d = 0; d < range_ndim; d++) pts[np++] = m.i64;
-    if (m.bc) pts[np++] = m.gptr; /* the bounds record */
+    if (m.bc) pts[np++] = m.gptr;     /* the bounds record */
     if (m.cancel) pts[np++] = m.gptr; /* the cancel flag, last */
     c.fn = LLVMAddFunction(m.tg.mod, entry, LLVMFunctionType(m.voidt, pts, (unsigned)np, 0));
     jit_target_mark_kernel(&m.tg, c.fn);
@@ -1683,19 +1813,21 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     int pi = 0;
     for (int i = 0; i < nargs; i++) {
         LLVMValueRef pv[8];
-        for (int k = 0; k < param_count(args[i]); k++) pv[k] = LLVMGetParam(c.fn, (unsigned)(pi + k));
+        for (int k = 0; k < param_count(args[i]); k++)
+            pv[k] = LLVMGetParam(c.fn, (unsigned)(pi + k));
         bind_param(&c, i + 1, args[i], pv);
         pi += param_count(args[i]);
     }
-    /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop here.
-     * An NdRange's grid is its global size: no tail, and none may leave before a barrier. */
+    /* the item: user dimension d is hardware dimension ndim-1-d; work-items past the range stop
+     * here. An NdRange's grid is its global size: no tail, and none may leave before a barrier. */
     LLVMValueRef outside = NULL;
     bool nd = f->var_types[0].kind == JT_NDITEM;
     for (int d = 0; d < range_ndim && !nd; d++) {
         c.range[d] = LLVMGetParam(c.fn, (unsigned)(pi + d));
         /* ids are below 2^63: clearing the sign bit tells LLVM, which then drops the
          * negative-index wrap-around wherever an index derives from an id */
-        c.uid[d] = LLVMBuildAnd(m.b, jit_target_global_id(&m.tg, range_ndim - 1 - d), i64c(&c, INT64_MAX), "id");
+        c.uid[d] = LLVMBuildAnd(m.b, jit_target_global_id(&m.tg, range_ndim - 1 - d),
+                                i64c(&c, INT64_MAX), "id");
         LLVMValueRef o = LLVMBuildICmp(m.b, LLVMIntUGE, c.uid[d], c.range[d], "");
         outside = outside ? LLVMBuildOr(m.b, outside, o, "") : o;
     }
@@ -1715,7 +1847,8 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     LLVMDisposeBuilder(m.b);
     *out = m.tg.mod;
     *bounds_sites = bc.sites;
-    if (m.bc && !bc.sites && !(*bounds_sites = calloc(1, 1))) { /* no access checked: an empty table */
+    if (m.bc && !bc.sites &&
+        !(*bounds_sites = calloc(1, 1))) { /* no access checked: an empty table */
         LLVMDisposeModule(m.tg.mod);
         *out = NULL;
         return jit_error_at(err, f, 0, 0, "out of memory");
@@ -1728,4 +1861,3 @@ fail:
     LLVMDisposeModule(m.tg.mod);
     return -1;
 }
-

@@ -32,7 +32,7 @@ typedef struct {
     LLVMValueRef print_words, repr[2]; /* jit_print.c's, made at first use */
 } jit_tgt;
 
-void jit_target_setup(jit_tgt *t);                      /* triple, data layout, module metadata */
+void jit_target_setup(jit_tgt *t); /* triple, data layout, module metadata */
 void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn);
 void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function */
 void jit_target_mark_call(jit_tgt *t, LLVMValueRef call);

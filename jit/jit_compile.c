@@ -18,11 +18,13 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf, size_t len) {
+void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf,
+                       size_t len) {
     size_t n = (size_t)snprintf(buf, len, "(");
     for (int i = 0; i < nargs && n < len; i++) {
         char t[64];
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", jit_type_str(args[i], t, sizeof t));
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+                              jit_type_str(args[i], t, sizeof t));
     }
     if (n < len) snprintf(buf + n, len - n, ") over %sRange(%dd)", nd ? "Nd" : "", range_ndim);
 }
@@ -41,14 +43,19 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err);
 static int node_fp64(jit_func *f, jit_node *x, jit_error *err) {
     if (!x) return 0;
     if ((x->type.kind == JT_SCALAR || x->type.kind == JT_ARRAY) && x->type.dtype == JIT_F64)
-        return jit_error_at(err, f, x->line, x->col,
-                            "this computes in float64, which the device cannot do (it has no fp64 support)\n"
-                            "Use float32 arrays and np.float32(...) constants; Python float literals "
-                            "already take the other operand's type.");
-    if (node_fp64(f, x->a, err) < 0 || node_fp64(f, x->b, err) < 0 || node_fp64(f, x->c, err) < 0) return -1;
+        return jit_error_at(
+            err, f, x->line, x->col,
+            "this computes in float64, which the device cannot do (it has no fp64 support)\n"
+            "Use float32 arrays and np.float32(...) constants; Python float literals "
+            "already take the other operand's type.");
+    if (node_fp64(f, x->a, err) < 0 || node_fp64(f, x->b, err) < 0 || node_fp64(f, x->c, err) < 0)
+        return -1;
     for (int i = 0; i < x->nkids; i++)
         if (node_fp64(f, x->kids[i], err) < 0) return -1;
-    return check_fp64(f, x->body, x->nbody, err) < 0 || check_fp64(f, x->orelse, x->norelse, err) < 0 ? -1 : 0;
+    return check_fp64(f, x->body, x->nbody, err) < 0 ||
+                   check_fp64(f, x->orelse, x->norelse, err) < 0
+               ? -1
+               : 0;
 }
 
 static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
@@ -62,12 +69,14 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err) {
  * (a cell's loop moves with the lines above it). Generating the module again
  * numbers the sites as the stored code does (in the order of the accesses)
  * and says where they are now. */
-static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                              unsigned flags, jit_artifact *out, jit_error *err) {
+static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int range_ndim,
+                              const jit_target *t, unsigned flags, jit_artifact *out,
+                              jit_error *err) {
     if (!(flags & JIT_BOUNDSCHECK)) return 0;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
-    int rc = jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod, &out->bounds_sites, err);
+    int rc = jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod,
+                         &out->bounds_sites, err);
     if (mod) LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
     return rc;
@@ -80,17 +89,19 @@ static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int 
  * one body, say a module's vadd and a vadd defined inside a function, are two
  * programs with two entry points), and the hash of the source and of the
  * constants it read. Its length, or -1 when it does not fit. */
-static int cache_key(const jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                     unsigned flags, const char *entry, char *key, size_t len) {
+static int cache_key(const jit_func *f, const jit_type *args, int nargs, int range_ndim,
+                     const jit_target *t, unsigned flags, const char *entry, char *key,
+                     size_t len) {
     char sig[1024];
     jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
-    int n = snprintf(key, len,
-                     "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu|%s|%s|%s|"
-                     "name %s|entry %s|",
-                     PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
-                     (int)t->fp64, (int)t->atomic64, t->local_mem, t->device ? t->device : "",
-                     (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "", (flags & JIT_CANCEL) ? "cancel" : "", f->name,
-                     entry);
+    int n = snprintf(
+        key, len,
+        "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu|%s|%s|%s|"
+        "name %s|entry %s|",
+        PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
+        (int)t->fp64, (int)t->atomic64, t->local_mem, t->device ? t->device : "",
+        (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "", (flags & JIT_CANCEL) ? "cancel" : "",
+        f->name, entry);
     if (n < 0 || (size_t)n + sizeof f->source_hash > len) return -1;
     memcpy(key + n, f->source_hash, sizeof f->source_hash);
     return n + (int)sizeof f->source_hash;
@@ -109,8 +120,8 @@ static bool disk_load(const char *key, size_t klen, jit_artifact *out) {
     return false;
 }
 
-static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                         unsigned flags, jit_artifact *out, jit_error *err);
+static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim,
+                         const jit_target *t, unsigned flags, jit_artifact *out, jit_error *err);
 
 typedef struct {
     jit_func *f;
@@ -140,12 +151,12 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
 }
 
 /* jit_compile on a stack with room for f's nesting. */
-static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
-                         unsigned flags, jit_artifact *out, jit_error *err) {
+static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range_ndim,
+                         const jit_target *t, unsigned flags, jit_artifact *out, jit_error *err) {
     if (nargs + 1 != f->nparams) {
         err->compile_error = true;
-        snprintf(err->msg, sizeof err->msg, "%s() takes %d argument%s after the item, got %d", f->name,
-                 f->nparams - 1, f->nparams == 2 ? "" : "s", nargs);
+        snprintf(err->msg, sizeof err->msg, "%s() takes %d argument%s after the item, got %d",
+                 f->name, f->nparams - 1, f->nparams == 2 ? "" : "s", nargs);
         return -1;
     }
     if (range_ndim < 1 || range_ndim > 3) {
@@ -153,8 +164,12 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
         return -1;
     }
     jit_type params[257];
-    if (nargs > 256) { internal(err, "too many arguments", NULL); return -1; }
-    params[0] = (jit_type){(flags & JIT_NDRANGE) ? JT_NDITEM : JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};
+    if (nargs > 256) {
+        internal(err, "too many arguments", NULL);
+        return -1;
+    }
+    params[0] =
+        (jit_type){(flags & JIT_NDRANGE) ? JT_NDITEM : JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};
     memcpy(params + 1, args, sizeof *args * (size_t)nargs);
     if (jit_infer(f, params, NULL, err) < 0) return -1;
     if (!t->fp64 && check_fp64(f, f->body, f->nbody, err) < 0) return -1;
@@ -163,7 +178,10 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
 
     char key[4096];
     int klen = cache_key(f, args, nargs, range_ndim, t, flags, out->entry, key, sizeof key);
-    if (klen < 0) { internal(err, "signature too long", NULL); return -1; }
+    if (klen < 0) {
+        internal(err, "signature too long", NULL);
+        return -1;
+    }
     bool want_text = flags & (JIT_WANT_LLVM | JIT_WANT_SPIRV);
     if (!want_text && !(flags & JIT_NO_DISK) && disk_load(key, (size_t)klen, out)) {
         if (bounds_sites_again(f, args, nargs, range_ndim, t, flags, out, err) < 0) {
@@ -178,7 +196,8 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
     LLVMModuleRef mod = NULL;
     char msg[3000];
     int rc = -1;
-    if (jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod, &out->bounds_sites, err) < 0)
+    if (jit_codegen(f, args, nargs, range_ndim, t, flags, ctx, out->entry, &mod, &out->bounds_sites,
+                    err) < 0)
         goto done;
     char *verr = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &verr)) {
@@ -188,7 +207,10 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
     }
     LLVMDisposeMessage(verr);
     if (flags & JIT_WANT_LLVM) {
-        if (jit_optimize(mod, msg, sizeof msg) < 0) { internal(err, "LLVM optimisation failed", msg); goto done; }
+        if (jit_optimize(mod, msg, sizeof msg) < 0) {
+            internal(err, "LLVM optimisation failed", msg);
+            goto done;
+        }
         char *ir = LLVMPrintModuleToString(mod);
         out->llvm_text = strdup(ir);
         LLVMDisposeMessage(ir);
@@ -210,12 +232,16 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
         if (t->form == JIT_SPIR12) {
             int r = jit_spirv_to_spir12(&spirv, &out->code, msg, sizeof msg);
             jit_blob_free(&spirv);
-            if (r < 0) { internal(err, "SPIR-V to SPIR 1.2 translation failed", msg); goto done; }
+            if (r < 0) {
+                internal(err, "SPIR-V to SPIR 1.2 translation failed", msg);
+                goto done;
+            }
         } else {
             out->code = spirv;
         }
     }
-    if (!want_text && !(flags & JIT_NO_DISK)) jit_cache_store(key, (size_t)klen, out->code.data, out->code.size);
+    if (!want_text && !(flags & JIT_NO_DISK))
+        jit_cache_store(key, (size_t)klen, out->code.data, out->code.size);
     rc = 0;
 done:
     if (mod) LLVMDisposeModule(mod);

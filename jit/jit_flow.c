@@ -20,13 +20,15 @@
 typedef struct {
     jit_func *f;
     jit_error *err;
-    int words;          /* uint64_t words in a set */
-    uint64_t *breaks;   /* the innermost loop's: intersection of the sets at its breaks */
+    int words;        /* uint64_t words in a set */
+    uint64_t *breaks; /* the innermost loop's: intersection of the sets at its breaks */
 } flow;
 
 static uint64_t *set_new(flow *fl) { return malloc((size_t)fl->words * sizeof(uint64_t)); }
 static void set_all(flow *fl, uint64_t *s) { memset(s, 0xff, (size_t)fl->words * sizeof *s); }
-static void set_copy(flow *fl, uint64_t *d, const uint64_t *s) { memcpy(d, s, (size_t)fl->words * sizeof *s); }
+static void set_copy(flow *fl, uint64_t *d, const uint64_t *s) {
+    memcpy(d, s, (size_t)fl->words * sizeof *s);
+}
 static void set_and(flow *fl, uint64_t *d, const uint64_t *s) {
     for (int i = 0; i < fl->words; i++) d[i] &= s[i];
 }
@@ -44,10 +46,12 @@ static int oom(flow *fl) {
 static int reads(flow *fl, const jit_node *x, const uint64_t *s) {
     for (; x; x = x->a) {
         if (x->kind == N_VAR && !has(s, x->v.var))
-            return jit_error_at(fl->err, fl->f, x->line, x->col,
-                                "'%s' is read here, but on some path to here it is not assigned yet\n"
-                                "Python would raise UnboundLocalError there: assign it before the branch or "
-                                "loop that does.", fl->f->vars[x->v.var].name);
+            return jit_error_at(
+                fl->err, fl->f, x->line, x->col,
+                "'%s' is read here, but on some path to here it is not assigned yet\n"
+                "Python would raise UnboundLocalError there: assign it before the branch or "
+                "loop that does.",
+                fl->f->vars[x->v.var].name);
         if (reads(fl, x->b, s) < 0 || reads(fl, x->c, s) < 0) return -1;
         for (int i = 0; i < x->nkids; i++)
             if (reads(fl, x->kids[i], s) < 0) return -1;
@@ -84,12 +88,17 @@ static bool runs_once(const jit_node *loop) {
 }
 
 static bool always_true(const jit_node *cond) {
-    return cond->kind == N_CONST && (cond->type.kind == JT_WEAK_FLOAT ? cond->v.f != 0 : cond->v.i != 0);
+    return cond->kind == N_CONST &&
+           (cond->type.kind == JT_WEAK_FLOAT ? cond->v.f != 0 : cond->v.i != 0);
 }
 
 static int loop(flow *fl, const jit_node *n, uint64_t *s) {
     uint64_t *in = set_new(fl), *brk = set_new(fl), *outer = fl->breaks;
-    if (!in || !brk) { free(in); free(brk); return oom(fl); }
+    if (!in || !brk) {
+        free(in);
+        free(brk);
+        return oom(fl);
+    }
     set_copy(fl, in, s);
     set_all(fl, brk);
     if (n->kind == S_FOR) add(s, n->a->v.var);
@@ -98,11 +107,11 @@ static int loop(flow *fl, const jit_node *n, uint64_t *s) {
     fl->breaks = outer;
     if (rc == 0) {
         if (n->kind == S_WHILE && always_true(n->a)) {
-            set_copy(fl, s, brk);          /* left only by a break */
+            set_copy(fl, s, brk); /* left only by a break */
         } else if (n->kind == S_FOR && runs_once(n)) {
-            set_and(fl, s, brk);           /* the body ran: its end, or a break */
+            set_and(fl, s, brk); /* the body ran: its end, or a break */
         } else {
-            set_copy(fl, s, in);           /* perhaps zero times */
+            set_copy(fl, s, in); /* perhaps zero times */
         }
     }
     free(in);
@@ -120,8 +129,7 @@ static int stmt(flow *fl, const jit_node *n, uint64_t *s) {
     case S_AUGASSIGN:
         if (reads(fl, n->b, s) < 0 || reads(fl, n->a, s) < 0) return -1;
         return store(fl, n->a, s);
-    case S_EXPR:
-        return reads(fl, n->a, s);
+    case S_EXPR: return reads(fl, n->a, s);
     case S_IF: {
         if (reads(fl, n->a, s) < 0) return -1;
         uint64_t *other = set_new(fl);
@@ -144,15 +152,12 @@ static int stmt(flow *fl, const jit_node *n, uint64_t *s) {
         if (fl->breaks) set_and(fl, fl->breaks, s);
         set_all(fl, s);
         return 0;
-    case S_CONTINUE:
-        set_all(fl, s);
-        return 0;
+    case S_CONTINUE: set_all(fl, s); return 0;
     case S_RETURN:
         if (n->a && reads(fl, n->a, s) < 0) return -1;
         set_all(fl, s);
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

@@ -16,18 +16,19 @@
 typedef struct {
     jit_func *f;
     jit_error *err;
-    bool report;     /* the final walk: errors are real */
-    bool failed;     /* an error is recorded: the first one stands */
+    bool report; /* the final walk: errors are real */
+    bool failed; /* an error is recorded: the first one stands */
     bool changed;
     int *def_line, *def_col; /* where each variable got the kind it has */
-    jit_type ret;    /* device functions: the join of the returns */
+    jit_type ret;            /* device functions: the join of the returns */
     bool ret_seen, bare_return;
-    int depth;       /* device-function nesting, to stop recursion */
+    int depth; /* device-function nesting, to stop recursion */
 } infer;
 
 #define TS(t) jit_type_str((t), (char[64]){0}, 64)
 
-static int err_at(infer *s, const jit_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int err_at(infer *s, const jit_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int err_at(infer *s, const jit_node *n, const char *fmt, ...) {
     if (!s->report || s->failed) return -1;
     s->failed = true;
@@ -45,16 +46,28 @@ static bool known(jit_type t) { return t.kind != JT_UNKNOWN; }
 
 /* The join of a variable's type with a newly assigned one; -1 on a conflict. */
 static int join(jit_type cur, jit_type t, jit_type *out) {
-    if (!known(cur)) { *out = t; return 0; }
-    if (!known(t)) { *out = cur; return 0; }
-    if (jit_is_number(cur) && jit_is_number(t)) { *out = jit_promote(cur, t); return 0; }
+    if (!known(cur)) {
+        *out = t;
+        return 0;
+    }
+    if (!known(t)) {
+        *out = cur;
+        return 0;
+    }
+    if (jit_is_number(cur) && jit_is_number(t)) {
+        *out = jit_promote(cur, t);
+        return 0;
+    }
     if (cur.kind == JT_ARRAY && t.kind == JT_ARRAY && cur.dtype == t.dtype && cur.ndim == t.ndim &&
         cur.space == t.space) {
         *out = cur;
         if (cur.layout != t.layout) out->layout = JIT_LAYOUT_ANY;
         return 0;
     }
-    if (jit_type_eq(cur, t)) { *out = cur; return 0; }
+    if (jit_type_eq(cur, t)) {
+        *out = cur;
+        return 0;
+    }
     return -1;
 }
 
@@ -62,7 +75,8 @@ static int assign_var(infer *s, const jit_node *at, int var, jit_type t) {
     jit_type *cur = &s->f->var_types[var];
     jit_type j;
     if (join(*cur, t, &j) < 0)
-        return err_at(s, at, "type conflict: '%s' is %s (line %d) but is assigned %s here (line %d)\n"
+        return err_at(s, at,
+                      "type conflict: '%s' is %s (line %d) but is assigned %s here (line %d)\n"
                       "A variable keeps one kind of value: use a new name for the other one.",
                       s->f->vars[var].name, TS(*cur), s->def_line[var], TS(t), at->line);
     if (!known(*cur) || (cur->kind != j.kind)) {
@@ -88,8 +102,12 @@ static jit_type need_number(infer *s, jit_node *n, const char *what) {
 }
 
 static int const_int(const jit_node *n, int64_t *v) {
-    if (n->kind == N_CONST && n->type.kind == JT_WEAK_INT) { *v = n->v.i; return 0; }
-    if (n->kind == N_UNARY && n->op == OP_NEG && n->a->kind == N_CONST && n->a->type.kind == JT_WEAK_INT) {
+    if (n->kind == N_CONST && n->type.kind == JT_WEAK_INT) {
+        *v = n->v.i;
+        return 0;
+    }
+    if (n->kind == N_UNARY && n->op == OP_NEG && n->a->kind == N_CONST &&
+        n->a->type.kind == JT_WEAK_INT) {
         *v = -n->a->v.i;
         return 0;
     }
@@ -99,27 +117,35 @@ static int const_int(const jit_node *n, int64_t *v) {
 static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b) {
     if (!known(a) || !known(b)) return unknown;
     if (!jit_is_number(a) || !jit_is_number(b)) {
-        err_at(s, n, "unsupported operand types for an arithmetic operator: %s and %s\n"
-               "Index arrays to get their elements: a[i].", TS(a), TS(b));
+        err_at(s, n,
+               "unsupported operand types for an arithmetic operator: %s and %s\n"
+               "Index arrays to get their elements: a[i].",
+               TS(a), TS(b));
         return (jit_type){JT_NONE, 0, 0, 0, 0};
     }
-    bool abool = a.kind == JT_SCALAR && a.dtype == JIT_BOOL, bbool = b.kind == JT_SCALAR && b.dtype == JIT_BOOL;
+    bool abool = a.kind == JT_SCALAR && a.dtype == JIT_BOOL,
+         bbool = b.kind == JT_SCALAR && b.dtype == JIT_BOOL;
     switch (op) {
-    case OP_DIV:
-        return jit_true_divide(a, b);
+    case OP_DIV: return jit_true_divide(a, b);
     case OP_POW: {
         int64_t e;
         if (!jit_is_floating(a) && !jit_is_floating(b) && const_int(n->b, &e) == 0 && e < 0) {
             if (a.kind == JT_WEAK_INT) return jit_weak_float(); /* Python: 2 ** -1 == 0.5 */
-            err_at(s, n->b, "Integers to negative integer powers are not allowed\n"
-                   "NumPy raises for %s ** %lld: write a float exponent (%lld.0) or convert the base to float.",
+            err_at(s, n->b,
+                   "Integers to negative integer powers are not allowed\n"
+                   "NumPy raises for %s ** %lld: write a float exponent (%lld.0) or convert the "
+                   "base to float.",
                    TS(a), (long long)e, (long long)e);
             return (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         if (abool && bbool) return jit_scalar(JIT_I64);
         return jit_promote(a, b);
     }
-    case OP_LSHIFT: case OP_RSHIFT: case OP_BITAND: case OP_BITOR: case OP_BITXOR:
+    case OP_LSHIFT:
+    case OP_RSHIFT:
+    case OP_BITAND:
+    case OP_BITOR:
+    case OP_BITXOR:
         if (jit_is_floating(a) || jit_is_floating(b)) {
             err_at(s, n, "bitwise operators need integers or bools, not %s and %s", TS(a), TS(b));
             return (jit_type){JT_NONE, 0, 0, 0, 0};
@@ -137,15 +163,13 @@ static jit_type call(infer *s, jit_node *n);
 static jit_type expr(infer *s, jit_node *n) {
     jit_type t = unknown;
     switch ((jit_node_kind)n->kind) {
-    case N_CONST:
-        t = n->type;
-        break;
-    case N_VAR:
-        t = s->f->var_types[n->v.var];
-        break;
+    case N_CONST: t = n->type; break;
+    case N_VAR: t = s->f->var_types[n->v.var]; break;
     case N_REF:
         err_at(s, n, "this names a %s, which is not a value in a kernel",
-               n->v.ref.kind == REF_MODULE ? "module" : n->v.ref.kind == REF_DTYPE ? "type" : "function");
+               n->v.ref.kind == REF_MODULE  ? "module"
+               : n->v.ref.kind == REF_DTYPE ? "type"
+                                            : "function");
         t = (jit_type){JT_NONE, 0, 0, 0, 0};
         break;
     case N_BINOP: {
@@ -195,27 +219,33 @@ static jit_type expr(infer *s, jit_node *n) {
     case N_IFEXP: {
         need_number(s, n->a, "a condition");
         jit_type b = expr(s, n->b), c = expr(s, n->c);
-        if (!known(b) || !known(c)) { t = known(b) ? b : c; break; }
+        if (!known(b) || !known(c)) {
+            t = known(b) ? b : c;
+            break;
+        }
         if (join(b, c, &t) < 0) {
-            err_at(s, n, "the two values of this conditional expression are %s and %s", TS(b), TS(c));
+            err_at(s, n, "the two values of this conditional expression are %s and %s", TS(b),
+                   TS(c));
             t = (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         break;
     }
-    case N_CALL:
-        t = call(s, n);
-        break;
+    case N_CALL: t = call(s, n); break;
     case N_ATTR: {
         jit_type a = expr(s, n->a);
         if (!known(a)) break;
         const char *name = n->v.name;
         int attr = a.kind == JT_ARRAY ? jit_attr_find(name) : -1;
-        if (attr == ATTR_SHAPE) t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
-        else if (attr >= 0) t = jit_weak_int();
+        if (attr == ATTR_SHAPE)
+            t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
+        else if (attr >= 0)
+            t = jit_weak_int();
         else {
             err_at(s, n, "%s has no attribute '%s' in kernels\n%s", TS(a), name,
-                   a.kind == JT_ARRAY ? "Arrays offer shape, ndim and size." :
-                   a.kind == JT_ITEM ? "The item offers get_id(d), get_range(d) and get_linear_id()." : "");
+                   a.kind == JT_ARRAY ? "Arrays offer shape, ndim and size."
+                   : a.kind == JT_ITEM
+                       ? "The item offers get_id(d), get_range(d) and get_linear_id()."
+                       : "");
             t = (jit_type){JT_NONE, 0, 0, 0, 0};
         }
         break;
@@ -224,7 +254,8 @@ static jit_type expr(infer *s, jit_node *n) {
         jit_type a = expr(s, n->a);
         for (int i = 0; i < n->nkids; i++) {
             jit_type k = expr(s, n->kids[i]);
-            if (known(k) && !jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL) && s->report) {
+            if (known(k) && !jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL) &&
+                s->report) {
                 err_at(s, n->kids[i], "array indices must be integers, not %s%s", TS(k),
                        jit_is_floating(k) ? "\nConvert with int(...)." : "");
                 return (jit_type){JT_NONE, 0, 0, 0, 0};
@@ -233,7 +264,8 @@ static jit_type expr(infer *s, jit_node *n) {
         if (!known(a)) break;
         if (a.kind == JT_TUPLE) {
             int64_t d;
-            if (n->nkids != 1 || const_int(n->kids[0], &d) < 0 || d < -(int64_t)a.ndim || d >= a.ndim) {
+            if (n->nkids != 1 || const_int(n->kids[0], &d) < 0 || d < -(int64_t)a.ndim ||
+                d >= a.ndim) {
                 err_at(s, n, "shape is indexed with a constant between 0 and %d here", a.ndim - 1);
                 t = (jit_type){JT_NONE, 0, 0, 0, 0};
             } else {
@@ -244,8 +276,10 @@ static jit_type expr(infer *s, jit_node *n) {
             t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else if (n->nkids != a.ndim) {
             err_at(s, n, "%s needs %d indices, got %d\n%s", TS(a), a.ndim, n->nkids,
-                   n->nkids < a.ndim ? "Index every dimension: a[i, j]; rows and slices are not supported "
-                                       "inside kernels." : "Too many indices for this array.");
+                   n->nkids < a.ndim
+                       ? "Index every dimension: a[i, j]; rows and slices are not supported "
+                         "inside kernels."
+                       : "Too many indices for this array.");
             t = (jit_type){JT_NONE, 0, 0, 0, 0};
         } else {
             t = jit_scalar(a.dtype);
@@ -256,8 +290,7 @@ static jit_type expr(infer *s, jit_node *n) {
         err_at(s, n, "tuples can only be unpacked (a, b = b, a) in kernels");
         t = (jit_type){JT_NONE, 0, 0, 0, 0};
         break;
-    default:
-        break;
+    default: break;
     }
     n->type = t;
     return t;
@@ -265,7 +298,9 @@ static jit_type expr(infer *s, jit_node *n) {
 
 static int argc_is(infer *s, jit_node *n, const char *name, int lo, int hi) {
     if (n->nkids >= lo && n->nkids <= hi) return 0;
-    if (lo == hi) return err_at(s, n, "%s() takes %d argument%s, got %d", name, lo, lo == 1 ? "" : "s", n->nkids);
+    if (lo == hi)
+        return err_at(s, n, "%s() takes %d argument%s, got %d", name, lo, lo == 1 ? "" : "s",
+                      n->nkids);
     return err_at(s, n, "%s() takes %d to %d arguments, got %d", name, lo, hi, n->nkids);
 }
 
@@ -278,9 +313,13 @@ static jit_type print_args(infer *s, jit_node *n) {
         jit_type t = expr(s, k);
         if (!known(t)) return unknown;
         if (!jit_is_number(t)) {
-            err_at(s, k, "print() in a kernel prints numbers, bools and constant strings, not %s\n%s", TS(t),
-                   t.kind == JT_ARRAY ? "Print its elements: print(a[i]), or print the array on the host after "
-                                        "the kernel." : "Pass numbers and constant strings as separate arguments.");
+            err_at(s, k,
+                   "print() in a kernel prints numbers, bools and constant strings, not %s\n%s",
+                   TS(t),
+                   t.kind == JT_ARRAY
+                       ? "Print its elements: print(a[i]), or print the array on the host after "
+                         "the kernel."
+                       : "Pass numbers and constant strings as separate arguments.");
             return none;
         }
     }
@@ -299,14 +338,17 @@ static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
     case TY_LEN: {
         if (argc_is(s, n, name, bt->lo, bt->hi) < 0) return none;
         jit_type x = expr(s, n->kids[0]);
-        if (known(x) && x.kind != JT_ARRAY) { err_at(s, n, "len() needs an array, not %s", TS(x)); return none; }
+        if (known(x) && x.kind != JT_ARRAY) {
+            err_at(s, n, "len() needs an array, not %s", TS(x));
+            return none;
+        }
         return jit_weak_int();
     }
-    case TY_RANGE:
-        err_at(s, n, "range() can only be used in a for loop");
-        return none;
-    case TY_BARRIER: case TY_LOCAL_ARRAY: case TY_PRIVATE_ARRAY: case TY_ATOMIC_REF:
-        return call_offload(s, n, bt, name);
+    case TY_RANGE: err_at(s, n, "range() can only be used in a for loop"); return none;
+    case TY_BARRIER:
+    case TY_LOCAL_ARRAY:
+    case TY_PRIVATE_ARRAY:
+    case TY_ATOMIC_REF: return call_offload(s, n, bt, name);
     default: break;
     }
     if (argc_is(s, n, name, bt->lo, bt->hi) < 0) return none;
@@ -319,7 +361,8 @@ static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
         all = i == 0 ? k : jit_promote(all, k);
     }
     switch (bt->type) {
-    case TY_ABS: return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
+    case TY_ABS:
+        return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
     case TY_PROMOTE: return all;
     case TY_WEAK_INT: return jit_weak_int();
     case TY_WEAK_FLOAT: return jit_weak_float();
@@ -332,8 +375,7 @@ static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
             return none;
         }
         return jit_float_of(a[0]);
-    default:
-        return jit_float_of(all);
+    default: return jit_float_of(all);
     }
 }
 
@@ -344,13 +386,14 @@ static int const_shape(infer *s, jit_node *n, int64_t shape[3], int *ndim) {
     jit_node *one[1] = {n};
     jit_node **dims = n->kind == N_TUPLE ? n->kids : one;
     int nd = n->kind == N_TUPLE ? n->nkids : 1;
-    if (nd < 1 || nd > 3)
-        return err_at(s, n, "an array's shape has 1 to 3 dimensions, not %d", nd);
+    if (nd < 1 || nd > 3) return err_at(s, n, "an array's shape has 1 to 3 dimensions, not %d", nd);
     for (int d = 0; d < nd; d++) {
         int64_t v;
         if (const_int(dims[d], &v) < 0 || v <= 0)
-            return err_at(s, dims[d], "the shape of a local or private array is a positive constant\n"
-                          "Use a number or a module-level constant: ol.local_array((TILE, TILE), np.float32).");
+            return err_at(s, dims[d],
+                          "the shape of a local or private array is a positive constant\n"
+                          "Use a number or a module-level constant: ol.local_array((TILE, TILE), "
+                          "np.float32).");
         shape[d] = v;
     }
     *ndim = nd;
@@ -358,7 +401,8 @@ static int const_shape(infer *s, jit_node *n, int64_t shape[3], int *ndim) {
 }
 
 static bool atomic_dtype(jit_dtype d) {
-    return d == JIT_I32 || d == JIT_U32 || d == JIT_I64 || d == JIT_U64 || d == JIT_F32 || d == JIT_F64;
+    return d == JIT_I32 || d == JIT_U32 || d == JIT_I64 || d == JIT_U64 || d == JIT_F32 ||
+           d == JIT_F64;
 }
 
 static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const char *name) {
@@ -367,8 +411,11 @@ static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const
     if (bt->type == TY_BARRIER) {
         jit_type g = expr(s, n->kids[0]);
         if (known(g) && g.kind != JT_GROUP) {
-            err_at(s, n->kids[0], "group_barrier() takes the work-group, not %s\n"
-                   "Write: ol.group_barrier(item.get_group()) in a kernel launched over an ol.NdRange.", TS(g));
+            err_at(s, n->kids[0],
+                   "group_barrier() takes the work-group, not %s\n"
+                   "Write: ol.group_barrier(item.get_group()) in a kernel launched over an "
+                   "ol.NdRange.",
+                   TS(g));
             return none;
         }
         return none;
@@ -386,13 +433,16 @@ static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const
         if (local) {
             jit_type item = s->f->var_types[0];
             if (!s->f->is_kernel) {
-                err_at(s, n, "local arrays are made in the kernel itself\n"
+                err_at(s, n,
+                       "local arrays are made in the kernel itself\n"
                        "Make it there and pass it to the device function.");
                 return none;
             }
             if (item.kind != JT_NDITEM) {
-                err_at(s, n, "a local array is shared by a work-group, and this kernel was launched over a "
-                       "Range, which has none\nLaunch over ol.NdRange(global, local).");
+                err_at(
+                    s, n,
+                    "a local array is shared by a work-group, and this kernel was launched over a "
+                    "Range, which has none\nLaunch over ol.NdRange(global, local).");
                 return none;
             }
         }
@@ -419,8 +469,10 @@ static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const
         return none;
     }
     if (!atomic_dtype((jit_dtype)a.dtype)) {
-        err_at(s, n->kids[0], "atomics work on int32, uint32, int64, uint64, float32 and float64 arrays, "
-               "not %s", TS(a));
+        err_at(s, n->kids[0],
+               "atomics work on int32, uint32, int64, uint64, float32 and float64 arrays, "
+               "not %s",
+               TS(a));
         return none;
     }
     if (a.space == JIT_PRIVATE) {
@@ -428,8 +480,10 @@ static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const
         return none;
     }
     if (nidx != a.ndim) {
-        err_at(s, ix, "%s needs %d indices, got %d\nWrite ol.AtomicRef(a, i) for 1-D arrays and "
-               "ol.AtomicRef(a, (i, j)) for 2-D ones.", TS(a), a.ndim, nidx);
+        err_at(s, ix,
+               "%s needs %d indices, got %d\nWrite ol.AtomicRef(a, i) for 1-D arrays and "
+               "ol.AtomicRef(a, (i, j)) for 2-D ones.",
+               TS(a), a.ndim, nidx);
         return none;
     }
     return (jit_type){JT_ATOMIC, a.dtype, 0, 0, a.space};
@@ -444,20 +498,34 @@ static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
     if (!mt) {
         if (obj.kind == JT_ITEM && (!strncmp(m, "get_group", 9) || !strncmp(m, "get_local", 9) ||
                                     !strncmp(m, "get_global", 10)))
-            err_at(s, fn, "the item of a Range launch has no method '%s': work-groups come with an NdRange\n"
-                   "Launch over ol.NdRange(global, local) to get an NdItem.", m);
+            err_at(
+                s, fn,
+                "the item of a Range launch has no method '%s': work-groups come with an NdRange\n"
+                "Launch over ol.NdRange(global, local) to get an NdItem.",
+                m);
         else if (obj.kind == JT_ITEM)
-            err_at(s, fn, "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and get_linear_id().", m);
+            err_at(s, fn,
+                   "the item has no method '%s'\nThe item offers get_id(d), get_range(d) and "
+                   "get_linear_id().",
+                   m);
         else if (obj.kind == JT_NDITEM)
-            err_at(s, fn, "the NdItem has no method '%s'\nIt offers get_global_id(d), get_local_id(d), "
-                   "get_global_range(d), get_local_range(d), get_group(), get_global_linear_id() and "
-                   "get_local_linear_id().", m);
+            err_at(
+                s, fn,
+                "the NdItem has no method '%s'\nIt offers get_global_id(d), get_local_id(d), "
+                "get_global_range(d), get_local_range(d), get_group(), get_global_linear_id() and "
+                "get_local_linear_id().",
+                m);
         else if (obj.kind == JT_GROUP)
-            err_at(s, fn, "the Group has no method '%s'\nIt offers get_group_id(d), get_group_range(d), "
-                   "get_local_range(d) and get_group_linear_id().", m);
+            err_at(s, fn,
+                   "the Group has no method '%s'\nIt offers get_group_id(d), get_group_range(d), "
+                   "get_local_range(d) and get_group_linear_id().",
+                   m);
         else
-            err_at(s, fn, "an AtomicRef has no method '%s'\nIt offers fetch_add, fetch_sub, fetch_min, fetch_max, "
-                   "fetch_and, fetch_or, fetch_xor, exchange, load, store and compare_exchange.", m);
+            err_at(s, fn,
+                   "an AtomicRef has no method '%s'\nIt offers fetch_add, fetch_sub, fetch_min, "
+                   "fetch_max, "
+                   "fetch_and, fetch_or, fetch_xor, exchange, load, store and compare_exchange.",
+                   m);
         return none;
     }
     if (argc_is(s, n, m, mt->nargs, mt->nargs) < 0) return none;
@@ -474,12 +542,15 @@ static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
     int64_t d = 0;
     if (mt->nargs && (const_int(n->kids[0], &d) < 0 || d < 0 || d >= obj.ndim)) {
         if (obj.kind == JT_ITEM)
-            err_at(s, n->kids[0], "item.%s() takes a constant dimension between 0 and %d "
+            err_at(s, n->kids[0],
+                   "item.%s() takes a constant dimension between 0 and %d "
                    "(the kernel was launched over a %d-D range)\nWrite item.%s(0)%s.",
                    m, obj.ndim - 1, obj.ndim, m, obj.ndim > 1 ? ", item.get_id(1), ..." : "");
         else
-            err_at(s, n->kids[0], "%s() takes a constant dimension between 0 and %d (the kernel was "
-                   "launched over a %d-D NdRange)", m, obj.ndim - 1, obj.ndim);
+            err_at(s, n->kids[0],
+                   "%s() takes a constant dimension between 0 and %d (the kernel was "
+                   "launched over a %d-D NdRange)",
+                   m, obj.ndim - 1, obj.ndim);
         return none;
     }
     n->v.i = d;
@@ -496,19 +567,19 @@ static jit_type call(infer *s, jit_node *n) {
         case REF_BUILTIN: return call_builtin(s, n, &jit_builtins[fn->v.ref.id]);
         case REF_DTYPE: {
             if (argc_is(s, n, jit_dtype_name(fn->v.ref.id), 0, 1) < 0) return none;
-            if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id)))) return unknown;
+            if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id))))
+                return unknown;
             return jit_scalar(fn->v.ref.id);
         }
         case REF_DEVFUNC: return infer_devfunc(s, n, fn->v.ref.func);
-        default:
-            err_at(s, n, "a module cannot be called");
-            return none;
+        default: err_at(s, n, "a module cannot be called"); return none;
         }
     }
     if (fn->kind == N_ATTR) {
         jit_type obj = expr(s, fn->a);
         if (!known(obj)) return unknown;
-        if (obj.kind == JT_ITEM || obj.kind == JT_NDITEM || obj.kind == JT_GROUP || obj.kind == JT_ATOMIC)
+        if (obj.kind == JT_ITEM || obj.kind == JT_NDITEM || obj.kind == JT_GROUP ||
+            obj.kind == JT_ATOMIC)
             return call_method(s, n, obj);
         err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), fn->v.name);
         return none;
@@ -530,16 +601,23 @@ static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee) {
         return none;
     }
     jit_type args[64];
-    if (n->nkids > 64) { err_at(s, n, "too many arguments"); return none; }
+    if (n->nkids > 64) {
+        err_at(s, n, "too many arguments");
+        return none;
+    }
     for (int i = 0; i < n->nkids; i++) {
         args[i] = expr(s, n->kids[i]);
         if (!known(args[i])) return unknown;
-        if (args[i].kind == JT_ITEM || args[i].kind == JT_NONE || args[i].kind == JT_TUPLE) { /* an NdItem, Group or AtomicRef may go */
+        if (args[i].kind == JT_ITEM || args[i].kind == JT_NONE ||
+            args[i].kind == JT_TUPLE) { /* an NdItem, Group or AtomicRef may go */
             err_at(s, n->kids[i], "%s cannot be passed to a device function", TS(args[i]));
             return none;
         }
     }
-    if (s->depth > 16) { err_at(s, n, "device functions nest too deeply (recursion?)"); return none; }
+    if (s->depth > 16) {
+        err_at(s, n, "device functions nest too deeply (recursion?)");
+        return none;
+    }
     jit_type r;
     jit_error sub;
     if (run(callee, args, &r, &sub, s->depth + 1) < 0) {
@@ -572,9 +650,12 @@ static int stmt(infer *s, jit_node *n) {
             if (t->kind == N_TUPLE) {
                 if (n->a->kind == N_TUPLE) {
                     if (n->a->nkids != t->nkids)
-                        return err_at(s, n, "cannot unpack %d values into %d names", n->a->nkids, t->nkids);
+                        return err_at(s, n, "cannot unpack %d values into %d names", n->a->nkids,
+                                      t->nkids);
                     for (int k = 0; k < t->nkids; k++)
-                        if (assign_target(s, t->kids[k], expr(s, n->a->kids[k]), n->a->kids[k]) < 0 && s->report)
+                        if (assign_target(s, t->kids[k], expr(s, n->a->kids[k]), n->a->kids[k]) <
+                                0 &&
+                            s->report)
                             return -1;
                     n->a->type = (jit_type){JT_TUPLE, 0, (unsigned char)t->nkids, 0, 0};
                 } else {
@@ -583,7 +664,8 @@ static int stmt(infer *s, jit_node *n) {
                     if (v.kind != JT_TUPLE || v.ndim != t->nkids)
                         return err_at(s, n, "cannot unpack %s into %d names", TS(v), t->nkids);
                     for (int k = 0; k < t->nkids; k++)
-                        if (assign_target(s, t->kids[k], jit_weak_int(), n->a) < 0 && s->report) return -1;
+                        if (assign_target(s, t->kids[k], jit_weak_int(), n->a) < 0 && s->report)
+                            return -1;
                 }
             } else if (assign_target(s, t, expr(s, n->a), n->a) < 0 && s->report) {
                 return -1;
@@ -598,21 +680,24 @@ static int stmt(infer *s, jit_node *n) {
         if (n->a->kind == N_VAR) return assign_var(s, n, n->a->v.var, r);
         return 0;
     }
-    case S_EXPR:
-        expr(s, n->a);
-        return 0;
-    case S_IF: case S_WHILE:
+    case S_EXPR: expr(s, n->a); return 0;
+    case S_IF:
+    case S_WHILE:
         need_number(s, n->a, "a condition");
         return walk(s, n->body, n->nbody) < 0 || walk(s, n->orelse, n->norelse) < 0 ? -1 : 0;
     case S_FOR: {
         jit_type t = unknown;
         int64_t step;
         if (n->nkids == 3 && const_int(n->kids[2], &step) == 0 && step == 0)
-            return err_at(s, n->kids[2], "range() arg 3 must not be zero\n"
+            return err_at(s, n->kids[2],
+                          "range() arg 3 must not be zero\n"
                           "Python raises ValueError for a zero step.");
         for (int i = 0; i < n->nkids; i++) {
             jit_type k = expr(s, n->kids[i]);
-            if (!known(k)) { t = unknown; break; }
+            if (!known(k)) {
+                t = unknown;
+                break;
+            }
             if (!jit_is_integral(k) && !(k.kind == JT_SCALAR && k.dtype == JIT_BOOL))
                 return err_at(s, n->kids[i], "range() needs integers, not %s", TS(k));
             t = i == 0 ? k : jit_promote(t, k);
@@ -622,7 +707,10 @@ static int stmt(infer *s, jit_node *n) {
         return walk(s, n->body, n->nbody);
     }
     case S_RETURN:
-        if (!n->a) { s->bare_return = true; return 0; }
+        if (!n->a) {
+            s->bare_return = true;
+            return 0;
+        }
         {
             jit_type t = expr(s, n->a);
             if (!known(t)) return 0;
@@ -634,8 +722,7 @@ static int stmt(infer *s, jit_node *n) {
             s->ret_seen = true;
         }
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -649,8 +736,13 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
     free(f->var_types);
     f->var_types = calloc((size_t)f->nvars + 1, sizeof *f->var_types);
     int *lines = calloc((size_t)f->nvars * 2 + 2, sizeof *lines);
-    if (!f->var_types || !lines) { free(lines); snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
-    infer s = {.f = f, .err = err, .def_line = lines, .def_col = lines + f->nvars + 1, .depth = depth};
+    if (!f->var_types || !lines) {
+        free(lines);
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return -1;
+    }
+    infer s = {
+        .f = f, .err = err, .def_line = lines, .def_col = lines + f->nvars + 1, .depth = depth};
     for (int i = 0; i < f->nparams; i++) {
         f->var_types[i] = params[i];
         lines[i] = f->vars[i].line;
@@ -669,15 +761,16 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
     if (rc == 0) /* a variable whose type never became known is read before any assignment */
         for (int v = f->nparams; v < f->nvars; v++)
             if (!known(f->var_types[v])) {
-                rc = jit_error_at(err, f, f->vars[v].line, f->vars[v].col,
-                                  "the type of '%s' cannot be inferred: it is read before it is assigned",
-                                  f->vars[v].name);
+                rc = jit_error_at(
+                    err, f, f->vars[v].line, f->vars[v].col,
+                    "the type of '%s' cannot be inferred: it is read before it is assigned",
+                    f->vars[v].name);
                 break;
             }
     if (rc == 0 && !f->is_kernel) {
         if (s.ret_seen && s.bare_return)
-            rc = jit_error_at(err, f, f->vars[0].line, 1, "'%s' returns a value on some paths and nothing on others",
-                              f->name);
+            rc = jit_error_at(err, f, f->vars[0].line, 1,
+                              "'%s' returns a value on some paths and nothing on others", f->name);
         *ret = s.ret_seen ? s.ret : (jit_type){JT_NONE, 0, 0, 0, 0};
     }
     free(lines);

@@ -20,9 +20,13 @@ static const char *kind_of(PyObject *node) {
     const char *dot = strrchr(n, '.');
     return dot ? dot + 1 : n;
 }
-static bool is(PyObject *node, const char *kind) { return node && strcmp(kind_of(node), kind) == 0; }
+static bool is(PyObject *node, const char *kind) {
+    return node && strcmp(kind_of(node), kind) == 0;
+}
 
-static PyObject *get(PyObject *node, const char *field) { return PyObject_GetAttrString(node, field); }
+static PyObject *get(PyObject *node, const char *field) {
+    return PyObject_GetAttrString(node, field);
+}
 
 static long get_long(PyObject *node, const char *field) {
     PyObject *v = get(node, field);
@@ -56,7 +60,8 @@ typedef struct {
     jit_error *err;
 } place;
 
-static int fail_at(place *pl, PyObject *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_at(place *pl, PyObject *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail_at(place *pl, PyObject *node, const char *fmt, ...) {
     char what[1024];
     va_list ap;
@@ -65,9 +70,14 @@ static int fail_at(place *pl, PyObject *node, const char *fmt, ...) {
     va_end(ap);
     int nlines = (int)PyList_GET_SIZE(pl->lines);
     char **lines = calloc((size_t)nlines + 1, sizeof *lines);
-    for (int i = 0; lines && i < nlines; i++) lines[i] = (char *)PyUnicode_AsUTF8(PyList_GET_ITEM(pl->lines, i));
-    jit_func where = {.filename = (char *)pl->filename, .lines = lines, .first_line = 1, .nlines = lines ? nlines : 0};
-    jit_error_at(pl->err, &where, (int)get_long(node, "lineno"), (int)get_long(node, "col_offset") + 1, "%s", what);
+    for (int i = 0; lines && i < nlines; i++)
+        lines[i] = (char *)PyUnicode_AsUTF8(PyList_GET_ITEM(pl->lines, i));
+    jit_func where = {.filename = (char *)pl->filename,
+                      .lines = lines,
+                      .first_line = 1,
+                      .nlines = lines ? nlines : 0};
+    jit_error_at(pl->err, &where, (int)get_long(node, "lineno"),
+                 (int)get_long(node, "col_offset") + 1, "%s", what);
     free(lines);
     return -1;
 }
@@ -115,17 +125,23 @@ static int check_body(place *pl, PyObject *stmts, bool in_inner_loop) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i);
         if (is(s, "Break") && !in_inner_loop)
-            return fail_at(pl, s, "'break' in a prange loop: its iterations run in parallel, so none can "
+            return fail_at(pl, s,
+                           "'break' in a prange loop: its iterations run in parallel, so none can "
                            "end the others\nUse a plain range loop for a search that stops early.");
         if (is(s, "Return"))
-            return fail_at(pl, s, "'return' inside a prange loop\nA prange body runs once per iteration on "
-                           "the device; compute into arrays and return after the loop.");
+            return fail_at(
+                pl, s,
+                "'return' inside a prange loop\nA prange body runs once per iteration on "
+                "the device; compute into arrays and return after the loop.");
         static const char *const fields[] = {"body", "orelse", "finalbody", NULL};
         bool inner = in_inner_loop || is(s, "For") || is(s, "While");
         if (is(s, "FunctionDef") || is(s, "ClassDef") || is(s, "AsyncFunctionDef")) continue;
         for (int f = 0; fields[f]; f++) {
             PyObject *sub = get(s, fields[f]);
-            if (!sub) { PyErr_Clear(); continue; }
+            if (!sub) {
+                PyErr_Clear();
+                continue;
+            }
             int rc = PyList_Check(sub) ? check_body(pl, sub, inner) : 0;
             Py_DECREF(sub);
             if (rc < 0) return -1;
@@ -150,24 +166,30 @@ static char reduction_form(PyObject *stmt, const char **target) {
     if (!is(stmt, "Assign")) return 0;
     PyObject *targets = get(stmt, "targets"), *value = get(stmt, "value");
     char r = 0;
-    if (targets && PyList_GET_SIZE(targets) == 1 && (*target = name_id(PyList_GET_ITEM(targets, 0)))) {
+    if (targets && PyList_GET_SIZE(targets) == 1 &&
+        (*target = name_id(PyList_GET_ITEM(targets, 0)))) {
         const char *s = *target;
         if (is(value, "BinOp")) {
             PyObject *l = get(value, "left"), *rt = get(value, "right"), *op = get(value, "op");
             const char *ln = name_id(l), *rn = name_id(rt);
             bool left = ln && strcmp(ln, s) == 0, right = rn && strcmp(rn, s) == 0;
-            if ((left || right) && (is(op, "Add") || is(op, "Mult"))) r = is(op, "Add") ? JIT_RED_ADD : JIT_RED_MUL;
-            else if (left && is(op, "Sub")) r = JIT_RED_ADD;
+            if ((left || right) && (is(op, "Add") || is(op, "Mult")))
+                r = is(op, "Add") ? JIT_RED_ADD : JIT_RED_MUL;
+            else if (left && is(op, "Sub"))
+                r = JIT_RED_ADD;
             Py_XDECREF(l);
             Py_XDECREF(rt);
             Py_XDECREF(op);
         } else if (is(value, "Call")) {
-            PyObject *fn = get(value, "func"), *args = get(value, "args"), *kw = get(value, "keywords");
+            PyObject *fn = get(value, "func"), *args = get(value, "args"),
+                     *kw = get(value, "keywords");
             const char *f = name_id(fn);
-            if (f && (!strcmp(f, "min") || !strcmp(f, "max")) && args && PyList_GET_SIZE(args) == 2 &&
-                kw && PyList_GET_SIZE(kw) == 0) {
-                const char *a = name_id(PyList_GET_ITEM(args, 0)), *b = name_id(PyList_GET_ITEM(args, 1));
-                if ((a && !strcmp(a, s)) || (b && !strcmp(b, s))) r = f[1] == 'i' ? JIT_RED_MIN : JIT_RED_MAX;
+            if (f && (!strcmp(f, "min") || !strcmp(f, "max")) && args &&
+                PyList_GET_SIZE(args) == 2 && kw && PyList_GET_SIZE(kw) == 0) {
+                const char *a = name_id(PyList_GET_ITEM(args, 0)),
+                           *b = name_id(PyList_GET_ITEM(args, 1));
+                if ((a && !strcmp(a, s)) || (b && !strcmp(b, s)))
+                    r = f[1] == 'i' ? JIT_RED_MIN : JIT_RED_MAX;
             }
             Py_XDECREF(fn);
             Py_XDECREF(args);
@@ -190,7 +212,8 @@ static bool call_may_write(PyObject *call) {
         may = !id || !jit_builtin_find(id); /* a Python builtin's spelling is bare */
     } else if (is(fn, "Attribute")) {
         PyObject *attr = get(fn, "attr");
-        may = attr && PyUnicode_Check(attr) && PyUnicode_CompareWithASCIIString(attr, "AtomicRef") == 0;
+        may = attr && PyUnicode_Check(attr) &&
+              PyUnicode_CompareWithASCIIString(attr, "AtomicRef") == 0;
         Py_XDECREF(attr);
     }
     Py_XDECREF(fn);
@@ -212,7 +235,8 @@ static bool in_list(PyObject *list, const char *s) {
 
 static int analyse(jit_loop *loop) {
     PyObject *nodes = walk_list(loop->body);
-    PyObject *loads = PyList_New(0), *stores = PyList_New(0), *written = PyList_New(0), *reds = PyList_New(0);
+    PyObject *loads = PyList_New(0), *stores = PyList_New(0), *written = PyList_New(0),
+             *reds = PyList_New(0);
     PyObject *not_red = PyList_New(0);
     int rc = -1;
     if (!nodes || !loads || !stores || !written || !reds || !not_red) goto out;
@@ -223,7 +247,8 @@ static int analyse(jit_loop *loop) {
             if (add_name(has_ctx(n, "Load") ? loads : stores, id) < 0) goto out;
             continue;
         }
-        if (is(n, "Subscript") && has_ctx(n, "Store")) { /* a[i] = / a[i] += : the array is written */
+        if (is(n, "Subscript") &&
+            has_ctx(n, "Store")) { /* a[i] = / a[i] += : the array is written */
             PyObject *v = get(n, "value");
             while (v && is(v, "Subscript")) {
                 PyObject *inner = get(v, "value");
@@ -238,7 +263,10 @@ static int analyse(jit_loop *loop) {
             PyObject *args = get(n, "args");
             for (Py_ssize_t a = 0; args && a < PyList_GET_SIZE(args); a++) {
                 const char *arr = name_id(PyList_GET_ITEM(args, a));
-                if (arr && add_name(written, arr) < 0) { Py_DECREF(args); goto out; }
+                if (arr && add_name(written, arr) < 0) {
+                    Py_DECREF(args);
+                    goto out;
+                }
             }
             Py_XDECREF(args);
         }
@@ -254,7 +282,8 @@ static int analyse(jit_loop *loop) {
         Py_ssize_t k;
         for (k = 0; k < PyList_GET_SIZE(reds); k++)
             if (PyUnicode_CompareWithASCIIString(PyList_GET_ITEM(reds, k), t) == 0) break;
-        if (!op || (k < PyList_GET_SIZE(reds) && loop->red_ops[k] != op) || k >= (Py_ssize_t)sizeof loop->red_ops) {
+        if (!op || (k < PyList_GET_SIZE(reds) && loop->red_ops[k] != op) ||
+            k >= (Py_ssize_t)sizeof loop->red_ops) {
             if (add_name(not_red, t) < 0) goto out;
         } else if (k == PyList_GET_SIZE(reds)) {
             if (add_name(reds, t) < 0) goto out;
@@ -337,7 +366,8 @@ static int range_exprs(place *pl, PyObject *call, PyObject *out) {
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args); i++)
         if (is(PyList_GET_ITEM(args, i), "Starred")) {
-            fail_at(pl, PyList_GET_ITEM(args, i), "prange(*args) is not supported\nPass start, stop and step.");
+            fail_at(pl, PyList_GET_ITEM(args, i),
+                    "prange(*args) is not supported\nPass start, stop and step.");
             goto out;
         }
     PyObject *zero = make("Constant", Py_BuildValue("{s:i}", "value", 0));
@@ -346,7 +376,8 @@ static int range_exprs(place *pl, PyObject *call, PyObject *out) {
         PyObject *start = n == 1 ? zero : PyList_GET_ITEM(args, 0);
         PyObject *stop = n == 1 ? PyList_GET_ITEM(args, 0) : PyList_GET_ITEM(args, 1);
         PyObject *step = n == 3 ? PyList_GET_ITEM(args, 2) : one;
-        rc = PyList_Append(out, start) || PyList_Append(out, stop) || PyList_Append(out, step) ? -1 : 0;
+        rc = PyList_Append(out, start) || PyList_Append(out, stop) || PyList_Append(out, step) ? -1
+                                                                                               : 0;
     }
     Py_XDECREF(zero);
     Py_XDECREF(one);
@@ -372,16 +403,20 @@ static int reads_any(PyObject *node, PyObject *targets) {
 static PyObject *names_tuple(PyObject *names, const char *ctx) {
     PyObject *elts = PyList_New(0);
     for (Py_ssize_t i = 0; elts && i < PyTuple_GET_SIZE(names); i++) {
-        PyObject *n = make("Name", Py_BuildValue("{s:O,s:N}", "id", PyTuple_GET_ITEM(names, i), "ctx", make_ctx(ctx)));
+        PyObject *n = make("Name", Py_BuildValue("{s:O,s:N}", "id", PyTuple_GET_ITEM(names, i),
+                                                 "ctx", make_ctx(ctx)));
         if (!n || PyList_Append(elts, n) < 0) Py_CLEAR(elts);
         Py_XDECREF(n);
     }
-    return elts ? make("Tuple", Py_BuildValue("{s:N,s:N}", "elts", elts, "ctx", make_ctx(ctx))) : NULL;
+    return elts ? make("Tuple", Py_BuildValue("{s:N,s:N}", "elts", elts, "ctx", make_ctx(ctx)))
+                : NULL;
 }
 
 /* The statement that replaces the loop: [reductions =] offload._loop(id, ranges, values). */
-static PyObject *replacement(PyObject *reads, PyObject *reductions, long id, PyObject *ranges, PyObject *for_node) {
-    PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", "__import__('offload')._loop(0, (), ())");
+static PyObject *replacement(PyObject *reads, PyObject *reductions, long id, PyObject *ranges,
+                             PyObject *for_node) {
+    PyObject *tree =
+        PyObject_CallMethod(ast_mod, "parse", "s", "__import__('offload')._loop(0, (), ())");
     PyObject *body = tree ? get(tree, "body") : NULL;
     PyObject *call = body ? get(PyList_GET_ITEM(body, 0), "value") : NULL;
     PyObject *args = call ? get(call, "args") : NULL;
@@ -389,13 +424,17 @@ static PyObject *replacement(PyObject *reads, PyObject *reductions, long id, PyO
     PyObject *stmt = NULL;
     if (!args || !values) goto out;
     PyObject *idc = make("Constant", Py_BuildValue("{s:l}", "value", id));
-    PyObject *rt = make("Tuple", Py_BuildValue("{s:O,s:N}", "elts", ranges, "ctx", make_ctx("Load")));
+    PyObject *rt =
+        make("Tuple", Py_BuildValue("{s:O,s:N}", "elts", ranges, "ctx", make_ctx("Load")));
     PyObject *vt = names_tuple(values, "Load");
-    if (idc && rt && vt && !PyList_SetItem(args, 0, idc) && !PyList_SetItem(args, 1, rt) && !PyList_SetItem(args, 2, vt)) {
+    if (idc && rt && vt && !PyList_SetItem(args, 0, idc) && !PyList_SetItem(args, 1, rt) &&
+        !PyList_SetItem(args, 2, vt)) {
         idc = rt = vt = NULL; /* stolen by the list */
         if (PyTuple_GET_SIZE(reductions)) {
             PyObject *targets = names_tuple(reductions, "Store");
-            stmt = targets ? make("Assign", Py_BuildValue("{s:[N],s:O}", "targets", targets, "value", call)) : NULL;
+            stmt = targets ? make("Assign",
+                                  Py_BuildValue("{s:[N],s:O}", "targets", targets, "value", call))
+                           : NULL;
         } else {
             stmt = make("Expr", Py_BuildValue("{s:O}", "value", call));
         }
@@ -428,13 +467,17 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
     PyObject *node = Py_NewRef(for_node);
     if (!targets || !ranges) goto out;
     for (;;) {
-        PyObject *target = get(node, "target"), *iter = get(node, "iter"), *orelse = get(node, "orelse");
+        PyObject *target = get(node, "target"), *iter = get(node, "iter"),
+                 *orelse = get(node, "orelse");
         const char *id = target ? name_id(target) : NULL;
         int rc = 0;
-        if (!id) rc = fail_at(pl, target ? target : node, "a prange loop's variable must be a single name");
+        if (!id)
+            rc = fail_at(pl, target ? target : node,
+                         "a prange loop's variable must be a single name");
         else if (orelse && PyList_GET_SIZE(orelse))
             rc = fail_at(pl, node, "a prange loop cannot have an 'else' clause");
-        else if (add_name(targets, id) < 0 || range_exprs(pl, iter, ranges) < 0) rc = -1;
+        else if (add_name(targets, id) < 0 || range_exprs(pl, iter, ranges) < 0)
+            rc = -1;
         Py_XDECREF(target);
         Py_XDECREF(iter);
         Py_XDECREF(orelse);
@@ -446,9 +489,14 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
          * outer variables, adds a dimension */
         PyObject *inner = PyList_GET_SIZE(body) == 1 ? PyList_GET_ITEM(body, 0) : NULL;
         PyObject *inner_iter = inner && is(inner, "For") ? get(inner, "iter") : NULL;
-        int dep = inner_iter && is_prange(inner_iter) && loop.ndim < 3 ? reads_any(inner_iter, targets) : 1;
+        int dep = inner_iter && is_prange(inner_iter) && loop.ndim < 3
+                      ? reads_any(inner_iter, targets)
+                      : 1;
         Py_XDECREF(inner_iter);
-        if (dep < 0) { Py_DECREF(body); goto out; }
+        if (dep < 0) {
+            Py_DECREF(body);
+            goto out;
+        }
         if (dep) {
             loop.body = body;
             break;
@@ -487,12 +535,17 @@ static int rewrite(place *pl, PyObject *stmts, jit_loop_found found, void *ctx) 
             }
         }
         if (is(s, "FunctionDef") || is(s, "AsyncFunctionDef") || is(s, "ClassDef")) continue;
-        static const char *const fields[] = {"body", "orelse", "finalbody", "handlers", "cases", NULL};
+        static const char *const fields[] = {"body",     "orelse", "finalbody",
+                                             "handlers", "cases",  NULL};
         for (int f = 0; fields[f]; f++) {
             PyObject *sub = get(s, fields[f]);
-            if (!sub) { PyErr_Clear(); continue; }
+            if (!sub) {
+                PyErr_Clear();
+                continue;
+            }
             int rc = 0;
-            if (PyList_Check(sub) && (f == 3 || f == 4)) { /* except handlers and match cases have bodies */
+            if (PyList_Check(sub) &&
+                (f == 3 || f == 4)) { /* except handlers and match cases have bodies */
                 for (Py_ssize_t h = 0; h < PyList_GET_SIZE(sub) && rc == 0; h++) {
                     PyObject *hb = get(PyList_GET_ITEM(sub, h), "body");
                     rc = hb && PyList_Check(hb) ? rewrite(pl, hb, found, ctx) : -1;
@@ -508,8 +561,8 @@ static int rewrite(place *pl, PyObject *stmts, jit_loop_found found, void *ctx) 
     return 0;
 }
 
-int jit_loops_rewrite(PyObject *stmts, const char *filename, PyObject *lines, jit_loop_found found, void *ctx,
-                      jit_error *err) {
+int jit_loops_rewrite(PyObject *stmts, const char *filename, PyObject *lines, jit_loop_found found,
+                      void *ctx, jit_error *err) {
     memset(err, 0, sizeof *err);
     if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) return -1;
     place pl = {filename, lines, err};
@@ -537,23 +590,36 @@ static void put(text *t, const char *fmt, ...) {
     va_list ap;
     for (;;) {
         va_start(ap, fmt);
-        int k = t->oom ? 0 : vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
+        int k =
+            t->oom ? 0 : vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
         va_end(ap);
-        if (t->oom || k < 0) { t->oom = true; return; }
-        if (t->s && t->n + (size_t)k < t->cap) { t->n += (size_t)k; return; }
+        if (t->oom || k < 0) {
+            t->oom = true;
+            return;
+        }
+        if (t->s && t->n + (size_t)k < t->cap) {
+            t->n += (size_t)k;
+            return;
+        }
         size_t cap = (t->cap ? t->cap : 256) * 2 + (size_t)k;
         char *grown = realloc(t->s, cap);
-        if (!grown) { t->oom = true; return; }
+        if (!grown) {
+            t->oom = true;
+            return;
+        }
         t->s = grown;
         t->cap = cap;
     }
 }
 
-static const char *str_at(PyObject *tuple, Py_ssize_t i) { return PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i)); }
+static const char *str_at(PyObject *tuple, Py_ssize_t i) {
+    return PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i));
+}
 
 /* The kernel's source around a placeholder statement `_ofl_body`, which the
  * loop's body replaces (its nodes keep the cell's places). */
-static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool reduce, const char *name) {
+static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool reduce,
+                        const char *name) {
     int nd = loop->ndim;
     Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
     put(t, "def %s(_ofl_item", name);
@@ -563,8 +629,11 @@ static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool re
         put(t, "):\n");
         /* one-trip loops: they bind the variables, and `continue` ends the iteration */
         for (int d = 0; d < nd; d++) {
-            put(t, "%*sfor %s in range(_ofl_s%d + _ofl_item.get_id(%d) * _ofl_d%d, _ofl_s%d + _ofl_item.get_id(%d) * "
-                "_ofl_d%d + 1):\n", 4 * (d + 1), "", str_at(loop->targets, d), d, d, d, d, d, d);
+            put(t,
+                "%*sfor %s in range(_ofl_s%d + _ofl_item.get_id(%d) * _ofl_d%d, _ofl_s%d + "
+                "_ofl_item.get_id(%d) * "
+                "_ofl_d%d + 1):\n",
+                4 * (d + 1), "", str_at(loop->targets, d), d, d, d, d, d, d);
         }
         put(t, "%*s_ofl_body\n", 4 * (nd + 1), "");
         return;
@@ -579,8 +648,10 @@ static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool re
     for (Py_ssize_t r = 0; r < nred; r++) {
         const char *s = str_at(loop->reductions, r);
         char op = loop->red_ops[r];
-        if (op == JIT_RED_ADD || op == JIT_RED_MUL) put(t, "    %s = %d\n", s, op == JIT_RED_MUL);
-        else put(t, "    %s = _ofl_i_%s\n", s, s);
+        if (op == JIT_RED_ADD || op == JIT_RED_MUL)
+            put(t, "    %s = %d\n", s, op == JIT_RED_MUL);
+        else
+            put(t, "    %s = _ofl_i_%s\n", s, s);
     }
     put(t, "    for _ofl_t in range(_ofl_item.get_id(0), _ofl_total, _ofl_w):\n");
     /* the flat index back to one per dimension, the last fastest */
@@ -596,7 +667,8 @@ static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool re
     }
     put(t, "        _ofl_body\n");
     for (Py_ssize_t r = 0; r < nred; r++)
-        put(t, "    _ofl_p_%s[_ofl_item.get_id(0)] = %s\n", str_at(loop->reductions, r), str_at(loop->reductions, r));
+        put(t, "    _ofl_p_%s[_ofl_item.get_id(0)] = %s\n", str_at(loop->reductions, r),
+            str_at(loop->reductions, r));
 }
 
 /* Puts every node of the template at the loop's place. */
@@ -608,8 +680,12 @@ static int place_template(PyObject *def, const jit_loop *loop) {
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(nodes); i++) {
         PyObject *n = PyList_GET_ITEM(nodes, i);
         if (!PyObject_HasAttrString(n, "lineno")) continue;
-        rc = PyObject_SetAttrString(n, "lineno", line) || PyObject_SetAttrString(n, "end_lineno", line) ||
-             PyObject_SetAttrString(n, "col_offset", col) || PyObject_SetAttrString(n, "end_col_offset", col) ? -1 : 0;
+        rc = PyObject_SetAttrString(n, "lineno", line) ||
+                     PyObject_SetAttrString(n, "end_lineno", line) ||
+                     PyObject_SetAttrString(n, "col_offset", col) ||
+                     PyObject_SetAttrString(n, "end_col_offset", col)
+                 ? -1
+                 : 0;
     }
     Py_XDECREF(line);
     Py_XDECREF(col);
@@ -650,9 +726,11 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, c
     PyObject *body = tree ? get(tree, "body") : NULL;
     PyObject *def = body && PyList_GET_SIZE(body) == 1 ? Py_NewRef(PyList_GET_ITEM(body, 0)) : NULL;
     PyObject *stmts = def ? get(def, "body") : NULL;
-    PyObject *copy = PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX); /* the loop keeps its own list */
+    PyObject *copy =
+        PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX); /* the loop keeps its own list */
     if (!stmts || !copy || place_template(def, loop) < 0 || splice(stmts, copy) != 1) Py_CLEAR(def);
-    if (!def && !PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
+    if (!def && !PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
     Py_XDECREF(tree);
     Py_XDECREF(body);
     Py_XDECREF(stmts);
@@ -660,12 +738,13 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, c
     return def;
 }
 
-int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, const char *var, jit_type *out,
-                 jit_error *err) {
+int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, const char *var,
+                 jit_type *out, jit_error *err) {
     memset(err, 0, sizeof *err);
     jit_type params[257];
     if (nargs + 1 != f->nparams || nargs > 256) {
-        snprintf(err->msg, sizeof err->msg, "%s: %d arguments for %d parameters", f->name, nargs, f->nparams - 1);
+        snprintf(err->msg, sizeof err->msg, "%s: %d arguments for %d parameters", f->name, nargs,
+                 f->nparams - 1);
         return -1;
     }
     params[0] = (jit_type){JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};

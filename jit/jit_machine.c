@@ -15,38 +15,32 @@
 /* LLVM's target registry is global and its initialisers are not safe to race. */
 static pthread_once_t jit_targets_once = PTHREAD_ONCE_INIT;
 
-static void jit_init_targets(void)
-{
+static void jit_init_targets(void) {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
 }
 
-void jit_backend_init(void)
-{
-    pthread_once(&jit_targets_once, jit_init_targets);
-}
+void jit_backend_init(void) { pthread_once(&jit_targets_once, jit_init_targets); }
 
 #define JIT_PTX_TRIPLE "nvptx64-nvidia-cuda"
 
 /* The sm_NN processors this LLVM's NVPTX backend knows (llc -mcpu=help),
  * ascending. PTX for sm_NN runs on every device of compute capability >= NN
  * (the driver compiles it), so a newer device gets the newest one listed. */
-static const int jit_sms[] = {30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86,
+static const int jit_sms[] = {
+    30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86,
 #if LLVM_VERSION_MAJOR >= 16
-                              87, 89, 90,
+    87, 89, 90,
 #endif
 };
 
-int jit_ptx_sm(int cc)
-{
-    if (cc < jit_sms[0])
-        return cc;
+int jit_ptx_sm(int cc) {
+    if (cc < jit_sms[0]) return cc;
     int sm = jit_sms[0];
     for (size_t i = 0; i < sizeof jit_sms / sizeof jit_sms[0]; i++)
-        if (jit_sms[i] <= cc)
-            sm = jit_sms[i];
+        if (jit_sms[i] <= cc) sm = jit_sms[i];
     return sm;
 }
 
@@ -54,25 +48,17 @@ int jit_ptx_sm(int cc)
  * the oldest ISA keeps the PTX loadable by the oldest driver that knows the
  * device. Without a +ptxNN feature LLVM would write ".version 3.2", which
  * ptxas refuses for any recent sm. */
-static int jit_ptx_isa(int sm)
-{
-    if (sm >= 89)
-        return 78;
-    if (sm >= 87)
-        return 74;
-    if (sm >= 86)
-        return 71;
-    if (sm >= 80)
-        return 70;
-    if (sm >= 75)
-        return 63;
-    if (sm >= 72)
-        return 61;
+static int jit_ptx_isa(int sm) {
+    if (sm >= 89) return 78;
+    if (sm >= 87) return 74;
+    if (sm >= 86) return 71;
+    if (sm >= 80) return 70;
+    if (sm >= 75) return 63;
+    if (sm >= 72) return 61;
     return 60;
 }
 
-LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen)
-{
+LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen) {
     jit_backend_init();
     LLVMTargetRef target = NULL;
     char *msg = NULL;
@@ -89,7 +75,6 @@ LLVMTargetMachineRef jit_ptx_machine(int sm, char *err, size_t errlen)
     LLVMTargetMachineRef tm =
         LLVMCreateTargetMachine(target, JIT_PTX_TRIPLE, cpu, features, LLVMCodeGenLevelAggressive,
                                 LLVMRelocDefault, LLVMCodeModelDefault);
-    if (!tm)
-        snprintf(err, errlen, "LLVM could not make an NVPTX target machine for %s", cpu);
+    if (!tm) snprintf(err, errlen, "LLVM could not make an NVPTX target machine for %s", cpu);
     return tm;
 }

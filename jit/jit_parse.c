@@ -80,8 +80,8 @@ int jit_error_at(jit_error *err, const jit_func *f, int line, int col, const cha
         if (len > WIDE && caret > BEFORE) from = caret - BEFORE;
         int shown = len - from > WIDE ? WIDE : len - from;
         const char *pre = from ? "..." : "", *post = from + shown < len ? "..." : "";
-        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %s%.*s%s\n    %*s^", pre, shown,
-                      src + indent + from, post, caret - from + (int)strlen(pre), "");
+        n += snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n    %s%.*s%s\n    %*s^", pre,
+                      shown, src + indent + from, post, caret - from + (int)strlen(pre), "");
     }
     if (hint && n < (int)sizeof err->msg)
         snprintf(err->msg + n, sizeof err->msg - (size_t)n, "\n%s", hint);
@@ -124,10 +124,10 @@ typedef struct {
     int indent; /* columns removed by dedenting */
     PyObject *globals, *builtins, *closure_names, *closure_cells; /* borrowed; builtins a dict */
     EVP_MD_CTX *hash;
-    const jit_chain *chain; /* this function and its callers */
-    int depth;              /* of the expression or statement being parsed */
-    PyObject *value;        /* the Python number the expression just parsed is, when it is
-                               made of int and float literals only (fold_const); else NULL */
+    const jit_chain *chain;   /* this function and its callers */
+    int depth;                /* of the expression or statement being parsed */
+    PyObject *value;          /* the Python number the expression just parsed is, when it is
+                                 made of int and float literals only (fold_const); else NULL */
     const jit_node *value_of; /* the node value belongs to (literal_node) */
 } parser;
 
@@ -162,10 +162,12 @@ static int init_known(void) {
             int m = MOD_BUILTINS;
             if (dot) {
                 *dot = '\0';
-                for (m = 0; strcmp(module_names[m], sp); m++) {}
+                for (m = 0; strcmp(module_names[m], sp); m++) {
+                }
             }
             /* absent: math.exp2 before Python 3.11, offload when the module did not say */
-            if (modules[m] && !(builtin_objs[b][k] = PyObject_GetAttrString(modules[m], dot ? dot + 1 : sp)))
+            if (modules[m] &&
+                !(builtin_objs[b][k] = PyObject_GetAttrString(modules[m], dot ? dot + 1 : sp)))
                 PyErr_Clear();
         }
     }
@@ -184,7 +186,8 @@ static int builtin_of(PyObject *obj) {
 static int dtype_code(PyObject *dt) {
     PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
     PyObject *size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
-    int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size)) : -1;
+    int d = kind && size ? jit_dtype_from_numpy(PyUnicode_AsUTF8(kind)[0], (int)PyLong_AsLong(size))
+                         : -1;
     Py_XDECREF(kind);
     Py_XDECREF(size);
     PyErr_Clear();
@@ -211,7 +214,8 @@ static void where(parser *p, PyObject *node, int *line, int *col) {
     *col = (int)attr_long(node, "col_offset") + p->indent + 1;
 }
 
-static int fail(parser *p, PyObject *node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(parser *p, PyObject *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(parser *p, PyObject *node, const char *fmt, ...) {
     char what[1536];
     va_list ap;
@@ -225,7 +229,10 @@ static int fail(parser *p, PyObject *node, const char *fmt, ...) {
 
 static jit_node *new_node(parser *p, PyObject *src, jit_node_kind kind) {
     jit_node *n = jit_arena_alloc(p->f, sizeof *n);
-    if (!n) { internal_error(p->err, "out of memory"); return NULL; }
+    if (!n) {
+        internal_error(p->err, "out of memory");
+        return NULL;
+    }
     n->kind = (uint8_t)kind;
     if (src) where(p, src, &n->line, &n->col);
     return n;
@@ -256,7 +263,10 @@ static int expr_list(parser *p, PyObject *list, jit_node ***out, int *count) {
 
 static jit_node *child(parser *p, PyObject *node, const char *field) {
     PyObject *c = PyObject_GetAttrString(node, field);
-    if (!c) { internal_error(p->err, "malformed ast"); return NULL; }
+    if (!c) {
+        internal_error(p->err, "malformed ast");
+        return NULL;
+    }
     jit_node *r = expr(p, c);
     Py_DECREF(c);
     return r;
@@ -275,8 +285,10 @@ static int add_local(parser *p, const char *name, PyObject *at) {
     if (!nv) return internal_error(p->err, "out of memory");
     f->vars = nv;
     nv[f->nvars].name = arena_strdup(f, name);
-    if (at) where(p, at, &nv[f->nvars].line, &nv[f->nvars].col);
-    else nv[f->nvars].line = nv[f->nvars].col = 0;
+    if (at)
+        where(p, at, &nv[f->nvars].line, &nv[f->nvars].col);
+    else
+        nv[f->nvars].line = nv[f->nvars].col = 0;
     f->nvars++;
     return 0;
 }
@@ -304,7 +316,10 @@ static int collect_stores(parser *p, PyObject *node) {
         return 0;
     for (int i = 0; fields[i]; i++) {
         PyObject *c = PyObject_GetAttrString(node, fields[i]);
-        if (!c) { PyErr_Clear(); continue; }
+        if (!c) {
+            PyErr_Clear();
+            continue;
+        }
         int rc = collect_stores(p, c);
         Py_DECREF(c);
         if (rc < 0) return -1;
@@ -312,7 +327,8 @@ static int collect_stores(parser *p, PyObject *node) {
     return 0;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err);
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up,
+                                jit_error *err);
 
 /* -1 with the error when a call to fn from here closes a cycle of device
  * functions, named from the function called back to it: "f1 -> f2 -> f1". */
@@ -329,8 +345,10 @@ static int call_cycle(parser *p, PyObject *at, const void *fn) {
         len += (size_t)snprintf(cycle + len, sizeof cycle - len, "%s -> ", c->name);
     }
     if (len < sizeof cycle) snprintf(cycle + len, sizeof cycle - len, "%s", start->name);
-    return fail(p, at, "device functions call each other in a cycle: %s\n"
-                "Device functions cannot be recursive, directly or through others.", cycle);
+    return fail(p, at,
+                "device functions call each other in a cycle: %s\n"
+                "Device functions cannot be recursive, directly or through others.",
+                cycle);
 }
 
 /* A compile-time object (a global, a closure cell, a module attribute) as a node. */
@@ -360,33 +378,48 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
         int d = dtype_code(dt);
         Py_XDECREF(dt);
         if (d < 0) {
-            fail(p, at, "'%s' is a NumPy scalar of a type kernels do not support\n"
-                 "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
+            fail(p, at,
+                 "'%s' is a NumPy scalar of a type kernels do not support\n"
+                 "Kernels use bool, int8-64, uint8-64, float32 and float64.",
+                 name);
             return NULL;
         }
         n->type = jit_scalar((jit_dtype)d);
         PyObject *v = jit_dtype_is_float(d) ? PyNumber_Float(obj) : PyNumber_Long(obj);
-        if (!v) { internal_error(p->err, "reading a NumPy scalar"); return NULL; }
-        if (jit_dtype_is_float(d)) n->v.f = PyFloat_AS_DOUBLE(v);
-        else if (d == JIT_U64) n->v.i = (int64_t)PyLong_AsUnsignedLongLong(v);
-        else n->v.i = PyLong_AsLongLong(v);
+        if (!v) {
+            internal_error(p->err, "reading a NumPy scalar");
+            return NULL;
+        }
+        if (jit_dtype_is_float(d))
+            n->v.f = PyFloat_AS_DOUBLE(v);
+        else if (d == JIT_U64)
+            n->v.i = (int64_t)PyLong_AsUnsignedLongLong(v);
+        else
+            n->v.i = PyLong_AsLongLong(v);
         Py_DECREF(v);
-        snprintf(note, sizeof note, "%s=%s:%.17g/%lld", name, jit_dtype_name(d), n->v.f, (long long)n->v.i);
+        snprintf(note, sizeof note, "%s=%s:%.17g/%lld", name, jit_dtype_name(d), n->v.f,
+                 (long long)n->v.i);
     } else {
         n->kind = N_REF;
         snprintf(note, sizeof note, "%s=ref", name);
-        if (obj == modules[MOD_MATH] || obj == modules[MOD_NUMPY] || (PyModule_Check(obj) &&
-            strcmp(PyModule_GetName(obj) ? PyModule_GetName(obj) : "", "offload") == 0)) {
+        if (obj == modules[MOD_MATH] || obj == modules[MOD_NUMPY] ||
+            (PyModule_Check(obj) &&
+             strcmp(PyModule_GetName(obj) ? PyModule_GetName(obj) : "", "offload") == 0)) {
             PyErr_Clear();
             n->v.ref.kind = REF_MODULE;
-            n->v.ref.id = obj == modules[MOD_MATH] ? MOD_MATH : obj == modules[MOD_NUMPY] ? MOD_NUMPY : MOD_OFFLOAD;
-        } else if (PyType_Check(obj) && PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
+            n->v.ref.id = obj == modules[MOD_MATH]    ? MOD_MATH
+                          : obj == modules[MOD_NUMPY] ? MOD_NUMPY
+                                                      : MOD_OFFLOAD;
+        } else if (PyType_Check(obj) &&
+                   PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
             PyObject *dt = PyObject_CallMethod(modules[MOD_NUMPY], "dtype", "O", obj);
             int d = dtype_code(dt);
             Py_XDECREF(dt);
             if (d < 0) {
-                fail(p, at, "'%s' is a NumPy type kernels do not support\n"
-                     "Kernels use bool, int8-64, uint8-64, float32 and float64.", name);
+                fail(p, at,
+                     "'%s' is a NumPy type kernels do not support\n"
+                     "Kernels use bool, int8-64, uint8-64, float32 and float64.",
+                     name);
                 return NULL;
             }
             n->v.ref.kind = REF_DTYPE;
@@ -404,7 +437,10 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                 }
                 if (call_cycle(p, at, fn) < 0) return NULL;
                 jit_func **nc = realloc(p->f->callees, (size_t)(p->f->ncallees + 1) * sizeof *nc);
-                if (!nc) { internal_error(p->err, "out of memory"); return NULL; }
+                if (!nc) {
+                    internal_error(p->err, "out of memory");
+                    return NULL;
+                }
                 p->f->callees = nc;
                 if (!(callee = parse_function(fn, false, p->chain, p->err))) return NULL;
                 nc[p->f->ncallees++] = callee;
@@ -417,10 +453,13 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
         } else {
             int b = builtin_of(obj);
             if (b < 0) {
-                fail(p, at, "'%s' is a %s, which a kernel cannot use\n"
+                fail(p, at,
+                     "'%s' is a %s, which a kernel cannot use\n"
                      "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
-                     "closures, and call math and NumPy math functions, dtypes (np.float32) and @offload.device_func "
-                     "functions.", name, Py_TYPE(obj)->tp_name);
+                     "closures, and call math and NumPy math functions, dtypes (np.float32) and "
+                     "@offload.device_func "
+                     "functions.",
+                     name, Py_TYPE(obj)->tp_name);
                 return NULL;
             }
             n->v.ref.kind = REF_BUILTIN;
@@ -454,13 +493,34 @@ static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
     return from_object(p, at, name, obj);
 }
 
-static const struct { const char *py; jit_op op; } binops[] = {
-    {"Add", OP_ADD}, {"Sub", OP_SUB}, {"Mult", OP_MUL}, {"Div", OP_DIV},
-    {"FloorDiv", OP_FLOORDIV}, {"Mod", OP_MOD}, {"Pow", OP_POW}, {"LShift", OP_LSHIFT},
-    {"RShift", OP_RSHIFT}, {"BitAnd", OP_BITAND}, {"BitOr", OP_BITOR}, {"BitXor", OP_BITXOR},
-    {"USub", OP_NEG}, {"UAdd", OP_POS}, {"Invert", OP_INVERT}, {"Not", OP_NOT},
-    {"Eq", OP_EQ}, {"NotEq", OP_NE}, {"Lt", OP_LT}, {"LtE", OP_LE}, {"Gt", OP_GT},
-    {"GtE", OP_GE}, {"And", OP_AND}, {"Or", OP_OR},
+static const struct {
+    const char *py;
+    jit_op op;
+} binops[] = {
+    {"Add", OP_ADD},
+    {"Sub", OP_SUB},
+    {"Mult", OP_MUL},
+    {"Div", OP_DIV},
+    {"FloorDiv", OP_FLOORDIV},
+    {"Mod", OP_MOD},
+    {"Pow", OP_POW},
+    {"LShift", OP_LSHIFT},
+    {"RShift", OP_RSHIFT},
+    {"BitAnd", OP_BITAND},
+    {"BitOr", OP_BITOR},
+    {"BitXor", OP_BITXOR},
+    {"USub", OP_NEG},
+    {"UAdd", OP_POS},
+    {"Invert", OP_INVERT},
+    {"Not", OP_NOT},
+    {"Eq", OP_EQ},
+    {"NotEq", OP_NE},
+    {"Lt", OP_LT},
+    {"LtE", OP_LE},
+    {"Gt", OP_GT},
+    {"GtE", OP_GE},
+    {"And", OP_AND},
+    {"Or", OP_OR},
 };
 
 static int op_of(parser *p, PyObject *node, const char *field, PyObject *at) {
@@ -470,15 +530,22 @@ static int op_of(parser *p, PyObject *node, const char *field, PyObject *at) {
     Py_DECREF(o);
     for (size_t i = 0; i < sizeof binops / sizeof *binops; i++)
         if (strcmp(binops[i].py, t) == 0) return (int)binops[i].op;
-    return fail(p, at, "the operator %s is not supported in kernels\n"
+    return fail(p, at,
+                "the operator %s is not supported in kernels\n"
                 "Kernels support + - * / // %% ** << >> & | ^ ~ and comparisons.",
-                strcmp(t, "MatMult") == 0 ? "@" : strcmp(t, "Is") == 0 ? "'is'" :
-                strcmp(t, "IsNot") == 0 ? "'is not'" : strcmp(t, "In") == 0 ? "'in'" :
-                strcmp(t, "NotIn") == 0 ? "'not in'" : t);
+                strcmp(t, "MatMult") == 0 ? "@"
+                : strcmp(t, "Is") == 0    ? "'is'"
+                : strcmp(t, "IsNot") == 0 ? "'is not'"
+                : strcmp(t, "In") == 0    ? "'in'"
+                : strcmp(t, "NotIn") == 0 ? "'not in'"
+                                          : t);
 }
 
-static const struct { const char *py, *what, *hint; } unsupported[] = {
-    {"List", "a list", "Kernels work on arrays passed as arguments; use scalars or index an array."},
+static const struct {
+    const char *py, *what, *hint;
+} unsupported[] = {
+    {"List", "a list",
+     "Kernels work on arrays passed as arguments; use scalars or index an array."},
     {"Dict", "a dict", "Kernels work on numbers and arrays."},
     {"Set", "a set", "Kernels work on numbers and arrays."},
     {"ListComp", "a list comprehension", "Write a for loop over range(...)."},
@@ -499,7 +566,8 @@ static jit_node *unsupported_expr(parser *p, PyObject *node) {
     const char *t = node_type(node);
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
         if (strcmp(unsupported[i].py, t) == 0) {
-            fail(p, node, "%s is not supported in kernels\n%s", unsupported[i].what, unsupported[i].hint);
+            fail(p, node, "%s is not supported in kernels\n%s", unsupported[i].what,
+                 unsupported[i].hint);
             return NULL;
         }
     fail(p, node, "this expression (%s) is not supported in kernels", t);
@@ -519,13 +587,19 @@ static PyObject *const_str(PyObject *node) {
 static jit_node *str_node(parser *p, PyObject *at, PyObject *str) {
     Py_ssize_t len;
     const char *u = PyUnicode_AsUTF8AndSize(str, &len);
-    if (!u) { internal_error(p->err, "reading a string"); return NULL; }
+    if (!u) {
+        internal_error(p->err, "reading a string");
+        return NULL;
+    }
     if ((size_t)len != strlen(u)) { /* the device's printf stops at a NUL */
         fail(p, at, "a kernel cannot print a string that contains a NUL character");
         return NULL;
     }
     jit_node *n = new_node(p, at, N_STR);
-    if (n && !(n->v.name = arena_strdup(p->f, u))) { internal_error(p->err, "out of memory"); return NULL; }
+    if (n && !(n->v.name = arena_strdup(p->f, u))) {
+        internal_error(p->err, "out of memory");
+        return NULL;
+    }
     return n;
 }
 
@@ -533,10 +607,12 @@ static jit_node *str_node(parser *p, PyObject *at, PyObject *str) {
  * strings are kept as N_STR nodes here (the only place a kernel takes them);
  * sep= and end= become the call's b and c (NULL: Python's defaults). */
 static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
-    static const char *const what = "\nprint() in a kernel takes numbers, bools and constant strings, "
-                                    "with constant sep= and end= strings.";
+    static const char *const what =
+        "\nprint() in a kernel takes numbers, bools and constant strings, "
+        "with constant sep= and end= strings.";
     jit_node *n = new_node(p, node, N_CALL);
-    PyObject *args = PyObject_GetAttrString(node, "args"), *kws = PyObject_GetAttrString(node, "keywords");
+    PyObject *args = PyObject_GetAttrString(node, "args"),
+             *kws = PyObject_GetAttrString(node, "keywords");
     if (!n || !args || !kws || !PyList_Check(args) || !PyList_Check(kws)) {
         Py_XDECREF(args);
         Py_XDECREF(kws);
@@ -553,7 +629,8 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
             n->kids[i] = str_node(p, a, str);
             Py_DECREF(str);
         } else if (is(a, "JoinedStr")) {
-            fail(p, a, "f-strings cannot be printed in kernels: the device has no string formatting\n"
+            fail(p, a,
+                 "f-strings cannot be printed in kernels: the device has no string formatting\n"
                  "Pass the values as separate arguments: print(\"x =\", x, \"y =\", y).");
             n->kids[i] = NULL;
         } else {
@@ -563,20 +640,26 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
     }
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(kws); i++) {
         PyObject *kw = PyList_GET_ITEM(kws, i);
-        PyObject *name = PyObject_GetAttrString(kw, "arg"), *value = PyObject_GetAttrString(kw, "value");
+        PyObject *name = PyObject_GetAttrString(kw, "arg"),
+                 *value = PyObject_GetAttrString(kw, "value");
         const char *k = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
         if (!value) {
             rc = internal_error(p->err, "malformed ast");
         } else if (k && (!strcmp(k, "sep") || !strcmp(k, "end"))) {
             PyObject *str = const_str(value);
-            PyObject *c = str || !is(value, "Constant") ? NULL : PyObject_GetAttrString(value, "value");
+            PyObject *c =
+                str || !is(value, "Constant") ? NULL : PyObject_GetAttrString(value, "value");
             if (str) {
                 jit_node *s = str_node(p, value, str);
-                if (!s) rc = -1;
-                else if (k[0] == 's') n->b = s;
-                else n->c = s;
+                if (!s)
+                    rc = -1;
+                else if (k[0] == 's')
+                    n->b = s;
+                else
+                    n->c = s;
             } else if (c != Py_None) { /* None means the default, as in Python */
-                rc = fail(p, value, "print()'s %s= must be a constant string in a kernel%s", k, what);
+                rc = fail(p, value, "print()'s %s= must be a constant string in a kernel%s", k,
+                          what);
             }
             Py_XDECREF(str);
             Py_XDECREF(c);
@@ -584,7 +667,9 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
             /* ignored: the device's text is written out when the kernel is waited for */
         } else {
             rc = fail(p, kw, "print() in a kernel cannot take %s%s%s",
-                      !k ? "**kwargs" : !strcmp(k, "file") ? "file=: it writes to the cell's output" : k,
+                      !k                   ? "**kwargs"
+                      : !strcmp(k, "file") ? "file=: it writes to the cell's output"
+                                           : k,
                       k && strcmp(k, "file") ? "=" : "", what);
         }
         Py_XDECREF(name);
@@ -599,8 +684,10 @@ static jit_node *print_call(parser *p, PyObject *node, jit_node *fn) {
  * bounded, and recorded for jit_with_stack. */
 static int enter(parser *p, PyObject *node) {
     if (p->depth >= JIT_MAX_DEPTH)
-        return fail(p, node, "this is nested more than %d levels deep\n"
-                    "Split the expression into statements with intermediate variables.", JIT_MAX_DEPTH);
+        return fail(p, node,
+                    "this is nested more than %d levels deep\n"
+                    "Split the expression into statements with intermediate variables.",
+                    JIT_MAX_DEPTH);
     if (++p->depth > p->f->depth) p->f->depth = p->depth;
     return 0;
 }
@@ -616,7 +703,8 @@ static jit_node *expr_as(parser *p, PyObject *node, bool operand) {
     Py_CLEAR(p->value);
     jit_node *n = expr_node(p, node);
     p->depth--;
-    if (p->value_of != n) Py_CLEAR(p->value); /* a call's literal argument is not the call's value */
+    if (p->value_of != n)
+        Py_CLEAR(p->value); /* a call's literal argument is not the call's value */
     if (n && !operand && n->kind == N_CONST && n->op == JIT_CONST_TOO_BIG) {
         too_big(p, n, p->value);
         return NULL;
@@ -642,10 +730,15 @@ static int too_big(parser *p, const jit_node *at, PyObject *value) {
     const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
     PyErr_Clear();
     int len = text ? (int)strlen(text) : 0;
-    int rc = jit_error_at(p->err, p->f, at->line, at->col, "this integer constant%s%.*s%s does not fit in 64 bits\n"
-                  "Kernels compute Python ints as int64: use a float (2.0 ** 64) or a NumPy scalar "
-                  "(np.uint64(...)) for a larger number.", text ? " (" : "", len > 40 ? 40 : len, text ? text : "",
-                  !text ? "" : len > 40 ? "...)" : ")");
+    int rc = jit_error_at(
+        p->err, p->f, at->line, at->col,
+        "this integer constant%s%.*s%s does not fit in 64 bits\n"
+        "Kernels compute Python ints as int64: use a float (2.0 ** 64) or a NumPy scalar "
+        "(np.uint64(...)) for a larger number.",
+        text ? " (" : "", len > 40 ? 40 : len, text ? text : "",
+        !text      ? ""
+        : len > 40 ? "...)"
+                   : ")");
     Py_XDECREF(s);
     return rc;
 }
@@ -670,7 +763,10 @@ static jit_node *literal_node(parser *p, PyObject *at, PyObject *v) {
 
 static jit_node *operand(parser *p, PyObject *node, const char *field, PyObject **value) {
     PyObject *c = PyObject_GetAttrString(node, field);
-    if (!c) { internal_error(p->err, "malformed ast"); return NULL; }
+    if (!c) {
+        internal_error(p->err, "malformed ast");
+        return NULL;
+    }
     jit_node *r = expr_as(p, c, true);
     Py_DECREF(c);
     *value = p->value;
@@ -686,7 +782,9 @@ static long long int_bits(PyObject *v) {
     return n;
 }
 
-static bool plain_number(PyObject *v) { return v && !PyBool_Check(v) && (PyLong_Check(v) || PyFloat_Check(v)); }
+static bool plain_number(PyObject *v) {
+    return v && !PyBool_Check(v) && (PyLong_Check(v) || PyFloat_Check(v));
+}
 
 /* Python's l op r (r NULL for a unary op); NULL without an exception when
  * Python would raise (1 // 0, 1.0 << 2, 10.0 ** 400), left to the device's
@@ -699,7 +797,8 @@ static PyObject *python_op(int op, PyObject *l, PyObject *r, bool *huge) {
         long long bits = int_bits(l);
         PyErr_Clear();
         bool big_base = op == OP_LSHIFT ? bits > 0 : bits > 1; /* 0, 1, -1 stay small */
-        if (big_base && (overflow > 0 || (e > 0 && (op == OP_POW ? bits * e : bits + e) > JIT_CONST_BITS))) {
+        if (big_base &&
+            (overflow > 0 || (e > 0 && (op == OP_POW ? bits * e : bits + e) > JIT_CONST_BITS))) {
             *huge = true;
             return NULL;
         }
@@ -766,14 +865,20 @@ static jit_node *fold_const(parser *p, PyObject *at, jit_node *n, PyObject *lv, 
 static jit_node *constant_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     PyObject *v = PyObject_GetAttrString(node, "value");
-    if (!v) { internal_error(p->err, "malformed ast"); return NULL; }
+    if (!v) {
+        internal_error(p->err, "malformed ast");
+        return NULL;
+    }
     if (PyBool_Check(v)) {
         n = from_object(p, node, "literal", v);
     } else if (PyLong_Check(v) || PyFloat_Check(v)) {
         n = literal_node(p, node, v);
     } else {
-        fail(p, node, "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
-             v == Py_None ? "None" : PyUnicode_Check(v) ? "string" : Py_TYPE(v)->tp_name);
+        fail(p, node,
+             "%s constants are not supported in kernels\nKernels work on numbers and arrays.",
+             v == Py_None         ? "None"
+             : PyUnicode_Check(v) ? "string"
+                                  : Py_TYPE(v)->tp_name);
     }
     Py_DECREF(v);
     return n;
@@ -812,7 +917,10 @@ static jit_node *boolop_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     int op = op_of(p, node, "op", node);
     PyObject *vals = PyObject_GetAttrString(node, "values");
-    if (op < 0 || !vals || !(n = new_node(p, node, N_BOOLOP))) { Py_XDECREF(vals); return NULL; }
+    if (op < 0 || !vals || !(n = new_node(p, node, N_BOOLOP))) {
+        Py_XDECREF(vals);
+        return NULL;
+    }
     n->op = (uint8_t)op;
     int rc = expr_list(p, vals, &n->kids, &n->nkids);
     Py_DECREF(vals);
@@ -828,7 +936,10 @@ static jit_node *compare_expr(parser *p, PyObject *node) {
     n->nkids = (int)k + 1;
     n->kids = jit_arena_alloc(p->f, (size_t)n->nkids * sizeof *n->kids);
     n->ops = jit_arena_alloc(p->f, (size_t)k);
-    if (!(n->kids[0] = child(p, node, "left"))) { n = NULL; goto cmp_done; }
+    if (!(n->kids[0] = child(p, node, "left"))) {
+        n = NULL;
+        goto cmp_done;
+    }
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *o = PyList_GET_ITEM(ops, i);
         const char *t = node_type(o);
@@ -837,15 +948,21 @@ static jit_node *compare_expr(parser *p, PyObject *node) {
             if (strcmp(binops[j].py, t) == 0 && binops[j].op >= OP_EQ && binops[j].op <= OP_GE)
                 op = (int)binops[j].op;
         if (op < 0) {
-            fail(p, node, "the comparison '%s' is not supported in kernels\n"
+            fail(p, node,
+                 "the comparison '%s' is not supported in kernels\n"
                  "Kernels compare numbers with == != < <= > >=.",
-                 strcmp(t, "Is") == 0 ? "is" : strcmp(t, "IsNot") == 0 ? "is not" :
-                 strcmp(t, "In") == 0 ? "in" : "not in");
+                 strcmp(t, "Is") == 0      ? "is"
+                 : strcmp(t, "IsNot") == 0 ? "is not"
+                 : strcmp(t, "In") == 0    ? "in"
+                                           : "not in");
             n = NULL;
             goto cmp_done;
         }
         n->ops[i] = (uint8_t)op;
-        if (!(n->kids[i + 1] = expr(p, PyList_GET_ITEM(cmps, i)))) { n = NULL; goto cmp_done; }
+        if (!(n->kids[i + 1] = expr(p, PyList_GET_ITEM(cmps, i)))) {
+            n = NULL;
+            goto cmp_done;
+        }
     }
 cmp_done:
     Py_XDECREF(ops);
@@ -857,25 +974,32 @@ static jit_node *ifexp_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     if (!(n = new_node(p, node, N_IFEXP))) return NULL;
     return (n->a = child(p, node, "test")) && (n->b = child(p, node, "body")) &&
-                   (n->c = child(p, node, "orelse")) ? n : NULL;
+                   (n->c = child(p, node, "orelse"))
+               ? n
+               : NULL;
 }
 
 static jit_node *call_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     jit_node *fn = child(p, node, "func");
     if (!fn) return NULL;
-    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN && jit_builtins[fn->v.ref.id].type == TY_PRINT)
+    if (fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN &&
+        jit_builtins[fn->v.ref.id].type == TY_PRINT)
         return print_call(p, node, fn);
     PyObject *kw = PyObject_GetAttrString(node, "keywords");
     if (kw && PyList_GET_SIZE(kw) > 0) {
         PyObject *k0 = PyList_GET_ITEM(kw, 0);
         Py_DECREF(kw);
-        fail(p, k0, "keyword arguments are not supported in kernel calls\nPass arguments by position.");
+        fail(p, k0,
+             "keyword arguments are not supported in kernel calls\nPass arguments by position.");
         return NULL;
     }
     Py_XDECREF(kw);
     PyObject *args = PyObject_GetAttrString(node, "args");
-    if (!args || !(n = new_node(p, node, N_CALL))) { Py_XDECREF(args); return NULL; }
+    if (!args || !(n = new_node(p, node, N_CALL))) {
+        Py_XDECREF(args);
+        return NULL;
+    }
     n->a = fn;
     int rc = expr_list(p, args, &n->kids, &n->nkids);
     Py_DECREF(args);
@@ -886,7 +1010,10 @@ static jit_node *attribute_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     jit_node *obj = child(p, node, "value");
     PyObject *attr = PyObject_GetAttrString(node, "attr");
-    if (!obj || !attr) { Py_XDECREF(attr); return NULL; }
+    if (!obj || !attr) {
+        Py_XDECREF(attr);
+        return NULL;
+    }
     const char *name = PyUnicode_AsUTF8(attr);
     if (obj->kind == N_REF && obj->v.ref.kind == REF_MODULE) {
         PyObject *mod = modules[obj->v.ref.id];
@@ -935,25 +1062,24 @@ static jit_node *subscript_expr(parser *p, PyObject *node) {
 static jit_node *tuple_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     PyObject *elts = PyObject_GetAttrString(node, "elts");
-    if (!elts || !(n = new_node(p, node, N_TUPLE))) { Py_XDECREF(elts); return NULL; }
+    if (!elts || !(n = new_node(p, node, N_TUPLE))) {
+        Py_XDECREF(elts);
+        return NULL;
+    }
     int rc = expr_list(p, elts, &n->kids, &n->nkids);
     Py_DECREF(elts);
     return rc < 0 ? NULL : n;
 }
 
 /* The expressions a kernel may write, by their ast class. */
-static const struct { const char *py; jit_node *(*parse)(parser *, PyObject *); } exprs[] = {
-    {"Constant", constant_expr},
-    {"Name", name_expr},
-    {"BinOp", op_expr},
-    {"UnaryOp", op_expr},
-    {"BoolOp", boolop_expr},
-    {"Compare", compare_expr},
-    {"IfExp", ifexp_expr},
-    {"Call", call_expr},
-    {"Attribute", attribute_expr},
-    {"Subscript", subscript_expr},
-    {"Tuple", tuple_expr},
+static const struct {
+    const char *py;
+    jit_node *(*parse)(parser *, PyObject *);
+} exprs[] = {
+    {"Constant", constant_expr},   {"Name", name_expr},     {"BinOp", op_expr},
+    {"UnaryOp", op_expr},          {"BoolOp", boolop_expr}, {"Compare", compare_expr},
+    {"IfExp", ifexp_expr},         {"Call", call_expr},     {"Attribute", attribute_expr},
+    {"Subscript", subscript_expr}, {"Tuple", tuple_expr},
 };
 
 static jit_node *expr_node(parser *p, PyObject *node) {
@@ -963,7 +1089,9 @@ static jit_node *expr_node(parser *p, PyObject *node) {
     return unsupported_expr(p, node);
 }
 
-static const struct { const char *py, *what, *hint; } unsupported_stmts[] = {
+static const struct {
+    const char *py, *what, *hint;
+} unsupported_stmts[] = {
     {"Try", "try/except", "Kernels cannot raise or catch exceptions."},
     {"TryStar", "try/except*", "Kernels cannot raise or catch exceptions."},
     {"Raise", "raise", "Kernels cannot raise exceptions; write an error flag into an array."},
@@ -974,8 +1102,10 @@ static const struct { const char *py, *what, *hint; } unsupported_stmts[] = {
     {"AsyncFunctionDef", "a nested function", "Define an @offload.device_func at module level."},
     {"ClassDef", "a class definition", "Kernels work on numbers and arrays."},
     {"Delete", "del", "Kernel variables live until the kernel returns."},
-    {"Global", "a global statement", "Kernels read globals at compile time and cannot assign them."},
-    {"Nonlocal", "a nonlocal statement", "Kernels read closure variables at compile time and cannot assign them."},
+    {"Global", "a global statement",
+     "Kernels read globals at compile time and cannot assign them."},
+    {"Nonlocal", "a nonlocal statement",
+     "Kernels read closure variables at compile time and cannot assign them."},
     {"Import", "import", "Import at module level; kernels can use math and numpy dtypes."},
     {"ImportFrom", "import", "Import at module level; kernels can use math and numpy dtypes."},
     {"Assert", "assert", "Kernels cannot raise exceptions."},
@@ -995,7 +1125,8 @@ static int target_ok(parser *p, jit_node *t, PyObject *at) {
         return 0;
     }
     return jit_error_at(p->err, p->f, t->line, t->col,
-                        "cannot assign to this in a kernel\nAssign to local variables or array elements (a[i] = ...).");
+                        "cannot assign to this in a kernel\nAssign to local variables or array "
+                        "elements (a[i] = ...).");
 }
 
 static jit_node *stmt_node(parser *p, PyObject *node);
@@ -1011,12 +1142,18 @@ static jit_node *assign_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     jit_node *n = NULL;
     bool ann = is(node, "AnnAssign");
     PyObject *targets = ann ? NULL : PyObject_GetAttrString(node, "targets");
-    if (!(n = new_node(p, node, kind))) { Py_XDECREF(targets); return NULL; }
+    if (!(n = new_node(p, node, kind))) {
+        Py_XDECREF(targets);
+        return NULL;
+    }
     if (ann) {
         PyObject *v = PyObject_GetAttrString(node, "value");
         bool has = v && v != Py_None;
         Py_XDECREF(v);
-        if (!has) { n->kind = S_PASS; return n; } /* a bare annotation does nothing */
+        if (!has) {
+            n->kind = S_PASS;
+            return n;
+        } /* a bare annotation does nothing */
         n->nkids = 1;
         n->kids = jit_arena_alloc(p->f, sizeof *n->kids);
         if (!(n->kids[0] = child(p, node, "target"))) return NULL;
@@ -1037,7 +1174,8 @@ static jit_node *augassign_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     n->op = (uint8_t)op;
     if (!(n->a = child(p, node, "target")) || !(n->b = child(p, node, "value"))) return NULL;
     if (n->a->kind == N_TUPLE) {
-        jit_error_at(p->err, p->f, n->a->line, n->a->col, "augmented assignment to a tuple is not valid");
+        jit_error_at(p->err, p->f, n->a->line, n->a->col,
+                     "augmented assignment to a tuple is not valid");
         return NULL;
     }
     return target_ok(p, n->a, node) < 0 ? NULL : n;
@@ -1073,15 +1211,18 @@ static jit_node *block_stmt(parser *p, PyObject *node, jit_node_kind kind) {
         PyObject *iter = PyObject_GetAttrString(node, "iter");
         jit_node *call = iter ? expr(p, iter) : NULL;
         const jit_builtin *range = call && call->kind == N_CALL && call->a->kind == N_REF &&
-                                   call->a->v.ref.kind == REF_BUILTIN ? &jit_builtins[call->a->v.ref.id] : NULL;
+                                           call->a->v.ref.kind == REF_BUILTIN
+                                       ? &jit_builtins[call->a->v.ref.id]
+                                       : NULL;
         if (call && (!range || range->type != TY_RANGE)) {
             jit_error_at(p->err, p->f, call->line, call->col,
                          "kernels can only loop over range(...)\n"
                          "Write: for i in range(len(a)): ... a[i] ...");
             call = NULL;
         } else if (call && (call->nkids < range->lo || call->nkids > range->hi)) {
-            jit_error_at(p->err, p->f, call->line, call->col, "range() takes %d to %d arguments, not %d",
-                         range->lo, range->hi, call->nkids);
+            jit_error_at(p->err, p->f, call->line, call->col,
+                         "range() takes %d to %d arguments, not %d", range->lo, range->hi,
+                         call->nkids);
             call = NULL;
         }
         n->a = call && target ? expr(p, target) : NULL;
@@ -1096,7 +1237,10 @@ static jit_node *block_stmt(parser *p, PyObject *node, jit_node_kind kind) {
         }
         Py_XDECREF(target);
         Py_XDECREF(iter);
-        if (!n->a) { n = NULL; goto done; }
+        if (!n->a) {
+            n = NULL;
+            goto done;
+        }
     } else if (!(n->a = child(p, node, "test"))) {
         n = NULL;
         goto done;
@@ -1113,7 +1257,10 @@ done:
 static jit_node *return_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     jit_node *n = NULL;
     PyObject *v = PyObject_GetAttrString(node, "value");
-    if (!v || !(n = new_node(p, node, kind))) { Py_XDECREF(v); return NULL; }
+    if (!v || !(n = new_node(p, node, kind))) {
+        Py_XDECREF(v);
+        return NULL;
+    }
     if (v != Py_None && !(n->a = expr(p, v))) n = NULL;
     Py_DECREF(v);
     if (n && n->a && p->f->is_kernel) {
@@ -1125,7 +1272,9 @@ static jit_node *return_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     return n;
 }
 
-static jit_node *bare_stmt(parser *p, PyObject *node, jit_node_kind kind) { return new_node(p, node, kind); }
+static jit_node *bare_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    return new_node(p, node, kind);
+}
 
 /* The statements a kernel may write, by their ast class. */
 static const struct {
@@ -1133,10 +1282,16 @@ static const struct {
     jit_node_kind kind;
     jit_node *(*parse)(parser *, PyObject *, jit_node_kind);
 } stmt_kinds[] = {
-    {"Assign", S_ASSIGN, assign_stmt}, {"AnnAssign", S_ASSIGN, assign_stmt},
-    {"AugAssign", S_AUGASSIGN, augassign_stmt}, {"Expr", S_EXPR, expr_stmt},
-    {"If", S_IF, block_stmt}, {"While", S_WHILE, block_stmt}, {"For", S_FOR, block_stmt},
-    {"Break", S_BREAK, bare_stmt}, {"Continue", S_CONTINUE, bare_stmt}, {"Pass", S_PASS, bare_stmt},
+    {"Assign", S_ASSIGN, assign_stmt},
+    {"AnnAssign", S_ASSIGN, assign_stmt},
+    {"AugAssign", S_AUGASSIGN, augassign_stmt},
+    {"Expr", S_EXPR, expr_stmt},
+    {"If", S_IF, block_stmt},
+    {"While", S_WHILE, block_stmt},
+    {"For", S_FOR, block_stmt},
+    {"Break", S_BREAK, bare_stmt},
+    {"Continue", S_CONTINUE, bare_stmt},
+    {"Pass", S_PASS, bare_stmt},
     {"Return", S_RETURN, return_stmt},
 };
 
@@ -1146,7 +1301,8 @@ static jit_node *stmt_node(parser *p, PyObject *node) {
         if (!strcmp(stmt_kinds[i].py, t)) return stmt_kinds[i].parse(p, node, stmt_kinds[i].kind);
     for (size_t i = 0; i < sizeof unsupported_stmts / sizeof *unsupported_stmts; i++)
         if (!strcmp(unsupported_stmts[i].py, t)) {
-            fail(p, node, "%s is not supported in kernels\n%s", unsupported_stmts[i].what, unsupported_stmts[i].hint);
+            fail(p, node, "%s is not supported in kernels\n%s", unsupported_stmts[i].what,
+                 unsupported_stmts[i].hint);
             return NULL;
         }
     fail(p, node, "this statement (%s) is not supported in kernels", t);
@@ -1176,12 +1332,16 @@ static int parse_def(parser *p, PyObject *def) {
         Py_XDECREF(l);
         if (n) {
             Py_DECREF(args);
-            return fail(p, def, "'%s': %s are not supported for kernels\nUse plain positional parameters.",
-                        f->name, i == 2 ? "default values" : i == 0 ? "positional-only parameters"
-                                                                     : "keyword-only parameters");
+            return fail(p, def,
+                        "'%s': %s are not supported for kernels\nUse plain positional parameters.",
+                        f->name,
+                        i == 2   ? "default values"
+                        : i == 0 ? "positional-only parameters"
+                                 : "keyword-only parameters");
         }
     }
-    PyObject *va = PyObject_GetAttrString(args, "vararg"), *kw = PyObject_GetAttrString(args, "kwarg");
+    PyObject *va = PyObject_GetAttrString(args, "vararg"),
+             *kw = PyObject_GetAttrString(args, "kwarg");
     bool star = (va && va != Py_None) || (kw && kw != Py_None);
     Py_XDECREF(va);
     Py_XDECREF(kw);
@@ -1196,13 +1356,18 @@ static int parse_def(parser *p, PyObject *def) {
         PyObject *name = PyObject_GetAttrString(a, "arg");
         int rc = name ? add_local(p, PyUnicode_AsUTF8(name), a) : -1;
         Py_XDECREF(name);
-        if (rc < 0) { Py_DECREF(params); return -1; }
+        if (rc < 0) {
+            Py_DECREF(params);
+            return -1;
+        }
     }
     Py_XDECREF(params);
     f->nparams = f->nvars;
     if (f->is_kernel && f->nparams == 0)
-        return fail(p, def, "kernel '%s' has no parameters\n"
-                    "A kernel's first parameter is the work item: def %s(item, ...):", f->name, f->name);
+        return fail(p, def,
+                    "kernel '%s' has no parameters\n"
+                    "A kernel's first parameter is the work item: def %s(item, ...):",
+                    f->name, f->name);
     PyObject *body = PyObject_GetAttrString(def, "body");
     int rc = body ? collect_stores(p, body) : -1;
     if (rc == 0) rc = stmts(p, body, &f->body, &f->nbody);
@@ -1372,17 +1537,25 @@ static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int
     err->compile_error = true;
     err->line = err->col = 0;
     snprintf(err->filename, sizeof err->filename, "%s", f->filename);
-    snprintf(err->msg, sizeof err->msg,
-             "cannot find the source of '%s' (%s): kernels are compiled from their Python source\n"
-             "Define the function in a file or a notebook cell (not with exec or in the plain REPL).",
-             f->name, f->filename);
+    snprintf(
+        err->msg, sizeof err->msg,
+        "cannot find the source of '%s' (%s): kernels are compiled from their Python source\n"
+        "Define the function in a file or a notebook cell (not with exec or in the plain REPL).",
+        f->name, f->filename);
     return NULL;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up, jit_error *err) {
-    if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up,
+                                jit_error *err) {
+    if (init_known() < 0) {
+        internal_error(err, "cannot import math/numpy");
+        return NULL;
+    }
     jit_func *f = calloc(1, sizeof *f);
-    if (!f) { internal_error(err, "out of memory"); return NULL; }
+    if (!f) {
+        internal_error(err, "out of memory");
+        return NULL;
+    }
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
     jit_chain link = {.origin = pyfunc, .name = "?", .up = up};
@@ -1427,7 +1600,8 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chai
     PyObject *cells = PyObject_GetAttrString(pyfunc, "__closure__");
     p.closure_cells = cells && cells != Py_None ? cells : NULL;
     p.closure_names = p.closure_cells ? freevars : NULL;
-    rc = globals ? parse_with(&p, def, globals) : internal_error(err, "the function has no __globals__");
+    rc = globals ? parse_with(&p, def, globals)
+                 : internal_error(err, "the function has no __globals__");
     Py_XDECREF(freevars);
     Py_XDECREF(cells);
     Py_DECREF(body);
@@ -1454,16 +1628,23 @@ jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
                             int first_line, jit_error *err) {
     memset(err, 0, sizeof *err);
-    if (init_known() < 0) { internal_error(err, "cannot import math/numpy"); return NULL; }
+    if (init_known() < 0) {
+        internal_error(err, "cannot import math/numpy");
+        return NULL;
+    }
     jit_func *f = calloc(1, sizeof *f);
-    if (!f) { internal_error(err, "out of memory"); return NULL; }
+    if (!f) {
+        internal_error(err, "out of memory");
+        return NULL;
+    }
     f->origin = def;
     f->is_kernel = true;
     f->filename = strdup(filename);
     f->first_line = first_line;
     f->nlines = (int)PyList_GET_SIZE(lines);
     f->lines = calloc((size_t)f->nlines + 1, sizeof *f->lines);
-    for (int i = 0; f->lines && i < f->nlines; i++) f->lines[i] = strdup(PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i)));
+    for (int i = 0; f->lines && i < f->nlines; i++)
+        f->lines[i] = strdup(PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i)));
     parser p = {.f = f, .err = err}; /* line0 0, indent 0: the tree's places are the file's */
     PyObject *name = PyObject_GetAttrString(def, "name");
     f->name = strdup(name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "loop");

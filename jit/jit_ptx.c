@@ -21,17 +21,14 @@ static pthread_mutex_t jit_ld_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *jit_ld_bytes;
 static size_t jit_ld_size;
 
-static int jit_is_file(const char *p)
-{
+static int jit_is_file(const char *p) {
     struct stat st;
     return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int jit_read_file(const char *path, char **data, size_t *size)
-{
+static int jit_read_file(const char *path, char **data, size_t *size) {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
+    if (!f) return -1;
     char *buf = NULL;
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
@@ -46,8 +43,7 @@ static int jit_read_file(const char *path, char **data, size_t *size)
     return -1;
 }
 
-static int jit_libdevice(const char **data, size_t *size, char *err, size_t errlen)
-{
+static int jit_libdevice(const char **data, size_t *size, char *err, size_t errlen) {
     pthread_mutex_lock(&jit_ld_lock);
     if (!jit_ld_bytes) {
         char cand[4][4096];
@@ -56,14 +52,14 @@ static int jit_libdevice(const char **data, size_t *size, char *err, size_t errl
         if (env && *env) {
             /* A file, or the folder that holds it. */
             snprintf(cand[n++], sizeof cand[0], "%s", env);
-            if (!jit_is_file(env))
-                snprintf(cand[0], sizeof cand[0], "%s/libdevice.10.bc", env);
+            if (!jit_is_file(env)) snprintf(cand[0], sizeof cand[0], "%s/libdevice.10.bc", env);
         }
         const char *cuda = getenv("CUDA_HOME");
         if (cuda && *cuda)
             snprintf(cand[n++], sizeof cand[0], "%s/nvvm/libdevice/libdevice.10.bc", cuda);
         snprintf(cand[n++], sizeof cand[0], "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
-        snprintf(cand[n++], sizeof cand[0], "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc");
+        snprintf(cand[n++], sizeof cand[0],
+                 "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc");
         for (int i = 0; i < n && !jit_ld_bytes; i++)
             if (jit_is_file(cand[i]) && jit_read_file(cand[i], &jit_ld_bytes, &jit_ld_size) != 0) {
                 snprintf(err, errlen, "cannot read libdevice at %s", cand[i]);
@@ -88,13 +84,11 @@ static int jit_libdevice(const char **data, size_t *size, char *err, size_t errl
     return 0;
 }
 
-static int jit_uses_libdevice(LLVMModuleRef m)
-{
+static int jit_uses_libdevice(LLVMModuleRef m) {
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
         size_t len = 0;
         const char *name = LLVMGetValueName2(f, &len);
-        if (LLVMIsDeclaration(f) && len > 5 && memcmp(name, "__nv_", 5) == 0)
-            return 1;
+        if (LLVMIsDeclaration(f) && len > 5 && memcmp(name, "__nv_", 5) == 0) return 1;
     }
     return 0;
 }
@@ -107,23 +101,19 @@ typedef struct {
     int failed;
 } jit_diag;
 
-static void jit_on_diag(LLVMDiagnosticInfoRef di, void *opaque)
-{
+static void jit_on_diag(LLVMDiagnosticInfoRef di, void *opaque) {
     jit_diag *d = opaque;
-    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || d->failed)
-        return;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || d->failed) return;
     char *msg = LLVMGetDiagInfoDescription(di);
     snprintf(d->err, d->errlen, "linking libdevice failed: %s", msg ? msg : "");
     LLVMDisposeMessage(msg);
     d->failed = 1;
 }
 
-static int jit_link_libdevice(LLVMModuleRef m, char *err, size_t errlen)
-{
+static int jit_link_libdevice(LLVMModuleRef m, char *err, size_t errlen) {
     const char *bytes;
     size_t size;
-    if (jit_libdevice(&bytes, &size, err, errlen))
-        return -1;
+    if (jit_libdevice(&bytes, &size, err, errlen)) return -1;
     LLVMContextRef ctx = LLVMGetModuleContext(m);
     LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(ctx);
     void *old_opaque = LLVMContextGetDiagnosticContext(ctx);
@@ -149,8 +139,7 @@ static int jit_link_libdevice(LLVMModuleRef m, char *err, size_t errlen)
     LLVMSetTarget(ld, LLVMGetTarget(m));
     LLVMSetDataLayout(ld, LLVMGetDataLayoutStr(m));
     if (LLVMLinkModules2(m, ld)) { /* ld is gone either way */
-        if (!d.failed)
-            snprintf(err, errlen, "linking libdevice failed");
+        if (!d.failed) snprintf(err, errlen, "linking libdevice failed");
         goto out;
     }
     rc = d.failed ? -1 : 0;
@@ -163,33 +152,25 @@ out:
  * run. Answered here rather than by LLVM's NVVMReflect pass, which (LLVM 15-17)
  * says 0 to "__CUDA_PREC_SQRT" and so picks the approximate sqrt: IEEE
  * results, no flush to zero, and the sm the PTX is for. */
-static int jit_reflect_value(LLVMValueRef arg, int sm)
-{
-    while (arg && LLVMIsAConstantExpr(arg))
-        arg = LLVMGetOperand(arg, 0);
-    if (!arg || !LLVMIsAGlobalVariable(arg) || !LLVMGetInitializer(arg))
-        return 0;
+static int jit_reflect_value(LLVMValueRef arg, int sm) {
+    while (arg && LLVMIsAConstantExpr(arg)) arg = LLVMGetOperand(arg, 0);
+    if (!arg || !LLVMIsAGlobalVariable(arg) || !LLVMGetInitializer(arg)) return 0;
     size_t len = 0;
     const char *s = LLVMIsAConstantDataSequential(LLVMGetInitializer(arg))
                         ? LLVMGetAsString(LLVMGetInitializer(arg), &len)
                         : NULL;
-    if (!s)
-        return 0;
-    if (len >= 11 && strncmp(s, "__CUDA_ARCH", len) == 0)
-        return sm * 10;
-    if (len >= 16 && strncmp(s, "__CUDA_PREC_SQRT", len) == 0)
-        return 1;
+    if (!s) return 0;
+    if (len >= 11 && strncmp(s, "__CUDA_ARCH", len) == 0) return sm * 10;
+    if (len >= 16 && strncmp(s, "__CUDA_PREC_SQRT", len) == 0) return 1;
     return 0; /* __CUDA_FTZ and anything unknown */
 }
 
-static void jit_resolve_reflect(LLVMModuleRef m, int sm)
-{
+static void jit_resolve_reflect(LLVMModuleRef m, int sm) {
     static const char *const names[] = {"__nvvm_reflect", "llvm.nvvm.reflect"};
     LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(m));
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         LLVMValueRef fn = LLVMGetNamedFunction(m, names[k]);
-        if (!fn)
-            continue;
+        if (!fn) continue;
         LLVMUseRef u;
         while ((u = LLVMGetFirstUse(fn))) {
             LLVMValueRef call = LLVMGetUser(u);
@@ -199,8 +180,7 @@ static void jit_resolve_reflect(LLVMModuleRef m, int sm)
             LLVMReplaceAllUsesWith(call, LLVMConstInt(i32, (unsigned long long)v, 0));
             LLVMInstructionEraseFromParent(call);
         }
-        if (!LLVMGetFirstUse(fn))
-            LLVMDeleteFunction(fn);
+        if (!LLVMGetFirstUse(fn)) LLVMDeleteFunction(fn);
     }
 }
 
@@ -215,55 +195,50 @@ static void jit_resolve_reflect(LLVMModuleRef m, int sm)
 #define JIT_PTX_GLOBAL 1
 #define JIT_PTX_SHARED 3
 
-static unsigned jit_space_of(LLVMValueRef ptr)
-{
+static unsigned jit_space_of(LLVMValueRef ptr) {
     return LLVMGetPointerAddressSpace(LLVMTypeOf(ptr));
 }
 
-static int jit_is_sinkable_atomic(LLVMValueRef i)
-{
+static int jit_is_sinkable_atomic(LLVMValueRef i) {
     return LLVMGetInstructionOpcode(i) == LLVMAtomicRMW && !LLVMGetFirstUse(i) &&
            LLVMGetOrdering(i) == LLVMAtomicOrderingMonotonic &&
            jit_space_of(LLVMGetOperand(i, 0)) == JIT_PTX_SHARED;
 }
 
 /* Whether an atomic on shared memory may move from before i to after it. */
-static int jit_atomic_may_pass(LLVMValueRef i)
-{
+static int jit_atomic_may_pass(LLVMValueRef i) {
     LLVMOpcode op = LLVMGetInstructionOpcode(i);
     if (op == LLVMLoad)
         return jit_space_of(LLVMGetOperand(i, 0)) == JIT_PTX_GLOBAL && !LLVMGetVolatile(i) &&
                LLVMGetOrdering(i) == LLVMAtomicOrderingNotAtomic;
-    return (op >= LLVMAdd && op <= LLVMXor) || (op >= LLVMTrunc && op <= LLVMBitCast) || op == LLVMAddrSpaceCast ||
-           op == LLVMICmp || op == LLVMFCmp || op == LLVMSelect || op == LLVMGetElementPtr ||
-           op == LLVMFNeg || op == LLVMFreeze || op == LLVMExtractValue || op == LLVMInsertValue;
+    return (op >= LLVMAdd && op <= LLVMXor) || (op >= LLVMTrunc && op <= LLVMBitCast) ||
+           op == LLVMAddrSpaceCast || op == LLVMICmp || op == LLVMFCmp || op == LLVMSelect ||
+           op == LLVMGetElementPtr || op == LLVMFNeg || op == LLVMFreeze ||
+           op == LLVMExtractValue || op == LLVMInsertValue;
 }
 
-static void jit_sink_shared_atomics(LLVMModuleRef m)
-{
+static void jit_sink_shared_atomics(LLVMModuleRef m) {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(m));
     for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
             /* bottom up, so that atomics keep their order among themselves */
             for (LLVMValueRef i = LLVMGetLastInstruction(bb), prev; i; i = prev) {
                 prev = LLVMGetPreviousInstruction(i);
-                if (!jit_is_sinkable_atomic(i))
-                    continue;
+                if (!jit_is_sinkable_atomic(i)) continue;
                 LLVMValueRef last = i;
                 for (LLVMValueRef n = LLVMGetNextInstruction(i); n && jit_atomic_may_pass(n);
                      n = LLVMGetNextInstruction(n))
                     last = n;
-                if (last == i)
-                    continue;
+                if (last == i) continue;
                 LLVMInstructionRemoveFromParent(i);
-                LLVMPositionBuilder(b, bb, LLVMGetNextInstruction(last)); /* the terminator at worst */
+                LLVMPositionBuilder(b, bb,
+                                    LLVMGetNextInstruction(last)); /* the terminator at worst */
                 LLVMInsertIntoBuilder(b, i);
             }
     LLVMDisposeBuilder(b);
 }
 
-int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errlen)
-{
+int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errlen) {
     ptx->data = NULL;
     ptx->size = 0;
     jit_backend_init();
@@ -275,8 +250,7 @@ int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errle
     }
     sm = jit_ptx_sm(sm);
     LLVMTargetMachineRef tm = jit_ptx_machine(sm, err, errlen);
-    if (!tm)
-        return -1;
+    if (!tm) return -1;
     int rc = -1;
     if (!*LLVMGetDataLayoutStr(m)) {
         LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
@@ -285,8 +259,7 @@ int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errle
         LLVMDisposeMessage(dl);
         LLVMDisposeTargetData(td);
     }
-    if (jit_uses_libdevice(m) && jit_link_libdevice(m, err, errlen))
-        goto out;
+    if (jit_uses_libdevice(m) && jit_link_libdevice(m, err, errlen)) goto out;
     jit_resolve_reflect(m, sm);
     /* For NVVMReflect, should anything still ask: no flush to zero. */
     if (!LLVMGetModuleFlag(m, "nvvm-reflect-ftz", 16)) {
@@ -294,14 +267,12 @@ int jit_emit_ptx(LLVMModuleRef m, int sm, jit_blob *ptx, char *err, size_t errle
         LLVMAddModuleFlag(m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
                           LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0)));
     }
-    if (jit_optimize_tm(m, tm, err, errlen))
-        goto out;
+    if (jit_optimize_tm(m, tm, err, errlen)) goto out;
     jit_sink_shared_atomics(m);
     char *msg = NULL;
     LLVMMemoryBufferRef buf = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &buf)) {
-        snprintf(err, errlen, "NVPTX code generation failed (a compiler bug): %s",
-                 msg ? msg : "");
+        snprintf(err, errlen, "NVPTX code generation failed (a compiler bug): %s", msg ? msg : "");
         LLVMDisposeMessage(msg);
         goto out;
     }

@@ -26,15 +26,13 @@ extern "C" {
 
 namespace {
 
-void jit_set_err(char *err, size_t errlen, const char *what, const std::string &msg)
-{
+void jit_set_err(char *err, size_t errlen, const char *what, const std::string &msg) {
     if (err && errlen)
         snprintf(err, errlen, "%s: %s", what, msg.empty() ? "(no message)" : msg.c_str());
 }
 
 // malloc'ed copy, so the C side frees it with free() like every other blob.
-int jit_take(const std::string &bytes, jit_blob *out, char *err, size_t errlen)
-{
+int jit_take(const std::string &bytes, jit_blob *out, char *err, size_t errlen) {
     out->data = malloc(bytes.size() ? bytes.size() : 1);
     if (!out->data) {
         jit_set_err(err, errlen, "SPIR-V", "out of memory");
@@ -51,8 +49,7 @@ int jit_take(const std::string &bytes, jit_blob *out, char *err, size_t errlen)
 // consumers (PoCL) link against. llvm.fmuladd stays a multiply and an add:
 // the translator's default, OpenCL's mad(), may be computed with less
 // precision, and results must match NumPy's.
-SPIRV::TranslatorOpts jit_opts()
-{
+SPIRV::TranslatorOpts jit_opts() {
     SPIRV::TranslatorOpts opts(SPIRV::VersionNumber::SPIRV_1_0);
     opts.setDesiredBIsRepresentation(SPIRV::BIsRepresentation::OpenCL12);
     opts.setReplaceLLVMFmulAddWithOpenCLMad(false);
@@ -61,8 +58,7 @@ SPIRV::TranslatorOpts jit_opts()
 
 } // namespace
 
-extern "C" int jit_spirv_write(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen)
-{
+extern "C" int jit_spirv_write(LLVMModuleRef m, jit_blob *spirv, char *err, size_t errlen) {
     spirv->data = nullptr;
     spirv->size = 0;
     llvm::Module *mod = llvm::unwrap(m);
@@ -76,8 +72,7 @@ extern "C" int jit_spirv_write(LLVMModuleRef m, jit_blob *spirv, char *err, size
 }
 
 extern "C" int jit_spirv_to_spir12(const jit_blob *spirv, jit_blob *bitcode, char *err,
-                                   size_t errlen)
-{
+                                   size_t errlen) {
     bitcode->data = nullptr;
     bitcode->size = 0;
     // SPIR 1.2 is typed-pointer IR; a context of its own keeps the caller's

@@ -22,19 +22,19 @@
 #define JIT_SPV_ENV SPV_ENV_OPENCL_1_2
 #define JIT_SPV_ENV_CORE SPV_ENV_UNIVERSAL_1_0
 
-static int jit_words(const jit_blob *spirv, char *err, size_t errlen)
-{
+static int jit_words(const jit_blob *spirv, char *err, size_t errlen) {
     if (!spirv || !spirv->data || spirv->size < 20 || spirv->size % 4 != 0) {
-        snprintf(err, errlen, "not a SPIR-V module: %zu bytes (needs a 5-word header and "
-                 "whole 32-bit words)", spirv ? spirv->size : (size_t)0);
+        snprintf(err, errlen,
+                 "not a SPIR-V module: %zu bytes (needs a 5-word header and "
+                 "whole 32-bit words)",
+                 spirv ? spirv->size : (size_t)0);
         return -1;
     }
     return 0;
 }
 
-static void jit_spv_message(const char *what, spv_result_t rc, spv_diagnostic diag,
-                            char *err, size_t errlen)
-{
+static void jit_spv_message(const char *what, spv_result_t rc, spv_diagnostic diag, char *err,
+                            size_t errlen) {
     if (diag && diag->error)
         snprintf(err, errlen, "%s: %s", what, diag->error);
     else
@@ -42,16 +42,13 @@ static void jit_spv_message(const char *what, spv_result_t rc, spv_diagnostic di
     /* SPIRV-Tools puts the offending instruction on a line of its own; ours
      * are one line. */
     size_t n = strlen(err);
-    while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
-        err[--n] = '\0';
+    while (n && (err[n - 1] == '\n' || err[n - 1] == ' ')) err[--n] = '\0';
     for (char *c = err; *c; c++)
-        if (*c == '\n')
-            *c = ' ';
+        if (*c == '\n') *c = ' ';
 }
 
 static spv_result_t jit_validate_in(spv_target_env env, const jit_blob *spirv, char *err,
-                                    size_t errlen)
-{
+                                    size_t errlen) {
     spv_context ctx = spvContextCreate(env);
     if (!ctx) {
         snprintf(err, errlen, "SPIRV-Tools: cannot create a validator context");
@@ -60,29 +57,24 @@ static spv_result_t jit_validate_in(spv_target_env env, const jit_blob *spirv, c
     spv_const_binary_t bin = {(const uint32_t *)spirv->data, spirv->size / 4};
     spv_diagnostic diag = NULL;
     spv_result_t rc = spvValidate(ctx, &bin, &diag);
-    if (rc != SPV_SUCCESS)
-        jit_spv_message("invalid SPIR-V", rc, diag, err, errlen);
+    if (rc != SPV_SUCCESS) jit_spv_message("invalid SPIR-V", rc, diag, err, errlen);
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);
     return rc;
 }
 
-int jit_spirv_validate(const jit_blob *spirv, char *err, size_t errlen)
-{
-    if (jit_words(spirv, err, errlen))
-        return -1;
+int jit_spirv_validate(const jit_blob *spirv, char *err, size_t errlen) {
+    if (jit_words(spirv, err, errlen)) return -1;
     spv_result_t rc = jit_validate_in(JIT_SPV_ENV, spirv, err, errlen);
     if (rc == SPV_ERROR_INVALID_CAPABILITY)
         rc = jit_validate_in(JIT_SPV_ENV_CORE, spirv, err, errlen);
     return rc == SPV_SUCCESS ? 0 : -1;
 }
 
-int jit_spirv_disassemble(const jit_blob *spirv, jit_blob *text, char *err, size_t errlen)
-{
+int jit_spirv_disassemble(const jit_blob *spirv, jit_blob *text, char *err, size_t errlen) {
     text->data = NULL;
     text->size = 0;
-    if (jit_words(spirv, err, errlen))
-        return -1;
+    if (jit_words(spirv, err, errlen)) return -1;
     spv_context ctx = spvContextCreate(JIT_SPV_ENV);
     if (!ctx) {
         snprintf(err, errlen, "SPIRV-Tools: cannot create a disassembler context");
@@ -91,8 +83,8 @@ int jit_spirv_disassemble(const jit_blob *spirv, jit_blob *text, char *err, size
     spv_text out = NULL;
     spv_diagnostic diag = NULL;
     uint32_t opts = SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT;
-    spv_result_t rc = spvBinaryToText(ctx, (const uint32_t *)spirv->data, spirv->size / 4, opts,
-                                      &out, &diag);
+    spv_result_t rc =
+        spvBinaryToText(ctx, (const uint32_t *)spirv->data, spirv->size / 4, opts, &out, &diag);
     int status = -1;
     if (rc != SPV_SUCCESS || !out) {
         jit_spv_message("cannot disassemble SPIR-V", rc, diag, err, errlen);

@@ -40,7 +40,8 @@ static void *jit_deep_main(void *p) {
 int jit_with_stack(int depth, int (*fn)(void *), void *arg, jit_error *err) {
     if (depth < JIT_SHALLOW || jit_on_deep_stack) return fn(arg);
     if (depth > JIT_MAX_DEPTH) depth = JIT_MAX_DEPTH;
-    size_t size = JIT_STACK_BASE + (size_t)depth * JIT_STACK_PER_LEVEL; /* reserved, touched as used */
+    size_t size =
+        JIT_STACK_BASE + (size_t)depth * JIT_STACK_PER_LEVEL; /* reserved, touched as used */
     jit_deep_call c = {fn, arg, -1};
     pthread_attr_t attr;
     pthread_t th;
@@ -51,9 +52,10 @@ int jit_with_stack(int depth, int (*fn)(void *), void *arg, jit_error *err) {
     if (e) {
         err->compile_error = false;
         err->line = err->col = 0;
-        snprintf(err->msg, sizeof err->msg,
-                 "cannot start a thread with %zu MiB of stack to compile code nested %d levels deep: %s",
-                 size >> 20, depth, strerror(e));
+        snprintf(
+            err->msg, sizeof err->msg,
+            "cannot start a thread with %zu MiB of stack to compile code nested %d levels deep: %s",
+            size >> 20, depth, strerror(e));
         return -1;
     }
     pthread_join(th, NULL);

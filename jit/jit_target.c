@@ -48,8 +48,8 @@ void jit_target_mark_call(jit_tgt *t, LLVMValueRef call) {
     if (!t->ptx) LLVMSetInstructionCallConv(call, SPIR_CALLCONV_FUNC);
 }
 
-static LLVMValueRef declare(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n,
-                            LLVMTypeRef *fty) {
+static LLVMValueRef declare(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+                            int n, LLVMTypeRef *fty) {
     *fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
     if (!fn) {
@@ -57,15 +57,17 @@ static LLVMValueRef declare(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMT
         jit_target_mark_function(t, fn);
         /* pure functions of their arguments: lets LLVM hoist and fold them */
         unsigned k = LLVMGetEnumAttributeKindForName("readnone", 8);
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(t->ctx, k, 0));
         k = LLVMGetEnumAttributeKindForName("nounwind", 8);
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(t->ctx, k, 0));
     }
     return fn;
 }
 
-static LLVMValueRef call(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt, LLVMValueRef *args,
-                         int n) {
+static LLVMValueRef call(jit_tgt *t, const char *name, LLVMTypeRef ret, LLVMTypeRef *pt,
+                         LLVMValueRef *args, int n) {
     LLVMTypeRef fty;
     LLVMValueRef fn = declare(t, name, ret, pt, n, &fty);
     LLVMValueRef c = LLVMBuildCall2(t->b, fty, fn, args, (unsigned)n, "");
@@ -80,7 +82,8 @@ static LLVMValueRef sreg(jit_tgt *t, const char *reg, int hw) {
     LLVMTypeRef fty = LLVMFunctionType(i32, NULL, 0, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(t->mod, name);
     if (!fn) fn = LLVMAddFunction(t->mod, name, fty);
-    return LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""), LLVMInt64TypeInContext(t->ctx), "");
+    return LLVMBuildZExt(t->b, LLVMBuildCall2(t->b, fty, fn, NULL, 0, ""),
+                         LLVMInt64TypeInContext(t->ctx), "");
 }
 
 LLVMValueRef jit_target_global_id(jit_tgt *t, int hw) {
@@ -101,8 +104,8 @@ LLVMValueRef jit_target_wg(jit_tgt *t, jit_wg_query q, int hw) {
         static const char *const regs[] = {"tid", "ntid", "ctaid", "nctaid"};
         return sreg(t, regs[q], hw);
     }
-    static const char *const fns[] = {"_Z12get_local_idj", "_Z14get_local_sizej", "_Z12get_group_idj",
-                                      "_Z14get_num_groupsj"};
+    static const char *const fns[] = {"_Z12get_local_idj", "_Z14get_local_sizej",
+                                      "_Z12get_group_idj", "_Z14get_num_groupsj"};
     LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx), i64 = LLVMInt64TypeInContext(t->ctx);
     LLVMValueRef d = LLVMConstInt(i32, (unsigned long long)hw, 0);
     return call(t, fns[q], i64, &i32, &d, 1);
@@ -121,7 +124,8 @@ void jit_target_barrier(jit_tgt *t) {
         static const char *const attrs[] = {"convergent", "nounwind"};
         for (int i = 0; i < 2; i++) {
             unsigned k = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
-            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(t->ctx, k, 0));
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateEnumAttribute(t->ctx, k, 0));
         }
     }
     /* OpenCL: CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE; bar.sync orders both by itself */
@@ -135,7 +139,8 @@ unsigned jit_target_space(jit_tgt *t, jit_space s) {
     return s == JIT_GLOBAL ? 1 : s == JIT_LOCAL ? 3 : 0;
 }
 
-LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args, int nargs) {
+LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRef *args,
+                             int nargs) {
     LLVMTypeRef ft = f64 ? LLVMDoubleTypeInContext(t->ctx) : LLVMFloatTypeInContext(t->ctx);
     LLVMTypeRef pt[3] = {ft, ft, ft};
     bool ldexp = strcmp(name, "ldexp") == 0;
@@ -183,7 +188,8 @@ static int spir_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int narg
     if (!text) return -1;
     text[0] = '\0';
     memcpy(text + 1, fmt, len + 1);
-    LLVMValueRef g = jit_target_const_bytes(t, "ofl_printf_fmt", text, len + 2); /* LLVM numbers repeats */
+    LLVMValueRef g =
+        jit_target_const_bytes(t, "ofl_printf_fmt", text, len + 2); /* LLVM numbers repeats */
     free(text);
     LLVMValueRef one = LLVMConstInt(i64, 1, 0);
     LLVMValueRef all[64];
@@ -196,11 +202,15 @@ static int spir_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int narg
         all[i + 1] = args[i];
         types[i + 1] = LLVMTypeOf(args[i]);
         LLVMTypeKind k = LLVMGetTypeKind(types[i + 1]);
-        const char *code = k == LLVMPointerTypeKind ? "PU3AS2c" : k == LLVMDoubleTypeKind ? "d"
-                         : k == LLVMFloatTypeKind ? "f" : LLVMGetIntTypeWidth(types[i + 1]) == 64 ? "l" : "i";
+        const char *code = k == LLVMPointerTypeKind                  ? "PU3AS2c"
+                           : k == LLVMDoubleTypeKind                 ? "d"
+                           : k == LLVMFloatTypeKind                  ? "f"
+                           : LLVMGetIntTypeWidth(types[i + 1]) == 64 ? "l"
+                                                                     : "i";
         n += (size_t)snprintf(mangled + n, sizeof mangled - n, "%s", code);
     }
-    LLVMTypeRef fty = LLVMFunctionType(LLVMInt32TypeInContext(t->ctx), types, (unsigned)nargs + 1, 0);
+    LLVMTypeRef fty =
+        LLVMFunctionType(LLVMInt32TypeInContext(t->ctx), types, (unsigned)nargs + 1, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(t->mod, mangled);
     if (!fn) {
         fn = LLVMAddFunction(t->mod, mangled, fty);
@@ -228,11 +238,14 @@ int jit_target_printf(jit_tgt *t, const char *fmt, LLVMValueRef *args, int nargs
     if (nargs) {
         LLVMTypeRef st = LLVMStructTypeInContext(t->ctx, types, (unsigned)nargs, 0);
         /* in the entry block, so that a print in a loop reuses one buffer */
-        LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(LLVMGetBasicBlockParent(LLVMGetInsertBlock(t->b)));
+        LLVMBasicBlockRef entry =
+            LLVMGetEntryBasicBlock(LLVMGetBasicBlockParent(LLVMGetInsertBlock(t->b)));
         LLVMBuilderRef eb = LLVMCreateBuilderInContext(t->ctx);
         LLVMValueRef first = LLVMGetFirstInstruction(entry);
-        if (first) LLVMPositionBuilderBefore(eb, first);
-        else LLVMPositionBuilderAtEnd(eb, entry);
+        if (first)
+            LLVMPositionBuilderBefore(eb, first);
+        else
+            LLVMPositionBuilderAtEnd(eb, entry);
         buf = LLVMBuildAlloca(eb, st, "printf.args");
         LLVMDisposeBuilder(eb);
         for (int i = 0; i < nargs; i++)

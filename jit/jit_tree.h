@@ -29,7 +29,7 @@ typedef enum {
     N_ATTR,    /* a.v.name */
     N_INDEX,   /* a[kids...] */
     N_TUPLE,   /* (kids...) */
-    N_STR,     /* a constant string, v.name (UTF-8): only print()'s arguments, sep (b) and end (c) */
+    N_STR, /* a constant string, v.name (UTF-8): only print()'s arguments, sep (b) and end (c) */
     /* statements */
     S_ASSIGN,    /* kids (targets) = a; a target is N_VAR, N_INDEX or N_TUPLE of them */
     S_AUGASSIGN, /* a op= b */
@@ -37,19 +37,39 @@ typedef enum {
     S_IF,        /* if a: body else: orelse */
     S_FOR,       /* for a (N_VAR) in range(kids...): body */
     S_WHILE,     /* while a: body */
-    S_BREAK, S_CONTINUE,
-    S_RETURN,    /* return [a] */
+    S_BREAK,
+    S_CONTINUE,
+    S_RETURN, /* return [a] */
     S_PASS,
 } jit_node_kind;
 
 #define JIT_CONST_TOO_BIG 1
 
 typedef enum {
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW,
-    OP_LSHIFT, OP_RSHIFT, OP_BITAND, OP_BITOR, OP_BITXOR,
-    OP_NEG, OP_POS, OP_INVERT, OP_NOT,
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,
-    OP_AND, OP_OR,
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_LSHIFT,
+    OP_RSHIFT,
+    OP_BITAND,
+    OP_BITOR,
+    OP_BITXOR,
+    OP_NEG,
+    OP_POS,
+    OP_INVERT,
+    OP_NOT,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_AND,
+    OP_OR,
 } jit_op;
 
 /* Things a kernel can name that are not values. */
@@ -65,12 +85,12 @@ typedef struct jit_node jit_node;
 
 struct jit_node {
     uint8_t kind, op;
-    int line, col;  /* 1-based, in the file */
-    jit_type type;  /* set by jit_infer */
+    int line, col; /* 1-based, in the file */
+    jit_type type; /* set by jit_infer */
     jit_node *a, *b, *c;
     jit_node **kids;
     int nkids;
-    uint8_t *ops;   /* N_COMPARE: nkids - 1 operators */
+    uint8_t *ops; /* N_COMPARE: nkids - 1 operators */
     jit_node **body, **orelse;
     int nbody, norelse;
     union {
@@ -79,7 +99,8 @@ struct jit_node {
         int var;
         const char *name;
         struct {
-            uint8_t kind, id; /* jit_ref_kind; builtin row, jit_dtype or module (0 math, 1 numpy, 2 offload) */
+            uint8_t kind, id; /* jit_ref_kind; builtin row, jit_dtype or module (0 math, 1 numpy, 2
+                                 offload) */
             jit_func *func;
         } ref;
     } v;
@@ -87,17 +108,17 @@ struct jit_node {
 
 typedef struct {
     const char *name;
-    int line, col;   /* first assignment, for error messages */
+    int line, col; /* first assignment, for error messages */
 } jit_var;
 
 struct jit_func {
-    const void *origin;        /* the Python function parsed: an identity compared while
-                                  parsing (recursion, shared callees), never dereferenced,
-                                  so the Kernel that owns the function is all that holds it */
-    char *name, *filename;     /* malloc'ed */
-    char **lines;              /* the file's lines of this function, for carets */
+    const void *origin;    /* the Python function parsed: an identity compared while
+                              parsing (recursion, shared callees), never dereferenced,
+                              so the Kernel that owns the function is all that holds it */
+    char *name, *filename; /* malloc'ed */
+    char **lines;          /* the file's lines of this function, for carets */
     int first_line, nlines;
-    int nparams;               /* variables 0..nparams-1 are the parameters */
+    int nparams; /* variables 0..nparams-1 are the parameters */
     jit_var *vars;
     int nvars;
     jit_node **body;
@@ -108,11 +129,11 @@ struct jit_func {
     void **blocks;
     int nblocks;
     size_t used;
-    jit_type *var_types;       /* set by jit_infer for the signature being compiled */
-    jit_func **callees;        /* device functions named, parsed once (owned) */
+    jit_type *var_types; /* set by jit_infer for the signature being compiled */
+    jit_func **callees;  /* device functions named, parsed once (owned) */
     int ncallees;
-    int depth;                 /* the deepest nesting of statements and expressions,
-                                  callees' included (jit_with_stack) */
+    int depth; /* the deepest nesting of statements and expressions,
+                  callees' included (jit_with_stack) */
 };
 
 /* Nesting deeper than this is a CompileError: CPython 3.11 itself compiles

@@ -7,9 +7,9 @@ static const struct {
     const char *name;
     int bits;
 } dtypes[JIT_NDTYPES] = {
-    [JIT_BOOL] = {"bool", 8},    [JIT_I8] = {"int8", 8},       [JIT_I16] = {"int16", 16},
-    [JIT_I32] = {"int32", 32},   [JIT_I64] = {"int64", 64},    [JIT_U8] = {"uint8", 8},
-    [JIT_U16] = {"uint16", 16},  [JIT_U32] = {"uint32", 32},   [JIT_U64] = {"uint64", 64},
+    [JIT_BOOL] = {"bool", 8},    [JIT_I8] = {"int8", 8},      [JIT_I16] = {"int16", 16},
+    [JIT_I32] = {"int32", 32},   [JIT_I64] = {"int64", 64},   [JIT_U8] = {"uint8", 8},
+    [JIT_U16] = {"uint16", 16},  [JIT_U32] = {"uint32", 32},  [JIT_U64] = {"uint64", 64},
     [JIT_F32] = {"float32", 32}, [JIT_F64] = {"float64", 64},
 };
 
@@ -17,11 +17,13 @@ jit_type jit_scalar(jit_dtype d) { return (jit_type){JT_SCALAR, (unsigned char)d
 jit_type jit_weak_int(void) { return (jit_type){JT_WEAK_INT, JIT_I64, 0, 0, 0}; }
 jit_type jit_weak_float(void) { return (jit_type){JT_WEAK_FLOAT, JIT_F64, 0, 0, 0}; }
 jit_type jit_array(jit_dtype d, int ndim, jit_layout layout) {
-    return (jit_type){JT_ARRAY, (unsigned char)d, (unsigned char)ndim, (unsigned char)layout, JIT_GLOBAL};
+    return (jit_type){JT_ARRAY, (unsigned char)d, (unsigned char)ndim, (unsigned char)layout,
+                      JIT_GLOBAL};
 }
 
 bool jit_type_eq(jit_type a, jit_type b) {
-    return a.kind == b.kind && a.dtype == b.dtype && a.ndim == b.ndim && a.layout == b.layout && a.space == b.space;
+    return a.kind == b.kind && a.dtype == b.dtype && a.ndim == b.ndim && a.layout == b.layout &&
+           a.space == b.space;
 }
 
 bool jit_dtype_is_int(jit_dtype d) { return d >= JIT_I8 && d <= JIT_U64; }
@@ -33,7 +35,10 @@ const char *jit_dtype_name(jit_dtype d) { return d < JIT_NDTYPES ? dtypes[d].nam
 
 int jit_dtype_from_numpy(char kind, int itemsize) {
     for (int d = 0; d < JIT_NDTYPES; d++) {
-        char k = d == JIT_BOOL ? 'b' : jit_dtype_is_float(d) ? 'f' : jit_dtype_is_signed(d) ? 'i' : 'u';
+        char k = d == JIT_BOOL            ? 'b'
+                 : jit_dtype_is_float(d)  ? 'f'
+                 : jit_dtype_is_signed(d) ? 'i'
+                                          : 'u';
         if (k == kind && jit_dtype_size(d) == itemsize) return d;
     }
     return -1;
@@ -81,10 +86,10 @@ jit_type jit_promote(jit_type a, jit_type b) {
     bool wa = a.kind != JT_SCALAR, wb = b.kind != JT_SCALAR;
     if (!wa && !wb) return jit_scalar(promote_dtypes(a.dtype, b.dtype));
     if (wa && wb) /* two Python numbers: float wins */
-        return a.kind == JT_WEAK_FLOAT || b.kind == JT_WEAK_FLOAT ? jit_weak_float() : jit_weak_int();
+        return a.kind == JT_WEAK_FLOAT || b.kind == JT_WEAK_FLOAT ? jit_weak_float()
+                                                                  : jit_weak_int();
     jit_type strong = wa ? b : a, weak = wa ? a : b;
-    if (weak.kind == JT_WEAK_INT)
-        return strong.dtype == JIT_BOOL ? jit_scalar(JIT_I64) : strong;
+    if (weak.kind == JT_WEAK_INT) return strong.dtype == JIT_BOOL ? jit_scalar(JIT_I64) : strong;
     return jit_dtype_is_float(strong.dtype) ? strong : jit_scalar(JIT_F64);
 }
 
@@ -109,13 +114,15 @@ const char *jit_type_str(jit_type t, char *buf, size_t len) {
     case JT_WEAK_INT: snprintf(buf, len, "int"); break;
     case JT_WEAK_FLOAT: snprintf(buf, len, "float"); break;
     case JT_ARRAY:
-        snprintf(buf, len, "%sarray(%s, %dd, %s)", space_word[t.space], jit_dtype_name(t.dtype), t.ndim,
-                 t.layout == JIT_LAYOUT_C ? "C" : "A");
+        snprintf(buf, len, "%sarray(%s, %dd, %s)", space_word[t.space], jit_dtype_name(t.dtype),
+                 t.ndim, t.layout == JIT_LAYOUT_C ? "C" : "A");
         break;
     case JT_ITEM: snprintf(buf, len, "Item(%dd)", t.ndim); break;
     case JT_NDITEM: snprintf(buf, len, "NdItem(%dd)", t.ndim); break;
     case JT_GROUP: snprintf(buf, len, "Group(%dd)", t.ndim); break;
-    case JT_ATOMIC: snprintf(buf, len, "%sAtomicRef(%s)", space_word[t.space], jit_dtype_name(t.dtype)); break;
+    case JT_ATOMIC:
+        snprintf(buf, len, "%sAtomicRef(%s)", space_word[t.space], jit_dtype_name(t.dtype));
+        break;
     case JT_TUPLE: snprintf(buf, len, "tuple of %d ints", t.ndim); break;
     case JT_NONE: snprintf(buf, len, "None"); break;
     default: snprintf(buf, len, "unknown"); break;

@@ -12,8 +12,18 @@
 #include <stddef.h>
 
 typedef enum {
-    JIT_BOOL, JIT_I8, JIT_I16, JIT_I32, JIT_I64, JIT_U8, JIT_U16, JIT_U32, JIT_U64,
-    JIT_F32, JIT_F64, JIT_NDTYPES
+    JIT_BOOL,
+    JIT_I8,
+    JIT_I16,
+    JIT_I32,
+    JIT_I64,
+    JIT_U8,
+    JIT_U16,
+    JIT_U32,
+    JIT_U64,
+    JIT_F32,
+    JIT_F64,
+    JIT_NDTYPES
 } jit_dtype;
 
 typedef enum {
@@ -50,10 +60,10 @@ jit_type jit_weak_float(void);
 jit_type jit_array(jit_dtype d, int ndim, jit_layout layout);
 bool jit_type_eq(jit_type a, jit_type b);
 
-bool jit_dtype_is_int(jit_dtype d);   /* signed or unsigned, not bool */
+bool jit_dtype_is_int(jit_dtype d); /* signed or unsigned, not bool */
 bool jit_dtype_is_signed(jit_dtype d);
 bool jit_dtype_is_float(jit_dtype d);
-int jit_dtype_bits(jit_dtype d);      /* bool: 8 (as stored) */
+int jit_dtype_bits(jit_dtype d); /* bool: 8 (as stored) */
 int jit_dtype_size(jit_dtype d);
 const char *jit_dtype_name(jit_dtype d); /* "float32" */
 /* From a NumPy dtype's kind ('b' 'i' 'u' 'f') and itemsize; -1 if none. */
@@ -69,7 +79,8 @@ bool jit_is_integral(jit_type t); /* ints, weak ints (not bool) */
 jit_type jit_promote(jit_type a, jit_type b);
 /* The type of a / b (true division): floats stay, ints go to float64. */
 jit_type jit_true_divide(jit_type a, jit_type b);
-/* A floating type for math.*: float32 stays, ints and weak go to float64 (weak float stays weak). */
+/* A floating type for math.*: float32 stays, ints and weak go to float64 (weak float stays weak).
+ */
 jit_type jit_float_of(jit_type t);
 
 /* "float32", "int (weak)", "array(float32, 2d, C)", "item(2d)" into buf. */

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int get_port(json_t *root, const char *name, int *port, char *err, size_t errlen)
-{
+static int get_port(json_t *root, const char *name, int *port, char *err, size_t errlen) {
     json_t *v = json_object_get(root, name);
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535) {
         snprintf(err, errlen, "connection file: '%s' must be a port number", name);
@@ -17,14 +16,12 @@ static int get_port(json_t *root, const char *name, int *port, char *err, size_t
     return 0;
 }
 
-static void copy_field(json_t *root, const char *name, const char *fallback, char *out, size_t n)
-{
+static void copy_field(json_t *root, const char *name, const char *fallback, char *out, size_t n) {
     json_t *v = json_object_get(root, name);
     snprintf(out, n, "%s", json_is_string(v) ? json_string_value(v) : fallback);
 }
 
-int krn_conn_load(const char *path, krn_conn *conn, char *err, size_t errlen)
-{
+int krn_conn_load(const char *path, krn_conn *conn, char *err, size_t errlen) {
     memset(conn, 0, sizeof *conn);
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -65,8 +62,7 @@ done:
     return rc;
 }
 
-void krn_conn_endpoint(const krn_conn *conn, int port, char *out, size_t outlen)
-{
+void krn_conn_endpoint(const krn_conn *conn, int port, char *out, size_t outlen) {
     if (strcmp(conn->transport, "ipc") == 0)
         snprintf(out, outlen, "ipc://%s-%d", conn->ip, port);
     else if (strchr(conn->ip, ':')) /* IPv6 literal */
@@ -75,8 +71,7 @@ void krn_conn_endpoint(const krn_conn *conn, int port, char *out, size_t outlen)
         snprintf(out, outlen, "tcp://%s:%d", conn->ip, port);
 }
 
-void krn_conn_clear(krn_conn *conn)
-{
+void krn_conn_clear(krn_conn *conn) {
     free(conn->key);
     conn->key = NULL;
 }

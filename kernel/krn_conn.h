@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 typedef struct {
-    char transport[8];  /* tcp | ipc */
+    char transport[8]; /* tcp | ipc */
     char ip[256];
     int shell_port, iopub_port, stdin_port, control_port, hb_port;
     char *key; /* owned; may be "" */

@@ -9,32 +9,31 @@ static const struct {
     const char *method, *mime;
     bool binary;
 } formats[] = {
-    {"_repr_html_", "text/html", false},         {"_repr_markdown_", "text/markdown", false},
-    {"_repr_svg_", "image/svg+xml", false},      {"_repr_png_", "image/png", true},
-    {"_repr_jpeg_", "image/jpeg", true},         {"_repr_pdf_", "application/pdf", true},
-    {"_repr_latex_", "text/latex", false},       {"_repr_json_", "application/json", false},
+    {"_repr_html_", "text/html", false},
+    {"_repr_markdown_", "text/markdown", false},
+    {"_repr_svg_", "image/svg+xml", false},
+    {"_repr_png_", "image/png", true},
+    {"_repr_jpeg_", "image/jpeg", true},
+    {"_repr_pdf_", "application/pdf", true},
+    {"_repr_latex_", "text/latex", false},
+    {"_repr_json_", "application/json", false},
     {"_repr_javascript_", "application/javascript", false},
 };
 
-static bool wanted(const char *mime, PyObject *include, PyObject *exclude)
-{
+static bool wanted(const char *mime, PyObject *include, PyObject *exclude) {
     PyObject *m = PyUnicode_FromString(mime);
     bool yes = true;
-    if (include && include != Py_None)
-        yes = PySequence_Contains(include, m) == 1;
-    if (yes && exclude && exclude != Py_None)
-        yes = PySequence_Contains(exclude, m) != 1;
+    if (include && include != Py_None) yes = PySequence_Contains(include, m) == 1;
+    if (yes && exclude && exclude != Py_None) yes = PySequence_Contains(exclude, m) != 1;
     Py_DECREF(m);
     PyErr_Clear();
     return yes;
 }
 
-static PyObject *base64_of(PyObject *bytes)
-{
+static PyObject *base64_of(PyObject *bytes) {
     Py_ssize_t n = PyBytes_GET_SIZE(bytes);
     PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * ((n + 2) / 3));
-    if (!out)
-        return NULL;
+    if (!out) return NULL;
     int len = EVP_EncodeBlock((unsigned char *)PyBytes_AS_STRING(out),
                               (const unsigned char *)PyBytes_AS_STRING(bytes), (int)n);
     PyObject *text = PyUnicode_DecodeASCII(PyBytes_AS_STRING(out), len, "strict");
@@ -43,14 +42,12 @@ static PyObject *base64_of(PyObject *bytes)
 }
 
 /* A formatter that raised: say so on the cell's stderr and go on, as IPython does. */
-static void report_failed(const char *mime)
-{
+static void report_failed(const char *mime) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
     PySys_WriteStderr("FormatterWarning: exception in the %s formatter:\n", mime);
-    if (type)
-        PyErr_Display(type, value, tb);
+    if (type) PyErr_Display(type, value, tb);
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
@@ -59,36 +56,31 @@ static void report_failed(const char *mime)
 
 /* IPython's guard: objects that claim every attribute (a permissive
  * __getattr__) would otherwise be asked for every format. */
-static bool claims_everything(PyObject *obj)
-{
+static bool claims_everything(PyObject *obj) {
     int has = PyObject_HasAttrString(obj, "_ipython_canary_method_should_not_exist_");
     PyErr_Clear();
     return has == 1;
 }
 
 /* Put value (and optional per-mime metadata from a (value, md) tuple) into the bundle. */
-static int store(PyObject *data, PyObject *metadata, const char *mime, PyObject *value, bool binary)
-{
+static int store(PyObject *data, PyObject *metadata, const char *mime, PyObject *value,
+                 bool binary) {
     PyObject *md = NULL;
     if (PyTuple_Check(value) && PyTuple_GET_SIZE(value) == 2) {
         md = PyTuple_GET_ITEM(value, 1);
         value = PyTuple_GET_ITEM(value, 0);
     }
-    if (value == Py_None)
-        return 0;
+    if (value == Py_None) return 0;
     PyObject *encoded = NULL;
-    if (binary && PyBytes_Check(value))
-        value = encoded = base64_of(value);
+    if (binary && PyBytes_Check(value)) value = encoded = base64_of(value);
     int rc = value ? PyDict_SetItemString(data, mime, value) : -1;
-    if (rc == 0 && md && md != Py_None)
-        rc = PyDict_SetItemString(metadata, mime, md);
+    if (rc == 0 && md && md != Py_None) rc = PyDict_SetItemString(metadata, mime, md);
     Py_XDECREF(encoded);
     return rc;
 }
 
 static int from_mimebundle_method(PyObject *obj, PyObject *include, PyObject *exclude,
-                                  PyObject *data, PyObject *metadata)
-{
+                                  PyObject *data, PyObject *metadata) {
     PyObject *method = PyObject_GetAttrString(obj, "_repr_mimebundle_");
     if (!method) {
         PyErr_Clear();
@@ -111,26 +103,20 @@ static int from_mimebundle_method(PyObject *obj, PyObject *include, PyObject *ex
         md = PyTuple_GET_ITEM(res, 1);
     }
     int rc = 0;
-    if (PyDict_Check(d))
-        rc = PyDict_Update(data, d);
-    if (rc == 0 && md && PyDict_Check(md))
-        rc = PyDict_Update(metadata, md);
+    if (PyDict_Check(d)) rc = PyDict_Update(data, d);
+    if (rc == 0 && md && PyDict_Check(md)) rc = PyDict_Update(metadata, md);
     Py_DECREF(res);
     return rc;
 }
 
 static PyObject *formatter; /* IPython's DisplayFormatter.format once the shell exists; owned */
 
-void krn_display_use_formatter(PyObject *format)
-{
-    Py_XSETREF(formatter, Py_XNewRef(format));
-}
+void krn_display_use_formatter(PyObject *format) { Py_XSETREF(formatter, Py_XNewRef(format)); }
 
 /* IPython's formatter: its printers registered by libraries and by %precision
  * and %config apply, as under ipykernel. */
 static int ipython_format(PyObject *obj, PyObject *include, PyObject *exclude, PyObject **data_out,
-                          PyObject **metadata_out)
-{
+                          PyObject **metadata_out) {
     PyObject *kw = Py_BuildValue("{s:O, s:O}", "include", include ? include : Py_None, "exclude",
                                  exclude ? exclude : Py_None);
     PyObject *args = PyTuple_Pack(1, obj);
@@ -147,8 +133,7 @@ static int ipython_format(PyObject *obj, PyObject *include, PyObject *exclude, P
     PyObject *mime, *value;
     Py_ssize_t pos = 0;
     while (data && PyDict_Next(data, &pos, &mime, &value)) {
-        if (!PyBytes_Check(value))
-            continue;
+        if (!PyBytes_Check(value)) continue;
         PyObject *encoded = base64_of(value);
         if (!encoded || PyDict_SetItem(data, mime, encoded)) { /* same key: the iteration goes on */
             Py_XDECREF(encoded);
@@ -168,16 +153,12 @@ static int ipython_format(PyObject *obj, PyObject *include, PyObject *exclude, P
 }
 
 int krn_display_format(PyObject *obj, PyObject *include, PyObject *exclude, PyObject **data_out,
-                       PyObject **metadata_out)
-{
-    if (formatter)
-        return ipython_format(obj, include, exclude, data_out, metadata_out);
+                       PyObject **metadata_out) {
+    if (formatter) return ipython_format(obj, include, exclude, data_out, metadata_out);
     PyObject *data = PyDict_New(), *metadata = PyDict_New();
-    if (!data || !metadata)
-        goto fail;
+    if (!data || !metadata) goto fail;
     if (!claims_everything(obj)) {
-        if (from_mimebundle_method(obj, include, exclude, data, metadata))
-            goto fail;
+        if (from_mimebundle_method(obj, include, exclude, data, metadata)) goto fail;
         for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
             if (PyDict_GetItemString(data, formats[i].mime) ||
                 !wanted(formats[i].mime, include, exclude))
@@ -195,18 +176,15 @@ int krn_display_format(PyObject *obj, PyObject *include, PyObject *exclude, PyOb
             }
             int rc = store(data, metadata, formats[i].mime, value, formats[i].binary);
             Py_DECREF(value);
-            if (rc)
-                goto fail;
+            if (rc) goto fail;
         }
     }
     if (!PyDict_GetItemString(data, "text/plain") && wanted("text/plain", include, exclude)) {
         PyObject *text = PyObject_Repr(obj);
-        if (!text)
-            goto fail;
+        if (!text) goto fail;
         int rc = PyDict_SetItemString(data, "text/plain", text);
         Py_DECREF(text);
-        if (rc)
-            goto fail;
+        if (rc) goto fail;
     }
     *data_out = data;
     *metadata_out = metadata;

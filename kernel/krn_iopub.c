@@ -32,7 +32,7 @@ static struct {
     void *xpub, *pull;
     pthread_t thread;
     bool running;
-    int wake_fd;        /* eventfd: "a run started" or "stop" */
+    int wake_fd; /* eventfd: "a run started" or "stop" */
     /* [1] and [2]: read ends of the capture pipes, -1 when not captured.
      * Atomic: krn_iopub_capture_fds sets them while the thread already polls. */
     _Atomic int pipe_rd[3];
@@ -44,7 +44,7 @@ static struct {
     json_t *parent;
     bool silent;
     unsigned long dropped; /* messages the hand-off had no room for */
-    int run_stream; /* 0 = no pending text */
+    int run_stream;        /* 0 = no pending text */
     char *run;
     size_t run_len, run_cap;
     struct timespec run_started;
@@ -58,14 +58,15 @@ static struct {
  * blocked here would stop the shell thread's replies. Only the first frame can
  * meet a full queue: libzmq counts whole messages, so once it is in, the rest
  * of the message follows. */
-static void hand_off_locked(const krn_frames *f, const char *msg_type)
-{
+static void hand_off_locked(const krn_frames *f, const char *msg_type) {
     for (size_t i = 0; i < f->n; i++) {
-        if (zmq_send(io.push, f->data[i], f->len[i], (i + 1 < f->n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) >= 0)
+        if (zmq_send(io.push, f->data[i], f->len[i],
+                     (i + 1 < f->n ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) >= 0)
             continue;
         if (errno == EAGAIN && i == 0) {
             io.dropped++;
-            krn_log(KRN_LOG_DEBUG, "IOPub hand-off full: %s dropped (%lu so far)", msg_type, io.dropped);
+            krn_log(KRN_LOG_DEBUG, "IOPub hand-off full: %s dropped (%lu so far)", msg_type,
+                    io.dropped);
         } else {
             krn_log(KRN_LOG_ERROR, "IOPub hand-off failed: %s", zmq_strerror(errno));
         }
@@ -74,8 +75,7 @@ static void hand_off_locked(const krn_frames *f, const char *msg_type)
 }
 
 static void send_frames_locked(const char *msg_type, const json_t *parent, json_t *metadata,
-                               json_t *content)
-{
+                               json_t *content) {
     char topic[96];
     snprintf(topic, sizeof topic, "kernel.%s.%s", io.session->session, msg_type);
     krn_bytes id = {topic, strlen(topic)};
@@ -89,32 +89,30 @@ static void send_frames_locked(const char *msg_type, const json_t *parent, json_
 }
 
 /* Length of the prefix of s that does not end inside a UTF-8 sequence. */
-static size_t complete_utf8_prefix(const char *s, size_t len)
-{
+static size_t complete_utf8_prefix(const char *s, size_t len) {
     size_t i = len, back = 0;
-    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
-        i--, back++;
-    if (i == 0)
-        return len;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--, back++;
+    if (i == 0) return len;
     unsigned char lead = (unsigned char)s[i - 1];
     size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
     return (need > 1 && back + 1 < need) ? i - 1 : len;
 }
 
 /* JSON strings must be valid UTF-8: replace what is not with U+FFFD. */
-static json_t *utf8_string(const char *s, size_t len)
-{
+static json_t *utf8_string(const char *s, size_t len) {
     json_t *str = json_stringn(s, len);
-    if (str)
-        return str;
+    if (str) return str;
     char *clean = malloc(len * 3 + 1);
     size_t o = 0;
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xE0) == 0xC0 ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 0;
         bool ok = n > 0 && i + n <= len && !(n > 1 && c < 0xC2) && c != 0;
-        for (size_t k = 1; ok && k < n; k++)
-            ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        for (size_t k = 1; ok && k < n; k++) ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
         if (ok) { /* jansson is the judge of overlongs and surrogates */
             json_t *probe = json_stringn(s + i, n);
             ok = probe != NULL;
@@ -133,28 +131,22 @@ static json_t *utf8_string(const char *s, size_t len)
     return str;
 }
 
-static void send_run_locked(bool hold_partial_char)
-{
-    if (!io.run_stream || io.run_len == 0)
-        return;
+static void send_run_locked(bool hold_partial_char) {
+    if (!io.run_stream || io.run_len == 0) return;
     size_t n = hold_partial_char ? complete_utf8_prefix(io.run, io.run_len) : io.run_len;
-    if (n == 0)
-        return;
-    json_t *content = json_pack("{s:s, s:o}", "name", io.run_stream == KRN_STDERR ? "stderr" : "stdout",
-                                "text", utf8_string(io.run, n));
+    if (n == 0) return;
+    json_t *content =
+        json_pack("{s:s, s:o}", "name", io.run_stream == KRN_STDERR ? "stderr" : "stdout", "text",
+                  utf8_string(io.run, n));
     send_frames_locked("stream", io.parent, NULL, content);
     memmove(io.run, io.run + n, io.run_len - n);
     io.run_len -= n;
-    if (io.run_len == 0)
-        io.run_stream = 0;
+    if (io.run_len == 0) io.run_stream = 0;
 }
 
-static void append_locked(int stream, const char *text, size_t len)
-{
-    if (io.silent)
-        return;
-    if (io.run_stream && io.run_stream != stream)
-        send_run_locked(false);
+static void append_locked(int stream, const char *text, size_t len) {
+    if (io.silent) return;
+    if (io.run_stream && io.run_stream != stream) send_run_locked(false);
     if (io.run_len == 0) {
         clock_gettime(CLOCK_MONOTONIC, &io.run_started);
         uint64_t one = 1;
@@ -164,36 +156,29 @@ static void append_locked(int stream, const char *text, size_t len)
     io.run_stream = stream;
     if (io.run_len + len > io.run_cap) {
         size_t cap = io.run_cap ? io.run_cap : 4096;
-        while (cap < io.run_len + len)
-            cap *= 2;
+        while (cap < io.run_len + len) cap *= 2;
         char *grown = realloc(io.run, cap);
-        if (!grown)
-            return;
+        if (!grown) return;
         io.run = grown, io.run_cap = cap;
     }
     memcpy(io.run + io.run_len, text, len);
     io.run_len += len;
-    if (io.run_len >= RUN_LIMIT)
-        send_run_locked(true);
+    if (io.run_len >= RUN_LIMIT) send_run_locked(true);
 }
 
 /* Read what the capture pipes hold right now. */
-static void drain_pipes_locked(void)
-{
+static void drain_pipes_locked(void) {
     char buf[16384];
     for (int fd = 1; fd <= 2; fd++) {
-        if (io.pipe_rd[fd] < 0)
-            continue;
+        if (io.pipe_rd[fd] < 0) continue;
         ssize_t n;
-        while ((n = read(io.pipe_rd[fd], buf, sizeof buf)) > 0)
-            append_locked(fd, buf, (size_t)n);
+        while ((n = read(io.pipe_rd[fd], buf, sizeof buf)) > 0) append_locked(fd, buf, (size_t)n);
     }
 }
 
 /* ---- public ---- */
 
-void krn_iopub_write(int stream, const char *text, size_t len)
-{
+void krn_iopub_write(int stream, const char *text, size_t len) {
     pthread_mutex_lock(&io.lock);
     if (io.push) {
         drain_pipes_locked(); /* what C code wrote to fds 1/2 before this comes first */
@@ -202,8 +187,7 @@ void krn_iopub_write(int stream, const char *text, size_t len)
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_flush(void)
-{
+void krn_iopub_flush(void) {
     fflush(stdout);
     fflush(stderr);
     pthread_mutex_lock(&io.lock);
@@ -214,8 +198,7 @@ void krn_iopub_flush(void)
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_set_parent(const json_t *parent)
-{
+void krn_iopub_set_parent(const json_t *parent) {
     pthread_mutex_lock(&io.lock);
     if (io.push) {
         drain_pipes_locked();
@@ -226,8 +209,7 @@ void krn_iopub_set_parent(const json_t *parent)
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *content)
-{
+void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *content) {
     pthread_mutex_lock(&io.lock);
     if (io.push)
         send_frames_locked(msg_type, parent, NULL, content);
@@ -236,8 +218,7 @@ void krn_iopub_publish_for(const json_t *parent, const char *msg_type, json_t *c
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_set_silent(bool silent)
-{
+void krn_iopub_set_silent(bool silent) {
     pthread_mutex_lock(&io.lock);
     if (io.push) {
         drain_pipes_locked();
@@ -247,13 +228,11 @@ void krn_iopub_set_silent(bool silent)
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_publish(const char *msg_type, json_t *content)
-{
+void krn_iopub_publish(const char *msg_type, json_t *content) {
     krn_iopub_publish_md(msg_type, NULL, content);
 }
 
-void krn_iopub_publish_md(const char *msg_type, json_t *metadata, json_t *content)
-{
+void krn_iopub_publish_md(const char *msg_type, json_t *metadata, json_t *content) {
     pthread_mutex_lock(&io.lock);
     if (io.push && !io.silent) {
         drain_pipes_locked();
@@ -266,15 +245,13 @@ void krn_iopub_publish_md(const char *msg_type, json_t *metadata, json_t *conten
     pthread_mutex_unlock(&io.lock);
 }
 
-void krn_iopub_status(const json_t *parent, const char *state)
-{
+void krn_iopub_status(const json_t *parent, const char *state) {
     krn_iopub_publish_for(parent, "status", json_pack("{s:s}", "execution_state", state));
 }
 
 /* ---- the IOPub thread ---- */
 
-static void forward_one(void)
-{
+static void forward_one(void) {
     for (;;) {
         zmq_msg_t part;
         zmq_msg_init(&part);
@@ -287,13 +264,11 @@ static void forward_one(void)
             zmq_msg_close(&part);
             krn_log(KRN_LOG_WARN, "IOPub send failed: %s", zmq_strerror(errno));
         }
-        if (!more)
-            return;
+        if (!more) return;
     }
 }
 
-static void welcome_subscriber(void)
-{
+static void welcome_subscriber(void) {
     char buf[512];
     int n = zmq_recv(io.xpub, buf, sizeof buf, ZMQ_DONTWAIT);
     if (n < 1 || buf[0] != 1) /* 0 = unsubscribe */
@@ -303,15 +278,13 @@ static void welcome_subscriber(void)
     /* Straight to XPUB: only new subscribers care, and order with other traffic does not matter. */
     krn_frames f;
     krn_bytes topic = {"kernel.welcome", 14};
-    if (krn_wire_encode(io.session, &topic, 1, "iopub_welcome", NULL, NULL, content, &f))
-        return;
+    if (krn_wire_encode(io.session, &topic, 1, "iopub_welcome", NULL, NULL, content, &f)) return;
     for (size_t i = 0; i < f.n; i++)
         zmq_send(io.xpub, f.data[i], f.len[i], i + 1 < f.n ? ZMQ_SNDMORE : 0);
     krn_frames_free(&f);
 }
 
-static int ms_until_flush(void)
-{
+static int ms_until_flush(void) {
     pthread_mutex_lock(&io.lock);
     int ms = -1;
     if (io.run_len) {
@@ -325,24 +298,19 @@ static int ms_until_flush(void)
     return ms;
 }
 
-static void *iopub_main(void *arg)
-{
+static void *iopub_main(void *arg) {
     (void)arg;
     while (!io.stopping) {
         zmq_pollitem_t items[5] = {
-            {io.pull, 0, ZMQ_POLLIN, 0},
-            {io.xpub, 0, ZMQ_POLLIN, 0},
-            {NULL, io.wake_fd, ZMQ_POLLIN, 0},
-            {NULL, io.pipe_rd[1], ZMQ_POLLIN, 0},
+            {io.pull, 0, ZMQ_POLLIN, 0},          {io.xpub, 0, ZMQ_POLLIN, 0},
+            {NULL, io.wake_fd, ZMQ_POLLIN, 0},    {NULL, io.pipe_rd[1], ZMQ_POLLIN, 0},
             {NULL, io.pipe_rd[2], ZMQ_POLLIN, 0},
         };
         int nitems = io.pipe_rd[1] >= 0 ? 5 : 3;
         int rc = zmq_poll(items, nitems, ms_until_flush());
         if (rc < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != ETERM)
-                krn_log(KRN_LOG_ERROR, "IOPub poll: %s", zmq_strerror(errno));
+            if (errno == EINTR) continue;
+            if (errno != ETERM) krn_log(KRN_LOG_ERROR, "IOPub poll: %s", zmq_strerror(errno));
             break;
         }
         if (items[2].revents & ZMQ_POLLIN) {
@@ -350,8 +318,7 @@ static void *iopub_main(void *arg)
             ssize_t unused = read(io.wake_fd, &v, sizeof v);
             (void)unused;
         }
-        if (items[1].revents & ZMQ_POLLIN)
-            welcome_subscriber();
+        if (items[1].revents & ZMQ_POLLIN) welcome_subscriber();
         if (nitems == 5 && ((items[3].revents | items[4].revents) & (ZMQ_POLLIN | ZMQ_POLLERR))) {
             pthread_mutex_lock(&io.lock);
             drain_pipes_locked();
@@ -365,21 +332,18 @@ static void *iopub_main(void *arg)
         if (items[0].revents & ZMQ_POLLIN)
             for (int i = 0; i < 256; i++) { /* bounded, so subscriptions are not starved */
                 zmq_pollitem_t more = {io.pull, 0, ZMQ_POLLIN, 0};
-                if (zmq_poll(&more, 1, 0) <= 0)
-                    break;
+                if (zmq_poll(&more, 1, 0) <= 0) break;
                 forward_one();
             }
     }
     /* Deliver whatever was handed off before the stop. */
     zmq_pollitem_t last = {io.pull, 0, ZMQ_POLLIN, 0};
-    while (zmq_poll(&last, 1, 0) > 0)
-        forward_one();
+    while (zmq_poll(&last, 1, 0) > 0) forward_one();
     return NULL;
 }
 
 int krn_iopub_start(void *zmq_ctx, const char *endpoint, const krn_session *session, char *err,
-                    size_t errlen)
-{
+                    size_t errlen) {
     int zero = 0, one = 1, linger = 1000;
     io.session = session;
     io.xpub = zmq_socket(zmq_ctx, ZMQ_XPUB);
@@ -412,8 +376,7 @@ int krn_iopub_start(void *zmq_ctx, const char *endpoint, const krn_session *sess
     return 0;
 }
 
-int krn_iopub_capture_fds(char *err, size_t errlen)
-{
+int krn_iopub_capture_fds(char *err, size_t errlen) {
     for (int fd = 1; fd <= 2; fd++) {
         int p[2];
         if (pipe2(p, O_CLOEXEC)) {
@@ -437,10 +400,8 @@ int krn_iopub_capture_fds(char *err, size_t errlen)
     return 0;
 }
 
-void krn_iopub_stop(void)
-{
-    if (!io.running)
-        return;
+void krn_iopub_stop(void) {
+    if (!io.running) return;
     krn_iopub_flush();
     io.stopping = 1;
     uint64_t one = 1;

@@ -12,31 +12,24 @@
 static krn_log_level max_level = KRN_LOG_WARN;
 static int log_fd = 2;
 
-void krn_log_init(void)
-{
+void krn_log_init(void) {
     static const char *names[] = {"error", "warn", "info", "debug"};
     const char *env = getenv("OFFLOAD_LOG");
-    if (!env)
-        return;
+    if (!env) return;
     for (int i = 0; i < 4; i++)
-        if (strcasecmp(env, names[i]) == 0)
-            max_level = (krn_log_level)i;
+        if (strcasecmp(env, names[i]) == 0) max_level = (krn_log_level)i;
 }
 
-void krn_log_keep_stderr(void)
-{
+void krn_log_keep_stderr(void) {
     int fd = dup(2);
-    if (fd >= 0)
-        log_fd = fd;
+    if (fd >= 0) log_fd = fd;
 }
 
 int krn_log_enabled(krn_log_level level) { return level <= max_level; }
 
-void krn_log(krn_log_level level, const char *fmt, ...)
-{
+void krn_log(krn_log_level level, const char *fmt, ...) {
     static const char *tags[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-    if (level > max_level)
-        return;
+    if (level > max_level) return;
     char line[1024];
     struct timespec ts;
     struct tm tm;
@@ -48,8 +41,7 @@ void krn_log(krn_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof line - 2)
-        n = (int)sizeof line - 2;
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
     line[n++] = '\n';
     ssize_t unused = write(log_fd, line, (size_t)n);
     (void)unused;

@@ -22,7 +22,6 @@ void krn_py_finalize(void);
 const char *krn_py_version(void);
 const char *krn_py_sys_version(void);
 
-
 typedef struct {
     const char *code;
     int count;          /* the In[] number of this cell */
@@ -32,9 +31,9 @@ typedef struct {
 
 typedef struct {
     bool ok;
-    json_t *error;   /* {ename, evalue, traceback} when !ok; owned */
+    json_t *error;    /* {ename, evalue, traceback} when !ok; owned */
     bool error_shown; /* the cell's output has the error already: publish no `error` */
-    json_t *payload; /* array of payload dicts; owned */
+    json_t *payload;  /* array of payload dicts; owned */
 } krn_exec_result;
 
 void krn_py_execute(const krn_exec_request *req, krn_exec_result *out);

@@ -6,12 +6,10 @@
 
 #define MAX_DEPTH 64
 
-json_t *krn_pyjson_str(PyObject *str)
-{
+json_t *krn_pyjson_str(PyObject *str) {
     Py_ssize_t n;
     const char *utf8 = PyUnicode_AsUTF8AndSize(str, &n);
-    if (utf8)
-        return json_stringn(utf8, (size_t)n);
+    if (utf8) return json_stringn(utf8, (size_t)n);
     PyErr_Clear();
     PyObject *bytes = PyUnicode_AsEncodedString(str, "utf-8", "replace");
     json_t *out = bytes ? json_stringn(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes))
@@ -21,8 +19,7 @@ json_t *krn_pyjson_str(PyObject *str)
     return out;
 }
 
-static json_t *as_text(PyObject *obj)
-{
+static json_t *as_text(PyObject *obj) {
     PyObject *s = PyObject_Str(obj);
     json_t *out = s ? krn_pyjson_str(s) : json_string("<unprintable>");
     Py_XDECREF(s);
@@ -30,19 +27,14 @@ static json_t *as_text(PyObject *obj)
     return out;
 }
 
-static json_t *convert(PyObject *obj, int depth)
-{
-    if (depth > MAX_DEPTH)
-        return as_text(obj);
-    if (obj == Py_None)
-        return json_null();
-    if (PyBool_Check(obj))
-        return json_boolean(obj == Py_True);
+static json_t *convert(PyObject *obj, int depth) {
+    if (depth > MAX_DEPTH) return as_text(obj);
+    if (obj == Py_None) return json_null();
+    if (PyBool_Check(obj)) return json_boolean(obj == Py_True);
     if (PyLong_Check(obj)) {
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-        if (!overflow && !(v == -1 && PyErr_Occurred()))
-            return json_integer(v);
+        if (!overflow && !(v == -1 && PyErr_Occurred())) return json_integer(v);
         PyErr_Clear();
         return as_text(obj);
     }
@@ -50,8 +42,7 @@ static json_t *convert(PyObject *obj, int depth)
         double v = PyFloat_AS_DOUBLE(obj);
         return isfinite(v) ? json_real(v) : json_null();
     }
-    if (PyUnicode_Check(obj))
-        return krn_pyjson_str(obj);
+    if (PyUnicode_Check(obj)) return krn_pyjson_str(obj);
     if (PyDict_Check(obj)) {
         json_t *out = json_object();
         PyObject *k, *v;
@@ -74,18 +65,15 @@ static json_t *convert(PyObject *obj, int depth)
     return as_text(obj);
 }
 
-json_t *krn_pyjson(PyObject *obj)
-{
+json_t *krn_pyjson(PyObject *obj) {
     json_t *out = convert(obj, 0);
     return out ? out : json_null();
 }
 
-PyObject *krn_pyjson_to_py(const json_t *value)
-{
+PyObject *krn_pyjson_to_py(const json_t *value) {
     /* Messages from the frontend are small and rare (comms, headers): json.loads is plenty. */
     char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!text)
-        return PyErr_NoMemory();
+    if (!text) return PyErr_NoMemory();
     PyObject *json = PyImport_ImportModule("json");
     PyObject *res = json ? PyObject_CallMethod(json, "loads", "s", text) : NULL;
     Py_XDECREF(json);

@@ -11,7 +11,8 @@
 json_t *krn_pyjson(PyObject *obj);
 /* A str's UTF-8 as a JSON string; lone surrogates become U+FFFD. */
 json_t *krn_pyjson_str(PyObject *str);
-/* The other way: a new Python object (dict, list, str, ...) for a JSON value, or NULL with an exception. */
+/* The other way: a new Python object (dict, list, str, ...) for a JSON value, or NULL with an
+ * exception. */
 PyObject *krn_pyjson_to_py(const json_t *value);
 
 #endif

@@ -22,8 +22,8 @@
 #include "krn_shell.h"
 
 #define MAX_MESSAGE_BYTES ((size_t)64 << 20) /* larger requests get an error reply */
-#define POLL_MS 1000                        /* how often idle loops look at the parent */
-#define SHUTDOWN_GRACE_S 5                  /* then the process leaves regardless */
+#define POLL_MS 1000                         /* how often idle loops look at the parent */
+#define SHUTDOWN_GRACE_S 5                   /* then the process leaves regardless */
 
 static struct {
     krn_session session;
@@ -43,18 +43,15 @@ typedef struct {
     size_t n, cap, total;
 } inbox;
 
-static void inbox_clear(inbox *in)
-{
-    for (size_t i = 0; i < in->n; i++)
-        zmq_msg_close(&in->parts[i]);
+static void inbox_clear(inbox *in) {
+    for (size_t i = 0; i < in->n; i++) zmq_msg_close(&in->parts[i]);
     free(in->parts);
     free(in->frames);
     memset(in, 0, sizeof *in);
 }
 
 /* All frames of one message; -1 when none is queued, the socket is closing or memory ran out. */
-static int recv_frames(void *sock, inbox *in)
-{
+static int recv_frames(void *sock, inbox *in) {
     memset(in, 0, sizeof *in);
     for (;;) {
         if (in->n == in->cap) {
@@ -78,8 +75,7 @@ static int recv_frames(void *sock, inbox *in)
         }
         in->n++;
         in->total += zmq_msg_size(m);
-        if (!zmq_msg_more(m))
-            break;
+        if (!zmq_msg_more(m)) break;
     }
     in->frames = malloc(in->n * sizeof *in->frames);
     if (!in->frames) {
@@ -91,8 +87,7 @@ static int recv_frames(void *sock, inbox *in)
     return 0;
 }
 
-static void send_frames(void *sock, krn_frames *f)
-{
+static void send_frames(void *sock, krn_frames *f) {
     for (size_t i = 0; i < f->n; i++)
         if (zmq_send(sock, f->data[i], f->len[i], i + 1 < f->n ? ZMQ_SNDMORE : 0) < 0) {
             krn_log(KRN_LOG_ERROR, "send failed: %s", zmq_strerror(errno));
@@ -102,16 +97,14 @@ static void send_frames(void *sock, krn_frames *f)
 }
 
 /* Send a reply to req on sock; steals content. */
-static void reply(void *sock, const krn_msg *req, const char *reply_type, json_t *content)
-{
+static void reply(void *sock, const krn_msg *req, const char *reply_type, json_t *content) {
     krn_frames f;
     if (krn_wire_encode(&srv.session, req->ids, req->nids, reply_type, req->header, NULL, content,
                         &f) == 0)
         send_frames(sock, &f);
 }
 
-static json_t *error_reply(const char *ename, const char *evalue)
-{
+static json_t *error_reply(const char *ename, const char *evalue) {
     return json_pack("{s:s, s:s, s:s, s:[s]}", "status", "error", "ename", ename, "evalue", evalue,
                      "traceback", evalue);
 }
@@ -119,11 +112,9 @@ static json_t *error_reply(const char *ename, const char *evalue)
 /* Receive and parse one message. Returns 1 with *msg filled, 0 when the
  * message was dropped (already logged and, where possible, answered), -1 on a
  * socket error. */
-static int next_request(void *sock, const char *channel, krn_msg *msg)
-{
+static int next_request(void *sock, const char *channel, krn_msg *msg) {
     inbox in;
-    if (recv_frames(sock, &in))
-        return -1;
+    if (recv_frames(sock, &in)) return -1;
     char err[256];
     krn_wire_status st = krn_wire_parse(in.frames, in.n, srv.signer, msg, err, sizeof err);
     size_t total = in.total;
@@ -133,8 +124,7 @@ static int next_request(void *sock, const char *channel, krn_msg *msg)
         snprintf(err, sizeof err, "message of %zu bytes exceeds the limit of %zu", total,
                  MAX_MESSAGE_BYTES);
     }
-    if (st == KRN_WIRE_OK)
-        return 1;
+    if (st == KRN_WIRE_OK) return 1;
     krn_log(KRN_LOG_WARN, "%s: dropped a message: %s", channel, err);
     char type[128];
     if (st == KRN_WIRE_BAD_JSON && krn_reply_type(msg->msg_type, type, sizeof type)) {
@@ -148,56 +138,45 @@ static int next_request(void *sock, const char *channel, krn_msg *msg)
 
 /* ---- heartbeat: echo, never touching Python ---- */
 
-static void *heartbeat_main(void *arg)
-{
+static void *heartbeat_main(void *arg) {
     (void)arg;
     for (;;) {
         zmq_msg_t m;
         zmq_msg_init(&m);
         if (zmq_msg_recv(&m, srv.hb, 0) < 0) {
             zmq_msg_close(&m);
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             break; /* ETERM: shutting down */
         }
         int more = zmq_msg_more(&m);
-        if (zmq_msg_send(&m, srv.hb, more ? ZMQ_SNDMORE : 0) < 0)
-            zmq_msg_close(&m);
+        if (zmq_msg_send(&m, srv.hb, more ? ZMQ_SNDMORE : 0) < 0) zmq_msg_close(&m);
     }
     return NULL;
 }
 
 /* ---- stopping ---- */
 
-static void *watchdog_main(void *arg)
-{
+static void *watchdog_main(void *arg) {
     (void)arg;
     sleep(SHUTDOWN_GRACE_S);
     krn_log(KRN_LOG_WARN, "shutdown took longer than %d s; leaving now", SHUTDOWN_GRACE_S);
     _exit(0);
 }
 
-static void request_stop(void)
-{
-    if (atomic_exchange(&srv.stop, 1))
-        return;
+static void request_stop(void) {
+    if (atomic_exchange(&srv.stop, 1)) return;
     pthread_t t;
-    if (pthread_create(&t, NULL, watchdog_main, NULL) == 0)
-        pthread_detach(t);
+    if (pthread_create(&t, NULL, watchdog_main, NULL) == 0) pthread_detach(t);
     /* Wake the main thread: out of a running cell, or out of its poll (the
      * SIGINT handler does nothing while idle, but the poll returns EINTR). */
     pthread_kill(srv.main_thread, SIGINT);
 }
 
-static bool parent_gone(void)
-{
-    return srv.parent_pid > 1 && getppid() != srv.parent_pid;
-}
+static bool parent_gone(void) { return srv.parent_pid > 1 && getppid() != srv.parent_pid; }
 
 /* ---- control ---- */
 
-static void shutdown_reply(void *sock, const krn_msg *req)
-{
+static void shutdown_reply(void *sock, const krn_msg *req) {
     bool restart = json_is_true(json_object_get(req->content, "restart"));
     json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
     krn_iopub_publish_for(req->header, "shutdown_reply", json_deep_copy(content));
@@ -206,35 +185,30 @@ static void shutdown_reply(void *sock, const krn_msg *req)
     request_stop();
 }
 
-static void serve_control(const krn_msg *req)
-{
+static void serve_control(const krn_msg *req) {
     krn_iopub_status(req->header, "busy");
     if (strcmp(req->msg_type, "kernel_info_request") == 0) {
         reply(srv.control, req, "kernel_info_reply", krn_shell_kernel_info());
     } else if (strcmp(req->msg_type, "shutdown_request") == 0) {
         shutdown_reply(srv.control, req);
     } else if (strcmp(req->msg_type, "interrupt_request") == 0) {
-        if (krn_py_busy())
-            pthread_kill(srv.main_thread, SIGINT);
+        if (krn_py_busy()) pthread_kill(srv.main_thread, SIGINT);
         reply(srv.control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     } else {
         krn_answer ans = {.content = NULL};
         krn_shell_unknown(req, "control", &ans);
-        if (ans.content)
-            reply(srv.control, req, ans.type, ans.content);
+        if (ans.content) reply(srv.control, req, ans.type, ans.content);
     }
     krn_iopub_status(req->header, "idle");
 }
 
-static void *control_main(void *arg)
-{
+static void *control_main(void *arg) {
     (void)arg;
     while (!atomic_load(&srv.stop)) {
         zmq_pollitem_t item = {srv.control, 0, ZMQ_POLLIN, 0};
         int rc = zmq_poll(&item, 1, POLL_MS);
         if (rc < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             break;
         }
         if (parent_gone()) {
@@ -242,8 +216,7 @@ static void *control_main(void *arg)
             request_stop();
             break;
         }
-        if (rc == 0)
-            continue;
+        if (rc == 0) continue;
         krn_msg req;
         int got;
         while ((got = next_request(srv.control, "control", &req)) >= 0) {
@@ -261,14 +234,11 @@ static void *control_main(void *arg)
 /* Nothing on stdin is wanted unless input() just asked: what came before is
  * dropped, and while idle it is drained, so that a client writing there
  * unasked cannot fill the socket's queue (and its own, which then blocks). */
-static void drop_stale_stdin(void)
-{
-    for (inbox in; recv_frames(srv.stdin_sock, &in) == 0;)
-        inbox_clear(&in);
+static void drop_stale_stdin(void) {
+    for (inbox in; recv_frames(srv.stdin_sock, &in) == 0;) inbox_clear(&in);
 }
 
-static int stdin_request(const krn_msg *parent, const char *prompt, bool password)
-{
+static int stdin_request(const krn_msg *parent, const char *prompt, bool password) {
     drop_stale_stdin(); /* for example the reply to an input() that was interrupted */
     krn_frames f;
     json_t *content = json_pack("{s:s, s:b}", "prompt", prompt, "password", password);
@@ -279,18 +249,14 @@ static int stdin_request(const krn_msg *parent, const char *prompt, bool passwor
     return 0;
 }
 
-static int stdin_reply(int timeout_ms, char **value)
-{
+static int stdin_reply(int timeout_ms, char **value) {
     zmq_pollitem_t item = {srv.stdin_sock, 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, timeout_ms);
-    if (rc < 0)
-        return errno == EINTR ? 0 : -1;
-    if (rc == 0)
-        return atomic_load(&srv.stop) ? -1 : 0;
+    if (rc < 0) return errno == EINTR ? 0 : -1;
+    if (rc == 0) return atomic_load(&srv.stop) ? -1 : 0;
     krn_msg msg;
     int got = next_request(srv.stdin_sock, "stdin", &msg);
-    if (got <= 0)
-        return 0;
+    if (got <= 0) return 0;
     int result = 0;
     json_t *v = json_object_get(msg.content, "value");
     if (strcmp(msg.msg_type, "input_reply") == 0 && json_is_string(v)) {
@@ -324,13 +290,11 @@ typedef struct {
     size_t n, cap;
 } msg_list;
 
-static void set_aside_queued(msg_list *list)
-{
+static void set_aside_queued(msg_list *list) {
     krn_msg req;
     int got;
     while ((got = next_request(srv.shell, "shell", &req)) >= 0) {
-        if (got == 0)
-            continue;
+        if (got == 0) continue;
         if (list->n == list->cap) {
             size_t cap = list->cap ? list->cap * 2 : 8;
             krn_msg *grown = realloc(list->v, cap * sizeof *grown);
@@ -344,14 +308,12 @@ static void set_aside_queued(msg_list *list)
     }
 }
 
-static bool abortable(const krn_msg *req)
-{
+static bool abortable(const krn_msg *req) {
     json_t *stop = json_object_get(req->content, "stop_on_error");
     return strcmp(req->msg_type, "execute_request") == 0 && !json_is_false(stop);
 }
 
-static void serve_shell(const krn_msg *req, bool aborting)
-{
+static void serve_shell(const krn_msg *req, bool aborting) {
     krn_iopub_set_parent(req->header);
     krn_iopub_status(req->header, "busy");
     krn_answer ans = {.content = NULL};
@@ -367,11 +329,9 @@ static void serve_shell(const krn_msg *req, bool aborting)
         krn_shell_serve(req, &ans);
     }
     msg_list queued = {NULL, 0, 0};
-    if (ans.abort_queue && !aborting)
-        set_aside_queued(&queued);
+    if (ans.abort_queue && !aborting) set_aside_queued(&queued);
     krn_iopub_flush();
-    if (ans.content)
-        reply(srv.shell, req, ans.type, ans.content);
+    if (ans.content) reply(srv.shell, req, ans.type, ans.content);
     krn_iopub_status(req->header, "idle");
     for (size_t i = 0; i < queued.n; i++) {
         serve_shell(&queued.v[i], true);
@@ -380,23 +340,19 @@ static void serve_shell(const krn_msg *req, bool aborting)
     free(queued.v);
 }
 
-static void shell_loop(void)
-{
+static void shell_loop(void) {
     PyThreadState *ts = PyEval_SaveThread(); /* no GIL while waiting */
     while (!atomic_load(&srv.stop)) {
-        zmq_pollitem_t items[] = {{srv.shell, 0, ZMQ_POLLIN, 0}, {srv.stdin_sock, 0, ZMQ_POLLIN, 0}};
+        zmq_pollitem_t items[] = {{srv.shell, 0, ZMQ_POLLIN, 0},
+                                  {srv.stdin_sock, 0, ZMQ_POLLIN, 0}};
         int rc = zmq_poll(items, 2, POLL_MS);
-        if (rc < 0 && errno != EINTR)
-            break;
-        if (rc > 0 && (items[1].revents & ZMQ_POLLIN))
-            drop_stale_stdin();
-        if (rc <= 0 || !(items[0].revents & ZMQ_POLLIN))
-            continue;
+        if (rc < 0 && errno != EINTR) break;
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN)) drop_stale_stdin();
+        if (rc <= 0 || !(items[0].revents & ZMQ_POLLIN)) continue;
         krn_msg req;
         int got;
         while (!atomic_load(&srv.stop) && (got = next_request(srv.shell, "shell", &req)) >= 0) {
-            if (got == 0)
-                continue;
+            if (got == 0) continue;
             PyEval_RestoreThread(ts);
             serve_shell(&req, false);
             ts = PyEval_SaveThread();
@@ -408,8 +364,7 @@ static void shell_loop(void)
 
 /* ---- set-up ---- */
 
-static void *open_socket(int type, const krn_conn *conn, int port, char *err, size_t errlen)
-{
+static void *open_socket(int type, const krn_conn *conn, int port, char *err, size_t errlen) {
     char endpoint[300];
     krn_conn_endpoint(conn, port, endpoint, sizeof endpoint);
     void *s = zmq_socket(srv.ctx, type);
@@ -420,15 +375,13 @@ static void *open_socket(int type, const krn_conn *conn, int port, char *err, si
     }
     if (!s || zmq_bind(s, endpoint)) {
         snprintf(err, errlen, "cannot bind %s: %s", endpoint, zmq_strerror(errno));
-        if (s)
-            zmq_close(s);
+        if (s) zmq_close(s);
         return NULL;
     }
     return s;
 }
 
-int krn_server_run(const krn_conn *conn)
-{
+int krn_server_run(const krn_conn *conn) {
     char err[512];
     srv.main_thread = pthread_self();
     srv.parent_pid = getppid();
@@ -453,7 +406,8 @@ int krn_server_run(const krn_conn *conn)
     char iopub_ep[300];
     krn_conn_endpoint(conn, conn->iopub_port, iopub_ep, sizeof iopub_ep);
     srv.ctx = zmq_ctx_new();
-    if (!srv.ctx || !(srv.shell = open_socket(ZMQ_ROUTER, conn, conn->shell_port, err, sizeof err)) ||
+    if (!srv.ctx ||
+        !(srv.shell = open_socket(ZMQ_ROUTER, conn, conn->shell_port, err, sizeof err)) ||
         !(srv.control = open_socket(ZMQ_ROUTER, conn, conn->control_port, err, sizeof err)) ||
         !(srv.stdin_sock = open_socket(ZMQ_ROUTER, conn, conn->stdin_port, err, sizeof err)) ||
         !(srv.hb = open_socket(ZMQ_REP, conn, conn->hb_port, err, sizeof err)) ||
@@ -482,10 +436,8 @@ teardown:
     krn_iopub_stop();
     void *socks[] = {srv.shell, srv.control, srv.stdin_sock, srv.hb};
     for (size_t i = 0; i < 4; i++)
-        if (socks[i])
-            zmq_close(socks[i]);
-    if (srv.ctx)
-        zmq_ctx_term(srv.ctx);
+        if (socks[i]) zmq_close(socks[i]);
+    if (srv.ctx) zmq_ctx_term(srv.ctx);
     krn_history_free();
     krn_signer_free(srv.signer);
     return status;

@@ -15,8 +15,7 @@
 static json_t *kernel_info;
 static int execution_count = 1; /* the number the next stored cell gets */
 
-void krn_shell_init(void)
-{
+void krn_shell_init(void) {
     char banner[1024];
     snprintf(banner, sizeof banner,
              "Python %s\noffload %s -- a Jupyter kernel in C for heterogeneous Python.\n"
@@ -29,27 +28,24 @@ void krn_shell_init(void)
         "implementation_version", PACKAGE_VERSION, "language_info", "name", "python", "version",
         krn_py_version(), "mimetype", "text/x-python", "file_extension", ".py", "pygments_lexer",
         "ipython3", "codemirror_mode", "name", "ipython", "version", 3, "nbconvert_exporter",
-        "python", "banner", banner, "debugger", 0, "help_links", "text", "Python Reference",
-        "url", "https://docs.python.org/3/", "text", "offload", "url",
+        "python", "banner", banner, "debugger", 0, "help_links", "text", "Python Reference", "url",
+        "https://docs.python.org/3/", "text", "offload", "url",
         "https://github.com/offload/offload");
 }
 
 json_t *krn_shell_kernel_info(void) { return json_deep_copy(kernel_info); }
 
-static bool flag(const json_t *content, const char *key, bool fallback)
-{
+static bool flag(const json_t *content, const char *key, bool fallback) {
     json_t *v = json_object_get(content, key);
     return json_is_boolean(v) ? json_is_true(v) : fallback;
 }
 
-static void answer(krn_answer *out, const char *type, json_t *content)
-{
+static void answer(krn_answer *out, const char *type, json_t *content) {
     snprintf(out->type, sizeof out->type, "%s", type);
     out->content = content;
 }
 
-static void execute(const krn_msg *req, krn_answer *out)
-{
+static void execute(const krn_msg *req, krn_answer *out) {
     json_t *code = json_object_get(req->content, "code");
     if (!json_is_string(code)) {
         answer(out, "execute_reply",
@@ -66,8 +62,8 @@ static void execute(const krn_msg *req, krn_answer *out)
         .store_history = !silent && flag(req->content, "store_history", true),
     };
     if (!silent)
-        krn_iopub_publish("execute_input", json_pack("{s:s, s:i}", "code", run.code,
-                                                     "execution_count", run.count));
+        krn_iopub_publish("execute_input",
+                          json_pack("{s:s, s:i}", "code", run.code, "execution_count", run.count));
     krn_pymod_set_request(req, flag(req->content, "allow_stdin", true));
     krn_iopub_set_silent(silent);
     krn_exec_result res;
@@ -75,19 +71,17 @@ static void execute(const krn_msg *req, krn_answer *out)
     krn_iopub_flush(); /* C stdio output of a silent cell is dropped too */
     krn_iopub_set_silent(false);
     krn_pymod_set_request(NULL, false);
-    if (run.store_history)
-        execution_count++;
+    if (run.store_history) execution_count++;
 
     json_t *content;
     if (res.ok) {
         json_t *exprs = json_object_get(req->content, "user_expressions");
-        content = json_pack("{s:s, s:o, s:o}", "status", "ok", "payload", res.payload,
-                            "user_expressions",
-                            json_is_object(exprs) ? krn_py_user_expressions(exprs) : json_object());
+        content =
+            json_pack("{s:s, s:o, s:o}", "status", "ok", "payload", res.payload, "user_expressions",
+                      json_is_object(exprs) ? krn_py_user_expressions(exprs) : json_object());
     } else {
         json_decref(res.payload);
-        if (!silent && !res.error_shown)
-            krn_iopub_publish("error", json_deep_copy(res.error));
+        if (!silent && !res.error_shown) krn_iopub_publish("error", json_deep_copy(res.error));
         content = res.error;
         json_object_set_new(content, "status", json_string("error"));
         json_object_set_new(content, "payload", json_array());
@@ -98,20 +92,17 @@ static void execute(const krn_msg *req, krn_answer *out)
     out->abort_queue = !res.ok && flag(req->content, "stop_on_error", true);
 }
 
-static int int_field(const json_t *content, const char *key, int fallback)
-{
+static int int_field(const json_t *content, const char *key, int fallback) {
     json_t *v = json_object_get(content, key);
     return json_is_integer(v) ? (int)json_integer_value(v) : fallback;
 }
 
-static const char *code_field(const json_t *content)
-{
+static const char *code_field(const json_t *content) {
     json_t *v = json_object_get(content, "code");
     return json_is_string(v) ? json_string_value(v) : "";
 }
 
-void krn_shell_serve(const krn_msg *req, krn_answer *out)
-{
+void krn_shell_serve(const krn_msg *req, krn_answer *out) {
     const char *t = req->msg_type;
     const json_t *c = req->content;
     memset(out, 0, sizeof *out);
@@ -133,8 +124,10 @@ void krn_shell_serve(const krn_msg *req, krn_answer *out)
     } else if (strcmp(t, "history_request") == 0) {
         answer(out, "history_reply", krn_history_reply(c));
     } else if (strcmp(t, "comm_info_request") == 0) {
-        answer(out, "comm_info_reply", json_pack("{s:s, s:o}", "status", "ok", "comms", krn_py_comm_info(c)));
-    } else if (strcmp(t, "comm_open") == 0 || strcmp(t, "comm_msg") == 0 || strcmp(t, "comm_close") == 0) {
+        answer(out, "comm_info_reply",
+               json_pack("{s:s, s:o}", "status", "ok", "comms", krn_py_comm_info(c)));
+    } else if (strcmp(t, "comm_open") == 0 || strcmp(t, "comm_msg") == 0 ||
+               strcmp(t, "comm_close") == 0) {
         krn_pymod_set_request(req, false);
         bool handled = krn_py_comm(req);
         krn_pymod_set_request(NULL, false);
@@ -147,8 +140,7 @@ void krn_shell_serve(const krn_msg *req, krn_answer *out)
     }
 }
 
-void krn_shell_unknown(const krn_msg *req, const char *channel, krn_answer *out)
-{
+void krn_shell_unknown(const krn_msg *req, const char *channel, krn_answer *out) {
     const char *t = req->msg_type;
     krn_log(KRN_LOG_WARN, "%s: unknown message type '%s'", channel, t);
     if (krn_reply_type(t, out->type, sizeof out->type)) /* someone waits for a reply */

@@ -15,15 +15,13 @@ struct krn_signer {
 };
 
 krn_signer *krn_signer_new(const char *scheme, const char *key, size_t keylen, char *err,
-                           size_t errlen)
-{
+                           size_t errlen) {
     krn_signer *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (keylen == 0)
-        return s;
+    if (keylen == 0) return s;
     if (!scheme || strcmp(scheme, "hmac-sha256") != 0) {
         snprintf(err, errlen, "unsupported signature_scheme '%s' (only hmac-sha256)",
                  scheme ? scheme : "");
@@ -43,10 +41,8 @@ krn_signer *krn_signer_new(const char *scheme, const char *key, size_t keylen, c
     return s;
 }
 
-void krn_signer_free(krn_signer *s)
-{
-    if (!s)
-        return;
+void krn_signer_free(krn_signer *s) {
+    if (!s) return;
     EVP_MAC_CTX_free(s->keyed);
     EVP_MAC_free(s->mac);
     free(s);
@@ -54,25 +50,21 @@ void krn_signer_free(krn_signer *s)
 
 bool krn_signer_enabled(const krn_signer *s) { return s && s->keyed; }
 
-static bool digest_parts(const krn_signer *s, const krn_bytes parts[4], unsigned char out[32])
-{
+static bool digest_parts(const krn_signer *s, const krn_bytes parts[4], unsigned char out[32]) {
     EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(s->keyed);
     bool ok = ctx != NULL;
-    for (int i = 0; ok && i < 4; i++)
-        ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
+    for (int i = 0; ok && i < 4; i++) ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
     size_t outlen = 0;
     ok = ok && EVP_MAC_final(ctx, out, &outlen, 32) && outlen == 32;
     EVP_MAC_CTX_free(ctx);
     return ok;
 }
 
-void krn_sign(const krn_signer *s, const krn_bytes parts[4], char out[KRN_SIG_HEX_LEN + 1])
-{
+void krn_sign(const krn_signer *s, const krn_bytes parts[4], char out[KRN_SIG_HEX_LEN + 1]) {
     static const char hex[] = "0123456789abcdef";
     unsigned char mac[32];
     out[0] = '\0';
-    if (!krn_signer_enabled(s) || !digest_parts(s, parts, mac))
-        return;
+    if (!krn_signer_enabled(s) || !digest_parts(s, parts, mac)) return;
     for (int i = 0; i < 32; i++) {
         out[2 * i] = hex[mac[i] >> 4];
         out[2 * i + 1] = hex[mac[i] & 15];
@@ -80,13 +72,10 @@ void krn_sign(const krn_signer *s, const krn_bytes parts[4], char out[KRN_SIG_HE
     out[KRN_SIG_HEX_LEN] = '\0';
 }
 
-bool krn_verify(const krn_signer *s, const krn_bytes parts[4], const void *sig, size_t siglen)
-{
-    if (!krn_signer_enabled(s))
-        return true;
+bool krn_verify(const krn_signer *s, const krn_bytes parts[4], const void *sig, size_t siglen) {
+    if (!krn_signer_enabled(s)) return true;
     char expected[KRN_SIG_HEX_LEN + 1];
     krn_sign(s, parts, expected);
-    if (expected[0] == '\0' || siglen != KRN_SIG_HEX_LEN)
-        return false;
+    if (expected[0] == '\0' || siglen != KRN_SIG_HEX_LEN) return false;
     return CRYPTO_memcmp(expected, sig, KRN_SIG_HEX_LEN) == 0;
 }

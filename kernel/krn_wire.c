@@ -7,14 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-static const char *json_string_field(const json_t *obj, const char *key)
-{
+static const char *json_string_field(const json_t *obj, const char *key) {
     const json_t *v = json_object_get(obj, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static json_t *load_object(krn_bytes frame, char *err, size_t errlen, const char *what)
-{
+static json_t *load_object(krn_bytes frame, char *err, size_t errlen, const char *what) {
     json_error_t jerr;
     json_t *v = json_loadb(frame.data, frame.len, JSON_DECODE_ANY, &jerr);
     if (!v) {
@@ -31,13 +29,12 @@ static json_t *load_object(krn_bytes frame, char *err, size_t errlen, const char
 }
 
 krn_wire_status krn_wire_parse(const krn_bytes *frames, size_t nframes, const krn_signer *signer,
-                               krn_msg *out, char *err, size_t errlen)
-{
+                               krn_msg *out, char *err, size_t errlen) {
     static const size_t delim_len = sizeof KRN_DELIMITER - 1;
     memset(out, 0, sizeof *out);
     size_t d = 0;
-    while (d < nframes && !(frames[d].len == delim_len &&
-                            memcmp(frames[d].data, KRN_DELIMITER, delim_len) == 0))
+    while (d < nframes &&
+           !(frames[d].len == delim_len && memcmp(frames[d].data, KRN_DELIMITER, delim_len) == 0))
         d++;
     if (d == nframes) {
         snprintf(err, errlen, "no <IDS|MSG> delimiter among %zu frames", nframes);
@@ -55,8 +52,7 @@ krn_wire_status krn_wire_parse(const krn_bytes *frames, size_t nframes, const kr
     }
 
     out->header = load_object(parts[0], err, errlen, "header");
-    if (!out->header)
-        return KRN_WIRE_BAD_HEADER;
+    if (!out->header) return KRN_WIRE_BAD_HEADER;
     out->msg_type = json_string_field(out->header, "msg_type");
     out->msg_id = json_string_field(out->header, "msg_id");
     if (!out->msg_type || !out->msg_id) {
@@ -67,8 +63,7 @@ krn_wire_status krn_wire_parse(const krn_bytes *frames, size_t nframes, const kr
     out->ids = calloc(d ? d : 1, sizeof *out->ids);
     for (size_t i = 0; out->ids && i < d; i++) {
         void *copy = malloc(frames[i].len ? frames[i].len : 1);
-        if (!copy)
-            break;
+        if (!copy) break;
         memcpy(copy, frames[i].data, frames[i].len);
         out->ids[i] = (krn_bytes){copy, frames[i].len};
         out->nids = i + 1;
@@ -81,10 +76,8 @@ krn_wire_status krn_wire_parse(const krn_bytes *frames, size_t nframes, const kr
     return KRN_WIRE_OK;
 }
 
-void krn_msg_clear(krn_msg *msg)
-{
-    for (size_t i = 0; i < msg->nids; i++)
-        free((void *)msg->ids[i].data);
+void krn_msg_clear(krn_msg *msg) {
+    for (size_t i = 0; i < msg->nids; i++) free((void *)msg->ids[i].data);
     free(msg->ids);
     json_decref(msg->header);
     json_decref(msg->parent);
@@ -93,34 +86,28 @@ void krn_msg_clear(krn_msg *msg)
     memset(msg, 0, sizeof *msg);
 }
 
-bool krn_reply_type(const char *msg_type, char *out, size_t outlen)
-{
+bool krn_reply_type(const char *msg_type, char *out, size_t outlen) {
     size_t n = strlen(msg_type);
-    if (n <= 8 || strcmp(msg_type + n - 8, "_request") != 0 || n - 8 + 7 >= outlen)
-        return false;
+    if (n <= 8 || strcmp(msg_type + n - 8, "_request") != 0 || n - 8 + 7 >= outlen) return false;
     snprintf(out, outlen, "%.*s_reply", (int)(n - 8), msg_type);
     return true;
 }
 
-void krn_uuid4(char out[37])
-{
+void krn_uuid4(char out[37]) {
     unsigned char b[16];
     if (RAND_bytes(b, sizeof b) != 1) { /* never expected; still unique enough for ids */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        for (int i = 0; i < 16; i++)
-            b[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) ^ rand());
+        for (int i = 0; i < 16; i++) b[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) ^ rand());
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
-void krn_iso_now(char out[32])
-{
+void krn_iso_now(char out[32]) {
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -129,8 +116,7 @@ void krn_iso_now(char out[32])
     snprintf(out + n, 32 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
-json_t *krn_wire_header(const krn_session *session, const char *msg_type)
-{
+json_t *krn_wire_header(const krn_session *session, const char *msg_type) {
     char id[37], date[32];
     krn_uuid4(id);
     krn_iso_now(date);
@@ -139,54 +125,44 @@ json_t *krn_wire_header(const krn_session *session, const char *msg_type)
                      "msg_type", msg_type, "version", KRN_PROTOCOL_VERSION);
 }
 
-static int push_frame(krn_frames *f, char *data, size_t len)
-{
-    if (!data)
-        return -1;
+static int push_frame(krn_frames *f, char *data, size_t len) {
+    if (!data) return -1;
     f->data[f->n] = data;
     f->len[f->n++] = len;
     return 0;
 }
 
-static char *copy_bytes(const void *src, size_t len)
-{
+static char *copy_bytes(const void *src, size_t len) {
     char *p = malloc(len ? len : 1);
-    if (p)
-        memcpy(p, src, len);
+    if (p) memcpy(p, src, len);
     return p;
 }
 
 int krn_wire_encode(const krn_session *session, const krn_bytes *ids, size_t nids,
                     const char *msg_type, const json_t *parent, json_t *metadata, json_t *content,
-                    krn_frames *out)
-{
+                    krn_frames *out) {
     memset(out, 0, sizeof *out);
     size_t cap = nids + 6;
     out->data = calloc(cap, sizeof *out->data);
     out->len = calloc(cap, sizeof *out->len);
     json_t *header = krn_wire_header(session, msg_type);
-    if (!metadata)
-        metadata = json_object();
+    if (!metadata) metadata = json_object();
     char *parts[4] = {NULL, NULL, NULL, NULL};
     int rc = -1;
-    if (!out->data || !out->len || !header || !metadata || !content)
-        goto done;
+    if (!out->data || !out->len || !header || !metadata || !content) goto done;
     const size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17);
     parts[0] = json_dumps(header, flags);
     parts[1] = parent ? json_dumps(parent, flags) : strdup("{}");
     parts[2] = json_dumps(metadata, flags);
     parts[3] = json_dumps(content, flags);
-    if (!parts[0] || !parts[1] || !parts[2] || !parts[3])
-        goto done;
+    if (!parts[0] || !parts[1] || !parts[2] || !parts[3]) goto done;
     krn_bytes signed_parts[4];
-    for (int i = 0; i < 4; i++)
-        signed_parts[i] = (krn_bytes){parts[i], strlen(parts[i])};
+    for (int i = 0; i < 4; i++) signed_parts[i] = (krn_bytes){parts[i], strlen(parts[i])};
     char sig[KRN_SIG_HEX_LEN + 1];
     krn_sign(session->signer, signed_parts, sig);
 
     for (size_t i = 0; i < nids; i++)
-        if (push_frame(out, copy_bytes(ids[i].data, ids[i].len), ids[i].len))
-            goto done;
+        if (push_frame(out, copy_bytes(ids[i].data, ids[i].len), ids[i].len)) goto done;
     if (push_frame(out, copy_bytes(KRN_DELIMITER, sizeof KRN_DELIMITER - 1),
                    sizeof KRN_DELIMITER - 1) ||
         push_frame(out, copy_bytes(sig, strlen(sig)), strlen(sig)))
@@ -197,20 +173,16 @@ int krn_wire_encode(const krn_session *session, const krn_bytes *ids, size_t nid
     }
     rc = 0;
 done:
-    for (int i = 0; i < 4; i++)
-        free(parts[i]);
+    for (int i = 0; i < 4; i++) free(parts[i]);
     json_decref(header);
     json_decref(metadata);
     json_decref(content);
-    if (rc)
-        krn_frames_free(out);
+    if (rc) krn_frames_free(out);
     return rc;
 }
 
-void krn_frames_free(krn_frames *f)
-{
-    for (size_t i = 0; i < f->n; i++)
-        free(f->data[i]);
+void krn_frames_free(krn_frames *f) {
+    for (size_t i = 0; i < f->n; i++) free(f->data[i]);
     free(f->data);
     free(f->len);
     memset(f, 0, sizeof *f);

@@ -37,11 +37,11 @@ typedef struct {
 
 typedef enum {
     KRN_WIRE_OK = 0,
-    KRN_WIRE_NO_DELIMITER,  /* no "<IDS|MSG>" frame */
+    KRN_WIRE_NO_DELIMITER,   /* no "<IDS|MSG>" frame */
     KRN_WIRE_MISSING_FRAMES, /* fewer than five frames after the delimiter */
-    KRN_WIRE_BAD_SIGNATURE, /* missing or wrong HMAC: drop, never act on it */
-    KRN_WIRE_BAD_HEADER,    /* header not a JSON object with string msg_type/msg_id */
-    KRN_WIRE_BAD_JSON,      /* header fine (so a reply is possible), another part is not */
+    KRN_WIRE_BAD_SIGNATURE,  /* missing or wrong HMAC: drop, never act on it */
+    KRN_WIRE_BAD_HEADER,     /* header not a JSON object with string msg_type/msg_id */
+    KRN_WIRE_BAD_JSON,       /* header fine (so a reply is possible), another part is not */
 } krn_wire_status;
 
 /* Outgoing frames; each buffer is owned. */

@@ -12,23 +12,23 @@
 #include "krn_log.h"
 #include "krn_server.h"
 
-static int usage(FILE *to, int status)
-{
-    fprintf(to, "usage: offload-kernel -f CONNECTION_FILE\n"
-                "A Jupyter kernel for Python that offloads to devices (offload %s).\n"
-                "Environment: OFFLOAD_LOG=error|warn|info|debug\n",
-                PACKAGE_VERSION);
+static int usage(FILE *to, int status) {
+    fprintf(to,
+            "usage: offload-kernel -f CONNECTION_FILE\n"
+            "A Jupyter kernel for Python that offloads to devices (offload %s).\n"
+            "Environment: OFFLOAD_LOG=error|warn|info|debug\n",
+            PACKAGE_VERSION);
     return status;
 }
 
 /* The JIT's disk cache logs here, not to fd 2: that is a cell's stderr. */
 static void log_cache_line(const char *line) { krn_log(KRN_LOG_DEBUG, "cache: %s", line); }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *conn_file = NULL;
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--connection-file") == 0) && i + 1 < argc)
+        if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--connection-file") == 0) &&
+            i + 1 < argc)
             conn_file = argv[++i];
         else if (strncmp(argv[i], "--connection-file=", 18) == 0)
             conn_file = argv[i] + 18;
@@ -39,8 +39,7 @@ int main(int argc, char **argv)
         else
             return usage(stderr, 2);
     }
-    if (!conn_file)
-        return usage(stderr, 2);
+    if (!conn_file) return usage(stderr, 2);
 
     krn_log_init();
     krn_log_keep_stderr();

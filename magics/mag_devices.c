@@ -10,50 +10,41 @@
 static PyObject *offload_module(void) { return PyImport_ImportModule("offload"); }
 
 /* Outside the kernel (no display()) the text is printed instead. */
-static int show(PyObject *bundle)
-{
+static int show(PyObject *bundle) {
     int rc = mag_display(bundle, NULL, false);
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
+    if (rc != 0) return rc < 0 ? -1 : 0;
     PyObject *text = PyDict_GetItemString(bundle, "text/plain"); /* borrowed */
-    if (text)
-        PySys_FormatStdout("%U", text);
+    if (text) PySys_FormatStdout("%U", text);
     return 0;
 }
 
 /* %lsplatform [-v|-vv] */
-PyObject *mag_lsplatform(PyObject *ns, const char *args, const char *body)
-{
+PyObject *mag_lsplatform(PyObject *ns, const char *args, const char *body) {
     const char *a = mag_skip_blank(args);
     int verbosity = 0;
     if (strncmp(a, "-vv", 3) == 0)
         verbosity = 2, a += 3;
     else if (strncmp(a, "-v", 2) == 0)
         verbosity = 1, a += 2;
-    if (*mag_skip_blank(a))
-        return PyErr_Format(mag_UsageError, "usage: %%lsplatform [-v|-vv]");
+    if (*mag_skip_blank(a)) return PyErr_Format(mag_UsageError, "usage: %%lsplatform [-v|-vv]");
     PyObject *ofl = offload_module();
-    if (!ofl)
-        return NULL;
+    if (!ofl) return NULL;
     PyObject *bundle = PyObject_CallMethod(ofl, "_lsplatform_bundle", "i", verbosity);
     int rc = bundle ? show(bundle) : -1;
     Py_XDECREF(bundle);
     Py_DECREF(ofl);
-    if (rc)
-        return NULL;
+    if (rc) return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *attr_str(PyObject *obj, const char *name)
-{
+static PyObject *attr_str(PyObject *obj, const char *name) {
     PyObject *v = PyObject_GetAttrString(obj, name);
     PyObject *s = v ? PyObject_Str(v) : NULL;
     Py_XDECREF(v);
     return s;
 }
 
-static int append(PyObject *list, const char *s)
-{
+static int append(PyObject *list, const char *s) {
     PyObject *piece = PyUnicode_FromString(s);
     int rc = piece ? PyList_Append(list, piece) : -1;
     Py_XDECREF(piece);
@@ -61,8 +52,7 @@ static int append(PyObject *list, const char *s)
 }
 
 /* Names and filters come from drivers; markup in them must stay text. */
-static void escape(const char *s, char *out, size_t n)
-{
+static void escape(const char *s, char *out, size_t n) {
     size_t k = 0;
     for (; *s && k + 6 < n; s++) {
         const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
@@ -75,8 +65,7 @@ static void escape(const char *s, char *out, size_t n)
 }
 
 /* One row of %devices, appended to text and to html. */
-static int device_row(PyObject *dev, PyObject *deflt, PyObject *text, PyObject *html)
-{
+static int device_row(PyObject *dev, PyObject *deflt, PyObject *text, PyObject *html) {
     PyObject *filter = attr_str(dev, "filter_string"), *name = attr_str(dev, "name");
     PyObject *cus = PyObject_GetAttrString(dev, "max_compute_units");
     PyObject *mem = PyObject_GetAttrString(dev, "global_mem_size");
@@ -110,8 +99,7 @@ static int device_row(PyObject *dev, PyObject *deflt, PyObject *text, PyObject *
     return rc;
 }
 
-static PyObject *joined(PyObject *list)
-{
+static PyObject *joined(PyObject *list) {
     PyObject *sep = PyUnicode_FromString("");
     PyObject *s = sep ? PyUnicode_Join(sep, list) : NULL;
     Py_XDECREF(sep);
@@ -119,14 +107,12 @@ static PyObject *joined(PyObject *list)
 }
 
 /* %devices: every device with its filter string and key properties; * marks the default. */
-PyObject *mag_devices(PyObject *ns, const char *args, const char *body)
-{
+PyObject *mag_devices(PyObject *ns, const char *args, const char *body) {
     PyObject *ofl = offload_module();
     PyObject *devs = ofl ? PyObject_CallMethod(ofl, "get_devices", NULL) : NULL;
     PyObject *text = PyList_New(0), *html = PyList_New(0), *bundle = NULL;
     int rc = -1;
-    if (!devs || !text || !html)
-        goto done;
+    if (!devs || !text || !html) goto done;
     if (PyList_GET_SIZE(devs) == 0) { /* lsplatform says why and what to install */
         bundle = PyObject_CallMethod(ofl, "_lsplatform_bundle", NULL);
         rc = bundle ? show(bundle) : -1;
@@ -138,11 +124,13 @@ PyObject *mag_devices(PyObject *ns, const char *args, const char *body)
         deflt = Py_NewRef(Py_None);
     }
     char head[256];
-    snprintf(head, sizeof head, "  %-16s %6s %8s  %-4s  %s\n", "filter", "units", "mem GiB", "fp64", "name");
+    snprintf(head, sizeof head, "  %-16s %6s %8s  %-4s  %s\n", "filter", "units", "mem GiB", "fp64",
+             "name");
     rc = append(text, head);
-    rc = rc ? rc : append(html, "<table><thead><tr><th>default</th><th>filter</th><th>compute units</th>"
-                                "<th>memory</th><th>fp64</th><th style=\"text-align:left\">name</th>"
-                                "</tr></thead><tbody>");
+    rc = rc ? rc
+            : append(html, "<table><thead><tr><th>default</th><th>filter</th><th>compute units</th>"
+                           "<th>memory</th><th>fp64</th><th style=\"text-align:left\">name</th>"
+                           "</tr></thead><tbody>");
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(devs); i++)
         rc = device_row(PyList_GET_ITEM(devs, i), deflt, text, html);
     Py_DECREF(deflt);
@@ -164,11 +152,9 @@ done:
 }
 
 /* %device [FILTER]: show, or set, the session's default device. */
-PyObject *mag_device(PyObject *ns, const char *args, const char *body)
-{
+PyObject *mag_device(PyObject *ns, const char *args, const char *body) {
     PyObject *ofl = offload_module();
-    if (!ofl)
-        return NULL;
+    if (!ofl) return NULL;
     const char *filter = mag_skip_blank(args);
     PyObject *r = Py_NewRef(Py_None);
     if (*filter) {
@@ -177,13 +163,11 @@ PyObject *mag_device(PyObject *ns, const char *args, const char *body)
     }
     PyObject *dev = r ? PyObject_CallMethod(ofl, "default_device", NULL) : NULL;
     PyObject *name = dev ? attr_str(dev, "name") : NULL;
-    if (name)
-        PySys_FormatStdout("default device: %R  %U\n", dev, name);
+    if (name) PySys_FormatStdout("default device: %R  %U\n", dev, name);
     Py_XDECREF(name);
     Py_XDECREF(dev);
     Py_XDECREF(r);
     Py_DECREF(ofl);
-    if (!name)
-        return NULL;
+    if (!name) return NULL;
     Py_RETURN_NONE;
 }

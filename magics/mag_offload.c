@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char usage[] = "usage: %%%%offload [--device FILTER] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]";
+static const char usage[] =
+    "usage: %%%%offload [--device FILTER] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]";
 
 typedef struct {
     char device[128];
@@ -33,9 +34,13 @@ static int parse(const char *args, options *o) {
         } else if (!strcmp(t, "--device") || !strcmp(t, "--show")) {
             if (!value) value = strtok_r(NULL, " \t", &save);
             if (!value) return PyErr_Format(mag_UsageError, "%s needs a value; %s", t, usage), -1;
-            snprintf(t[2] == 'd' ? o->device : o->show, t[2] == 'd' ? sizeof o->device : sizeof o->show, "%s", value);
-            if (t[2] == 's' && strcmp(value, "llvm") && strcmp(value, "spirv") && strcmp(value, "ptx"))
-                return PyErr_Format(mag_UsageError, "--show takes llvm, spirv or ptx, not '%s'", value), -1;
+            snprintf(t[2] == 'd' ? o->device : o->show,
+                     t[2] == 'd' ? sizeof o->device : sizeof o->show, "%s", value);
+            if (t[2] == 's' && strcmp(value, "llvm") && strcmp(value, "spirv") &&
+                strcmp(value, "ptx"))
+                return PyErr_Format(mag_UsageError, "--show takes llvm, spirv or ptx, not '%s'",
+                                    value),
+                       -1;
         } else if (!strcmp(t, "--boundscheck") && !value) {
             o->boundscheck = true;
         } else {
@@ -58,11 +63,16 @@ static double num_of(PyObject *d, const char *key) {
 }
 
 static void bytes_str(double b, char *out, size_t n) {
-    if (b <= 0) snprintf(out, n, "-");
-    else if (b >= 1e9) snprintf(out, n, "%.2f GB", b / 1e9);
-    else if (b >= 1e6) snprintf(out, n, "%.2f MB", b / 1e6);
-    else if (b >= 1e3) snprintf(out, n, "%.1f kB", b / 1e3);
-    else snprintf(out, n, "%.0f B", b);
+    if (b <= 0)
+        snprintf(out, n, "-");
+    else if (b >= 1e9)
+        snprintf(out, n, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(out, n, "%.2f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(out, n, "%.1f kB", b / 1e3);
+    else
+        snprintf(out, n, "%.0f B", b);
 }
 
 /* One row per record: step, what, bytes, ms, note. */
@@ -84,8 +94,8 @@ static void row_of(PyObject *r, char cells[5][160]) {
     } else if (!strcmp(kind, "launch")) {
         PyObject *range = PyDict_GetItemString(r, "range");
         PyObject *rs = range ? PyObject_Str(range) : NULL;
-        snprintf(cells[1], 160, "loop at line %ld over %s", PyLong_AsLong(PyDict_GetItemString(r, "line")),
-                 rs ? PyUnicode_AsUTF8(rs) : "?");
+        snprintf(cells[1], 160, "loop at line %ld over %s",
+                 PyLong_AsLong(PyDict_GetItemString(r, "line")), rs ? PyUnicode_AsUTF8(rs) : "?");
         Py_XDECREF(rs);
         snprintf(cells[4], 160, "%.1f GB/s on the device", ms > 0 ? b / ms / 1e6 : 0.0);
     } else {
@@ -118,9 +128,10 @@ static PyObject *summary_bundle(PyObject *records) {
     PyObject *html = PyList_New(0), *text = PyList_New(0);
     if (!html || !text) goto fail;
     /* the look of stream output, which these lines were before they joined the table */
-    append(html, "<pre style=\"font-family:var(--jp-code-font-family, monospace); "
-                 "font-size:var(--jp-code-font-size, 13px); white-space:pre-wrap; word-break:normal; "
-                 "overflow-wrap:anywhere; margin:0 0 0.5em 0\">");
+    append(html,
+           "<pre style=\"font-family:var(--jp-code-font-family, monospace); "
+           "font-size:var(--jp-code-font-size, 13px); white-space:pre-wrap; word-break:normal; "
+           "overflow-wrap:anywhere; margin:0 0 0.5em 0\">");
     int wide = 44;
     char cells[5][160];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
@@ -143,7 +154,8 @@ static PyObject *summary_bundle(PyObject *records) {
     }
     append(html, "</tr></thead><tbody>");
     char line[1024];
-    snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", head[0], wide, head[1], head[2], head[3], head[4]);
+    snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", head[0], wide, head[1], head[2],
+             head[3], head[4]);
     append(text, line);
     double device_ms = 0, copy_ms = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
@@ -160,17 +172,19 @@ static PyObject *summary_bundle(PyObject *records) {
             append(html, "</td>");
         }
         append(html, "</tr>");
-        snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", cells[0], wide, cells[1], cells[2], cells[3],
-                 cells[4]);
+        snprintf(line, sizeof line, "%-9s %-*s %10s %10s  %s\n", cells[0], wide, cells[1], cells[2],
+                 cells[3], cells[4]);
         append(text, line);
     }
-    snprintf(line, sizeof line, "total: %.3f ms in loops on the device, %.3f ms copying", device_ms, copy_ms);
+    snprintf(line, sizeof line, "total: %.3f ms in loops on the device, %.3f ms copying", device_ms,
+             copy_ms);
     append(html, "</tbody></table><p>");
     append(html, line);
     append(html, "</p>");
     append(text, line);
     PyObject *empty = PyUnicode_FromString("");
-    PyObject *h = empty ? PyUnicode_Join(empty, html) : NULL, *t = empty ? PyUnicode_Join(empty, text) : NULL;
+    PyObject *h = empty ? PyUnicode_Join(empty, html) : NULL,
+             *t = empty ? PyUnicode_Join(empty, text) : NULL;
     Py_XDECREF(empty);
     Py_DECREF(html);
     Py_DECREF(text);
@@ -191,7 +205,9 @@ fail:
  * there is no display(), so that the context prints the lines instead. */
 static PyObject *on_record(PyObject *self, PyObject *records) {
     PyObject *bundle = summary_bundle(records);
-    int rc = bundle ? mag_display(bundle, PyList_GET_ITEM(self, 0), PyList_GET_ITEM(self, 1) == Py_True) : -1;
+    int rc =
+        bundle ? mag_display(bundle, PyList_GET_ITEM(self, 0), PyList_GET_ITEM(self, 1) == Py_True)
+               : -1;
     Py_XDECREF(bundle);
     if (rc == 1) PyList_SetItem(self, 1, Py_NewRef(Py_True));
     return rc < 0 ? NULL : PyBool_FromLong(rc == 1);
@@ -220,7 +236,9 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
     if (parse(args, &o) < 0) return NULL;
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *filename = cell_filename();
-    PyObject *code = offload && filename ? PyObject_CallMethod(offload, "_compile_cell", "sOi", body, filename, 2) : NULL;
+    PyObject *code = offload && filename
+                         ? PyObject_CallMethod(offload, "_compile_cell", "sOi", body, filename, 2)
+                         : NULL;
     PyObject *state = NULL, *hook = NULL, *ctx = NULL, *result = NULL;
     if (!code) goto out;
     if (!o.quiet) {
@@ -231,9 +249,10 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
         if (!hook) goto out;
     }
     PyObject *ctor = PyObject_GetAttrString(offload, "LoopContext");
-    PyObject *kw = Py_BuildValue("{s:z,s:O,s:O,s:z,s:O}", "device", o.device[0] ? o.device : NULL, "verbose",
-                                 o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
-                                 o.show[0] ? o.show : NULL, "boundscheck", o.boundscheck ? Py_True : Py_False);
+    PyObject *kw =
+        Py_BuildValue("{s:z,s:O,s:O,s:z,s:O}", "device", o.device[0] ? o.device : NULL, "verbose",
+                      o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
+                      o.show[0] ? o.show : NULL, "boundscheck", o.boundscheck ? Py_True : Py_False);
     PyObject *none = PyTuple_New(0);
     ctx = ctor && kw && none ? PyObject_Call(ctor, none, kw) : NULL;
     Py_XDECREF(ctor);
@@ -246,8 +265,8 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
     PyObject *ran = PyEval_EvalCode(code, ns, ns);
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *exited = PyObject_CallMethod(ctx, "__exit__", "OOO", type ? type : Py_None, value ? value : Py_None,
-                                           tb ? tb : Py_None);
+    PyObject *exited = PyObject_CallMethod(ctx, "__exit__", "OOO", type ? type : Py_None,
+                                           value ? value : Py_None, tb ? tb : Py_None);
     if (type) {
         Py_XDECREF(exited);
         PyErr_Restore(type, value, tb);

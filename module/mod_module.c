@@ -17,13 +17,11 @@ void mod_end_interrupt(void) {
 /* _check_same_device(*arrays) -> Device or None: the one device that every
  * offload array among the arguments lives on (other arguments are ignored:
  * host data goes wherever the arrays are). Operations and launches use it. */
-static PyObject *check_same_device(PyObject *self, PyObject *args)
-{
+static PyObject *check_same_device(PyObject *self, PyObject *args) {
     mod_array *first = NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
         PyObject *o = PyTuple_GET_ITEM(args, i);
-        if (!mod_array_check(o))
-            continue;
+        if (!mod_array_check(o)) continue;
         mod_array *a = (mod_array *)o;
         if (!first) {
             first = a;
@@ -36,16 +34,14 @@ static PyObject *check_same_device(PyObject *self, PyObject *args)
                                 x->filter, x->name, y->filter, y->name);
         }
     }
-    if (!first)
-        Py_RETURN_NONE;
+    if (!first) Py_RETURN_NONE;
     return mod_device_new(mod_array_device(first));
 }
 
 /* synchronize(device=None): waits for everything queued on the device, or
  * with no device on every device that has been used (a launch on a second
  * device is queued work too). */
-static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"device", NULL};
     PyObject *arg = Py_None;
     ofl_device *dev = NULL;
@@ -57,8 +53,7 @@ static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS
     rc = dev ? ofl_synchronize(dev, &err) : ofl_synchronize_all(&err);
     Py_END_ALLOW_THREADS
-    if (rc)
-        return mod_raise(&err);
+    if (rc) return mod_raise(&err);
     Py_RETURN_NONE;
 }
 
@@ -79,27 +74,26 @@ static struct PyModuleDef module_def = {
     .m_doc = "offload: devices, device arrays and device kernels for Python.\n\n"
              "Devices: get_devices, Device, default_device, set_default_device, lsplatform.\n"
              "Arrays: ndarray, asarray, empty, zeros, ones, full, arange, *_like, asnumpy,\n"
-             "from_dlpack, synchronize. Errors: DeviceNotFoundError, DeviceError, ExecutionPlacementError.",
+             "from_dlpack, synchronize. Errors: DeviceNotFoundError, DeviceError, "
+             "ExecutionPlacementError.",
     .m_size = -1,
     .m_methods = module_methods,
 };
 
-PyMODINIT_FUNC PyInit_offload(void)
-{
-    if (mod_numpy_init() < 0 || mod_dtype_init() < 0 || mod_array_init(&mod_lib_array_kernels) < 0 ||
-        PyType_Ready(&mod_DeviceType) < 0)
+PyMODINIT_FUNC PyInit_offload(void) {
+    if (mod_numpy_init() < 0 || mod_dtype_init() < 0 ||
+        mod_array_init(&mod_lib_array_kernels) < 0 || PyType_Ready(&mod_DeviceType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
-    if (!m)
-        return NULL;
+    if (!m) return NULL;
     if (mod_errors_add(m) < 0 ||
         PyModule_AddObjectRef(m, "Device", (PyObject *)&mod_DeviceType) < 0 ||
         PyModule_AddObjectRef(m, "ndarray", (PyObject *)&mod_ArrayType) < 0 ||
         PyModule_AddStringConstant(m, "__version__", PACKAGE_VERSION) < 0 ||
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
         mod_create_add_functions(m) < 0 || mod_dlpack_init(m) < 0 ||
-        mod_kernel_add_functions(m) < 0 || mod_range_add_functions(m) < 0 || mod_loops_add_functions(m) < 0 ||
-        mod_lib_add_functions(m) < 0)
+        mod_kernel_add_functions(m) < 0 || mod_range_add_functions(m) < 0 ||
+        mod_loops_add_functions(m) < 0 || mod_lib_add_functions(m) < 0)
         goto fail;
     mod_errors_catch_interrupts();
     return m;

@@ -60,9 +60,8 @@ typedef struct {
     /* Queues prog: arguments checked, buffers and prog current, every
      * global[d] a multiple of local[d] (unused dimensions 1). ev non-NULL:
      * record the launch's device time into it. */
-    int (*launch)(ofl_program *prog, unsigned ndim, const size_t global[3],
-                  const size_t local[3], const ofl_arg *args, size_t nargs, ofl_event *ev,
-                  ofl_error *err);
+    int (*launch)(ofl_program *prog, unsigned ndim, const size_t global[3], const size_t local[3],
+                  const ofl_arg *args, size_t nargs, ofl_event *ev, ofl_error *err);
 } ofl_backend_ops;
 
 typedef struct ofl_cuda_compiler ofl_cuda_compiler; /* ofl_cuda_compiler.h */
@@ -114,10 +113,10 @@ struct ofl_device {
 
 struct ofl_buffer {
     ofl_device *dev;
-    size_t size; /* as asked; a zero-size buffer holds one byte underneath */
-    bool foreign; /* ofl_buffer_wrap: the memory is someone else's, never freed here */
-    bool queue_ordered; /* freeing it waits for nothing: the queue's earlier work still sees
-                           it (OpenCL's release; CUDA's stream-ordered pool), set by alloc */
+    size_t size;         /* as asked; a zero-size buffer holds one byte underneath */
+    bool foreign;        /* ofl_buffer_wrap: the memory is someone else's, never freed here */
+    bool queue_ordered;  /* freeing it waits for nothing: the queue's earlier work still sees
+                            it (OpenCL's release; CUDA's stream-ordered pool), set by alloc */
     unsigned generation; /* dev->generation at allocation */
     union {
         cl_mem mem;
@@ -188,7 +187,7 @@ void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(prin
 void ofl_append_log(ofl_error *err, const char *intro, const char *log);
 /* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
 const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
-const char *ofl_type_word(ofl_device_type type); /* "gpu" */
+const char *ofl_type_word(ofl_device_type type);   /* "gpu" */
 const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
 
 /* ---- ofl_device.c: the device object and its lock ---- */

@@ -42,8 +42,8 @@ static ofl_device *describe(CUdevice d, int driver) {
              driver % 1000 / 10);
     in->cuda_cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     in->cuda_cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    snprintf(in->version, sizeof in->version, "CUDA compute capability %d.%d",
-             in->cuda_cc_major, in->cuda_cc_minor);
+    snprintf(in->version, sizeof in->version, "CUDA compute capability %d.%d", in->cuda_cc_major,
+             in->cuda_cc_minor);
     in->max_compute_units = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     in->max_work_group_size = (size_t)attr(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
     /* index 0 is the fastest-varying dimension, as in OpenCL: CUDA's x */
@@ -68,8 +68,8 @@ static ofl_device *describe(CUdevice d, int driver) {
     dev->pci_dev = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
     dev->pci_fn = 0;
     dev->has_pci = true;
-    snprintf(in->pci_bus_id, sizeof in->pci_bus_id, "%04x:%02x:%02x.%x",
-             (unsigned)dev->pci_domain, dev->pci_bus, dev->pci_dev, dev->pci_fn);
+    snprintf(in->pci_bus_id, sizeof in->pci_bus_id, "%04x:%02x:%02x.%x", (unsigned)dev->pci_domain,
+             dev->pci_bus, dev->pci_dev, dev->pci_fn);
     return dev;
 }
 
@@ -109,10 +109,8 @@ static bool is_fault(CUresult rc) {
     case CUDA_ERROR_INVALID_ADDRESS_SPACE:
     case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
-        return true;
-    default:
-        return false;
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK: return true;
+    default: return false;
     }
 }
 
@@ -124,12 +122,14 @@ static int kernel_fault(ofl_error *err, ofl_device *dev, const char *call, CUres
     if (ofl_cu.cuGetErrorString) ofl_cu.cuGetErrorString(rc, &text);
     dev->h.cu.fault = rc;
     char who[140]; /* fits reset_after with " faulted" */
-    if (dev->last_kernel[0]) snprintf(who, sizeof who, "kernel '%s'", dev->last_kernel);
-    else snprintf(who, sizeof who, "queued work");
+    if (dev->last_kernel[0])
+        snprintf(who, sizeof who, "kernel '%s'", dev->last_kernel);
+    else
+        snprintf(who, sizeof who, "queued work");
     snprintf(dev->reset_after, sizeof dev->reset_after, "%s faulted", who);
     ofl_fail(err, OFL_ERR_DEVICE, "%s failed on %s: %s (%s, %d), reported by %s%s", who,
-             dev->info.filter, text ? text : "a device fault", name ? name : "CUDA error", rc,
-             call, dev->last_kernel[0] ? " (it is the last kernel launched there)." : ".");
+             dev->info.filter, text ? text : "a device fault", name ? name : "CUDA error", rc, call,
+             dev->last_kernel[0] ? " (it is the last kernel launched there)." : ".");
     /* the context is unusable after such a fault; reset() below says whether
      * it could be made anew or the process must restart */
     if (rc == CUDA_ERROR_ILLEGAL_ADDRESS || rc == CUDA_ERROR_MISALIGNED_ADDRESS)
@@ -283,9 +283,11 @@ static void reset(ofl_device *dev, ofl_error *err) {
     if (rc == CUDA_SUCCESS) {
         dev->opened = true;
         pthread_rwlock_unlock(&dev->h.cu.gate);
-        ofl_append(err, " The context of %s was reset to recover: its arrays and compiled "
-                        "kernels are lost (should the GPU fail again, restart the Jupyter "
-                        "kernel).", dev->info.filter);
+        ofl_append(err,
+                   " The context of %s was reset to recover: its arrays and compiled "
+                   "kernels are lost (should the GPU fail again, restart the Jupyter "
+                   "kernel).",
+                   dev->info.filter);
         return;
     }
     if (!was_reset || rc == fault || is_fault(rc)) {
@@ -293,17 +295,21 @@ static void reset(ofl_device *dev, ofl_error *err) {
         dev->h.cu.lost = fault;
         dev->lost = true;
         pthread_rwlock_unlock(&dev->h.cu.gate);
-        ofl_append(err, " The CUDA driver keeps this fault for the life of the process: %s "
-                        "cannot be used again, and its arrays are lost; restart the Jupyter "
-                        "kernel (or Python) to use the GPU again.", dev->info.filter);
+        ofl_append(err,
+                   " The CUDA driver keeps this fault for the life of the process: %s "
+                   "cannot be used again, and its arrays are lost; restart the Jupyter "
+                   "kernel (or Python) to use the GPU again.",
+                   dev->info.filter);
         return;
     }
     /* something else (no memory for the context?): the next call tries again */
     dev->opened = false;
     pthread_rwlock_unlock(&dev->h.cu.gate);
     char e[256];
-    ofl_append(err, " Its context was reset, but making it anew failed (%s: %s); its arrays "
-                    "are lost.", call, ofl_cuda_strerror(rc, e, sizeof e));
+    ofl_append(err,
+               " Its context was reset, but making it anew failed (%s: %s); its arrays "
+               "are lost.",
+               call, ofl_cuda_strerror(rc, e, sizeof e));
 }
 
 /* The device's memory pool, when the driver has stream-ordered allocation:
@@ -319,11 +325,14 @@ static CUmemoryPool pool_of(ofl_device *dev) {
         ofl_cu.cuDeviceGetDefaultMemPool(&pool, dev->h.cu.dev) != CUDA_SUCCESS)
         return NULL;
     unsigned long long keep_all = ~0ull;
-    return ofl_cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) == CUDA_SUCCESS ? pool
-                                                                                                          : NULL;
+    return ofl_cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) ==
+                   CUDA_SUCCESS
+               ? pool
+               : NULL;
 }
 
-static CUresult alloc_from_pool(ofl_device *dev, CUmemoryPool pool, CUdeviceptr *ptr, size_t bytes) {
+static CUresult alloc_from_pool(ofl_device *dev, CUmemoryPool pool, CUdeviceptr *ptr,
+                                size_t bytes) {
     CUresult rc = ofl_cu.cuMemAllocAsync(ptr, bytes, dev->h.cu.stream);
     if (rc != CUDA_ERROR_OUT_OF_MEMORY) return rc;
     /* what the pool keeps may be what is missing: hand it back and try once more */
@@ -336,7 +345,8 @@ static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *e
     int st = enter(dev, err);
     if (st) return st;
     CUmemoryPool pool = pool_of(dev);
-    CUresult rc = pool ? alloc_from_pool(dev, pool, &buf->h.ptr, bytes) : ofl_cu.cuMemAlloc(&buf->h.ptr, bytes);
+    CUresult rc = pool ? alloc_from_pool(dev, pool, &buf->h.ptr, bytes)
+                       : ofl_cu.cuMemAlloc(&buf->h.ptr, bytes);
     buf->queue_ordered = pool != NULL;
     size_t avail = 0, total = 0;
     if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -353,8 +363,10 @@ static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *e
 
 static void cu_free(ofl_buffer *buf) {
     if (enter(buf->dev, NULL)) return;
-    CUresult rc = buf->queue_ordered ? ofl_cu.cuMemFreeAsync(buf->h.ptr, buf->dev->h.cu.stream) : ofl_cu.cuMemFree(buf->h.ptr);
-    if (is_fault(rc)) kernel_fault(NULL, buf->dev, buf->queue_ordered ? "cuMemFreeAsync" : "cuMemFree", rc);
+    CUresult rc = buf->queue_ordered ? ofl_cu.cuMemFreeAsync(buf->h.ptr, buf->dev->h.cu.stream)
+                                     : ofl_cu.cuMemFree(buf->h.ptr);
+    if (is_fault(rc))
+        kernel_fault(NULL, buf->dev, buf->queue_ordered ? "cuMemFreeAsync" : "cuMemFree", rc);
     leave(buf->dev, 0, NULL);
 }
 
@@ -442,7 +454,8 @@ static int cu_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_
  * first-touch page faults, which bound a single-threaded copy (3 GB/s). */
 static CUresult download_chunk(ofl_device *dev, size_t i, CUdeviceptr src, size_t n) {
     size_t off = i * STAGE_CHUNK, len = n - off < STAGE_CHUNK ? n - off : STAGE_CHUNK;
-    CUresult rc = ofl_cu.cuMemcpyDtoHAsync(dev->h.cu.stage[i & 1], src + off, len, dev->h.cu.stream);
+    CUresult rc =
+        ofl_cu.cuMemcpyDtoHAsync(dev->h.cu.stage[i & 1], src + off, len, dev->h.cu.stream);
     return rc ? rc : ofl_cu.cuEventRecord(dev->h.cu.staged[i & 1], dev->h.cu.stream);
 }
 
@@ -562,7 +575,8 @@ static int cu_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
     if (st) return st;
     rc = ofl_cu.cuStreamQuery(dev->h.cu.stream);
     *done = rc != CUDA_ERROR_NOT_READY;
-    st = rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY ? 0 : cu_fail(err, dev, "cuStreamQuery", rc);
+    st = rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY ? 0
+                                                          : cu_fail(err, dev, "cuStreamQuery", rc);
     return leave(dev, st, err);
 }
 
@@ -624,11 +638,10 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
     if (rc != CUDA_SUCCESS) {
         if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
         char e[256];
-        int code = ofl_fail(err,
-                            rc == CUDA_ERROR_OUT_OF_MEMORY ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
-                            "cannot build kernel '%s' for %s (%s): %s failed with %s", prog->name,
-                            dev->info.filter, dev->info.name, call,
-                            ofl_cuda_strerror(rc, e, sizeof e));
+        int code =
+            ofl_fail(err, rc == CUDA_ERROR_OUT_OF_MEMORY ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
+                     "cannot build kernel '%s' for %s (%s): %s failed with %s", prog->name,
+                     dev->info.filter, dev->info.name, call, ofl_cuda_strerror(rc, e, sizeof e));
         log[sizeof log - 1] = '\0';
         if (ofl_cu.cuModuleLoadDataEx) ofl_append_log(err, "; the PTX compiler says:\n", log);
         return code;
@@ -695,8 +708,10 @@ static void cu_program_release(ofl_program *prog) {
         enter(dev, NULL) == 0) {
         /* launches of it may still be queued */
         CUresult rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
-        if (rc == CUDA_SUCCESS) ofl_cu.cuModuleUnload(prog->h.cu.module);
-        else cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
+        if (rc == CUDA_SUCCESS)
+            ofl_cu.cuModuleUnload(prog->h.cu.module);
+        else
+            cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
         leave(dev, 0, NULL);
     }
     drop_tuned(prog); /* its launches are over, or died with the context */
@@ -708,8 +723,7 @@ static int launch_fail(ofl_error *err, ofl_program *prog, const char *call, CUre
     char e[256];
     return ofl_fail(err, OFL_ERR_DEVICE,
                     "cannot launch kernel '%s' on %s (%s): %s failed with %s%s", prog->name,
-                    dev->info.filter, dev->info.name, call,
-                    ofl_cuda_strerror(rc, e, sizeof e),
+                    dev->info.filter, dev->info.name, call, ofl_cuda_strerror(rc, e, sizeof e),
                     rc == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
                         ? " (a work-group too large for the registers the kernel uses, or "
                           "arguments of the wrong size)"
@@ -764,8 +778,8 @@ static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
             call = "cuLaunchKernel";
             rc = ofl_cu.cuLaunchKernel(launch_fn(prog, l), (unsigned)(g[0] / l[0]),
                                        (unsigned)(g[1] / l[1]), (unsigned)(g[2] / l[2]),
-                                       (unsigned)l[0], (unsigned)l[1], (unsigned)l[2], 0, s,
-                                       params, NULL);
+                                       (unsigned)l[0], (unsigned)l[1], (unsigned)l[2], 0, s, params,
+                                       NULL);
         }
         if (!rc && ev) call = "cuEventRecord", rc = ofl_cu.cuEventRecord(ev->h.cu.end, s);
         if (rc) st = launch_fail(err, prog, call, rc);
@@ -776,7 +790,8 @@ static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
 }
 
 const ofl_backend_ops ofl_cuda_ops = {
-    "cuda", cu_open, cu_alloc, cu_free, cu_write, cu_read, cu_copy, cu_synchronize,
-    cu_mark, cu_event_wait, cu_poll, cu_event_elapsed, cu_event_release,
-    cu_build, cu_program_release, cu_launch,
+    "cuda",    cu_open,          cu_alloc,         cu_free,  cu_write,
+    cu_read,   cu_copy,          cu_synchronize,   cu_mark,  cu_event_wait,
+    cu_poll,   cu_event_elapsed, cu_event_release, cu_build, cu_program_release,
+    cu_launch,
 };

@@ -22,8 +22,10 @@ static const struct {
     const char *names[2];
     bool optional;
 } symbols[] = {
-#define SYM(field, ...) {offsetof(ofl_cuda_api, field), {__VA_ARGS__}, false}
-#define OPT(field, ...) {offsetof(ofl_cuda_api, field), {__VA_ARGS__}, true}
+#define SYM(field, ...)                                                                            \
+    { offsetof(ofl_cuda_api, field), {__VA_ARGS__}, false }
+#define OPT(field, ...)                                                                            \
+    { offsetof(ofl_cuda_api, field), {__VA_ARGS__}, true }
     SYM(cuGetErrorName, "cuGetErrorName"),
     SYM(cuGetErrorString, "cuGetErrorString"),
     SYM(cuInit, "cuInit"),
@@ -97,8 +99,8 @@ static void load(void) {
         for (int k = 0; k < 2 && !f && symbols[i].names[k]; k++)
             f = dlsym(lib, symbols[i].names[k]);
         if (!f && !symbols[i].optional) {
-            snprintf(load_why, sizeof load_why,
-                     "the CUDA driver is too old: libcuda.so.1 lacks %s", symbols[i].names[0]);
+            snprintf(load_why, sizeof load_why, "the CUDA driver is too old: libcuda.so.1 lacks %s",
+                     symbols[i].names[0]);
             memset(&ofl_cu, 0, sizeof ofl_cu);
             return; /* the library stays open: closing a driver is never worth the risk */
         }

@@ -22,7 +22,9 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
-typedef struct { char bytes[16]; } CUuuid;
+typedef struct {
+    char bytes[16];
+} CUuuid;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4 /* CUmemPool_attribute; the value is a cuuint64_t */
 
@@ -52,17 +54,17 @@ enum {
 };
 
 enum { /* CUdevice_attribute */
-    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
-    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
-    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
-    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
-    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
-    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-    CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
-    CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
-    CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+       CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+       CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+       CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+       CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+       CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
 
 enum { CU_STREAM_DEFAULT = 0, CU_EVENT_DEFAULT = 0 };
@@ -70,11 +72,11 @@ enum { CU_STREAM_DEFAULT = 0, CU_EVENT_DEFAULT = 0 };
 enum { CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0 }; /* CUfunction_attribute */
 
 enum { /* CUjit_option */
-    CU_JIT_INFO_LOG_BUFFER = 3,
-    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
-    CU_JIT_ERROR_LOG_BUFFER = 5,
-    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
-    CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0-4, the value an unsigned int; 4 by default */
+       CU_JIT_INFO_LOG_BUFFER = 3,
+       CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+       CU_JIT_ERROR_LOG_BUFFER = 5,
+       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+       CU_JIT_OPTIMIZATION_LEVEL = 7, /* 0-4, the value an unsigned int; 4 by default */
 };
 
 /* Every pointer is NULL until ofl_cuda_load() succeeds. The launcher's entry
@@ -89,17 +91,17 @@ typedef struct {
     CUresult (*cuDeviceGet)(CUdevice *dev, int ordinal);
     CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
     CUresult (*cuDeviceGetAttribute)(int *value, int attrib, CUdevice dev);
-    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev);        /* _v2 */
-    CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice dev);          /* _v2, else v1 */
+    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev); /* _v2 */
+    CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice dev);   /* _v2, else v1 */
     CUresult (*cuDeviceGetPCIBusId)(char *id, int len, CUdevice dev);
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
-    CUresult (*cuCtxPushCurrent)(CUcontext ctx);                      /* _v2 */
-    CUresult (*cuCtxPopCurrent)(CUcontext *ctx);                      /* _v2 */
+    CUresult (*cuCtxPushCurrent)(CUcontext ctx); /* _v2 */
+    CUresult (*cuCtxPopCurrent)(CUcontext *ctx); /* _v2 */
     CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
     CUresult (*cuStreamSynchronize)(CUstream stream);
-    CUresult (*cuMemGetInfo)(size_t *free, size_t *total);            /* _v2 */
-    CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);           /* _v2 */
-    CUresult (*cuMemFree)(CUdeviceptr ptr);                           /* _v2 */
+    CUresult (*cuMemGetInfo)(size_t *free, size_t *total);  /* _v2 */
+    CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes); /* _v2 */
+    CUresult (*cuMemFree)(CUdeviceptr ptr);                 /* _v2 */
     CUresult (*cuMemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
     /* optional: the cancel flag (mapped host memory) and polling waits (ofl_wait.c) */
     CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned flags); /* _v2 */
@@ -112,7 +114,7 @@ typedef struct {
     CUresult (*cuEventRecord)(CUevent ev, CUstream stream);
     CUresult (*cuEventSynchronize)(CUevent ev);
     CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2, else v1 */
-    CUresult (*cuEventDestroy)(CUevent ev);                           /* _v2 */
+    CUresult (*cuEventDestroy)(CUevent ev);                                /* _v2 */
     /* optional, for the launcher */
     CUresult (*cuModuleLoadData)(CUmodule *mod, const void *image);
     /* options: CUjit_option values (an int-sized enum) */
@@ -130,9 +132,9 @@ typedef struct {
     CUresult (*cuLibraryUnload)(CUlibrary lib);
     CUresult (*cuLibraryGetKernel)(CUkernel *kernel, CUlibrary lib, const char *name);
     CUresult (*cuKernelGetFunction)(CUfunction *fn, CUkernel kernel); /* in the current context */
-    CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
-                               CUstream stream, void **params, void **extra);
+    CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned shared_bytes, CUstream stream,
+                               void **params, void **extra);
     /* optional (CUDA 11.2+), stream-ordered allocation from the device's pool */
     CUresult (*cuMemAllocAsync)(CUdeviceptr *ptr, size_t bytes, CUstream s);
     CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream s);
@@ -140,8 +142,8 @@ typedef struct {
     CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attr, void *value);
     CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t keep);
     /* optional, to recover from a kernel's fault */
-    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);              /* _v2, else v1 */
-    CUresult (*cuDevicePrimaryCtxReset)(CUdevice dev);                /* _v2, else v1 */
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2, else v1 */
+    CUresult (*cuDevicePrimaryCtxReset)(CUdevice dev);   /* _v2, else v1 */
 } ofl_cuda_api;
 
 extern ofl_cuda_api ofl_cu;

@@ -59,10 +59,10 @@ struct ofl_cuda_compiler {
     CUmodule mod;
     CUresult rc;
     /* the tuner: full builds of programs loaded quickly, first come first built */
-    bool tuner;      /* its thread runs: loads may be quick */
-    bool closing;    /* the process exits: nothing more is tuned */
-    tuning *queue;   /* owned; waiting, oldest first */
-    ofl_program *in_hand; /* the program the tuner builds now, or NULL */
+    bool tuner;              /* its thread runs: loads may be quick */
+    bool closing;            /* the process exits: nothing more is tuned */
+    tuning *queue;           /* owned; waiting, oldest first */
+    ofl_program *in_hand;    /* the program the tuner builds now, or NULL */
     ofl_cuda_compiler *next; /* every device's, for the wait at exit */
 };
 
@@ -71,8 +71,7 @@ static ofl_cuda_compiler *all;
 
 /* On the calling thread, in its current context; quick: at the driver's
  * lowest optimisation level. */
-static CUresult load_here(CUmodule *mod, const char *ptx, bool quick, char *log,
-                          size_t loglen) {
+static CUresult load_here(CUmodule *mod, const char *ptx, bool quick, char *log, size_t loglen) {
     if (!ofl_cu.cuModuleLoadDataEx) return ofl_cu.cuModuleLoadData(mod, ptx);
     int opt[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                   CU_JIT_OPTIMIZATION_LEVEL};
@@ -127,7 +126,8 @@ static void warm_up(ofl_device *dev) {
     if (ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx) == CUDA_SUCCESS) {
         CUmodule mod = NULL;
         char log[1024];
-        if (load_here(&mod, ptx, false, log, sizeof log) == CUDA_SUCCESS) ofl_cu.cuModuleUnload(mod);
+        if (load_here(&mod, ptx, false, log, sizeof log) == CUDA_SUCCESS)
+            ofl_cu.cuModuleUnload(mod);
         CUcontext popped;
         ofl_cu.cuCtxPopCurrent(&popped);
     }
@@ -138,7 +138,7 @@ static void *compiler_main(void *arg) {
     ofl_device *dev = arg;
     ofl_cuda_compiler *c = dev->h.cu.compiler;
     pthread_setname_np(pthread_self(), "ofl-ptx-jit"); /* for top, gdb and the tests */
-    warm_up(dev); /* a failure only leaves the thread cold */
+    warm_up(dev);                                      /* a failure only leaves the thread cold */
     pthread_mutex_lock(&c->mu);
     c->warm = true;
     pthread_cond_broadcast(&c->cv);
@@ -255,8 +255,8 @@ void ofl_cuda_compiler_start(ofl_device *dev) {
         return;
     }
     c->tuner = ofl_cu.cuLibraryLoadData && ofl_cu.cuLibraryUnload && ofl_cu.cuLibraryGetKernel &&
-               ofl_cu.cuKernelGetFunction && ofl_cu.cuModuleLoadDataEx && ofl_cu.cuFuncGetAttribute &&
-               start_thread(tuner_main, c);
+               ofl_cu.cuKernelGetFunction && ofl_cu.cuModuleLoadDataEx &&
+               ofl_cu.cuFuncGetAttribute && start_thread(tuner_main, c);
     pthread_mutex_lock(&all_lock);
     if (!all) atexit(close_compilers);
     c->next = all, all = c;
@@ -315,8 +315,10 @@ CUresult ofl_cuda_load_ptx(ofl_program *prog, CUmodule *mod, const char *ptx, ch
     tuning *t = new_tuning(c, prog, ptx);
     CUresult rc = load(prog->dev, mod, ptx, t != NULL, log, loglen);
     /* queued after the load: the two compiles would share the CPU */
-    if (rc == CUDA_SUCCESS && t) queue_tuning(c, t);
-    else free(t);
+    if (rc == CUDA_SUCCESS && t)
+        queue_tuning(c, t);
+    else
+        free(t);
     return rc;
 }
 
@@ -326,8 +328,10 @@ void ofl_cuda_forget(ofl_program *prog) {
     pthread_mutex_lock(&c->mu);
     for (tuning **p = &c->queue; *p;) {
         tuning *t = *p;
-        if (t->prog == prog) *p = t->next, free(t);
-        else p = &t->next;
+        if (t->prog == prog)
+            *p = t->next, free(t);
+        else
+            p = &t->next;
     }
     while (c->in_hand == prog) pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);

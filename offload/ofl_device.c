@@ -58,7 +58,9 @@ int ofl_stale_fail(ofl_error *err, const ofl_device *dev, const char *what,
     ofl_fail(err, OFL_ERR_DEVICE, "%s in %s's context that was reset after %s; %s", what,
              dev->info.filter, dev->reset_after[0] ? dev->reset_after : "a fault", consequence);
     if (dev->lost)
-        ofl_append(err, " (and %s cannot be used again in this process: restart the Jupyter "
-                        "kernel, or Python, to use it)", dev->info.filter);
+        ofl_append(err,
+                   " (and %s cannot be used again in this process: restart the Jupyter "
+                   "kernel, or Python, to use it)",
+                   dev->info.filter);
     return OFL_ERR_DEVICE;
 }

@@ -9,10 +9,10 @@
 
 #include "ofl_backend.h"
 
-#define GRAMMAR                                                                      \
-    "A filter is backend:type:index, each part optional but in that order (\"gpu\", " \
-    "\"opencl:cpu\", \"cuda:gpu:0\", \"gpu:1\", \"1\"), or a comma list tried in "    \
-    "order (\"gpu,cpu\"); backends: opencl, cuda; types: cpu, gpu, accelerator "     \
+#define GRAMMAR                                                                                    \
+    "A filter is backend:type:index, each part optional but in that order (\"gpu\", "              \
+    "\"opencl:cpu\", \"cuda:gpu:0\", \"gpu:1\", \"1\"), or a comma list tried in "                 \
+    "order (\"gpu,cpu\"); backends: opencl, cuda; types: cpu, gpu, accelerator "                   \
     "(accel), custom; index: a number counting from 0."
 
 typedef struct {
@@ -27,9 +27,12 @@ typedef struct {
 } word;
 
 static const word words[] = {
-    {"opencl", OFL_OPENCL, 0},      {"cuda", OFL_CUDA, 0},
-    {"cpu", 0, OFL_CPU},            {"gpu", 0, OFL_GPU},
-    {"accelerator", 0, OFL_ACCELERATOR}, {"accel", 0, OFL_ACCELERATOR},
+    {"opencl", OFL_OPENCL, 0},
+    {"cuda", OFL_CUDA, 0},
+    {"cpu", 0, OFL_CPU},
+    {"gpu", 0, OFL_GPU},
+    {"accelerator", 0, OFL_ACCELERATOR},
+    {"accel", 0, OFL_ACCELERATOR},
     {"custom", 0, OFL_CUSTOM},
 };
 
@@ -40,8 +43,8 @@ static void trim(const char **s, const char **e) {
 }
 
 static int bad(ofl_error *err, const char *filter, const char *reason) {
-    return ofl_fail(err, OFL_ERR_BAD_FILTER, "bad device filter \"%.100s\": %s. %s", filter,
-                    reason, GRAMMAR);
+    return ofl_fail(err, OFL_ERR_BAD_FILTER, "bad device filter \"%.100s\": %s. %s", filter, reason,
+                    GRAMMAR);
 }
 
 /* fmt has one "%.*s" for the offending word [s, s + n). */
@@ -64,7 +67,7 @@ static int parse_part(const char *s, const char *e, term *t, int *stage, const c
         for (const char *p = s; p < e; p++) {
             if (!isdigit((unsigned char)*p))
                 return bad_word(err, filter, "\"%.*s\" is not a backend, a device type or an index",
-                           s, n);
+                                s, n);
             v = v * 10 + (*p - '0');
             if (v > 1000000) return bad_word(err, filter, "the index \"%.*s\" is too large", s, n);
         }
@@ -77,14 +80,14 @@ static int parse_part(const char *s, const char *e, term *t, int *stage, const c
         if (strlen(w->word) != (size_t)n || strncasecmp(w->word, s, (size_t)n) != 0) continue;
         if (w->backend && *stage > 0)
             return bad_word(err, filter,
-                       t->backend ? "two backends (\"%.*s\" is the second)"
-                                  : "the backend \"%.*s\" must come first",
-                       s, n);
+                            t->backend ? "two backends (\"%.*s\" is the second)"
+                                       : "the backend \"%.*s\" must come first",
+                            s, n);
         if (w->type && *stage > 1)
             return bad_word(err, filter,
-                       t->type ? "two device types (\"%.*s\" is the second)"
-                               : "the device type \"%.*s\" must come before the index",
-                       s, n);
+                            t->type ? "two device types (\"%.*s\" is the second)"
+                                    : "the device type \"%.*s\" must come before the index",
+                            s, n);
         if (w->backend) t->backend = w->backend, *stage = 1;
         if (w->type) t->type = w->type, *stage = 2;
         return 0;
@@ -93,13 +96,11 @@ static int parse_part(const char *s, const char *e, term *t, int *stage, const c
 }
 
 /* One comma-separated alternative [s, e). */
-static int parse_term(const char *s, const char *e, term *t, const char *filter,
-                      ofl_error *err) {
+static int parse_term(const char *s, const char *e, term *t, const char *filter, ofl_error *err) {
     *t = (term){0, 0, -1};
     const char *ts = s, *te = e;
     trim(&ts, &te);
-    if (ts == te)
-        return bad(err, filter, "an empty entry in the comma list");
+    if (ts == te) return bad(err, filter, "an empty entry in the comma list");
     int stage = 0;
     for (const char *p = s;; p++) {
         if (p == e || *p == ':') {
@@ -196,16 +197,16 @@ int ofl_select(const char *filter, ofl_device **out, ofl_error *err) {
     const char *why;
     ofl_devices(&n, &why);
     if (n == 0)
-        return ofl_fail(err, OFL_ERR_NOT_FOUND, "no device matches \"%.100s\": %s", filter,
-                        why);
+        return ofl_fail(err, OFL_ERR_NOT_FOUND, "no device matches \"%.100s\": %s", filter, why);
     ofl_fail(err, OFL_ERR_NOT_FOUND, "no device matches \"%.100s\".", filter);
     append_devices(err);
     const char *cuda_note = ofl_backend_note(OFL_CUDA);
     if (s.wants_cuda && cuda_note[0])
         ofl_append(err, "\nCUDA: %s.", cuda_note);
     else if (s.wants_gpu && !has_type(OFL_GPU))
-        ofl_append(err, "\nNo GPU found%s%s. For a GPU install its driver: the NVIDIA "
-                        "driver for CUDA, intel-opencl-icd for Intel GPUs.",
+        ofl_append(err,
+                   "\nNo GPU found%s%s. For a GPU install its driver: the NVIDIA "
+                   "driver for CUDA, intel-opencl-icd for Intel GPUs.",
                    cuda_note[0] ? "; CUDA: " : "", cuda_note);
     return OFL_ERR_NOT_FOUND;
 }

@@ -31,8 +31,7 @@ int ofl_alloc(ofl_device *dev, size_t bytes, ofl_buffer **out, ofl_error *err) {
                         ofl_size_str(in->max_mem_alloc_size, most, sizeof most));
     }
     ofl_buffer *buf = calloc(1, sizeof *buf);
-    if (!buf)
-        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer");
+    if (!buf) return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory allocating a buffer");
     buf->dev = dev;
     buf->size = bytes;
     int rc = ofl_device_lock(dev, err);
@@ -82,8 +81,7 @@ int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer 
     if (!address && bytes)
         return ofl_fail(err, OFL_ERR_INVALID, "%s: cannot wrap a null address", dev->info.filter);
     ofl_buffer *buf = calloc(1, sizeof *buf);
-    if (!buf)
-        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory wrapping a buffer");
+    if (!buf) return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory wrapping a buffer");
     int rc = ofl_device_lock(dev, err); /* opens it: copies and ofl_free need its context */
     if (rc) {
         free(buf);
@@ -111,9 +109,8 @@ static int check_range(const ofl_buffer *buf, size_t off, size_t n, const char *
     if (!buf) return ofl_fail(err, OFL_ERR_INVALID, "%s: no buffer given", what);
     if (off > buf->size || n > buf->size - off)
         return ofl_fail(err, OFL_ERR_INVALID,
-                        "%s: bytes %zu to %zu are outside the %zu-byte buffer on %s (%s)",
-                        what, off, off + n, buf->size, buf->dev->info.filter,
-                        buf->dev->info.name);
+                        "%s: bytes %zu to %zu are outside the %zu-byte buffer on %s (%s)", what,
+                        off, off + n, buf->size, buf->dev->info.filter, buf->dev->info.name);
     return 0;
 }
 
@@ -141,16 +138,15 @@ int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error 
 
 /* Through host memory, in pieces; backwards when the regions overlap with the
  * destination after the source, so that the result is memmove's. */
-static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff,
-                         size_t n, ofl_error *err) {
+static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
+                         ofl_error *err) {
     size_t chunk = n < BOUNCE ? n : BOUNCE;
     char *tmp = malloc(chunk);
     if (!tmp) {
         char sz[32];
-        return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY,
-                        "out of host memory for a %s copy buffer between %s and %s",
-                        ofl_size_str(chunk, sz, sizeof sz), src->dev->info.filter,
-                        dst->dev->info.filter);
+        return ofl_fail(
+            err, OFL_ERR_OUT_OF_MEMORY, "out of host memory for a %s copy buffer between %s and %s",
+            ofl_size_str(chunk, sz, sizeof sz), src->dev->info.filter, dst->dev->info.filter);
     }
     bool backward = dst == src && doff > soff;
     int rc = 0;
@@ -164,8 +160,8 @@ static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t s
     return rc;
 }
 
-int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset,
-             size_t bytes, ofl_error *err) {
+int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset, size_t bytes,
+             ofl_error *err) {
     int rc = check_range(dst, dst_offset, bytes, "copy to", err);
     if (rc == 0) rc = check_range(src, src_offset, bytes, "copy from", err);
     if (rc || bytes == 0 || (dst == src && dst_offset == src_offset)) return rc;

@@ -25,31 +25,70 @@
 
 static const char *cl_error_name(cl_int rc) {
     static const char *names[] = {
-        "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE",
-        "CL_COMPILER_NOT_AVAILABLE", "CL_MEM_OBJECT_ALLOCATION_FAILURE",
-        "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY", "CL_PROFILING_INFO_NOT_AVAILABLE",
-        "CL_MEM_COPY_OVERLAP", "CL_IMAGE_FORMAT_MISMATCH", "CL_IMAGE_FORMAT_NOT_SUPPORTED",
-        "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE", "CL_MISALIGNED_SUB_BUFFER_OFFSET",
-        "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", "CL_COMPILE_PROGRAM_FAILURE",
-        "CL_LINKER_NOT_AVAILABLE", "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+        "CL_SUCCESS",
+        "CL_DEVICE_NOT_FOUND",
+        "CL_DEVICE_NOT_AVAILABLE",
+        "CL_COMPILER_NOT_AVAILABLE",
+        "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+        "CL_OUT_OF_RESOURCES",
+        "CL_OUT_OF_HOST_MEMORY",
+        "CL_PROFILING_INFO_NOT_AVAILABLE",
+        "CL_MEM_COPY_OVERLAP",
+        "CL_IMAGE_FORMAT_MISMATCH",
+        "CL_IMAGE_FORMAT_NOT_SUPPORTED",
+        "CL_BUILD_PROGRAM_FAILURE",
+        "CL_MAP_FAILURE",
+        "CL_MISALIGNED_SUB_BUFFER_OFFSET",
+        "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        "CL_COMPILE_PROGRAM_FAILURE",
+        "CL_LINKER_NOT_AVAILABLE",
+        "CL_LINK_PROGRAM_FAILURE",
+        "CL_DEVICE_PARTITION_FAILED",
         "CL_KERNEL_ARG_INFO_NOT_AVAILABLE", /* 0 .. -19 */
     };
     static const char *invalid[] = {
-        "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM",
-        "CL_INVALID_DEVICE", "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES",
-        "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR", "CL_INVALID_MEM_OBJECT",
-        "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE", "CL_INVALID_SAMPLER",
-        "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS", "CL_INVALID_PROGRAM",
-        "CL_INVALID_PROGRAM_EXECUTABLE", "CL_INVALID_KERNEL_NAME",
-        "CL_INVALID_KERNEL_DEFINITION", "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX",
-        "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS",
-        "CL_INVALID_WORK_DIMENSION", "CL_INVALID_WORK_GROUP_SIZE",
-        "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET", "CL_INVALID_EVENT_WAIT_LIST",
-        "CL_INVALID_EVENT", "CL_INVALID_OPERATION", "CL_INVALID_GL_OBJECT",
-        "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL", "CL_INVALID_GLOBAL_WORK_SIZE",
-        "CL_INVALID_PROPERTY", "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS",
-        "CL_INVALID_LINKER_OPTIONS", "CL_INVALID_DEVICE_PARTITION_COUNT",
-        "CL_INVALID_PIPE_SIZE", "CL_INVALID_DEVICE_QUEUE", "CL_INVALID_SPEC_ID",
+        "CL_INVALID_VALUE",
+        "CL_INVALID_DEVICE_TYPE",
+        "CL_INVALID_PLATFORM",
+        "CL_INVALID_DEVICE",
+        "CL_INVALID_CONTEXT",
+        "CL_INVALID_QUEUE_PROPERTIES",
+        "CL_INVALID_COMMAND_QUEUE",
+        "CL_INVALID_HOST_PTR",
+        "CL_INVALID_MEM_OBJECT",
+        "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR",
+        "CL_INVALID_IMAGE_SIZE",
+        "CL_INVALID_SAMPLER",
+        "CL_INVALID_BINARY",
+        "CL_INVALID_BUILD_OPTIONS",
+        "CL_INVALID_PROGRAM",
+        "CL_INVALID_PROGRAM_EXECUTABLE",
+        "CL_INVALID_KERNEL_NAME",
+        "CL_INVALID_KERNEL_DEFINITION",
+        "CL_INVALID_KERNEL",
+        "CL_INVALID_ARG_INDEX",
+        "CL_INVALID_ARG_VALUE",
+        "CL_INVALID_ARG_SIZE",
+        "CL_INVALID_KERNEL_ARGS",
+        "CL_INVALID_WORK_DIMENSION",
+        "CL_INVALID_WORK_GROUP_SIZE",
+        "CL_INVALID_WORK_ITEM_SIZE",
+        "CL_INVALID_GLOBAL_OFFSET",
+        "CL_INVALID_EVENT_WAIT_LIST",
+        "CL_INVALID_EVENT",
+        "CL_INVALID_OPERATION",
+        "CL_INVALID_GL_OBJECT",
+        "CL_INVALID_BUFFER_SIZE",
+        "CL_INVALID_MIP_LEVEL",
+        "CL_INVALID_GLOBAL_WORK_SIZE",
+        "CL_INVALID_PROPERTY",
+        "CL_INVALID_IMAGE_DESCRIPTOR",
+        "CL_INVALID_COMPILER_OPTIONS",
+        "CL_INVALID_LINKER_OPTIONS",
+        "CL_INVALID_DEVICE_PARTITION_COUNT",
+        "CL_INVALID_PIPE_SIZE",
+        "CL_INVALID_DEVICE_QUEUE",
+        "CL_INVALID_SPEC_ID",
         "CL_MAX_SIZE_RESTRICTION_EXCEEDED", /* -30 .. -72 */
     };
     if (rc <= 0 && rc > -(cl_int)(sizeof names / sizeof *names)) return names[-rc];
@@ -85,8 +124,8 @@ static int queue_fail(ofl_error *err, const ofl_device *dev, const char *call, c
 /* A string query, whatever its length; NULL when it fails. Caller frees. */
 static char *query_str(cl_device_id d, cl_platform_id p, cl_uint param) {
     size_t n = 0;
-    cl_int rc = d ? clGetDeviceInfo(d, param, 0, NULL, &n)
-                  : clGetPlatformInfo(p, param, 0, NULL, &n);
+    cl_int rc =
+        d ? clGetDeviceInfo(d, param, 0, NULL, &n) : clGetPlatformInfo(p, param, 0, NULL, &n);
     char *s = rc == CL_SUCCESS ? malloc(n + 1) : NULL;
     if (!s) return NULL;
     rc = d ? clGetDeviceInfo(d, param, n, s, NULL) : clGetPlatformInfo(p, param, n, s, NULL);
@@ -112,7 +151,12 @@ static void get_str(cl_device_id d, cl_platform_id p, cl_uint param, char *out, 
 }
 
 static uint64_t get_num(cl_device_id d, cl_device_info param, size_t size) {
-    union { cl_uint u; cl_ulong ul; size_t z; cl_bitfield b; } v;
+    union {
+        cl_uint u;
+        cl_ulong ul;
+        size_t z;
+        cl_bitfield b;
+    } v;
     memset(&v, 0, sizeof v);
     if (clGetDeviceInfo(d, param, size, &v, NULL) != CL_SUCCESS) return 0;
     return size == sizeof(cl_uint) ? v.u : size == sizeof(size_t) ? (uint64_t)v.z : v.ul;
@@ -156,8 +200,8 @@ static void identify(ofl_device *dev, cl_device_id d, const char *exts) {
     }
     if (dev->has_pci)
         snprintf(in->pci_bus_id, sizeof in->pci_bus_id, "%04x:%02x:%02x.%x",
-                 dev->pci_domain < 0 ? 0 : (unsigned)dev->pci_domain, dev->pci_bus,
-                 dev->pci_dev, dev->pci_fn);
+                 dev->pci_domain < 0 ? 0 : (unsigned)dev->pci_domain, dev->pci_bus, dev->pci_dev,
+                 dev->pci_fn);
 }
 
 static ofl_device *describe(cl_platform_id p, cl_device_id d, const char *platform_name,
@@ -250,8 +294,8 @@ static void open_cancel(ofl_device *dev) {
     cl_int rc = CL_OUT_OF_HOST_MEMORY;
     if (buf) {
         memset(word, 0, PAGE);
-        buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, PAGE,
-                                    word, &rc);
+        buf->h.mem =
+            clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, PAGE, word, &rc);
     }
     if (rc == CL_SUCCESS) {
         dev->cancel_word = word; /* both live until exit, as the device does */
@@ -264,8 +308,8 @@ static void open_cancel(ofl_device *dev) {
 static int cl_open(ofl_device *dev, ofl_error *err) {
     cl_int rc;
     cl_device_id d = dev->h.cl.id;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
-                                     (cl_context_properties)dev->h.cl.platform, 0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->h.cl.platform,
+                                     0};
     cl_context ctx = clCreateContext(props, 1, &d, NULL, NULL, &rc);
     if (!ctx) return cl_fail(err, dev, "clCreateContext", rc);
     cl_command_queue q;
@@ -287,7 +331,8 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
 static int cl_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
     cl_int rc;
     buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-    buf->queue_ordered = true; /* the memory outlives the release until queued commands using it finish */
+    buf->queue_ordered =
+        true; /* the memory outlives the release until queued commands using it finish */
     if (buf->h.mem) return 0;
     if (is_oom(rc)) {
         char sz[32];
@@ -315,14 +360,14 @@ static int transfer_fail(ofl_error *err, const ofl_buffer *buf, const char *call
 }
 
 static int cl_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_error *err) {
-    cl_int rc = clEnqueueWriteBuffer(dst->dev->h.cl.queue, dst->h.mem, CL_TRUE, off, n, src,
-                                     0, NULL, NULL);
+    cl_int rc =
+        clEnqueueWriteBuffer(dst->dev->h.cl.queue, dst->h.mem, CL_TRUE, off, n, src, 0, NULL, NULL);
     return rc ? transfer_fail(err, dst, "clEnqueueWriteBuffer", rc) : 0;
 }
 
 static int cl_read(ofl_buffer *src, size_t off, void *dst, size_t n, ofl_error *err) {
-    cl_int rc = clEnqueueReadBuffer(src->dev->h.cl.queue, src->h.mem, CL_TRUE, off, n, dst,
-                                    0, NULL, NULL);
+    cl_int rc =
+        clEnqueueReadBuffer(src->dev->h.cl.queue, src->h.mem, CL_TRUE, off, n, dst, 0, NULL, NULL);
     return rc ? transfer_fail(err, src, "clEnqueueReadBuffer", rc) : 0;
 }
 
@@ -374,7 +419,8 @@ static int cl_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
     cl_int rc = CL_SUCCESS, status = CL_COMPLETE;
     if (!ev && !e) {
         rc = clEnqueueMarkerWithWaitList(dev->h.cl.queue, 0, NULL, &dev->h.cl.drain);
-        if (rc == CL_SUCCESS) rc = clFlush(dev->h.cl.queue); /* a marker never sent never completes */
+        if (rc == CL_SUCCESS)
+            rc = clFlush(dev->h.cl.queue); /* a marker never sent never completes */
         if (rc != CL_SUCCESS) return queue_fail(err, dev, "clEnqueueMarkerWithWaitList", rc);
         e = dev->h.cl.drain;
     }
@@ -413,8 +459,7 @@ static void cl_event_release(ofl_event *ev) {
  * dispatch a 2.1 call to a platform without it. */
 typedef cl_program (*create_with_il_fn)(cl_context, const void *, size_t, cl_int *);
 
-static cl_program create_with_il(const ofl_device *dev, const void *bin, size_t size,
-                                 cl_int *rc) {
+static cl_program create_with_il(const ofl_device *dev, const void *bin, size_t size, cl_int *rc) {
     if (dev->h.cl.platform_version >= 210)
         return clCreateProgramWithIL(dev->h.cl.ctx, bin, size, rc);
     create_with_il_fn f = (create_with_il_fn)clGetExtensionFunctionAddressForPlatform(
@@ -433,8 +478,8 @@ static char *program_str(cl_program p, cl_device_id d, cl_uint param) {
                   : clGetProgramInfo(p, param, 0, NULL, &n);
     char *s = rc == CL_SUCCESS ? malloc(n + 1) : NULL;
     if (!s) return NULL;
-    rc = d ? clGetProgramBuildInfo(p, d, param, n, s, NULL)
-           : clGetProgramInfo(p, param, n, s, NULL);
+    rc =
+        d ? clGetProgramBuildInfo(p, d, param, n, s, NULL) : clGetProgramInfo(p, param, n, s, NULL);
     s[rc == CL_SUCCESS ? n : 0] = '\0';
     return s;
 }
@@ -466,8 +511,8 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
                         "with %s (%d)",
                         prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
     /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
-    rc = clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL,
-                        NULL);
+    rc =
+        clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL, NULL);
     if (rc != CL_SUCCESS) {
         ofl_fail(err, OFL_ERR_DEVICE,
                  "cannot build kernel '%s' for %s (%s): clBuildProgram failed with %s (%d)",
@@ -548,7 +593,8 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
 }
 
 const ofl_backend_ops ofl_opencl_ops = {
-    "opencl", cl_open, cl_alloc, cl_free, cl_write, cl_read, cl_copy, cl_synchronize,
-    cl_mark, cl_event_wait, cl_poll, cl_event_elapsed, cl_event_release,
-    cl_build, cl_program_release, cl_launch,
+    "opencl",  cl_open,          cl_alloc,         cl_free,  cl_write,
+    cl_read,   cl_copy,          cl_synchronize,   cl_mark,  cl_event_wait,
+    cl_poll,   cl_event_elapsed, cl_event_release, cl_build, cl_program_release,
+    cl_launch,
 };

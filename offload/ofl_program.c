@@ -66,7 +66,7 @@ typedef struct { /* fields guarded by dev->lock */
     bool launched;   /* work queued since the last ofl_synchronize_launched */
     timed_launch *v; /* recorded launches, oldest first (the queue's order) */
     size_t n, cap;
-    size_t next;     /* a launch that makes n reach this collects */
+    size_t next; /* a launch that makes n reach this collects */
 } dev_timing;
 
 typedef struct {
@@ -212,8 +212,8 @@ void ofl_timing_start(void) { __atomic_add_fetch(&timing.on, 1, __ATOMIC_RELAXED
 
 void ofl_timing_stop(void) {
     int on = __atomic_load_n(&timing.on, __ATOMIC_RELAXED);
-    while (on > 0 && !__atomic_compare_exchange_n(&timing.on, &on, on - 1, false,
-                                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    while (on > 0 && !__atomic_compare_exchange_n(&timing.on, &on, on - 1, false, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED)) {
     }
 }
 
@@ -320,8 +320,7 @@ bool ofl_program_is_stale(const ofl_program *prog) {
 
 /* ---- launches ---- */
 
-static int check_args(const ofl_program *prog, const ofl_arg *args, size_t nargs,
-                      ofl_error *err) {
+static int check_args(const ofl_program *prog, const ofl_arg *args, size_t nargs, ofl_error *err) {
     const ofl_device *dev = prog->dev;
     if (prog->nparams >= 0 && (size_t)prog->nparams != nargs)
         return ofl_fail(err, OFL_ERR_INVALID, "kernel '%s' takes %ld argument%s, %zu given",
@@ -353,9 +352,12 @@ static int check_args(const ofl_program *prog, const ofl_arg *args, size_t nargs
 }
 
 static void shape_str(unsigned ndim, const size_t v[3], char *buf, size_t len) {
-    if (ndim == 1) snprintf(buf, len, "%zu", v[0]);
-    else if (ndim == 2) snprintf(buf, len, "%zu x %zu", v[0], v[1]);
-    else snprintf(buf, len, "%zu x %zu x %zu", v[0], v[1], v[2]);
+    if (ndim == 1)
+        snprintf(buf, len, "%zu", v[0]);
+    else if (ndim == 2)
+        snprintf(buf, len, "%zu x %zu", v[0], v[1]);
+    else
+        snprintf(buf, len, "%zu x %zu x %zu", v[0], v[1], v[2]);
 }
 
 static int check_local(const ofl_program *prog, unsigned ndim, const size_t g[3],
@@ -388,8 +390,7 @@ static int check_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
         return ofl_fail(err, OFL_ERR_INVALID,
                         "launch of kernel '%s': a work-group of %zu work-items (%s) exceeds the "
                         "%zu that this kernel allows on %s (%s)",
-                        prog->name, threads, shape,
-                        prog->max_threads, in->filter, in->name);
+                        prog->name, threads, shape, prog->max_threads, in->filter, in->name);
     }
     return 0;
 }
@@ -436,8 +437,10 @@ static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
     size_t x = GROUP / rest;
     /* CUDA schedules warps of 32 threads: keep x a whole number of them, and a
      * small global in x costs one warp, not a group of 256 */
-    if (cuda) x = min_z(x / 32 * 32, round_up(g[0], 32));
-    else x = min_z(pow2_floor(x), pow2_ceil(g[0]));
+    if (cuda)
+        x = min_z(x / 32 * 32, round_up(g[0], 32));
+    else
+        x = min_z(pow2_floor(x), pow2_ceil(g[0]));
     if (in->max_work_item_sizes[0]) x = min_z(x, in->max_work_item_sizes[0]);
     l[0] = x ? x : 1;
     if (l[0] * rest <= most) return;
@@ -454,8 +457,8 @@ static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
 }
 
 /* CUDA's grid: 2^31-1 blocks in x, 65535 in y and z. */
-static int check_grid(const ofl_program *prog, unsigned ndim, const size_t g[3],
-                      const size_t l[3], ofl_error *err) {
+static int check_grid(const ofl_program *prog, unsigned ndim, const size_t g[3], const size_t l[3],
+                      ofl_error *err) {
     static const size_t most[3] = {2147483647u, 65535u, 65535u};
     for (unsigned d = 0; d < ndim; d++) {
         size_t blocks = g[d] / l[d];
@@ -500,8 +503,8 @@ int ofl_launch(ofl_program *prog, unsigned ndim, const size_t global[], const si
     ofl_device *dev = prog->dev;
     if (ndim < 1 || ndim > 3 || !global)
         return ofl_fail(err, OFL_ERR_INVALID,
-                        "launch of kernel '%s' over %u dimensions: a launch has 1 to 3",
-                        prog->name, global ? ndim : 0);
+                        "launch of kernel '%s' over %u dimensions: a launch has 1 to 3", prog->name,
+                        global ? ndim : 0);
     if (nargs && !args)
         return ofl_fail(err, OFL_ERR_INVALID, "launch of kernel '%s': no arguments given",
                         prog->name);

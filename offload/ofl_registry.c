@@ -27,8 +27,7 @@ static bool same_gpu(const ofl_device *cl, const ofl_device *cu) {
     if (cl->has_uuid && cu->has_uuid) return memcmp(cl->uuid, cu->uuid, 16) == 0;
     if (cl->has_pci && cu->has_pci)
         return cl->pci_bus == cu->pci_bus && cl->pci_dev == cu->pci_dev &&
-               cl->pci_fn == cu->pci_fn &&
-               (cl->pci_domain < 0 || cl->pci_domain == cu->pci_domain);
+               cl->pci_fn == cu->pci_fn && (cl->pci_domain < 0 || cl->pci_domain == cu->pci_domain);
     return strstr(cl->info.vendor, "NVIDIA") && strcmp(cl->info.name, cu->info.name) == 0;
 }
 
@@ -51,9 +50,12 @@ static void apply_without(void) {
     for (char *save = NULL, *w = strtok_r(buf, ", ", &save); w; w = strtok_r(NULL, ", ", &save))
         for (size_t i = 0; i < ndevices; i++) {
             ofl_device_info *in = &devices[i]->info;
-            if (strcmp(w, "fp64") == 0) in->has_fp64 = false;
-            else if (strcmp(w, "fp16") == 0) in->has_fp16 = false;
-            else if (strcmp(w, "atomic64") == 0) in->has_atomic64 = false;
+            if (strcmp(w, "fp64") == 0)
+                in->has_fp64 = false;
+            else if (strcmp(w, "fp16") == 0)
+                in->has_fp16 = false;
+            else if (strcmp(w, "atomic64") == 0)
+                in->has_atomic64 = false;
         }
 }
 
@@ -85,8 +87,7 @@ static void discover(void) {
                              devices[j]->info.type == dev->info.type;
                 dev->info.index = index;
                 snprintf(dev->info.filter, sizeof dev->info.filter, "%s:%s:%d",
-                         ofl_backend_word(dev->info.backend), ofl_type_word(dev->info.type),
-                         index);
+                         ofl_backend_word(dev->info.backend), ofl_type_word(dev->info.type), index);
                 devices[ndevices++] = dev;
             }
         }
@@ -102,8 +103,8 @@ static void discover(void) {
                  note_cl[0] ? note_cl : "no OpenCL device",
                  note_cu[0] ? note_cu : "no CUDA device");
     else if (note_cl[0] || note_cu[0])
-        snprintf(why_none, sizeof why_none, "%s%s%s", note_cl,
-                 note_cl[0] && note_cu[0] ? "; " : "", note_cu);
+        snprintf(why_none, sizeof why_none, "%s%s%s", note_cl, note_cl[0] && note_cu[0] ? "; " : "",
+                 note_cu);
 }
 
 ofl_device *const *ofl_devices(size_t *count, const char **why) {
@@ -129,8 +130,8 @@ void ofl_describe_devices(char *out, size_t outlen) {
     }
     for (size_t i = 0; i < n && used < outlen; i++) {
         const ofl_device_info *in = &devs[i]->info;
-        int k = snprintf(out + used, outlen - used, "%s  %-14s %s (%s)", i ? "\n" : "",
-                         in->filter, in->name, in->platform);
+        int k = snprintf(out + used, outlen - used, "%s  %-14s %s (%s)", i ? "\n" : "", in->filter,
+                         in->name, in->platform);
         if (k < 0) break;
         used += (size_t)k;
     }

@@ -50,15 +50,15 @@ typedef struct {
     char platform[256];   /* OpenCL platform name; "CUDA" */
     ofl_backend backend;
     ofl_device_type type;
-    int index;            /* position among devices of the same backend and type */
-    char filter[64];      /* canonical filter string: "cuda:gpu:0", "opencl:cpu:0" */
+    int index;       /* position among devices of the same backend and type */
+    char filter[64]; /* canonical filter string: "cuda:gpu:0", "opencl:cpu:0" */
     unsigned max_compute_units;
     size_t max_work_group_size;
     size_t max_work_item_sizes[3];
     uint64_t global_mem_size, local_mem_size, max_mem_alloc_size;
     bool has_fp64, has_fp16, has_atomic64;
-    bool has_spir;        /* cl_khr_spir (SPIR 1.2 bitcode) */
-    char pci_bus_id[32];  /* "0000:3b:00.0" or "" */
+    bool has_spir;                    /* cl_khr_spir (SPIR 1.2 bitcode) */
+    char pci_bus_id[32];              /* "0000:3b:00.0" or "" */
     int cuda_cc_major, cuda_cc_minor; /* compute capability; 0 for OpenCL */
 } ofl_device_info;
 
@@ -125,8 +125,8 @@ int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl
 int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err);
 /* Any two buffers: same device directly, different devices through the host;
  * overlapping regions of one buffer copy as memmove does. */
-int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset,
-             size_t bytes, ofl_error *err);
+int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset, size_t bytes,
+             ofl_error *err);
 
 /* Waits for everything queued on the device; reports a failure of queued work. */
 int ofl_synchronize(ofl_device *dev, ofl_error *err);

@@ -100,8 +100,8 @@ static int cancel(ofl_device *dev, ofl_error *err) {
     if (poll_loop(dev, NULL, false, GRACE, &end, &ignored) == 0 && end == DONE) {
         dev->ops->synchronize(dev, NULL);
         queue_empty(dev);
-        return ofl_fail(err, OFL_ERR_INTERRUPTED, "interrupted: the work queued on %s was cancelled",
-                        dev->info.filter);
+        return ofl_fail(err, OFL_ERR_INTERRUPTED,
+                        "interrupted: the work queued on %s was cancelled", dev->info.filter);
     }
     return ofl_fail(err, OFL_ERR_INTERRUPTED,
                     "interrupted: the work queued on %s (%s) was told to stop but still runs "
@@ -164,8 +164,9 @@ int ofl_cancel_arg(ofl_device *dev, ofl_arg *out, ofl_error *err) {
     int rc = ofl_device_lock(dev, err);
     if (rc) return rc;
     if (!dev->cancel)
-        rc = ofl_fail(err, OFL_ERR_DEVICE, "%s (%s) has no cancel flag (out of memory when it opened)",
-                      dev->info.filter, dev->info.name);
+        rc = ofl_fail(err, OFL_ERR_DEVICE,
+                      "%s (%s) has no cancel flag (out of memory when it opened)", dev->info.filter,
+                      dev->info.name);
     else {
         dev->cancel->generation = dev->generation; /* remade by a CUDA reset's reopen */
         *out = (ofl_arg){.buffer = dev->cancel};

@@ -27,13 +27,13 @@ static const mod_array_kernels *kernels; /* lib/'s, from mod_array_init */
 /* ---- allocations ---- */
 
 struct mod_alloc {
-    PyObject_HEAD ofl_device *dev;
+    PyObject_HEAD
+    ofl_device *dev;
     ofl_buffer *buf; /* owned; NULL for 0 bytes */
     PyObject *owner; /* foreign memory (mod_array_wrap): what keeps it alive; else NULL */
 };
 
-static void alloc_dealloc(mod_alloc *m)
-{
+static void alloc_dealloc(mod_alloc *m) {
     ofl_buffer *buf = m->buf;
     if (buf) { /* ofl_free waits for the device's queue: not under the GIL */
         Py_BEGIN_ALLOW_THREADS
@@ -45,16 +45,14 @@ static void alloc_dealloc(mod_alloc *m)
 }
 
 static PyTypeObject AllocType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "offload._Allocation",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload._Allocation",
     .tp_basicsize = sizeof(mod_alloc),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Device memory shared by an array and its views.",
     .tp_dealloc = (destructor)alloc_dealloc,
 };
 
-static mod_alloc *alloc_new(ofl_device *dev, size_t bytes)
-{
+static mod_alloc *alloc_new(ofl_device *dev, size_t bytes) {
     ofl_buffer *buf = NULL;
     if (bytes) {
         ofl_error err;
@@ -80,10 +78,8 @@ static mod_alloc *alloc_new(ofl_device *dev, size_t bytes)
 
 /* ---- device transfers (n == 0 is a no-op, so empty arrays need no buffer) ---- */
 
-static int dev_read(mod_array *a, Py_ssize_t off, void *dst, Py_ssize_t n)
-{
-    if (n <= 0)
-        return 0;
+static int dev_read(mod_array *a, Py_ssize_t off, void *dst, Py_ssize_t n) {
+    if (n <= 0) return 0;
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -92,10 +88,8 @@ static int dev_read(mod_array *a, Py_ssize_t off, void *dst, Py_ssize_t n)
     return rc ? (mod_raise(&err), -1) : 0;
 }
 
-static int dev_write(mod_array *a, Py_ssize_t off, const void *src, Py_ssize_t n)
-{
-    if (n <= 0)
-        return 0;
+static int dev_write(mod_array *a, Py_ssize_t off, const void *src, Py_ssize_t n) {
+    if (n <= 0) return 0;
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -104,10 +98,9 @@ static int dev_write(mod_array *a, Py_ssize_t off, const void *src, Py_ssize_t n
     return rc ? (mod_raise(&err), -1) : 0;
 }
 
-static int dev_copy(mod_array *dst, Py_ssize_t doff, mod_array *src, Py_ssize_t soff, Py_ssize_t n)
-{
-    if (n <= 0)
-        return 0;
+static int dev_copy(mod_array *dst, Py_ssize_t doff, mod_array *src, Py_ssize_t soff,
+                    Py_ssize_t n) {
+    if (n <= 0) return 0;
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -118,32 +111,26 @@ static int dev_copy(mod_array *dst, Py_ssize_t doff, mod_array *src, Py_ssize_t 
 
 /* ---- layout ---- */
 
-static Py_ssize_t layout_size(int nd, const Py_ssize_t *shape)
-{
+static Py_ssize_t layout_size(int nd, const Py_ssize_t *shape) {
     Py_ssize_t n = 1;
-    for (int i = 0; i < nd; i++)
-        n *= shape[i];
+    for (int i = 0; i < nd; i++) n *= shape[i];
     return n;
 }
 
 static Py_ssize_t array_size(const mod_array *a) { return layout_size(a->nd, a->shape); }
 
-bool mod_array_is_c_contiguous(const mod_array *a)
-{
+bool mod_array_is_c_contiguous(const mod_array *a) {
     Py_ssize_t expect = a->itemsize;
-    if (array_size(a) == 0)
-        return true;
+    if (array_size(a) == 0) return true;
     for (int i = a->nd - 1; i >= 0; i--) {
-        if (a->shape[i] != 1 && a->strides[i] != expect)
-            return false;
+        if (a->shape[i] != 1 && a->strides[i] != expect) return false;
         expect *= a->shape[i];
     }
     return true;
 }
 
 /* The bytes [lo, hi) of the buffer that hold the array's elements. */
-static void array_span(const mod_array *a, Py_ssize_t *lo, Py_ssize_t *hi)
-{
+static void array_span(const mod_array *a, Py_ssize_t *lo, Py_ssize_t *hi) {
     *lo = *hi = a->offset;
     for (int i = 0; i < a->nd; i++) {
         Py_ssize_t ext = a->strides[i] * (a->shape[i] - 1);
@@ -160,11 +147,9 @@ ofl_buffer *mod_array_buffer(const mod_array *a) { return a->mem->buf; }
 
 /* A new array object over mem (which it references) with this layout. */
 static mod_array *view_new(mod_alloc *mem, PyObject *dtype, int nd, const Py_ssize_t *shape,
-                           const Py_ssize_t *strides, Py_ssize_t offset)
-{
+                           const Py_ssize_t *strides, Py_ssize_t offset) {
     mod_array *a = PyObject_New(mod_array, &mod_ArrayType);
-    if (!a)
-        return NULL;
+    if (!a) return NULL;
     a->mem = (mod_alloc *)Py_NewRef((PyObject *)mem);
     a->dtype = Py_NewRef(dtype);
     a->itemsize = mod_dtype_itemsize(dtype);
@@ -177,13 +162,11 @@ static mod_array *view_new(mod_alloc *mem, PyObject *dtype, int nd, const Py_ssi
 }
 
 PyObject *mod_array_view(mod_array *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides,
-                         Py_ssize_t offset)
-{
+                         Py_ssize_t offset) {
     return (PyObject *)view_new(a->mem, a->dtype, nd, shape, strides, offset);
 }
 
-static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_ssize_t *strides)
-{
+static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_ssize_t *strides) {
     Py_ssize_t s = itemsize;
     for (int i = nd - 1; i >= 0; i--) {
         strides[i] = s;
@@ -191,8 +174,7 @@ static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_s
     }
 }
 
-PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape)
-{
+PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py_ssize_t *shape) {
     Py_ssize_t itemsize = mod_dtype_itemsize(dtype), n = itemsize, strides[MOD_MAXDIMS];
     if (itemsize == 0) /* a caller passed a dtype mod_dtype_new() did not return */
         return PyErr_Format(PyExc_SystemError, "offload: non-canonical dtype %R", dtype);
@@ -205,11 +187,9 @@ PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py
             return PyErr_Format(PyExc_ValueError, "array is too big: its size overflows");
         n *= shape[i];
     }
-    if (layout_size(nd, shape) == 0)
-        n = 0;
+    if (layout_size(nd, shape) == 0) n = 0;
     mod_alloc *mem = alloc_new(dev, (size_t)n);
-    if (!mem)
-        return NULL;
+    if (!mem) return NULL;
     c_strides(nd, shape, itemsize, strides);
     mod_array *a = view_new(mem, dtype, nd, shape, strides, 0);
     Py_DECREF(mem);
@@ -217,8 +197,7 @@ PyObject *mod_array_new_empty(ofl_device *dev, PyObject *dtype, int nd, const Py
 }
 
 PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int nd,
-                         const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t offset)
-{
+                         const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t offset) {
     mod_alloc *mem = PyObject_New(mod_alloc, &AllocType);
     if (!mem) {
         ofl_free(buf);
@@ -235,8 +214,7 @@ PyObject *mod_array_wrap(ofl_buffer *buf, PyObject *owner, PyObject *dtype, int 
 /* ---- NumPy helpers ---- */
 
 /* numpy.empty(shape, dtype) */
-static PyObject *np_empty(int nd, const Py_ssize_t *shape, PyObject *dtype)
-{
+static PyObject *np_empty(int nd, const Py_ssize_t *shape, PyObject *dtype) {
     PyObject *s = mod_int_tuple(nd, shape);
     PyObject *args = s ? PyTuple_Pack(2, s, dtype) : NULL;
     PyObject *r = args ? mod_np_call("empty", args, NULL) : NULL;
@@ -253,8 +231,7 @@ static PyObject *np_bytes(Py_ssize_t n) /* numpy.empty(n, uint8) */
 
 /* numpy.ndarray(shape, dtype, buffer=buf, offset=offset, strides=strides):
  * the array's elements inside a host copy of its covering span. */
-static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset)
-{
+static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset) {
     PyObject *shape = mod_int_tuple(a->nd, a->shape), *strides = mod_int_tuple(a->nd, a->strides);
     PyObject *args = shape ? PyTuple_Pack(2, shape, a->dtype) : NULL;
     PyObject *kw = strides && args ? Py_BuildValue("{sOsnsO}", "buffer", buf, "offset", offset,
@@ -270,8 +247,7 @@ static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset)
 
 /* ---- device -> host ---- */
 
-PyObject *mod_array_asnumpy(mod_array *a)
-{
+PyObject *mod_array_asnumpy(mod_array *a) {
     if (mod_array_is_c_contiguous(a)) {
         PyObject *out = np_empty(a->nd, a->shape, a->dtype);
         Py_buffer view;
@@ -281,8 +257,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
         }
         int rc = dev_read(a, a->offset, view.buf, view.len);
         PyBuffer_Release(&view);
-        if (rc < 0)
-            Py_CLEAR(out);
+        if (rc < 0) Py_CLEAR(out);
         return out;
     }
     /* strided: read the covering span, let NumPy pick the elements */
@@ -296,8 +271,7 @@ PyObject *mod_array_asnumpy(mod_array *a)
     }
     int rc = dev_read(a, lo, view.buf, view.len);
     PyBuffer_Release(&view);
-    if (rc == 0)
-        out = np_strided(a, buf, a->offset - lo);
+    if (rc == 0) out = np_strided(a, buf, a->offset - lo);
     Py_DECREF(buf);
     /* a dense view (.T, [::-1]) keeps its NumPy strides; a sparse one is
      * compacted so the span's unused bytes are not kept alive */
@@ -312,17 +286,14 @@ PyObject *mod_array_asnumpy(mod_array *a)
 
 /* A C-contiguous NumPy array of a supported dtype holding obj (converted to
  * dtype when given). */
-PyObject *mod_host_array(PyObject *obj, PyObject *dtype)
-{
+PyObject *mod_host_array(PyObject *obj, PyObject *dtype) {
     PyObject *args = PyTuple_Pack(1, obj);
     PyObject *kw = args ? Py_BuildValue("{ss}", "order", "C") : NULL;
-    if (kw && dtype && PyDict_SetItemString(kw, "dtype", dtype) < 0)
-        Py_CLEAR(kw);
+    if (kw && dtype && PyDict_SetItemString(kw, "dtype", dtype) < 0) Py_CLEAR(kw);
     PyObject *arr = kw ? mod_np_call("asarray", args, kw) : NULL;
     Py_XDECREF(args);
     Py_XDECREF(kw);
-    if (!arr || dtype)
-        return arr;
+    if (!arr || dtype) return arr;
     /* no dtype given: NumPy inferred it; accept it only if arrays support it
      * and convert a non-native byte order */
     PyObject *have = PyObject_GetAttrString(arr, "dtype");
@@ -342,8 +313,7 @@ PyObject *mod_host_array(PyObject *obj, PyObject *dtype)
 }
 
 /* A new device array holding a NumPy array (made C-contiguous first if need be). */
-static PyObject *upload(PyObject *arr, ofl_device *dev)
-{
+static PyObject *upload(PyObject *arr, ofl_device *dev) {
     PyObject *host = mod_host_array(arr, NULL); /* arr itself when already fit */
     PyObject *dtype = host ? mod_dtype_from_array(host) : NULL;
     Py_buffer view;
@@ -357,8 +327,7 @@ static PyObject *upload(PyObject *arr, ofl_device *dev)
         PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
     else
         a = mod_array_new_empty(dev, dtype, view.ndim, view.shape);
-    if (a && dev_write((mod_array *)a, 0, view.buf, view.len) < 0)
-        Py_CLEAR(a);
+    if (a && dev_write((mod_array *)a, 0, view.buf, view.len) < 0) Py_CLEAR(a);
     PyBuffer_Release(&view);
     Py_DECREF(host);
     Py_DECREF(dtype);
@@ -368,18 +337,15 @@ static PyObject *upload(PyObject *arr, ofl_device *dev)
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev) { return upload(host, dev); }
 
 /* The default floating dtype of a device, as dpctl: float64 where it computes in it. */
-static PyObject *default_float_borrowed(ofl_device *dev)
-{
+static PyObject *default_float_borrowed(ofl_device *dev) {
     return mod_dtype_find_borrowed('f', ofl_device_get_info(dev)->has_fp64 ? 8 : 4);
 }
 
 /* Writes elem (itemsize bytes) into every element of a fresh C-contiguous
  * array, a chunk at a time: no host copy of the whole array. */
-int mod_array_fill(mod_array *a, const void *elem)
-{
+int mod_array_fill(mod_array *a, const void *elem) {
     Py_ssize_t total = array_size(a) * a->itemsize;
-    if (total == 0)
-        return 0;
+    if (total == 0) return 0;
     Py_ssize_t chunk = (1 << 20) / a->itemsize * a->itemsize;
     chunk = chunk < total ? chunk : total;
     char *p = PyMem_Malloc((size_t)chunk);
@@ -387,8 +353,7 @@ int mod_array_fill(mod_array *a, const void *elem)
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < chunk; i += a->itemsize)
-        memcpy(p + i, elem, (size_t)a->itemsize);
+    for (Py_ssize_t i = 0; i < chunk; i += a->itemsize) memcpy(p + i, elem, (size_t)a->itemsize);
     int rc = 0;
     for (Py_ssize_t off = 0; rc == 0 && off < total; off += chunk)
         rc = dev_write(a, a->offset + off, p, chunk < total - off ? chunk : total - off);
@@ -400,12 +365,10 @@ int mod_array_fill(mod_array *a, const void *elem)
 
 /* A C-contiguous copy of a on dev (its own device or another): one device
  * copy when a is contiguous, else a gather kernel on a's device first. */
-PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev)
-{
+PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev) {
     if (!mod_array_is_c_contiguous(a)) {
         PyObject *packed = kernels->copy(a, NULL);
-        if (!packed || dev == a->mem->dev)
-            return packed;
+        if (!packed || dev == a->mem->dev) return packed;
         PyObject *c = mod_array_copy_to((mod_array *)packed, dev);
         Py_DECREF(packed);
         return c;
@@ -417,26 +380,21 @@ PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev)
 }
 
 /* a as dtype on dev: converted by a kernel on a's device, then moved. */
-PyObject *mod_array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev)
-{
+PyObject *mod_array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev) {
     PyObject *c = kernels->copy(a, dtype);
-    if (!c || dev == a->mem->dev)
-        return c;
+    if (!c || dev == a->mem->dev) return c;
     PyObject *moved = mod_array_copy_to((mod_array *)c, dev);
     Py_DECREF(c);
     return moved;
 }
 
-int mod_parse_copy(PyObject *copy)
-{
-    if (copy == Py_None)
-        return -1;
+int mod_parse_copy(PyObject *copy) {
+    if (copy == Py_None) return -1;
     int t = PyObject_IsTrue(copy);
     return t < 0 ? -2 : t;
 }
 
-PyObject *mod_copy_needed_error(const char *what)
-{
+PyObject *mod_copy_needed_error(const char *what) {
     PyErr_Format(PyExc_ValueError,
                  "copy=False, but %s needs a copy; pass copy=None to copy only when needed", what);
     return NULL;
@@ -449,8 +407,7 @@ typedef struct {
     Py_ssize_t offset, shape[MOD_MAXDIMS], strides[MOD_MAXDIMS];
 } layout;
 
-static int index_error(PyObject *item)
-{
+static int index_error(PyObject *item) {
     PyErr_Format(PyExc_IndexError,
                  "offload arrays support basic indexing only: integers, slices (:), "
                  "ellipsis (...) and None; got %.100s (for boolean or integer-array "
@@ -461,8 +418,7 @@ static int index_error(PyObject *item)
 
 /* The layout key selects from a: 1 when it names a single element (an integer
  * for every axis), 0 for a view, -1 on error. NumPy's rules for basic indexing. */
-static int index_layout(const mod_array *a, PyObject *key, layout *out)
-{
+static int index_layout(const mod_array *a, PyObject *key, layout *out) {
     PyObject *one[1] = {key};
     PyObject **items = one;
     Py_ssize_t n = 1;
@@ -500,8 +456,7 @@ static int index_layout(const mod_array *a, PyObject *key, layout *out)
     out->offset = a->offset;
     for (Py_ssize_t k = 0; k <= n; k++) {
         PyObject *it = k < n ? items[k] : Py_Ellipsis; /* trailing axes: an implied ... */
-        if (k == n && ellipses)
-            break;
+        if (k == n && ellipses) break;
         if (it == Py_Ellipsis || it == Py_None) {
             int take = it == Py_None ? 0 : a->nd - used;
             if (out->nd + (it == Py_None ? 1 : take) > MOD_MAXDIMS) {
@@ -515,8 +470,7 @@ static int index_layout(const mod_array *a, PyObject *key, layout *out)
                 out->shape[out->nd] = a->shape[dim], out->strides[out->nd++] = a->strides[dim];
         } else if (PySlice_Check(it)) {
             Py_ssize_t start, stop, step;
-            if (PySlice_Unpack(it, &start, &stop, &step) < 0)
-                return -1;
+            if (PySlice_Unpack(it, &start, &stop, &step) < 0) return -1;
             Py_ssize_t len = PySlice_AdjustIndices(a->shape[dim], &start, &stop, step);
             if (len == 0) /* as NumPy: an empty slice keeps the axis' own stride */
                 start = 0, step = 1;
@@ -545,14 +499,12 @@ static int index_layout(const mod_array *a, PyObject *key, layout *out)
     return single;
 }
 
-static mod_array *view_of(mod_array *a, const layout *l)
-{
+static mod_array *view_of(mod_array *a, const layout *l) {
     return view_new(a->mem, a->dtype, l->nd, l->shape, l->strides, l->offset);
 }
 
 /* One element, read from the device, as a NumPy scalar (what NumPy returns). */
-static PyObject *read_scalar(mod_array *a, Py_ssize_t offset)
-{
+static PyObject *read_scalar(mod_array *a, Py_ssize_t offset) {
     PyObject *host = np_empty(0, NULL, a->dtype);
     Py_buffer view;
     if (!host || mod_np_buffer(host, &view, true) < 0) {
@@ -568,12 +520,10 @@ static PyObject *read_scalar(mod_array *a, Py_ssize_t offset)
     return r;
 }
 
-static PyObject *array_subscript(mod_array *a, PyObject *key)
-{
+static PyObject *array_subscript(mod_array *a, PyObject *key) {
     layout l;
     int single = index_layout(a, key, &l);
-    if (single < 0)
-        return NULL;
+    if (single < 0) return NULL;
     return single ? read_scalar(a, l.offset) : (PyObject *)view_of(a, &l);
 }
 
@@ -587,10 +537,8 @@ static PyObject *array_subscript(mod_array *a, PyObject *key)
 /* A C-contiguous NumPy array of the view's own dtype and shape goes up from
  * its buffer as it is: no staging copy (CuPy's set() does the same).
  * 1 done, 0 not this case, -1 error. */
-static int assign_from_buffer(mod_array *v, PyObject *value)
-{
-    if (!mod_is_numpy_array(value) || !mod_array_is_c_contiguous(v))
-        return 0;
+static int assign_from_buffer(mod_array *v, PyObject *value) {
+    if (!mod_is_numpy_array(value) || !mod_array_is_c_contiguous(v)) return 0;
     PyObject *dtype = PyObject_GetAttrString(value, "dtype");
     PyObject *shape = PyObject_GetAttrString(value, "shape");
     PyObject *want = mod_int_tuple(v->nd, v->shape);
@@ -599,8 +547,7 @@ static int assign_from_buffer(mod_array *v, PyObject *value)
     Py_XDECREF(dtype);
     Py_XDECREF(shape);
     Py_XDECREF(want);
-    if (PyErr_Occurred())
-        return -1;
+    if (PyErr_Occurred()) return -1;
     Py_buffer view;
     if (!same || PyObject_GetBuffer(value, &view, PyBUF_C_CONTIGUOUS) < 0) {
         PyErr_Clear(); /* e.g. Fortran order: the general path handles it */
@@ -613,13 +560,10 @@ static int assign_from_buffer(mod_array *v, PyObject *value)
     return rc;
 }
 
-int mod_array_assign(mod_array *v, PyObject *value)
-{
-    if (array_size(v) == 0)
-        return 0;
+int mod_array_assign(mod_array *v, PyObject *value) {
+    if (array_size(v) == 0) return 0;
     int direct = assign_from_buffer(v, value);
-    if (direct)
-        return direct < 0 ? -1 : 0;
+    if (direct) return direct < 0 ? -1 : 0;
     if (mod_array_check(value)) { /* device to device when layouts allow */
         mod_array *s = (mod_array *)value;
         bool same_shape =
@@ -658,25 +602,21 @@ int mod_array_assign(mod_array *v, PyObject *value)
     return rc;
 }
 
-static int array_ass_subscript(mod_array *a, PyObject *key, PyObject *value)
-{
+static int array_ass_subscript(mod_array *a, PyObject *key, PyObject *value) {
     if (!value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
     layout l;
-    if (index_layout(a, key, &l) < 0)
-        return -1;
+    if (index_layout(a, key, &l) < 0) return -1;
     mod_array *v = view_of(a, &l);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     int rc = mod_array_assign(v, value);
     Py_DECREF(v);
     return rc;
 }
 
-static Py_ssize_t array_length(mod_array *a)
-{
+static Py_ssize_t array_length(mod_array *a) {
     if (a->nd == 0) {
         PyErr_SetString(PyExc_TypeError, "len() of unsized object");
         return -1;
@@ -692,29 +632,23 @@ static PyObject *array_item(mod_array *a, Py_ssize_t i) /* for iteration */
     return r;
 }
 
-static PyObject *array_iter(mod_array *a)
-{
-    if (a->nd == 0)
-        return PyErr_Format(PyExc_TypeError, "iteration over a 0-d array");
+static PyObject *array_iter(mod_array *a) {
+    if (a->nd == 0) return PyErr_Format(PyExc_TypeError, "iteration over a 0-d array");
     return PySeqIter_New((PyObject *)a);
 }
 
 /* ---- the ndarray type ---- */
 
-static void array_dealloc(mod_array *a)
-{
-    if (a->weakreflist)
-        PyObject_ClearWeakRefs((PyObject *)a);
+static void array_dealloc(mod_array *a) {
+    if (a->weakreflist) PyObject_ClearWeakRefs((PyObject *)a);
     Py_XDECREF(a->dtype);
     Py_XDECREF(a->mem);
     PyObject_Free(a);
 }
 
-static PyObject *array_repr(mod_array *a)
-{
+static PyObject *array_repr(mod_array *a) {
     PyObject *host = mod_array_asnumpy(a);
-    if (!host)
-        return NULL;
+    if (!host) return NULL;
     PyObject *args = PyTuple_Pack(1, host);
     PyObject *kw = Py_BuildValue("{ssss}", "separator", ", ", "prefix", "ndarray(");
     PyObject *body = args && kw ? mod_np_call("array2string", args, kw) : NULL;
@@ -737,8 +671,7 @@ static PyObject *array_repr(mod_array *a)
     return r;
 }
 
-static PyObject *array_str(mod_array *a)
-{
+static PyObject *array_str(mod_array *a) {
     PyObject *host = mod_array_asnumpy(a);
     PyObject *r = host ? PyObject_Str(host) : NULL;
     Py_XDECREF(host);
@@ -746,8 +679,7 @@ static PyObject *array_str(mod_array *a)
 }
 
 /* bool(x), int(x), float(x), operator.index(x): NumPy's rules, on a host copy */
-static PyObject *via_host(mod_array *a, PyObject *(*convert)(PyObject *))
-{
+static PyObject *via_host(mod_array *a, PyObject *(*convert)(PyObject *)) {
     PyObject *host = mod_array_asnumpy(a);
     PyObject *r = host ? convert(host) : NULL;
     Py_XDECREF(host);
@@ -756,8 +688,7 @@ static PyObject *via_host(mod_array *a, PyObject *(*convert)(PyObject *))
 static PyObject *array_int(mod_array *a) { return via_host(a, PyNumber_Long); }
 static PyObject *array_float(mod_array *a) { return via_host(a, PyNumber_Float); }
 static PyObject *array_index(mod_array *a) { return via_host(a, PyNumber_Index); }
-static int array_bool(mod_array *a)
-{
+static int array_bool(mod_array *a) {
     PyObject *host = mod_array_asnumpy(a);
     int r = host ? PyObject_IsTrue(host) : -1;
     Py_XDECREF(host);
@@ -770,15 +701,13 @@ static PyObject *get_dtype(mod_array *a, void *c) { return Py_NewRef(a->dtype); 
 static PyObject *get_ndim(mod_array *a, void *c) { return PyLong_FromLong(a->nd); }
 static PyObject *get_size(mod_array *a, void *c) { return PyLong_FromSsize_t(array_size(a)); }
 static PyObject *get_itemsize(mod_array *a, void *c) { return PyLong_FromSsize_t(a->itemsize); }
-static PyObject *get_nbytes(mod_array *a, void *c)
-{
+static PyObject *get_nbytes(mod_array *a, void *c) {
     return PyLong_FromSsize_t(array_size(a) * a->itemsize);
 }
 static PyObject *get_device(mod_array *a, void *c) { return mod_device_new(a->mem->dev); }
 static PyObject *get_usm_type(mod_array *a, void *c) { return PyUnicode_FromString("device"); }
 
-static PyObject *get_T(mod_array *a, void *c)
-{
+static PyObject *get_T(mod_array *a, void *c) {
     layout l = {.nd = a->nd, .offset = a->offset};
     for (int i = 0; i < a->nd; i++)
         l.shape[i] = a->shape[a->nd - 1 - i], l.strides[i] = a->strides[a->nd - 1 - i];
@@ -801,10 +730,11 @@ static PyGetSetDef array_getset[] = {
 
 static PyObject *m_asnumpy(mod_array *a, PyObject *unused) { return mod_array_asnumpy(a); }
 
-static PyObject *m_copy(mod_array *a, PyObject *unused) { return mod_array_copy_to(a, a->mem->dev); }
+static PyObject *m_copy(mod_array *a, PyObject *unused) {
+    return mod_array_copy_to(a, a->mem->dev);
+}
 
-static PyObject *m_tolist(mod_array *a, PyObject *unused)
-{
+static PyObject *m_tolist(mod_array *a, PyObject *unused) {
     PyObject *host = mod_array_asnumpy(a);
     PyObject *r = host ? mod_call_method(host, "tolist", NULL, NULL) : NULL;
     Py_XDECREF(host);
@@ -812,8 +742,7 @@ static PyObject *m_tolist(mod_array *a, PyObject *unused)
 }
 
 /* to_device(device, /, *, stream=None): the array itself when already there. */
-static PyObject *m_to_device(mod_array *a, PyObject *args, PyObject *kw)
-{
+static PyObject *m_to_device(mod_array *a, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "stream", NULL};
     PyObject *device, *stream = Py_None;
     ofl_device *dev;
@@ -826,20 +755,15 @@ static PyObject *m_to_device(mod_array *a, PyObject *args, PyObject *kw)
     return dev == a->mem->dev ? Py_NewRef(a) : mod_array_copy_to(a, dev);
 }
 
-static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
-{
+static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dtype", "copy", NULL};
     PyObject *dtype = Py_None, *copy = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist, &dtype, &copy))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist, &dtype, &copy)) return NULL;
     int c = mod_parse_copy(copy);
-    if (c == -2)
-        return NULL;
-    if (c == 0)
-        return mod_copy_needed_error("moving device data to NumPy");
+    if (c == -2) return NULL;
+    if (c == 0) return mod_copy_needed_error("moving device data to NumPy");
     PyObject *host = mod_array_asnumpy(a);
-    if (!host || dtype == Py_None)
-        return host;
+    if (!host || dtype == Py_None) return host;
     PyObject *cargs = PyTuple_Pack(1, dtype);
     PyObject *ckw = Py_BuildValue("{sO}", "copy", Py_False);
     PyObject *r = cargs && ckw ? mod_call_method(host, "astype", cargs, ckw) : NULL;
@@ -850,16 +774,14 @@ static PyObject *m_array(mod_array *a, PyObject *args, PyObject *kw)
 }
 
 /* Shape from one argument (an int or a sequence of ints) or several ints. */
-int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape)
-{
+int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape) {
     if (PyIndex_Check(obj) && !PySequence_Check(obj)) { /* an int, not a NumPy array */
         *nd = 1;
         shape[0] = PyNumber_AsSsize_t(obj, PyExc_ValueError);
         return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
     }
     PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
-    if (!seq)
-        return -1;
+    if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n > MOD_MAXDIMS) {
         Py_DECREF(seq);
@@ -879,11 +801,11 @@ int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape)
 }
 
 /* reshape(*shape): a view of a C-contiguous array; others are copied first. */
-static PyObject *m_reshape(mod_array *a, PyObject *args)
-{
+static PyObject *m_reshape(mod_array *a, PyObject *args) {
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], known = 1;
-    if (mod_parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd, shape) < 0)
+    if (mod_parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd,
+                        shape) < 0)
         return NULL;
     int unknown = -1;
     for (int i = 0; i < nd; i++) {
@@ -895,8 +817,7 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
             known *= shape[i];
     }
     Py_ssize_t size = array_size(a);
-    if (unknown >= 0 && known > 0 && size % known == 0)
-        shape[unknown] = size / known, known = size;
+    if (unknown >= 0 && known > 0 && size % known == 0) shape[unknown] = size / known, known = size;
     if (known != size || (unknown >= 0 && shape[unknown] < 0)) {
         PyObject *t = mod_int_tuple(nd, shape);
         if (t)
@@ -905,9 +826,9 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
         Py_XDECREF(t);
         return NULL;
     }
-    PyObject *owner = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_array_copy_to(a, a->mem->dev);
-    if (!owner)
-        return NULL;
+    PyObject *owner =
+        mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_array_copy_to(a, a->mem->dev);
+    if (!owner) return NULL;
     mod_array *src = (mod_array *)owner;
     c_strides(nd, shape, a->itemsize, strides);
     PyObject *r = (PyObject *)view_new(src->mem, a->dtype, nd, shape, strides, src->offset);
@@ -916,16 +837,13 @@ static PyObject *m_reshape(mod_array *a, PyObject *args)
 }
 
 /* astype(dtype, copy=True): a kernel on the array's device. */
-static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw)
-{
+static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dtype", "copy", NULL};
     PyObject *spec, *copy = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:astype", kwlist, &spec, &copy))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:astype", kwlist, &spec, &copy)) return NULL;
     int c = PyObject_IsTrue(copy);
     PyObject *dtype = c < 0 ? NULL : mod_dtype_new(spec);
-    if (!dtype)
-        return NULL;
+    if (!dtype) return NULL;
     PyObject *r = dtype != a->dtype ? mod_array_cast_to(a, dtype, a->mem->dev)
                   : c               ? mod_array_copy_to(a, a->mem->dev)
                                     : Py_NewRef(a);
@@ -952,21 +870,20 @@ static PyMethodDef array_methods[] = {
 
 /* ---- construction from Python arguments ---- */
 
-PyObject *mod_array_create(PyObject *shape_arg, PyObject *dtype_arg, PyObject *device_arg)
-{
+PyObject *mod_array_create(PyObject *shape_arg, PyObject *dtype_arg, PyObject *device_arg) {
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS];
     ofl_device *dev;
     if (mod_parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device_arg, &dev) < 0)
         return NULL;
-    PyObject *dtype = dtype_arg == Py_None ? Py_NewRef(default_float_borrowed(dev)) : mod_dtype_new(dtype_arg);
+    PyObject *dtype =
+        dtype_arg == Py_None ? Py_NewRef(default_float_borrowed(dev)) : mod_dtype_new(dtype_arg);
     PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
     Py_XDECREF(dtype);
     return a;
 }
 
-static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
+static PyObject *array_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"shape", "dtype", "device", NULL};
     PyObject *shape, *dtype = Py_None, *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:ndarray", kwlist, &shape, &dtype, &device))
@@ -993,8 +910,7 @@ static PyNumberMethods array_as_number = {
 };
 
 PyTypeObject mod_ArrayType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "offload.ndarray",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.ndarray",
     .tp_basicsize = sizeof(mod_array),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "ndarray(shape, dtype=None, device=None)\n\nAn n-dimensional array in a device's "
@@ -1012,11 +928,9 @@ PyTypeObject mod_ArrayType = {
     .tp_getset = array_getset,
 };
 
-int mod_array_init(const mod_array_kernels *k)
-{
+int mod_array_init(const mod_array_kernels *k) {
     kernels = k;
     k->fill_slots(&mod_ArrayType);
-    if (PyType_Ready(&AllocType) < 0 || PyType_Ready(&mod_ArrayType) < 0)
-        return -1;
+    if (PyType_Ready(&AllocType) < 0 || PyType_Ready(&mod_ArrayType) < 0) return -1;
     return mod_type_add_methods(&mod_ArrayType, k->methods);
 }

@@ -45,8 +45,8 @@ PyObject *mod_raise(const ofl_error *err);
 
 /* ---- mod_numpy.c: NumPy, and small CPython helpers ---- */
 
-int mod_numpy_init(void);           /* imports NumPy; -1 with NumPy's ImportError */
-PyObject *mod_numpy_borrowed(void); /* the numpy module, imported at init */
+int mod_numpy_init(void);              /* imports NumPy; -1 with NumPy's ImportError */
+PyObject *mod_numpy_borrowed(void);    /* the numpy module, imported at init */
 bool mod_is_numpy_array(PyObject *o);  /* a numpy.ndarray (or subclass) */
 bool mod_is_numpy_scalar(PyObject *o); /* a numpy.generic: np.float32(1), np.int64(2) */
 /* numpy.<name>(*args, **kw) -- a short way to call NumPy's API; args NULL for none. */
@@ -68,7 +68,7 @@ int mod_type_add_getset(PyTypeObject *type, PyGetSetDef *defs);
 
 /* ---- mod_dtype.c: the element types arrays support ---- */
 
-int mod_dtype_init(void); /* at module init, after NumPy; -1 with an exception */
+int mod_dtype_init(void);                    /* at module init, after NumPy; -1 with an exception */
 int mod_dtype_add_aliases(PyObject *module); /* offload.float32 = numpy.float32, ... */
 /* The canonical (native byte order) numpy.dtype for spec (anything numpy.dtype()
  * accepts), or TypeError naming the supported dtypes. */
@@ -83,7 +83,8 @@ Py_ssize_t mod_dtype_itemsize(PyObject *dtype);
 /* ---- mod_device.c: offload.Device ---- */
 
 typedef struct {
-    PyObject_HEAD ofl_device *dev; /* lives until process exit */
+    PyObject_HEAD
+    ofl_device *dev; /* lives until process exit */
 } mod_device;
 
 extern PyTypeObject mod_DeviceType;
@@ -102,11 +103,12 @@ int mod_device_add_functions(PyObject *module);
 typedef struct mod_alloc mod_alloc; /* device memory; views share one */
 
 typedef struct {
-    PyObject_HEAD mod_alloc *mem; /* owned */
-    PyObject *dtype;              /* canonical numpy.dtype, owned */
+    PyObject_HEAD
+    mod_alloc *mem;  /* owned */
+    PyObject *dtype; /* canonical numpy.dtype, owned */
     Py_ssize_t itemsize;
     int nd;
-    Py_ssize_t offset;            /* bytes from the buffer's start to element [0,...,0] */
+    Py_ssize_t offset; /* bytes from the buffer's start to element [0,...,0] */
     Py_ssize_t shape[MOD_MAXDIMS];
     Py_ssize_t strides[MOD_MAXDIMS]; /* in bytes, as NumPy's; may be negative */
     PyObject *weakreflist;

@@ -14,11 +14,9 @@ static bool untyped(PyObject *obj) /* call it with no exception set */
            !PyObject_HasAttrString(obj, "dtype");
 }
 
-static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped)
-{
+static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped) {
     PyObject *f64 = mod_dtype_find_borrowed('f', 8);
-    if (!host || !was_untyped || ofl_device_get_info(dev)->has_fp64)
-        return host;
+    if (!host || !was_untyped || ofl_device_get_info(dev)->has_fp64) return host;
     PyObject *have = PyObject_GetAttrString(host, "dtype");
     int is64 = have ? PyObject_RichCompareBool(have, f64, Py_EQ) : -1;
     Py_XDECREF(have);
@@ -37,8 +35,7 @@ static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped)
 
 /* Fills a fresh array with value (cast to its dtype as numpy.full does);
  * steals a on failure. */
-static PyObject *fill_with(PyObject *a, PyObject *value)
-{
+static PyObject *fill_with(PyObject *a, PyObject *value) {
     mod_array *arr = (mod_array *)a;
     PyObject *args = PyTuple_Pack(1, value);
     PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", arr->dtype) : NULL;
@@ -61,16 +58,14 @@ static PyObject *fill_with(PyObject *a, PyObject *value)
         }
         Py_DECREF(elem);
     }
-    if (rc < 0)
-        Py_CLEAR(a);
+    if (rc < 0) Py_CLEAR(a);
     return a;
 }
 
 enum { UNINITIALISED, ZEROS, ONES, FULL };
 
 /* Fills a fresh array (or NULL) as kind says; value for FULL. Steals a on failure. */
-static PyObject *fill_as(PyObject *a, int kind, PyObject *value)
-{
+static PyObject *fill_as(PyObject *a, int kind, PyObject *value) {
     static const char zero[16];
     if (a && kind == ZEROS && mod_array_fill((mod_array *)a, zero) < 0)
         Py_CLEAR(a);
@@ -80,33 +75,27 @@ static PyObject *fill_as(PyObject *a, int kind, PyObject *value)
 }
 
 /* (shape, dtype=None, device=None) -> a new array, filled or not */
-static PyObject *creation(PyObject *args, PyObject *kw, const char *fmt, int fill)
-{
+static PyObject *creation(PyObject *args, PyObject *kw, const char *fmt, int fill) {
     static char *kwlist[] = {"shape", "dtype", "device", NULL};
     PyObject *shape, *dtype = Py_None, *device = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &shape, &dtype, &device))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &shape, &dtype, &device)) return NULL;
     return fill_as(mod_array_create(shape, dtype, device), fill, NULL);
 }
 
-static PyObject *f_empty(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_empty(PyObject *self, PyObject *args, PyObject *kw) {
     return creation(args, kw, "O|OO:empty", UNINITIALISED);
 }
 
-static PyObject *f_zeros(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_zeros(PyObject *self, PyObject *args, PyObject *kw) {
     return creation(args, kw, "O|OO:zeros", ZEROS);
 }
 
-static PyObject *f_ones(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_ones(PyObject *self, PyObject *args, PyObject *kw) {
     return creation(args, kw, "O|OO:ones", ONES);
 }
 
 /* The dtype full() infers from a fill value: NumPy's, then fitted to the device. */
-static PyObject *value_dtype(PyObject *value, ofl_device *dev)
-{
+static PyObject *value_dtype(PyObject *value, ofl_device *dev) {
     bool plain = untyped(value);
     PyObject *host = fit_device(mod_host_array(value, NULL), dev, plain);
     PyObject *r = host ? mod_dtype_from_array(host) : NULL;
@@ -114,15 +103,14 @@ static PyObject *value_dtype(PyObject *value, ofl_device *dev)
     return r;
 }
 
-static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"shape", "fill_value", "dtype", "device", NULL};
     PyObject *shape_arg, *value, *dtype_arg = Py_None, *device = Py_None;
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS];
     ofl_device *dev;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:full", kwlist, &shape_arg, &value,
-                                     &dtype_arg, &device) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:full", kwlist, &shape_arg, &value, &dtype_arg,
+                                     &device) ||
         mod_parse_shape(shape_arg, &nd, shape) < 0 || mod_device_resolve(device, &dev) < 0)
         return NULL;
     PyObject *dtype = dtype_arg == Py_None ? value_dtype(value, dev) : mod_dtype_new(dtype_arg);
@@ -132,8 +120,7 @@ static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* arange(start, /, stop=None, step=1, dtype=None, device=None): NumPy's arange, uploaded. */
-static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "stop", "step", "dtype", "device", NULL};
     PyObject *start, *stop = Py_None, *step = Py_None, *dtype_arg = Py_None, *device = Py_None;
     ofl_device *dev;
@@ -142,8 +129,7 @@ static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
         mod_device_resolve(device, &dev) < 0)
         return NULL;
     PyObject *dtype = dtype_arg == Py_None ? NULL : mod_dtype_new(dtype_arg);
-    if (!dtype && dtype_arg != Py_None)
-        return NULL;
+    if (!dtype && dtype_arg != Py_None) return NULL;
     bool plain = untyped(start) && untyped(stop) && untyped(step);
     PyObject *np_args =
         step == Py_None ? PyTuple_Pack(2, start, stop) : PyTuple_Pack(3, start, stop, step);
@@ -163,8 +149,7 @@ static PyObject *f_arange(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* asarray(obj, dtype=None, device=None, copy=None) */
-static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"obj", "dtype", "device", "copy", NULL};
     PyObject *obj, *dtype_arg = Py_None, *device = Py_None, *copy_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:asarray", kwlist, &obj, &dtype_arg, &device,
@@ -172,14 +157,12 @@ static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     int copy = mod_parse_copy(copy_arg);
     PyObject *dtype = NULL;
-    if (copy == -2 || (dtype_arg != Py_None && !(dtype = mod_dtype_new(dtype_arg))))
-        return NULL;
+    if (copy == -2 || (dtype_arg != Py_None && !(dtype = mod_dtype_new(dtype_arg)))) return NULL;
     ofl_device *dev;
     PyObject *r = NULL;
     /* CuPy, torch.cuda ...: shared through DLPack, never a trip through the host */
     int cuda = mod_array_check(obj) ? 0 : mod_dlpack_is_cuda(obj);
-    if (cuda < 0)
-        goto done;
+    if (cuda < 0) goto done;
     if (cuda) {
         PyObject *src = mod_dlpack_import(obj, device, copy_arg);
         mod_array *a = (mod_array *)src;
@@ -189,8 +172,7 @@ static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
             mod_copy_needed_error("changing the dtype");
         else
             r = mod_array_cast_to(a, dtype, mod_array_device(a));
-        if (r != src)
-            Py_XDECREF(src);
+        if (r != src) Py_XDECREF(src);
     } else if (mod_array_check(obj)) {
         mod_array *a = (mod_array *)obj;
         if (device == Py_None)
@@ -202,7 +184,7 @@ static PyObject *f_asarray(PyObject *self, PyObject *args, PyObject *kw)
             r = copy == 1 ? mod_array_copy_to(a, dev) : Py_NewRef(obj);
         else if (copy == 0)
             mod_copy_needed_error(dev != mod_array_device(a) ? "moving the array to another device"
-                                                 : "changing the dtype");
+                                                             : "changing the dtype");
         else if (want == a->dtype)
             r = mod_array_copy_to(a, dev);
         else
@@ -220,10 +202,8 @@ done:
     return r;
 }
 
-static PyObject *f_asnumpy(PyObject *self, PyObject *obj)
-{
-    if (mod_array_check(obj))
-        return mod_array_asnumpy((mod_array *)obj);
+static PyObject *f_asnumpy(PyObject *self, PyObject *obj) {
+    if (mod_array_check(obj)) return mod_array_asnumpy((mod_array *)obj);
     PyObject *args = PyTuple_Pack(1, obj);
     PyObject *r = args ? mod_np_call("asarray", args, NULL) : NULL;
     Py_XDECREF(args);
@@ -232,22 +212,19 @@ static PyObject *f_asnumpy(PyObject *self, PyObject *obj)
 
 /* empty_like / zeros_like / ones_like / full_like(x, [fill_value,] dtype=None, device=None):
  * shape and dtype of x; the device of x when x is an offload array. */
-static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind)
-{
+static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind) {
     static char *kwlist2[] = {"x", "dtype", "device", NULL};
     static char *kwlist3[] = {"x", "fill_value", "dtype", "device", NULL};
     PyObject *x, *value = NULL, *dtype_arg = Py_None, *device = Py_None;
-    int ok = kind == FULL ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist3, &x, &value,
-                                                        &dtype_arg, &device)
-                          : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist2, &x, &dtype_arg,
-                                                        &device);
-    if (!ok)
-        return NULL;
+    int ok =
+        kind == FULL
+            ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist3, &x, &value, &dtype_arg, &device)
+            : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist2, &x, &dtype_arg, &device);
+    if (!ok) return NULL;
     ofl_device *dev;
     PyObject *host = NULL, *dtype = NULL, *a = NULL;
     mod_array *src = mod_array_check(x) ? (mod_array *)x : NULL;
-    if (!src && !(host = mod_host_array(x, NULL)))
-        return NULL;
+    if (!src && !(host = mod_host_array(x, NULL))) return NULL;
     if (device == Py_None && src)
         dev = mod_array_device(src);
     else if (mod_device_resolve(device, &dev) < 0)
@@ -256,8 +233,7 @@ static PyObject *like(PyObject *args, PyObject *kw, const char *fmt, int kind)
         dtype = mod_dtype_new(dtype_arg);
     else
         dtype = src ? Py_NewRef(src->dtype) : mod_dtype_from_array(host);
-    if (!dtype)
-        goto done;
+    if (!dtype) goto done;
     if (src) {
         a = mod_array_new_empty(dev, dtype, src->nd, src->shape);
     } else {
@@ -277,23 +253,19 @@ done:
     return a;
 }
 
-static PyObject *f_empty_like(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_empty_like(PyObject *self, PyObject *args, PyObject *kw) {
     return like(args, kw, "O|OO:empty_like", UNINITIALISED);
 }
 
-static PyObject *f_zeros_like(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_zeros_like(PyObject *self, PyObject *args, PyObject *kw) {
     return like(args, kw, "O|OO:zeros_like", ZEROS);
 }
 
-static PyObject *f_ones_like(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_ones_like(PyObject *self, PyObject *args, PyObject *kw) {
     return like(args, kw, "O|OO:ones_like", ONES);
 }
 
-static PyObject *f_full_like(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_full_like(PyObject *self, PyObject *args, PyObject *kw) {
     return like(args, kw, "OO|OO:full_like", FULL);
 }
 
@@ -317,7 +289,6 @@ static PyMethodDef array_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int mod_create_add_functions(PyObject *module)
-{
+int mod_create_add_functions(PyObject *module) {
     return PyModule_AddFunctions(module, array_functions);
 }

@@ -15,8 +15,7 @@ static ofl_device *default_override; /* set_default_device(); NULL: the runtime'
 
 /* ---- the runtime, called without the GIL (discovery can take a while) ---- */
 
-static ofl_device *const *devices(size_t *n, const char **why_none)
-{
+static ofl_device *const *devices(size_t *n, const char **why_none) {
     ofl_device *const *list;
     Py_BEGIN_ALLOW_THREADS
     list = ofl_devices(n, why_none);
@@ -24,20 +23,17 @@ static ofl_device *const *devices(size_t *n, const char **why_none)
     return list;
 }
 
-static int select_device(const char *filter, ofl_device **out)
-{
+static int select_device(const char *filter, ofl_device **out) {
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = filter ? ofl_select(filter, out, &err) : ofl_default_device(out, &err);
     Py_END_ALLOW_THREADS
-    if (rc)
-        mod_raise(&err);
+    if (rc) mod_raise(&err);
     return rc ? -1 : 0;
 }
 
-int mod_device_default(ofl_device **out)
-{
+int mod_device_default(ofl_device **out) {
     if (default_override) {
         *out = default_override;
         return 0;
@@ -52,15 +48,12 @@ static struct {
     PyObject *obj; /* owned by the cache, for the process */
 } cache[64];
 
-PyObject *mod_device_new(ofl_device *dev)
-{
+PyObject *mod_device_new(ofl_device *dev) {
     size_t i;
     for (i = 0; i < sizeof cache / sizeof cache[0] && cache[i].dev; i++)
-        if (cache[i].dev == dev)
-            return Py_NewRef(cache[i].obj);
+        if (cache[i].dev == dev) return Py_NewRef(cache[i].obj);
     mod_device *d = PyObject_New(mod_device, &mod_DeviceType);
-    if (!d)
-        return NULL;
+    if (!d) return NULL;
     d->dev = dev;
     if (i < sizeof cache / sizeof cache[0]) { /* a full cache only costs identity */
         cache[i].dev = dev;
@@ -69,10 +62,8 @@ PyObject *mod_device_new(ofl_device *dev)
     return (PyObject *)d;
 }
 
-int mod_device_resolve(PyObject *arg, ofl_device **out)
-{
-    if (arg == NULL || arg == Py_None)
-        return mod_device_default(out);
+int mod_device_resolve(PyObject *arg, ofl_device **out) {
+    if (arg == NULL || arg == Py_None) return mod_device_default(out);
     if (mod_device_check(arg)) {
         *out = ((mod_device *)arg)->dev;
         return 0;
@@ -121,13 +112,13 @@ enum { DEVICE_ATTRS(X_ENUM) A_COUNT };
 static const char *const attr_names[A_COUNT] = {DEVICE_ATTRS(X_NAME)};
 
 /* lsplatform -v: the properties that tell devices apart at a glance */
-static const int key_attrs[] = {A_VENDOR,          A_VERSION,       A_DRIVER_VERSION,
-                                A_MAX_COMPUTE_UNITS, A_GLOBAL_MEM_SIZE, A_HAS_FP64, A_HAS_FP16};
+static const int key_attrs[] = {
+    A_VENDOR,          A_VERSION,  A_DRIVER_VERSION, A_MAX_COMPUTE_UNITS,
+    A_GLOBAL_MEM_SIZE, A_HAS_FP64, A_HAS_FP16};
 
 static const char *backend_name(ofl_backend b) { return b == OFL_CUDA ? "cuda" : "opencl"; }
 
-static const char *type_name(ofl_device_type t)
-{
+static const char *type_name(ofl_device_type t) {
     switch (t) {
     case OFL_CPU: return "cpu";
     case OFL_GPU: return "gpu";
@@ -137,8 +128,7 @@ static const char *type_name(ofl_device_type t)
     return "unknown";
 }
 
-static PyObject *attr_new(const ofl_device_info *in, int which)
-{
+static PyObject *attr_new(const ofl_device_info *in, int which) {
     switch (which) {
     case A_NAME: return PyUnicode_FromString(in->name);
     case A_VENDOR: return PyUnicode_FromString(in->vendor);
@@ -168,13 +158,11 @@ static PyObject *attr_new(const ofl_device_info *in, int which)
     Py_RETURN_NONE;
 }
 
-static void human_size(uint64_t v, char *out, size_t n)
-{
+static void human_size(uint64_t v, char *out, size_t n) {
     static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
     double x = (double)v;
     int u = 0;
-    while (x >= 1024 && u < 4)
-        x /= 1024, u++;
+    while (x >= 1024 && u < 4) x /= 1024, u++;
     if (u == 0)
         snprintf(out, n, "%llu bytes", (unsigned long long)v);
     else
@@ -182,8 +170,7 @@ static void human_size(uint64_t v, char *out, size_t n)
 }
 
 /* The attribute as lsplatform shows it: sizes human-readable, bools yes/no. */
-static void attr_text(const ofl_device_info *in, int which, char *out, size_t n)
-{
+static void attr_text(const ofl_device_info *in, int which, char *out, size_t n) {
     switch (which) {
     case A_MAX_COMPUTE_UNITS: snprintf(out, n, "%u", in->max_compute_units); return;
     case A_MAX_WORK_GROUP_SIZE: snprintf(out, n, "%zu", in->max_work_group_size); return;
@@ -204,15 +191,13 @@ static void attr_text(const ofl_device_info *in, int which, char *out, size_t n)
     PyObject *v = attr_new(in, which); /* the string attributes */
     const char *s = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
     snprintf(out, n, "%s", s ? s : "?");
-    if (!s)
-        PyErr_Clear();
+    if (!s) PyErr_Clear();
     Py_XDECREF(v);
 }
 
 /* ---- the Device type ---- */
 
-static PyObject *device_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
+static PyObject *device_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"filter", NULL};
     PyObject *filter = Py_None;
     ofl_device *dev;
@@ -222,33 +207,28 @@ static PyObject *device_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return mod_device_new(dev);
 }
 
-static PyObject *device_repr(mod_device *self)
-{
+static PyObject *device_repr(mod_device *self) {
     return PyUnicode_FromFormat("Device(%s)", ofl_device_get_info(self->dev)->filter);
 }
 
-static Py_hash_t device_hash(mod_device *self)
-{
+static Py_hash_t device_hash(mod_device *self) {
     Py_hash_t h = (Py_hash_t)((uintptr_t)self->dev >> 4);
     return h == -1 ? -2 : h;
 }
 
-static PyObject *device_richcompare(PyObject *a, PyObject *b, int op)
-{
+static PyObject *device_richcompare(PyObject *a, PyObject *b, int op) {
     if (!mod_device_check(a) || !mod_device_check(b) || (op != Py_EQ && op != Py_NE))
         Py_RETURN_NOTIMPLEMENTED;
     bool same = ((mod_device *)a)->dev == ((mod_device *)b)->dev;
     return PyBool_FromLong(op == Py_EQ ? same : !same);
 }
 
-static PyObject *device_get(mod_device *self, void *which)
-{
+static PyObject *device_get(mod_device *self, void *which) {
     return attr_new(ofl_device_get_info(self->dev), (int)(intptr_t)which);
 }
 
 /* Pickles as its filter string, so a worker process gets its own device. */
-static PyObject *device_reduce(mod_device *self, PyObject *unused)
-{
+static PyObject *device_reduce(mod_device *self, PyObject *unused) {
     const char *filter = ofl_device_get_info(self->dev)->filter;
     return Py_BuildValue("(O(s))", (PyObject *)Py_TYPE(self), filter);
 }
@@ -260,13 +240,11 @@ static PyMethodDef device_methods[] = {
 
 #define X_GETSET(id, name, doc) {name, (getter)device_get, NULL, doc, (void *)(intptr_t)A_##id},
 static PyGetSetDef device_getset[] = {
-    DEVICE_ATTRS(X_GETSET)
-    {NULL, NULL, NULL, NULL, NULL},
+    DEVICE_ATTRS(X_GETSET){NULL, NULL, NULL, NULL, NULL},
 };
 
 PyTypeObject mod_DeviceType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "offload.Device",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Device",
     .tp_basicsize = sizeof(mod_device),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Device(filter=None)\n\nA device chosen by a filter string 'backend:type:index' "
@@ -283,11 +261,9 @@ PyTypeObject mod_DeviceType = {
 /* ---- module functions ---- */
 
 /* Matches a get_devices() argument: None or "all" is everything. */
-static int parse_choice(PyObject *arg, const char *what, const char *const *names, int *out)
-{
+static int parse_choice(PyObject *arg, const char *what, const char *const *names, int *out) {
     *out = 0;
-    if (arg == Py_None)
-        return 0;
+    if (arg == Py_None) return 0;
     const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
     if (!s) {
         if (!PyErr_Occurred())
@@ -295,8 +271,7 @@ static int parse_choice(PyObject *arg, const char *what, const char *const *name
                          Py_TYPE(arg)->tp_name);
         return -1;
     }
-    if (strcasecmp(s, "all") == 0)
-        return 0;
+    if (strcasecmp(s, "all") == 0) return 0;
     for (int i = 0; names[i]; i++)
         if (strcasecmp(s, names[i]) == 0) {
             *out = i + 1;
@@ -307,8 +282,7 @@ static int parse_choice(PyObject *arg, const char *what, const char *const *name
     return -1;
 }
 
-static PyObject *get_devices(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *get_devices(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"backend", "device_type", NULL};
     static const char *const backends[] = {"opencl", "cuda", NULL};
     static const char *const types[] = {"cpu", "gpu", "accelerator", "custom", NULL};
@@ -325,27 +299,22 @@ static PyObject *get_devices(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *out = PyList_New(0);
     for (size_t i = 0; out && i < n; i++) {
         const ofl_device_info *in = ofl_device_get_info(list[i]);
-        if ((bi && (int)in->backend != bi) || (ti && in->type != type_of[ti]))
-            continue;
+        if ((bi && (int)in->backend != bi) || (ti && in->type != type_of[ti])) continue;
         PyObject *d = mod_device_new(list[i]);
-        if (!d || PyList_Append(out, d) < 0)
-            Py_CLEAR(out);
+        if (!d || PyList_Append(out, d) < 0) Py_CLEAR(out);
         Py_XDECREF(d);
     }
     return out;
 }
 
-static PyObject *default_device(PyObject *self, PyObject *unused)
-{
+static PyObject *default_device(PyObject *self, PyObject *unused) {
     ofl_device *dev;
     return mod_device_default(&dev) < 0 ? NULL : mod_device_new(dev);
 }
 
-static PyObject *set_default_device(PyObject *self, PyObject *arg)
-{
+static PyObject *set_default_device(PyObject *self, PyObject *arg) {
     ofl_device *dev = NULL;
-    if (arg != Py_None && mod_device_resolve(arg, &dev) < 0)
-        return NULL;
+    if (arg != Py_None && mod_device_resolve(arg, &dev) < 0) return NULL;
     default_override = dev; /* None: back to $OFFLOAD_DEVICE / first GPU / first CPU */
     Py_RETURN_NONE;
 }
@@ -358,15 +327,13 @@ typedef struct {
     bool oom;
 } sbuf;
 
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
+static void sb_printf(sbuf *b, const char *fmt, ...) {
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
         int k = b->oom ? -1 : vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
         va_end(ap);
-        if (k < 0)
-            return;
+        if (k < 0) return;
         if ((size_t)k < b->cap - b->len) {
             b->len += (size_t)k;
             return;
@@ -381,10 +348,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     }
 }
 
-static void sb_html(sbuf *b, const char *s)
-{
-    for (; *s; s++)
-        switch (*s) {
+static void sb_html(sbuf *b, const char *s) {
+    for (; *s; s++) switch (*s) {
         case '&': sb_printf(b, "&amp;"); break;
         case '<': sb_printf(b, "&lt;"); break;
         case '>': sb_printf(b, "&gt;"); break;
@@ -394,13 +359,10 @@ static void sb_html(sbuf *b, const char *s)
 }
 
 /* The attributes shown at a verbosity: none beyond the device line at 0. */
-static size_t shown_attrs(int verbosity, const int **ids)
-{
+static size_t shown_attrs(int verbosity, const int **ids) {
     static int all[A_PLATFORM + 1];
-    for (int i = 0; i <= A_PLATFORM; i++)
-        all[i] = i;
-    if (verbosity <= 0)
-        return 0;
+    for (int i = 0; i <= A_PLATFORM; i++) all[i] = i;
+    if (verbosity <= 0) return 0;
     if (verbosity == 1) {
         *ids = key_attrs;
         return sizeof key_attrs / sizeof key_attrs[0];
@@ -409,8 +371,7 @@ static size_t shown_attrs(int verbosity, const int **ids)
     return A_PLATFORM + 1;
 }
 
-static ofl_device *default_or_null(void)
-{
+static ofl_device *default_or_null(void) {
     ofl_device *dev = NULL;
     if (mod_device_default(&dev) < 0) /* a bad $OFFLOAD_DEVICE must not break a listing */
         PyErr_Clear();
@@ -418,19 +379,16 @@ static ofl_device *default_or_null(void)
 }
 
 /* The index of the first device on the same platform (and backend) as list[i]. */
-static size_t first_of_platform(ofl_device *const *list, size_t i)
-{
+static size_t first_of_platform(ofl_device *const *list, size_t i) {
     const ofl_device_info *in = ofl_device_get_info(list[i]);
     for (size_t j = 0; j < i; j++) {
         const ofl_device_info *dj = ofl_device_get_info(list[j]);
-        if (dj->backend == in->backend && strcmp(dj->platform, in->platform) == 0)
-            return j;
+        if (dj->backend == in->backend && strcmp(dj->platform, in->platform) == 0) return j;
     }
     return i;
 }
 
-static void text_listing(sbuf *b, int verbosity)
-{
+static void text_listing(sbuf *b, int verbosity) {
     size_t n;
     const char *why;
     ofl_device *const *list = devices(&n, &why);
@@ -454,14 +412,12 @@ static void text_listing(sbuf *b, int verbosity)
             continue;
         }
         /* grouped by platform, platforms in order of their first device */
-        if (first_of_platform(list, i) != i)
-            continue;
+        if (first_of_platform(list, i) != i) continue;
         sb_printf(b, "%sPlatform: %s (%s)\n", i ? "\n" : "", in->platform,
                   backend_name(in->backend));
         for (size_t j = i; j < n; j++) {
             const ofl_device_info *dj = ofl_device_get_info(list[j]);
-            if (first_of_platform(list, j) != i)
-                continue;
+            if (first_of_platform(list, j) != i) continue;
             sb_printf(b, "  %-*s  %s%s\n", width, dj->filter, dj->name,
                       list[j] == def ? "  (default)" : "");
             for (size_t k = 0; k < nattrs; k++) {
@@ -475,22 +431,18 @@ static void text_listing(sbuf *b, int verbosity)
 
 /* Attribute names break at their underscores, so long headers need not widen
  * the table. */
-static void sb_header(sbuf *b, const char *name)
-{
-    for (; *name; name++)
-        sb_printf(b, *name == '_' ? "_<wbr>" : "%c", *name);
+static void sb_header(sbuf *b, const char *name) {
+    for (; *name; name++) sb_printf(b, *name == '_' ? "_<wbr>" : "%c", *name);
 }
 
 /* Version strings run to 60 characters and more (PoCL's). As columns they
  * squeeze the others into one word per line; a row of their own under the
  * device keeps the table within a notebook's width. */
-static bool is_long(int which)
-{
+static bool is_long(int which) {
     return which == A_VERSION || which == A_DRIVER_VERSION || which == A_IL_VERSION;
 }
 
-static const char *cell_style(int which)
-{
+static const char *cell_style(int which) {
     return which == A_NAME || which == A_VENDOR || which == A_PLATFORM ? "text-align:left"
                                                                        : "white-space:nowrap";
 }
@@ -498,12 +450,12 @@ static const char *cell_style(int which)
 /* Rows of their own make JupyterLab's odd/even stripes meaningless: a line
  * above each device instead. */
 #define ROW_PLAIN "<tr style=\"background:transparent\">"
-#define ROW_RULED "<tr style=\"background:transparent; border-top:1px solid var(--jp-border-color2, #ddd)\">"
+#define ROW_RULED                                                                                  \
+    "<tr style=\"background:transparent; border-top:1px solid var(--jp-border-color2, #ddd)\">"
 
 /* Attributes down, devices across: every value in one column per device. */
 static void html_turned(sbuf *b, ofl_device *const *list, size_t n, ofl_device *def, const int *ids,
-                        size_t nattrs)
-{
+                        size_t nattrs) {
     char v[512];
     sb_printf(b, "<thead><tr><th></th>");
     for (size_t i = 0; i < n; i++) {
@@ -513,7 +465,8 @@ static void html_turned(sbuf *b, ofl_device *const *list, size_t n, ofl_device *
     }
     sb_printf(b, "</tr></thead>\n<tbody>\n");
     for (size_t k = 0; k < nattrs; k++) {
-        sb_printf(b, "<tr><th style=\"text-align:left; white-space:nowrap\">%s</th>", attr_names[ids[k]]);
+        sb_printf(b, "<tr><th style=\"text-align:left; white-space:nowrap\">%s</th>",
+                  attr_names[ids[k]]);
         for (size_t i = 0; i < n; i++) {
             attr_text(ofl_device_get_info(list[i]), ids[k], v, sizeof v);
             sb_printf(b, "<td style=\"text-align:left; overflow-wrap:anywhere\">");
@@ -528,14 +481,12 @@ static void html_turned(sbuf *b, ofl_device *const *list, size_t n, ofl_device *
 /* One row per device, grouped by platform as the text is, with the long
  * attributes in a line below the device's row. */
 static void html_rows(sbuf *b, ofl_device *const *list, size_t n, ofl_device *def, const int *ids,
-                      size_t nattrs)
-{
+                      size_t nattrs) {
     char v[512];
     bool grouped = nattrs > 0, detail = false;
     int ncols = grouped ? 2 : 3;
     sb_printf(b, "<thead><tr><th>device</th><th style=\"text-align:left\">name</th>");
-    if (!grouped)
-        sb_printf(b, "<th style=\"text-align:left\">platform</th>");
+    if (!grouped) sb_printf(b, "<th style=\"text-align:left\">platform</th>");
     for (size_t k = 0; k < nattrs; k++) {
         if (is_long(ids[k])) {
             detail = true;
@@ -549,17 +500,16 @@ static void html_rows(sbuf *b, ofl_device *const *list, size_t n, ofl_device *de
     }
     sb_printf(b, "</tr></thead>\n<tbody>\n");
     for (size_t p = 0; p < n; p++) {
-        if (grouped && first_of_platform(list, p) != p)
-            continue;
+        if (grouped && first_of_platform(list, p) != p) continue;
         const ofl_device_info *pin = ofl_device_get_info(list[p]);
         if (grouped) {
-            sb_printf(b, ROW_PLAIN "<th colspan=\"%d\" style=\"text-align:left\">Platform: ", ncols);
+            sb_printf(b,
+                      ROW_PLAIN "<th colspan=\"%d\" style=\"text-align:left\">Platform: ", ncols);
             sb_html(b, pin->platform);
             sb_printf(b, " (%s)</th></tr>\n", backend_name(pin->backend));
         }
         for (size_t i = p; i < n; i++) {
-            if (grouped ? first_of_platform(list, i) != p : i != p)
-                continue;
+            if (grouped ? first_of_platform(list, i) != p : i != p) continue;
             const ofl_device_info *in = ofl_device_get_info(list[i]);
             sb_printf(b, "%s<td style=\"white-space:nowrap\"><code>", grouped ? ROW_RULED : "<tr>");
             sb_html(b, in->filter);
@@ -572,23 +522,23 @@ static void html_rows(sbuf *b, ofl_device *const *list, size_t n, ofl_device *de
             }
             sb_printf(b, "</td>");
             for (size_t k = 0; k < nattrs; k++) {
-                if (is_long(ids[k]))
-                    continue;
+                if (is_long(ids[k])) continue;
                 attr_text(in, ids[k], v, sizeof v);
                 sb_printf(b, "<td style=\"%s\">", cell_style(ids[k]));
                 sb_html(b, v);
                 sb_printf(b, "</td>");
             }
             sb_printf(b, "</tr>\n");
-            if (!detail)
-                continue;
+            if (!detail) continue;
             /* the zero-width div: the line wraps to the columns' width instead of setting it */
-            sb_printf(b, ROW_PLAIN "<td></td><td colspan=\"%d\" style=\"text-align:left; padding-top:0; "
-                         "font-size:smaller\"><div style=\"width:0; min-width:100%%\">", ncols - 1);
+            sb_printf(b,
+                      ROW_PLAIN
+                      "<td></td><td colspan=\"%d\" style=\"text-align:left; padding-top:0; "
+                      "font-size:smaller\"><div style=\"width:0; min-width:100%%\">",
+                      ncols - 1);
             const char *sep = "";
             for (size_t k = 0; k < nattrs; k++) {
-                if (!is_long(ids[k]))
-                    continue;
+                if (!is_long(ids[k])) continue;
                 attr_text(in, ids[k], v, sizeof v);
                 sb_printf(b, "%s%s: ", sep, attr_names[ids[k]]);
                 sb_html(b, v);
@@ -601,8 +551,7 @@ static void html_rows(sbuf *b, ofl_device *const *list, size_t n, ofl_device *de
 }
 
 /* One row per device; at verbosity 2 the table turns (attributes down, devices across). */
-static void html_listing(sbuf *b, int verbosity)
-{
+static void html_listing(sbuf *b, int verbosity) {
     size_t n;
     const char *why;
     ofl_device *const *list = devices(&n, &why);
@@ -620,8 +569,7 @@ static void html_listing(sbuf *b, int verbosity)
     sb_printf(b, "</table>\n");
 }
 
-static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity)
-{
+static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity) {
     sbuf b = {0};
     list(&b, verbosity);
     PyObject *s = b.oom ? PyErr_NoMemory()
@@ -631,34 +579,30 @@ static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity)
 }
 
 /* Printed through sys.stdout, so the Jupyter kernel's capture sees it. */
-static PyObject *lsplatform(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *lsplatform(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"verbosity", NULL};
     int verbosity = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:lsplatform", kwlist, &verbosity))
-        return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:lsplatform", kwlist, &verbosity)) return NULL;
     PyObject *s = listing_str(text_listing, verbosity);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     PyObject *out = PySys_GetObject("stdout"); /* borrowed */
     int rc = out && out != Py_None ? PyFile_WriteObject(s, out, Py_PRINT_RAW) : 0;
     Py_DECREF(s);
-    if (rc < 0)
-        return NULL;
+    if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 /* The same listing as one display bundle, so a notebook shows it once: the
  * HTML table, with the text for consoles and for nbconvert to text. */
-static PyObject *lsplatform_bundle(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *lsplatform_bundle(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"verbosity", NULL};
     int verbosity = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:_lsplatform_bundle", kwlist, &verbosity))
         return NULL;
     PyObject *text = listing_str(text_listing, verbosity);
     PyObject *html = text ? listing_str(html_listing, verbosity) : NULL;
-    PyObject *bundle = html ? Py_BuildValue("{s:O,s:O}", "text/plain", text, "text/html", html) : NULL;
+    PyObject *bundle =
+        html ? Py_BuildValue("{s:O,s:O}", "text/plain", text, "text/html", html) : NULL;
     Py_XDECREF(text);
     Py_XDECREF(html);
     return bundle;
@@ -677,13 +621,13 @@ static PyMethodDef device_functions[] = {
     {"lsplatform", (PyCFunction)(void (*)(void))lsplatform, METH_VARARGS | METH_KEYWORDS,
      "lsplatform(verbosity=0)\n\nPrint the platforms and devices: 0 one line per device, 1 with "
      "key properties, 2 with every attribute."},
-    {"_lsplatform_bundle", (PyCFunction)(void (*)(void))lsplatform_bundle, METH_VARARGS | METH_KEYWORDS,
+    {"_lsplatform_bundle", (PyCFunction)(void (*)(void))lsplatform_bundle,
+     METH_VARARGS | METH_KEYWORDS,
      "_lsplatform_bundle(verbosity=0) -> dict\n\nlsplatform as text/plain and text/html (for "
      "%lsplatform)."},
     {NULL, NULL, 0, NULL},
 };
 
-int mod_device_add_functions(PyObject *module)
-{
+int mod_device_add_functions(PyObject *module) {
     return PyModule_AddFunctions(module, device_functions);
 }

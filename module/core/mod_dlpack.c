@@ -94,21 +94,18 @@ static bool is_cuda(ofl_device *dev) { return ofl_device_get_info(dev)->backend 
  * type gpu) in the driver's order, so cuda:gpu:N is ordinal N. */
 static int cuda_ordinal(ofl_device *dev) { return ofl_device_get_info(dev)->index; }
 
-static ofl_device *cuda_device(int ordinal)
-{
+static ofl_device *cuda_device(int ordinal) {
     size_t n;
     ofl_device *const *list;
     Py_BEGIN_ALLOW_THREADS
     list = ofl_devices(&n, NULL);
     Py_END_ALLOW_THREADS
     for (size_t i = 0; i < n; i++)
-        if (is_cuda(list[i]) && cuda_ordinal(list[i]) == ordinal)
-            return list[i];
+        if (is_cuda(list[i]) && cuda_ordinal(list[i]) == ordinal) return list[i];
     return NULL;
 }
 
-static int wait_device(ofl_device *dev)
-{
+static int wait_device(ofl_device *dev) {
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -128,8 +125,7 @@ typedef struct {
     int64_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS];
 } exported;
 
-static void exported_free(exported *e)
-{
+static void exported_free(exported *e) {
     if (!Py_IsInitialized()) /* at exit the owner went with the interpreter */
         return;
     PyGILState_STATE g = PyGILState_Ensure(); /* consumers may delete from any thread */
@@ -143,8 +139,7 @@ static void versioned_deleter(DLManagedTensorVersioned *m) { exported_free(m->ma
 /* The producer's capsule destructor: deletes the tensor only if no consumer
  * took it (renamed the capsule). IsValid sets no exception, so a pending one
  * survives. */
-static void capsule_destructor(PyObject *cap)
-{
+static void capsule_destructor(PyObject *cap) {
     if (PyCapsule_IsValid(cap, VERSIONED)) {
         DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, VERSIONED);
         m->deleter(m);
@@ -154,8 +149,7 @@ static void capsule_destructor(PyObject *cap)
     }
 }
 
-static int dl_dtype(PyObject *dtype, Py_ssize_t itemsize, DLDataType *out)
-{
+static int dl_dtype(PyObject *dtype, Py_ssize_t itemsize, DLDataType *out) {
     static const struct {
         char kind;
         uint8_t code;
@@ -173,16 +167,12 @@ static int dl_dtype(PyObject *dtype, Py_ssize_t itemsize, DLDataType *out)
  * referencing owner. versioned: a DLPack 1.0 "dltensor_versioned". */
 static PyObject *make_capsule(PyObject *owner, void *data, DLDevice device, PyObject *dtype,
                               Py_ssize_t itemsize, int nd, const Py_ssize_t *shape,
-                              const Py_ssize_t *strides, bool versioned, uint64_t flags)
-{
+                              const Py_ssize_t *strides, bool versioned, uint64_t flags) {
     DLDataType dt;
-    if (dl_dtype(dtype, itemsize, &dt) < 0)
-        return NULL;
+    if (dl_dtype(dtype, itemsize, &dt) < 0) return NULL;
     exported *e = PyMem_RawCalloc(1, sizeof *e);
-    if (!e)
-        return PyErr_NoMemory();
-    for (int i = 0; i < nd; i++)
-        e->shape[i] = shape[i], e->strides[i] = strides[i] / itemsize;
+    if (!e) return PyErr_NoMemory();
+    for (int i = 0; i < nd; i++) e->shape[i] = shape[i], e->strides[i] = strides[i] / itemsize;
     DLTensor t = {data, device, nd, dt, e->shape, e->strides, 0};
     e->owner = Py_NewRef(owner);
     e->legacy = (DLManagedTensor){t, e, legacy_deleter};
@@ -197,21 +187,18 @@ static PyObject *make_capsule(PyObject *owner, void *data, DLDevice device, PyOb
 }
 
 /* (device_type, device_id) as DLPack sees the array: see the top of the file. */
-static DLDevice array_dl_device(mod_array *a)
-{
+static DLDevice array_dl_device(mod_array *a) {
     ofl_device *dev = mod_array_device(a);
     return is_cuda(dev) ? (DLDevice){kDLCUDA, cuda_ordinal(dev)} : (DLDevice){kDLCPU, 0};
 }
 
-static PyObject *dlpack_device(mod_array *a, PyObject *unused)
-{
+static PyObject *dlpack_device(mod_array *a, PyObject *unused) {
     DLDevice d = array_dl_device(a);
     return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
 }
 
 /* The host copy export: the array's elements in a NumPy array, which owns them. */
-static PyObject *export_host(mod_array *a, bool versioned)
-{
+static PyObject *export_host(mod_array *a, bool versioned) {
     PyObject *host = mod_array_asnumpy(a); /* strided views keep NumPy's strides */
     Py_buffer view;
     if (!host || PyObject_GetBuffer(host, &view, PyBUF_STRIDES) < 0) {
@@ -220,24 +207,22 @@ static PyObject *export_host(mod_array *a, bool versioned)
     }
     /* the pointer stays valid after the release: host is referenced, and a
      * NumPy array referenced elsewhere cannot be resized */
-    PyObject *cap = make_capsule(host, view.buf, (DLDevice){kDLCPU, 0}, a->dtype, a->itemsize,
-                                 view.ndim, view.shape, view.strides, versioned,
-                                 DLPACK_FLAG_BITMASK_IS_COPIED);
+    PyObject *cap =
+        make_capsule(host, view.buf, (DLDevice){kDLCPU, 0}, a->dtype, a->itemsize, view.ndim,
+                     view.shape, view.strides, versioned, DLPACK_FLAG_BITMASK_IS_COPIED);
     PyBuffer_Release(&view);
     Py_DECREF(host);
     return cap;
 }
 
-static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
-{
+static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version,
                                      &dl_device, &copy_arg))
         return NULL;
     int copy = mod_parse_copy(copy_arg), major = 0, minor = 0;
-    if (copy == -2)
-        return NULL;
+    if (copy == -2) return NULL;
     if (max_version != Py_None &&
         (!PyTuple_Check(max_version) || !PyArg_ParseTuple(max_version, "ii", &major, &minor)))
         return PyErr_Format(PyExc_TypeError, "__dlpack__: max_version must be None or a tuple "
@@ -283,8 +268,7 @@ static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
     bool sync = true;
     if (stream != Py_None) {
         long long s = PyLong_Check(stream) ? PyLong_AsLongLong(stream) : -2;
-        if (s == -1 && PyErr_Occurred())
-            return NULL;
+        if (s == -1 && PyErr_Occurred()) return NULL;
         if (s == 0 || s < -1) /* 0 is ambiguous, so the spec forbids it */
             return PyErr_Occurred() ? NULL
                                     : PyErr_Format(PyExc_ValueError,
@@ -303,16 +287,15 @@ static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
                                     "only as a copy, but copy=False");
             copy = 1;
         }
-    PyObject *owner = copy == 1 ? PyObject_CallMethod((PyObject *)a, "copy", NULL)
-                                : Py_NewRef((PyObject *)a);
-    if (!owner)
-        return NULL;
+    PyObject *owner =
+        copy == 1 ? PyObject_CallMethod((PyObject *)a, "copy", NULL) : Py_NewRef((PyObject *)a);
+    if (!owner) return NULL;
     mod_array *src = (mod_array *)owner;
     PyObject *cap = NULL;
     if (!sync || wait_device(dev) == 0) {
         ofl_buffer *buf = mod_array_buffer(src);
-        void *data = buf ? (void *)(uintptr_t)(ofl_buffer_address(buf) + (uint64_t)src->offset)
-                         : NULL;
+        void *data =
+            buf ? (void *)(uintptr_t)(ofl_buffer_address(buf) + (uint64_t)src->offset) : NULL;
         cap = make_capsule(owner, data, natural, src->dtype, src->itemsize, src->nd, src->shape,
                            src->strides, versioned, copy == 1 ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
     }
@@ -322,8 +305,7 @@ static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw)
 
 /* ---- __cuda_array_interface__ (version 3) ---- */
 
-static PyObject *cuda_array_interface(mod_array *a, void *closure)
-{
+static PyObject *cuda_array_interface(mod_array *a, void *closure) {
     ofl_device *dev = mod_array_device(a);
     if (!is_cuda(dev)) /* AttributeError, so hasattr() is False */
         return PyErr_Format(PyExc_AttributeError,
@@ -332,19 +314,18 @@ static PyObject *cuda_array_interface(mod_array *a, void *closure)
                             ofl_device_get_info(dev)->filter);
     /* 'stream': None promises the consumer that no synchronisation is needed:
      * make it true (our stream is private, see the top of the file) */
-    if (wait_device(dev) < 0)
-        return NULL;
+    if (wait_device(dev) < 0) return NULL;
     ofl_buffer *buf = mod_array_buffer(a);
     unsigned long long ptr = buf ? ofl_buffer_address(buf) + (uint64_t)a->offset : 0;
     PyObject *shape = mod_int_tuple(a->nd, a->shape);
-    PyObject *strides = mod_array_is_c_contiguous(a) ? Py_NewRef(Py_None)
-                                                     : mod_int_tuple(a->nd, a->strides);
+    PyObject *strides =
+        mod_array_is_c_contiguous(a) ? Py_NewRef(Py_None) : mod_int_tuple(a->nd, a->strides);
     PyObject *typestr = PyObject_GetAttrString(a->dtype, "str"); /* '<f4', '|b1' */
     PyObject *r = NULL;
     if (shape && strides && typestr)
         r = Py_BuildValue("{sOsOs(NO)sOsisO}", "shape", shape, "typestr", typestr, "data",
-                          PyLong_FromUnsignedLongLong(ptr), Py_False, "strides", strides,
-                          "version", 3, "stream", Py_None);
+                          PyLong_FromUnsignedLongLong(ptr), Py_False, "strides", strides, "version",
+                          3, "stream", Py_None);
     Py_XDECREF(shape);
     Py_XDECREF(strides);
     Py_XDECREF(typestr);
@@ -356,41 +337,37 @@ static PyObject *cuda_array_interface(mod_array *a, void *closure)
 static const char OWNER_LEGACY[] = "offload.dltensor_owner";
 static const char OWNER_VERSIONED[] = "offload.dltensor_versioned_owner";
 
-static void owner_destructor(PyObject *cap)
-{
+static void owner_destructor(PyObject *cap) {
     if (PyCapsule_IsValid(cap, OWNER_VERSIONED)) {
         DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, OWNER_VERSIONED);
-        if (m->deleter)
-            m->deleter(m);
+        if (m->deleter) m->deleter(m);
     } else if (PyCapsule_IsValid(cap, OWNER_LEGACY)) {
         DLManagedTensor *m = PyCapsule_GetPointer(cap, OWNER_LEGACY);
-        if (m->deleter)
-            m->deleter(m);
+        if (m->deleter) m->deleter(m);
     }
 }
 
 /* Takes the tensor out of a producer's capsule: renames the capsule used_*, so
  * its destructor leaves the tensor alone, and returns a capsule of ours that
  * owns it (dropping that calls the tensor's deleter). */
-static PyObject *take_tensor(PyObject *cap, DLTensor **t, uint64_t *flags)
-{
+static PyObject *take_tensor(PyObject *cap, DLTensor **t, uint64_t *flags) {
     bool versioned = PyCapsule_IsValid(cap, VERSIONED);
     if (!versioned && !PyCapsule_IsValid(cap, LEGACY)) {
         if (PyCapsule_IsValid(cap, USED_LEGACY) || PyCapsule_IsValid(cap, USED_VERSIONED))
             return PyErr_Format(PyExc_BufferError, "from_dlpack: the DLPack capsule was already "
                                                    "consumed");
-        return PyErr_Format(PyExc_TypeError, "from_dlpack: __dlpack__ returned %R, not a DLPack "
-                                             "capsule",
+        return PyErr_Format(PyExc_TypeError,
+                            "from_dlpack: __dlpack__ returned %R, not a DLPack "
+                            "capsule",
                             cap);
     }
     void *m = PyCapsule_GetPointer(cap, versioned ? VERSIONED : LEGACY);
     if (versioned && ((DLManagedTensorVersioned *)m)->version.major != 1) /* left to its owner */
         return PyErr_Format(PyExc_BufferError, "from_dlpack: DLPack %u.x is not supported (1.x is)",
                             ((DLManagedTensorVersioned *)m)->version.major);
-    if (PyCapsule_SetName(cap, versioned ? USED_VERSIONED : USED_LEGACY) < 0)
-        return NULL;
-    PyObject *owner = PyCapsule_New(m, versioned ? OWNER_VERSIONED : OWNER_LEGACY,
-                                    owner_destructor);
+    if (PyCapsule_SetName(cap, versioned ? USED_VERSIONED : USED_LEGACY) < 0) return NULL;
+    PyObject *owner =
+        PyCapsule_New(m, versioned ? OWNER_VERSIONED : OWNER_LEGACY, owner_destructor);
     if (!owner) { /* ours now: delete it */
         if (versioned && ((DLManagedTensorVersioned *)m)->deleter)
             ((DLManagedTensorVersioned *)m)->deleter(m);
@@ -398,7 +375,8 @@ static PyObject *take_tensor(PyObject *cap, DLTensor **t, uint64_t *flags)
             ((DLManagedTensor *)m)->deleter(m);
         return NULL;
     }
-    *t = versioned ? &((DLManagedTensorVersioned *)m)->dl_tensor : &((DLManagedTensor *)m)->dl_tensor;
+    *t = versioned ? &((DLManagedTensorVersioned *)m)->dl_tensor
+                   : &((DLManagedTensor *)m)->dl_tensor;
     *flags = versioned ? ((DLManagedTensorVersioned *)m)->flags : 0;
     return owner;
 }
@@ -411,17 +389,18 @@ typedef struct {
     Py_ssize_t itemsize, size, lo, hi, shape[MOD_MAXDIMS], strides[MOD_MAXDIMS];
 } tensor_layout;
 
-static int read_layout(const DLTensor *t, tensor_layout *l)
-{
-    static const char kinds[] = {[kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b'};
+static int read_layout(const DLTensor *t, tensor_layout *l) {
+    static const char kinds[] = {
+        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b'};
     DLDataType dt = t->dtype;
     l->dtype = dt.code < sizeof kinds && kinds[dt.code] && dt.lanes == 1 && dt.bits % 8 == 0
                    ? mod_dtype_find_borrowed(kinds[dt.code], dt.bits / 8)
                    : NULL;
     if (!l->dtype) {
-        PyErr_Format(PyExc_TypeError, "from_dlpack: DLPack dtype (code %d, bits %d, lanes %d) "
-                                      "is not supported: offload arrays hold bool, int8-64, "
-                                      "uint8-64, float32 and float64",
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack: DLPack dtype (code %d, bits %d, lanes %d) "
+                     "is not supported: offload arrays hold bool, int8-64, "
+                     "uint8-64, float32 and float64",
                      dt.code, dt.bits, dt.lanes);
         return -1;
     }
@@ -451,18 +430,16 @@ static int read_layout(const DLTensor *t, tensor_layout *l)
 }
 
 /* A copy on dev of a tensor in host memory: NumPy views it, the module uploads. */
-static PyObject *import_host(const DLTensor *t, const tensor_layout *l, ofl_device *dev)
-{
-    if (l->size == 0)
-        return mod_array_new_empty(dev, l->dtype, l->nd, l->shape);
+static PyObject *import_host(const DLTensor *t, const tensor_layout *l, ofl_device *dev) {
+    if (l->size == 0) return mod_array_new_empty(dev, l->dtype, l->nd, l->shape);
     if (!t->data)
         return PyErr_Format(PyExc_BufferError, "from_dlpack: the tensor's data pointer is NULL");
     char *p = (char *)t->data + t->byte_offset;
     PyObject *mv = PyMemoryView_FromMemory(p + l->lo, l->hi - l->lo, PyBUF_READ);
     PyObject *shape = mod_int_tuple(l->nd, l->shape), *strides = mod_int_tuple(l->nd, l->strides);
     PyObject *args = shape ? PyTuple_Pack(2, shape, l->dtype) : NULL;
-    PyObject *kw = mv && strides && args ? Py_BuildValue("{sOsnsO}", "buffer", mv, "offset",
-                                                         -l->lo, "strides", strides)
+    PyObject *kw = mv && strides && args ? Py_BuildValue("{sOsnsO}", "buffer", mv, "offset", -l->lo,
+                                                         "strides", strides)
                                          : NULL;
     PyObject *view = kw ? mod_np_call("ndarray", args, kw) : NULL;
     PyObject *r = view ? mod_array_from_host(view, dev) : NULL;
@@ -478,19 +455,18 @@ static PyObject *import_host(const DLTensor *t, const tensor_layout *l, ofl_devi
 /* A tensor in CUDA memory of src as an array on dev: shared when dev is src
  * and no copy is asked for (or needed: read-only memory), else copied. */
 static PyObject *import_cuda(const DLTensor *t, const tensor_layout *l, PyObject *owner,
-                             uint64_t flags, ofl_device *src, ofl_device *dev, int copy)
-{
-    const char *why = copy == 1                                   ? NULL
-                      : dev != src                                ? "moving it to another device"
+                             uint64_t flags, ofl_device *src, ofl_device *dev, int copy) {
+    const char *why = copy == 1                               ? NULL
+                      : dev != src                            ? "moving it to another device"
                       : flags & DLPACK_FLAG_BITMASK_READ_ONLY ? "it is read-only"
-                                                                  : NULL;
+                                                              : NULL;
     bool copying = copy == 1 || why;
     if (why && copy == 0)
-        return PyErr_Format(PyExc_BufferError, "from_dlpack: copy=False, but importing the "
-                                               "tensor on cuda device %d needs a copy: %s",
+        return PyErr_Format(PyExc_BufferError,
+                            "from_dlpack: copy=False, but importing the "
+                            "tensor on cuda device %d needs a copy: %s",
                             (int)t->device.device_id, why);
-    if (l->size == 0)
-        return mod_array_new_empty(dev, l->dtype, l->nd, l->shape);
+    if (l->size == 0) return mod_array_new_empty(dev, l->dtype, l->nd, l->shape);
     uint64_t base = (uint64_t)(uintptr_t)t->data + t->byte_offset + (uint64_t)l->lo;
     ofl_buffer *buf;
     ofl_error err;
@@ -498,11 +474,9 @@ static PyObject *import_cuda(const DLTensor *t, const tensor_layout *l, PyObject
     Py_BEGIN_ALLOW_THREADS
     rc = ofl_buffer_wrap(src, base, (size_t)(l->hi - l->lo), &buf, &err);
     Py_END_ALLOW_THREADS
-    if (rc)
-        return mod_raise(&err);
+    if (rc) return mod_raise(&err);
     PyObject *w = mod_array_wrap(buf, owner, l->dtype, l->nd, l->shape, l->strides, -l->lo);
-    if (!w || !copying)
-        return w;
+    if (!w || !copying) return w;
     PyObject *target = dev == src ? NULL : mod_device_new(dev);
     PyObject *r = dev == src ? PyObject_CallMethod(w, "copy", NULL)
                   : target   ? PyObject_CallMethod(w, "to_device", "O", target)
@@ -513,11 +487,9 @@ static PyObject *import_cuda(const DLTensor *t, const tensor_layout *l, PyObject
 }
 
 /* obj.__dlpack__(...) as a consumer calls it, knowing the producer's device. */
-static PyObject *call_dlpack(PyObject *obj, int device_type)
-{
+static PyObject *call_dlpack(PyObject *obj, int device_type) {
     PyObject *f = PyObject_GetAttrString(obj, "__dlpack__");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     bool cuda = DEVICE_MEMORY(device_type);
     /* stream=1: the legacy default stream, which ours waits for (top of file) */
     PyObject *kw = cuda ? Py_BuildValue("{si}", "stream", 1) : PyDict_New();
@@ -540,8 +512,7 @@ static PyObject *call_dlpack(PyObject *obj, int device_type)
 }
 
 /* obj.__dlpack_device__() as (type, id); -1 with an exception. */
-static int producer_device(PyObject *obj, int *type, int *id)
-{
+static int producer_device(PyObject *obj, int *type, int *id) {
     PyObject *d = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
     int ok = d && PyTuple_Check(d) && PyArg_ParseTuple(d, "ii", type, id);
     if (d && !ok && !PyErr_Occurred())
@@ -550,8 +521,7 @@ static int producer_device(PyObject *obj, int *type, int *id)
     return ok ? 0 : -1;
 }
 
-int mod_dlpack_is_cuda(PyObject *obj)
-{
+int mod_dlpack_is_cuda(PyObject *obj) {
     int type, id;
     if (!PyObject_HasAttrString(obj, "__dlpack__") ||
         !PyObject_HasAttrString(obj, "__dlpack_device__"))
@@ -560,15 +530,15 @@ int mod_dlpack_is_cuda(PyObject *obj)
 }
 
 /* from_dlpack of an offload array: itself (a new view), or a copy. */
-static PyObject *import_offload(mod_array *a, ofl_device *want, int copy)
-{
+static PyObject *import_offload(mod_array *a, ofl_device *want, int copy) {
     ofl_device *dev = mod_array_device(a);
     if (!want || want == dev)
         return copy == 1 ? PyObject_CallMethod((PyObject *)a, "copy", NULL)
                          : PyObject_GetItem((PyObject *)a, Py_Ellipsis);
     if (copy == 0)
-        return PyErr_Format(PyExc_BufferError, "from_dlpack: copy=False, but the array lives on "
-                                               "%s, not on %s",
+        return PyErr_Format(PyExc_BufferError,
+                            "from_dlpack: copy=False, but the array lives on "
+                            "%s, not on %s",
                             ofl_device_get_info(dev)->filter, ofl_device_get_info(want)->filter);
     PyObject *target = mod_device_new(want);
     PyObject *r = target ? PyObject_CallMethod((PyObject *)a, "to_device", "O", target) : NULL;
@@ -576,33 +546,29 @@ static PyObject *import_offload(mod_array *a, ofl_device *want, int copy)
     return r;
 }
 
-PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy_arg)
-{
+PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy_arg) {
     int copy = mod_parse_copy(copy_arg);
     ofl_device *want = NULL; /* device=; NULL: the producer's GPU, else the default */
-    if (copy == -2 || (device != Py_None && mod_device_resolve(device, &want) < 0))
-        return NULL;
-    if (mod_array_check(obj))
-        return import_offload((mod_array *)obj, want, copy);
+    if (copy == -2 || (device != Py_None && mod_device_resolve(device, &want) < 0)) return NULL;
+    if (mod_array_check(obj)) return import_offload((mod_array *)obj, want, copy);
     PyObject *cap;
     if (PyCapsule_CheckExact(obj)) {
         cap = Py_NewRef(obj);
     } else {
         int type, id;
         if (!PyObject_HasAttrString(obj, "__dlpack__"))
-            return PyErr_Format(PyExc_TypeError, "from_dlpack needs an object with __dlpack__ "
-                                                 "and __dlpack_device__ (NumPy, CuPy, PyTorch "
-                                                 "arrays...) or a DLPack capsule, not %.100s",
+            return PyErr_Format(PyExc_TypeError,
+                                "from_dlpack needs an object with __dlpack__ "
+                                "and __dlpack_device__ (NumPy, CuPy, PyTorch "
+                                "arrays...) or a DLPack capsule, not %.100s",
                                 Py_TYPE(obj)->tp_name);
-        if (producer_device(obj, &type, &id) < 0 || !(cap = call_dlpack(obj, type)))
-            return NULL;
+        if (producer_device(obj, &type, &id) < 0 || !(cap = call_dlpack(obj, type))) return NULL;
     }
     DLTensor *t = NULL;
     uint64_t flags = 0;
     PyObject *owner = take_tensor(cap, &t, &flags);
     Py_DECREF(cap);
-    if (!owner)
-        return NULL;
+    if (!owner) return NULL;
     tensor_layout l;
     PyObject *r = NULL;
     int type = t->device.device_type;
@@ -619,13 +585,15 @@ PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy_arg)
     } else if (DEVICE_MEMORY(type) && (src = cuda_device(t->device.device_id))) {
         r = import_cuda(t, &l, owner, flags, src, want ? want : src, copy);
     } else if (DEVICE_MEMORY(type)) {
-        PyErr_Format(PyExc_BufferError, "from_dlpack: the tensor is on CUDA device %d, which "
-                                        "offload does not see (offload.get_devices() lists "
-                                        "those it does)",
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: the tensor is on CUDA device %d, which "
+                     "offload does not see (offload.get_devices() lists "
+                     "those it does)",
                      (int)t->device.device_id);
     } else {
-        PyErr_Format(PyExc_BufferError, "from_dlpack: DLPack device type %d is not supported: "
-                                        "offload imports from the CPU (1) and CUDA (2)",
+        PyErr_Format(PyExc_BufferError,
+                     "from_dlpack: DLPack device type %d is not supported: "
+                     "offload imports from the CPU (1) and CUDA (2)",
                      type);
     }
     Py_DECREF(owner); /* a shared import's array keeps its own reference */
@@ -633,8 +601,7 @@ PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy_arg)
 }
 
 /* from_dlpack(x, /, *, device=None, copy=None) */
-static PyObject *f_from_dlpack(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_from_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "device", "copy", NULL};
     PyObject *obj, *device = Py_None, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OO:from_dlpack", kwlist, &obj, &device, &copy))
@@ -669,8 +636,7 @@ static PyGetSetDef array_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-int mod_dlpack_init(PyObject *module)
-{
+int mod_dlpack_init(PyObject *module) {
     if (mod_type_add_methods(&mod_ArrayType, array_methods) < 0 ||
         mod_type_add_getset(&mod_ArrayType, array_getset) < 0)
         return -1;

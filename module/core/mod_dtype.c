@@ -22,63 +22,50 @@ static struct {
 static const char SUPPORTED[] =
     "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64";
 
-int mod_dtype_init(void)
-{
+int mod_dtype_init(void) {
     for (size_t i = 0; i < NTYPES; i++) {
-        if (types[i].dtype)
-            continue;
+        if (types[i].dtype) continue;
         PyObject *args = Py_BuildValue("(s)", types[i].name);
         types[i].dtype = args ? mod_np_call("dtype", args, NULL) : NULL;
         Py_XDECREF(args);
-        if (!types[i].dtype)
-            return -1;
+        if (!types[i].dtype) return -1;
     }
     return 0;
 }
 
-int mod_dtype_add_aliases(PyObject *module)
-{
+int mod_dtype_add_aliases(PyObject *module) {
     for (size_t i = 0; i < NTYPES; i++) {
         PyObject *type = PyObject_GetAttrString(types[i].dtype, "type"); /* numpy.float32 */
-        if (!type)
-            return -1;
+        if (!type) return -1;
         /* NumPy's own spelling for bool is bool_ (numpy.bool in NumPy 2) */
         int rc = PyModule_AddObjectRef(module, i == 0 ? "bool_" : types[i].name, type);
-        if (rc == 0 && i == 0)
-            rc = PyModule_AddObjectRef(module, "bool", type);
+        if (rc == 0 && i == 0) rc = PyModule_AddObjectRef(module, "bool", type);
         Py_DECREF(type);
-        if (rc < 0)
-            return -1;
+        if (rc < 0) return -1;
     }
     return 0;
 }
 
-PyObject *mod_dtype_find_borrowed(char kind, Py_ssize_t itemsize)
-{
+PyObject *mod_dtype_find_borrowed(char kind, Py_ssize_t itemsize) {
     for (size_t i = 0; i < NTYPES; i++)
-        if (types[i].kind == kind && types[i].size == itemsize)
-            return types[i].dtype;
+        if (types[i].kind == kind && types[i].size == itemsize) return types[i].dtype;
     return NULL;
 }
 
-PyObject *mod_dtype_new(PyObject *spec)
-{
+PyObject *mod_dtype_new(PyObject *spec) {
     for (size_t i = 0; i < NTYPES; i++) /* the common case: already canonical */
-        if (spec == types[i].dtype)
-            return Py_NewRef(spec);
+        if (spec == types[i].dtype) return Py_NewRef(spec);
     PyObject *args = PyTuple_Pack(1, spec);
     PyObject *d = args ? mod_np_call("dtype", args, NULL) : NULL;
     Py_XDECREF(args);
-    if (!d)
-        return NULL;
+    if (!d) return NULL;
     PyObject *kind = PyObject_GetAttrString(d, "kind");
     PyObject *size = PyObject_GetAttrString(d, "itemsize");
     PyObject *found = NULL;
     if (kind && size && PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) == 1) {
         /* structured and sub-array dtypes have kind 'V' and never match */
         found = mod_dtype_find_borrowed((char)PyUnicode_READ_CHAR(kind, 0), PyLong_AsSsize_t(size));
-        if (PyErr_Occurred())
-            found = NULL;
+        if (PyErr_Occurred()) found = NULL;
     }
     Py_XDECREF(kind);
     Py_XDECREF(size);
@@ -86,29 +73,23 @@ PyObject *mod_dtype_new(PyObject *spec)
         PyErr_Format(PyExc_TypeError, "offload arrays do not support dtype %S; supported: %s", d,
                      SUPPORTED);
     Py_DECREF(d);
-    if (!found || PyErr_Occurred())
-        return NULL;
+    if (!found || PyErr_Occurred()) return NULL;
     return Py_NewRef(found);
 }
 
-const char *mod_dtype_name(PyObject *dtype)
-{
+const char *mod_dtype_name(PyObject *dtype) {
     for (size_t i = 0; i < NTYPES; i++)
-        if (types[i].dtype == dtype)
-            return types[i].name;
+        if (types[i].dtype == dtype) return types[i].name;
     return "?";
 }
 
-Py_ssize_t mod_dtype_itemsize(PyObject *dtype)
-{
+Py_ssize_t mod_dtype_itemsize(PyObject *dtype) {
     for (size_t i = 0; i < NTYPES; i++)
-        if (types[i].dtype == dtype)
-            return types[i].size;
+        if (types[i].dtype == dtype) return types[i].size;
     return 0;
 }
 
-PyObject *mod_dtype_from_array(PyObject *arr)
-{
+PyObject *mod_dtype_from_array(PyObject *arr) {
     PyObject *d = PyObject_GetAttrString(arr, "dtype");
     PyObject *r = d ? mod_dtype_new(d) : NULL;
     Py_XDECREF(d);

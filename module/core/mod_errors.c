@@ -14,8 +14,7 @@ static _Thread_local PyObject *interrupt_type, *interrupt_value, *interrupt_tb;
 /* The runtime's interrupt check (ofl_set_interrupt_check), called every
  * 20 ms of a device wait, without the GIL: takes it for a moment and runs
  * Python's pending signal handlers. */
-static int interrupt_pending(void)
-{
+static int interrupt_pending(void) {
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb); /* a wait with the GIL held may have one set: not ours */
@@ -33,8 +32,7 @@ static int interrupt_pending(void)
 
 void mod_errors_catch_interrupts(void) { ofl_set_interrupt_check(interrupt_pending); }
 
-static void raise_interrupt(const ofl_error *err)
-{
+static void raise_interrupt(const ofl_error *err) {
     if (interrupt_type) {
         PyErr_Restore(interrupt_type, interrupt_value, interrupt_tb);
         interrupt_type = interrupt_value = interrupt_tb = NULL;
@@ -43,8 +41,7 @@ static void raise_interrupt(const ofl_error *err)
     }
 }
 
-PyObject *mod_raise(const ofl_error *err)
-{
+PyObject *mod_raise(const ofl_error *err) {
     PyObject *type = PyExc_RuntimeError;
     switch (err->code) {
     case OFL_ERR_INTERRUPTED: raise_interrupt(err); return NULL;
@@ -61,15 +58,12 @@ PyObject *mod_raise(const ofl_error *err)
 
 /* The classes outlive any one module object (a re-import after deleting it
  * from sys.modules runs init again): the statics own them for the process. */
-static int new_exception(PyObject **slot, const char *name, PyObject *base, const char *doc)
-{
-    if (!*slot)
-        *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
+static int new_exception(PyObject **slot, const char *name, PyObject *base, const char *doc) {
+    if (!*slot) *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
     return *slot ? 0 : -1;
 }
 
-int mod_errors_add(PyObject *m)
-{
+int mod_errors_add(PyObject *m) {
     if (new_exception(&DeviceNotFoundError, "offload.DeviceNotFoundError", PyExc_LookupError,
                       "No device matches the filter (or the machine has none); the message "
                       "lists the devices that exist.") < 0 ||

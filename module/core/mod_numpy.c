@@ -2,13 +2,11 @@
  * room uses. */
 #include "mod_core.h"
 
-static PyObject *numpy; /* owned for the process */
+static PyObject *numpy;                             /* owned for the process */
 static PyTypeObject *numpy_ndarray, *numpy_generic; /* numpy's, owned for the process */
 
-int mod_numpy_init(void)
-{
-    if (numpy)
-        return 0;
+int mod_numpy_init(void) {
+    if (numpy) return 0;
     numpy = PyImport_ImportModule("numpy");
     if (!numpy) /* NumPy's own ImportError says what is missing */
         return -1;
@@ -21,28 +19,23 @@ PyObject *mod_numpy_borrowed(void) { return numpy; }
 bool mod_is_numpy_array(PyObject *o) { return PyObject_TypeCheck(o, numpy_ndarray); }
 bool mod_is_numpy_scalar(PyObject *o) { return PyObject_TypeCheck(o, numpy_generic); }
 
-PyObject *mod_call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw)
-{
+PyObject *mod_call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw) {
     PyObject *f = PyObject_GetAttrString(obj, name);
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     PyObject *r = args ? PyObject_Call(f, args, kw) : PyObject_CallNoArgs(f);
     Py_DECREF(f);
     return r;
 }
 
-PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw)
-{
+PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw) {
     return mod_call_method(numpy, name, args, kw);
 }
 
-int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable)
-{
+int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable) {
     return PyObject_GetBuffer(arr, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
 }
 
-PyObject *mod_int_tuple(int nd, const Py_ssize_t *v)
-{
+PyObject *mod_int_tuple(int nd, const Py_ssize_t *v) {
     PyObject *t = PyTuple_New(nd);
     for (int i = 0; t && i < nd; i++) {
         PyObject *x = PyLong_FromSsize_t(v[i]);
@@ -54,8 +47,7 @@ PyObject *mod_int_tuple(int nd, const Py_ssize_t *v)
     return t;
 }
 
-int mod_atexit(PyMethodDef *def)
-{
+int mod_atexit(PyMethodDef *def) {
     PyObject *atexit = PyImport_ImportModule("atexit");
     PyObject *fn = PyCFunction_New(def, NULL);
     PyObject *r = atexit && fn ? PyObject_CallMethod(atexit, "register", "O", fn) : NULL;
@@ -67,26 +59,21 @@ int mod_atexit(PyMethodDef *def)
 
 /* A ready static type's attributes live in its dict; PyType_Modified drops
  * the lookups CPython cached before. */
-static int add_descriptor(PyTypeObject *type, const char *name, PyObject *descr)
-{
+static int add_descriptor(PyTypeObject *type, const char *name, PyObject *descr) {
     int rc = descr ? PyDict_SetItemString(type->tp_dict, name, descr) : -1;
     Py_XDECREF(descr);
     PyType_Modified(type);
     return rc;
 }
 
-int mod_type_add_methods(PyTypeObject *type, PyMethodDef *defs)
-{
+int mod_type_add_methods(PyTypeObject *type, PyMethodDef *defs) {
     for (PyMethodDef *d = defs; d->ml_name; d++)
-        if (add_descriptor(type, d->ml_name, PyDescr_NewMethod(type, d)) < 0)
-            return -1;
+        if (add_descriptor(type, d->ml_name, PyDescr_NewMethod(type, d)) < 0) return -1;
     return 0;
 }
 
-int mod_type_add_getset(PyTypeObject *type, PyGetSetDef *defs)
-{
+int mod_type_add_getset(PyTypeObject *type, PyGetSetDef *defs) {
     for (PyGetSetDef *d = defs; d->name; d++)
-        if (add_descriptor(type, d->name, PyDescr_NewGetSet(type, d)) < 0)
-            return -1;
+        if (add_descriptor(type, d->name, PyDescr_NewGetSet(type, d)) < 0) return -1;
     return 0;
 }

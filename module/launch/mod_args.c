@@ -22,7 +22,10 @@ static int dtype_of(PyObject *dtype) {
     for (int d = 0; d < JIT_NDTYPES; d++)
         if (dtype_objs[d] == dtype) return d;
     PyObject *canon = mod_dtype_new(dtype); /* byte-swapped or an alias */
-    if (!canon) { PyErr_Clear(); return -1; }
+    if (!canon) {
+        PyErr_Clear();
+        return -1;
+    }
     int r = -1;
     for (int d = 0; d < JIT_NDTYPES; d++)
         if (dtype_objs[d] == canon) r = d;
@@ -46,18 +49,29 @@ int mod_arg_type(PyObject *o, int i, jit_type *t) {
         mod_array *a = (mod_array *)o;
         int d = dtype_of(a->dtype);
         if (d < 0 || a->nd < 1 || a->nd > 3) {
-            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64, not a %d-D %s array", i + 1, a->nd,
-                         mod_dtype_name(a->dtype));
+            PyErr_Format(PyExc_TypeError,
+                         "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
+                         "int8-64, uint8-64, float32 or float64, not a %d-D %s array",
+                         i + 1, a->nd, mod_dtype_name(a->dtype));
             return -1;
         }
-        *t = jit_array((jit_dtype)d, a->nd, mod_array_is_c_contiguous(a) ? JIT_LAYOUT_C : JIT_LAYOUT_ANY);
+        *t = jit_array((jit_dtype)d, a->nd,
+                       mod_array_is_c_contiguous(a) ? JIT_LAYOUT_C : JIT_LAYOUT_ANY);
         return 0;
     }
     /* exact checks: numpy.float64 is a float subclass, but strongly typed */
-    if (PyBool_Check(o)) { *t = jit_scalar(JIT_BOOL); return 0; }
-    if (PyLong_CheckExact(o)) { *t = jit_weak_int(); return 0; }
-    if (PyFloat_CheckExact(o)) { *t = jit_weak_float(); return 0; }
+    if (PyBool_Check(o)) {
+        *t = jit_scalar(JIT_BOOL);
+        return 0;
+    }
+    if (PyLong_CheckExact(o)) {
+        *t = jit_weak_int();
+        return 0;
+    }
+    if (PyFloat_CheckExact(o)) {
+        *t = jit_weak_float();
+        return 0;
+    }
     if (mod_is_numpy_array(o)) {
         PyObject *dt = PyObject_GetAttrString(o, "dtype");
         int d = dt ? dtype_of(dt) : -1;
@@ -67,16 +81,19 @@ int mod_arg_type(PyObject *o, int i, jit_type *t) {
         Py_XDECREF(ndo);
         PyErr_Clear();
         if (d < 0 || nd < 1 || nd > 3) {
-            PyErr_Format(PyExc_TypeError, "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64", i + 1);
+            PyErr_Format(PyExc_TypeError,
+                         "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
+                         "int8-64, uint8-64, float32 or float64",
+                         i + 1);
             return -1;
         }
         *t = jit_array((jit_dtype)d, nd, JIT_LAYOUT_C);
         return 0;
     }
     if (mod_is_numpy_scalar(o) && numpy_scalar_type(o, t) == 0) return 0;
-    PyErr_Format(PyExc_TypeError, "argument %d: a kernel takes offload or NumPy arrays and numbers, not %s",
-                 i + 1, Py_TYPE(o)->tp_name);
+    PyErr_Format(PyExc_TypeError,
+                 "argument %d: a kernel takes offload or NumPy arrays and numbers, not %s", i + 1,
+                 Py_TYPE(o)->tp_name);
     return -1;
 }
 
@@ -132,10 +149,12 @@ int mod_args_place(mod_args *a) {
             a->dev = d;
             first = (int)i;
         } else if (d != a->dev) {
-            PyErr_Format(mod_ExecutionPlacementError,
-                         "kernel arguments live on two devices: argument %d on %s and argument %zd on %s; "
-                         "move one with .to_device(...)", first + 1, ofl_device_get_info(a->dev)->filter, i + 1,
-                         ofl_device_get_info(d)->filter);
+            PyErr_Format(
+                mod_ExecutionPlacementError,
+                "kernel arguments live on two devices: argument %d on %s and argument %zd on %s; "
+                "move one with .to_device(...)",
+                first + 1, ofl_device_get_info(a->dev)->filter, i + 1,
+                ofl_device_get_info(d)->filter);
             return -1;
         }
     }
@@ -158,8 +177,8 @@ int mod_args_upload(mod_args *a) {
 int mod_args_check_count(const mod_args *a, const jit_func *jf) {
     int want = jit_func_nparams(jf) - 1; /* after the item */
     if (a->n == want) return 0;
-    PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %zd", jit_func_name(jf), want,
-                 want == 1 ? "" : "s", a->n);
+    PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s after the item, got %zd",
+                 jit_func_name(jf), want, want == 1 ? "" : "s", a->n);
     return -1;
 }
 
@@ -183,12 +202,15 @@ static size_t scalar_word(PyObject *o, jit_type t, Py_ssize_t i, ofl_device *dev
     jit_dtype d = (jit_dtype)t.dtype;
     if (jit_dtype_is_float(d)) {
         double x = PyFloat_AsDouble(o);
-        if (d == JIT_F32) w->f32 = (float)x;
-        else w->f64 = x;
+        if (d == JIT_F32)
+            w->f32 = (float)x;
+        else
+            w->f64 = x;
     } else {
         PyObject *l = PyNumber_Long(o);
         if (!l) return 0;
-        unsigned long long u = d == JIT_U64 ? PyLong_AsUnsignedLongLong(l) : (unsigned long long)PyLong_AsLongLong(l);
+        unsigned long long u =
+            d == JIT_U64 ? PyLong_AsUnsignedLongLong(l) : (unsigned long long)PyLong_AsLongLong(l);
         Py_DECREF(l);
         if (PyErr_Occurred()) return 0;
         memcpy(w, &u, sizeof u); /* little-endian: the low bytes are the narrow value */
@@ -208,13 +230,17 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
     }
     size_t nw = 0;
     a->npacked = 0;
-#define WORD(v) (a->words[nw].i64 = (v), a->packed[a->npacked++] = (ofl_arg){.value = &a->words[nw++], .size = 8})
+#define WORD(v)                                                                                    \
+    (a->words[nw].i64 = (v),                                                                       \
+     a->packed[a->npacked++] = (ofl_arg){.value = &a->words[nw++], .size = 8})
     for (Py_ssize_t i = 0; i < a->n; i++) {
         if (a->types[i].kind == JT_ARRAY) {
             mod_array *arr = (mod_array *)a->objs[i];
             ofl_buffer *buf = mod_array_buffer(arr);
-            if (buf) a->packed[a->npacked++] = (ofl_arg){.buffer = buf};
-            else WORD(0); /* an empty array: a null pointer */
+            if (buf)
+                a->packed[a->npacked++] = (ofl_arg){.buffer = buf};
+            else
+                WORD(0); /* an empty array: a null pointer */
             WORD(arr->offset);
             for (int d = 0; d < arr->nd; d++) WORD(arr->shape[d]);
             for (int d = 0; d < arr->nd; d++) WORD(arr->strides[d]);
@@ -228,7 +254,8 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
 #undef WORD
     if (bounds) a->packed[a->npacked++] = (ofl_arg){.buffer = bounds};
     ofl_error err;
-    if (cancel && ofl_cancel_arg(a->dev, &a->packed[a->npacked++], &err) != 0) { /* JIT_CANCEL's flag, last */
+    if (cancel &&
+        ofl_cancel_arg(a->dev, &a->packed[a->npacked++], &err) != 0) { /* JIT_CANCEL's flag, last */
         mod_raise(&err);
         return -1;
     }
@@ -248,8 +275,9 @@ int mod_args_download(mod_args *a, const char *kernel_name) {
             PyErr_Clear();
         }
     }
-    PySys_FormatStderr("offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
-                       "keeps data on the device\n", a->ncopied, a->ncopied == 1 ? "" : "s", kernel_name,
-                       ofl_device_get_info(a->dev)->filter);
+    PySys_FormatStderr(
+        "offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
+        "keeps data on the device\n",
+        a->ncopied, a->ncopied == 1 ? "" : "s", kernel_name, ofl_device_get_info(a->dev)->filter);
     return 0;
 }

@@ -38,34 +38,35 @@ static PyObject *CompileError; /* Exception: filename, lineno, colno */
 typedef enum { SPEC_BUILDING, SPEC_READY, SPEC_FAILED } spec_state;
 
 typedef struct {
-    spec_state state;    /* written with the GIL and the kernel's lock held */
+    spec_state state; /* written with the GIL and the kernel's lock held */
     ofl_device *dev;
     int range_ndim, nargs;
-    bool nd;             /* compiled for an NdRange launch */
-    bool bounds;         /* compiled with JIT_BOUNDSCHECK */
-    ofl_program *prog;   /* owned */
+    bool nd;           /* compiled for an NdRange launch */
+    bool bounds;       /* compiled with JIT_BOUNDSCHECK */
+    ofl_program *prog; /* owned */
     /* prog is read and launched only with the GIL held throughout, and
      * replaced only with it held, so a launch never sees it released */
-    jit_blob code;       /* kept to rebuild after a CUDA context reset */
+    jit_blob code; /* kept to rebuild after a CUDA context reset */
     char entry[160];
     char signature[512];
-    char *bounds_sites;  /* bounds: jit_artifact.bounds_sites (owned) */
-    double compile_ms;   /* the JIT's (stats) */
-    double build_ms;     /* the driver's build of the code (again after a context reset) */
+    char *bounds_sites; /* bounds: jit_artifact.bounds_sites (owned) */
+    double compile_ms;  /* the JIT's (stats) */
+    double build_ms;    /* the driver's build of the code (again after a context reset) */
     bool disk_hit;
     unsigned long long launches, memory_hits;
     /* device time of timed launches of programs released after a context
      * reset (the runtime keeps the current program's) */
     uint64_t old_device_ns, old_timed;
-    jit_type types[];    /* [nargs] */
+    jit_type types[]; /* [nargs] */
 } spec;
 
 typedef struct mod_kernel {
-    PyObject_HEAD PyObject *pyfunc;
-    jit_func *jf;        /* parsed at the first compile */
-    int boundscheck;     /* 1: every launch checks indices; 0: none does; -1: as the device
-                            says (default_boundscheck) */
-    spec **specs;        /* owned, each owned; only appended to (with the GIL) */
+    PyObject_HEAD
+    PyObject *pyfunc;
+    jit_func *jf;    /* parsed at the first compile */
+    int boundscheck; /* 1: every launch checks indices; 0: none does; -1: as the device
+                        says (default_boundscheck) */
+    spec **specs;    /* owned, each owned; only appended to (with the GIL) */
     int nspecs, last;
     pthread_mutex_t lock; /* with built: waits for a spec another thread builds */
     pthread_cond_t built;
@@ -76,7 +77,8 @@ typedef struct mod_kernel {
 } mod_kernel;
 
 typedef struct {
-    PyObject_HEAD PyObject *pyfunc;
+    PyObject_HEAD
+    PyObject *pyfunc;
 } mod_devfunc;
 
 static PyTypeObject KernelType, DevFuncType, LaunchType;
@@ -117,8 +119,10 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
     snprintf(ident, len, "%s|%s|%s", info->name, info->driver_version, info->version);
     t->device = ident;
     if (kind == OFL_BIN_NONE) {
-        PyErr_Format(mod_DeviceError, "%s (%s) takes neither SPIR-V nor SPIR 1.2 nor PTX, so offload "
-                     "cannot compile kernels for it", info->filter, info->name);
+        PyErr_Format(mod_DeviceError,
+                     "%s (%s) takes neither SPIR-V nor SPIR 1.2 nor PTX, so offload "
+                     "cannot compile kernels for it",
+                     info->filter, info->name);
         return -1;
     }
     return 0;
@@ -134,15 +138,18 @@ static int ensure_parsed(mod_kernel *k) {
         raise_jit(&err);
         return -1;
     }
-    if (k->jf) jit_func_free(jf);
-    else k->jf = jf;
+    if (k->jf)
+        jit_func_free(jf);
+    else
+        k->jf = jf;
     return 0;
 }
 
 /* jit_compile of k's function, with the GIL released and jit_lock held (the
  * JIT touches no Python object after parsing). */
-static int compile_unlocked(mod_kernel *k, const jit_type *types, int nargs, int range_ndim, const jit_target *t,
-                            unsigned flags, jit_artifact *art, jit_error *err) {
+static int compile_unlocked(mod_kernel *k, const jit_type *types, int nargs, int range_ndim,
+                            const jit_target *t, unsigned flags, jit_artifact *art,
+                            jit_error *err) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&k->jit_lock);
@@ -164,8 +171,10 @@ static int build_program(spec *s, ofl_program **prog) {
     ofl_binary_kind kind = ofl_device_binary_kind(s->dev);
     int rc;
     double t0 = now_ms();
-    Py_BEGIN_ALLOW_THREADS rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, prog, &err);
-    Py_END_ALLOW_THREADS if (rc != 0) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_program_build(s->dev, kind, s->code.data, s->code.size, s->entry, prog, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
         mod_raise(&err);
         return -1;
     }
@@ -203,16 +212,16 @@ static void spec_wait(mod_kernel *k, spec *s) {
     Py_END_ALLOW_THREADS
 }
 
-static bool spec_matches(const spec *s, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
-                         int nargs) {
+static bool spec_matches(const spec *s, ofl_device *dev, int range_ndim, bool nd, bool bounds,
+                         const jit_type *types, int nargs) {
     return s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->bounds == bounds &&
            s->nargs == nargs && !memcmp(s->types, types, sizeof *types * (size_t)nargs);
 }
 
 /* The spec for this key in any state, searched from the one used last; NULL
  * when there is none. */
-static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
-                       int nargs) {
+static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds,
+                       const jit_type *types, int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
         int i = (k->last + probe) % k->nspecs;
         if (spec_matches(k->specs[i], dev, range_ndim, nd, bounds, types, nargs)) {
@@ -225,8 +234,8 @@ static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, 
 
 /* A new spec for this key, published as SPEC_BUILDING: from here on other
  * threads wait for its build. */
-static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds, const jit_type *types,
-                      int nargs) {
+static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds,
+                      const jit_type *types, int nargs) {
     spec **more = realloc(k->specs, sizeof *more * (size_t)(k->nspecs + 1));
     if (!more) return (spec *)PyErr_NoMemory();
     k->specs = more;
@@ -252,7 +261,8 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     jit_artifact art;
     jit_error err;
     /* every launched kernel can be cancelled (an interrupt during a wait) */
-    unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) | (cancel_checks() ? JIT_CANCEL : 0);
+    unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) |
+                     (cancel_checks() ? JIT_CANCEL : 0);
     ofl_program *prog = NULL;
     if (ensure_parsed(k) < 0) goto fail;
     if (mod_args_check_count(a, k->jf) < 0) goto fail;
@@ -277,8 +287,10 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     s->build_ms = 0;
     if (build_program(s, &prog) < 0) goto fail;
     s->prog = prog;
-    if (s->disk_hit) k->disk_hits++;
-    else k->compiles++;
+    if (s->disk_hit)
+        k->disk_hits++;
+    else
+        k->compiles++;
     spec_settle(k, s, SPEC_READY);
     return 0;
 fail:
@@ -315,13 +327,14 @@ static spec *specialise(mod_kernel *k, const mod_args *a, int range_ndim, bool n
     for (;;) {
         spec *s = spec_find(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n);
         if (!s) {
-            if (!(s = spec_add(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n))) return NULL;
+            if (!(s = spec_add(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n)))
+                return NULL;
             return spec_build(k, s, a) < 0 ? NULL : s;
         }
         switch (s->state) {
         case SPEC_BUILDING:
             spec_wait(k, s);
-            continue; /* look again: the GIL was released, anything may have changed */
+            continue;     /* look again: the GIL was released, anything may have changed */
         case SPEC_FAILED: /* ours to build again; a failed reload kept its code */
             spec_settle(k, s, SPEC_BUILDING);
             if (s->code.data) return spec_reload(k, s) < 0 ? NULL : s;
@@ -340,7 +353,6 @@ static spec *specialise(mod_kernel *k, const mod_args *a, int range_ndim, bool n
 
 /* ---- launching ---- */
 
-
 /* An NdRange's work-group against what the device and this kernel allow,
  * said in the user's dimensions (the runtime would say the hardware's). */
 static int check_group(const spec *s, const mod_shape *r, const char *kernel) {
@@ -349,17 +361,20 @@ static int check_group(const spec *s, const mod_shape *r, const char *kernel) {
     for (int d = 0; d < r->ndim; d++) {
         size_t limit = in->max_work_item_sizes[r->ndim - 1 - d];
         if (limit && (size_t)r->local[d] > limit) {
-            PyErr_Format(PyExc_ValueError, "the local size %zd in dimension %d is more than %s (%s) allows "
-                         "there: at most %zu", r->local[d], d, in->filter, in->name, limit);
+            PyErr_Format(PyExc_ValueError,
+                         "the local size %zd in dimension %d is more than %s (%s) allows "
+                         "there: at most %zu",
+                         r->local[d], d, in->filter, in->name, limit);
             return -1;
         }
         items *= (size_t)r->local[d];
     }
     if (most && items > most) {
         PyObject *shape = mod_shape_repr(r);
-        PyErr_Format(PyExc_ValueError, "%S has work-groups of %zu work-items, and kernel '%s' on %s (%s) "
-                     "takes at most %zu per work-group", shape, items, kernel, in->filter,
-                     in->name, most);
+        PyErr_Format(PyExc_ValueError,
+                     "%S has work-groups of %zu work-items, and kernel '%s' on %s (%s) "
+                     "takes at most %zu per work-group",
+                     shape, items, kernel, in->filter, in->name, most);
         Py_XDECREF(shape);
         return -1;
     }
@@ -372,9 +387,11 @@ static ofl_buffer *bounds_record_new(ofl_device *dev) {
     ofl_buffer *buf = NULL;
     ofl_error err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ofl_alloc(dev, sizeof zero, &buf, &err);
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_alloc(dev, sizeof zero, &buf, &err);
     if (rc == 0 && (rc = ofl_write(buf, 0, zero, sizeof zero, &err)) != 0) ofl_free(buf);
-    Py_END_ALLOW_THREADS if (rc != 0) return mod_raise(&err), NULL;
+    Py_END_ALLOW_THREADS
+    if (rc != 0) return mod_raise(&err), NULL;
     return buf;
 }
 
@@ -383,8 +400,10 @@ static ofl_buffer *bounds_record_new(ofl_device *dev) {
 static int bounds_record_read(ofl_buffer *buf, int64_t words[JIT_BOUNDS_WORDS]) {
     ofl_error err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ofl_read(buf, 0, words, sizeof(int64_t) * JIT_BOUNDS_WORDS, &err);
-    Py_END_ALLOW_THREADS if (rc != 0) return mod_raise(&err), -1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_read(buf, 0, words, sizeof(int64_t) * JIT_BOUNDS_WORDS, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) return mod_raise(&err), -1;
     return words[JIT_BOUNDS_FLAG] != 0;
 }
 
@@ -396,22 +415,26 @@ static void bounds_raise(const spec *s, const int64_t w[JIT_BOUNDS_WORDS]) {
     const char *site = s->bounds_sites ? s->bounds_sites : "";
     for (int64_t i = 0; i < w[JIT_BOUNDS_SITE] && *site; i++) site = strchr(site, '\n') + 1;
     char where[1200], index[32];
-    snprintf(where, sizeof where, "%.*s", (int)strcspn(site, "\n"), site); /* PyErr_Format has no %.*s */
+    snprintf(where, sizeof where, "%.*s", (int)strcspn(site, "\n"),
+             site); /* PyErr_Format has no %.*s */
     switch (w[JIT_BOUNDS_KIND]) {
     case JIT_FAULT_ZERO_STEP:
-        PyErr_Format(PyExc_ValueError, "range() arg 3 must not be zero (%s)", where[0] ? where : "?");
+        PyErr_Format(PyExc_ValueError, "range() arg 3 must not be zero (%s)",
+                     where[0] ? where : "?");
         return;
     case JIT_FAULT_NEG_POWER:
         PyErr_Format(PyExc_ValueError, "Integers to negative integer powers are not allowed (%s)",
                      where[0] ? where : "?");
         return;
-    default:
-        break;
+    default: break;
     }
-    if (w[JIT_BOUNDS_UNSIGNED]) snprintf(index, sizeof index, "%llu", (unsigned long long)w[JIT_BOUNDS_INDEX]);
-    else snprintf(index, sizeof index, "%lld", (long long)w[JIT_BOUNDS_INDEX]);
-    PyErr_Format(PyExc_IndexError, "index %s is out of bounds for axis %lld with size %lld (%s)", index,
-                 (long long)w[JIT_BOUNDS_AXIS], (long long)w[JIT_BOUNDS_SIZE], where[0] ? where : "?");
+    if (w[JIT_BOUNDS_UNSIGNED])
+        snprintf(index, sizeof index, "%llu", (unsigned long long)w[JIT_BOUNDS_INDEX]);
+    else
+        snprintf(index, sizeof index, "%lld", (long long)w[JIT_BOUNDS_INDEX]);
+    PyErr_Format(PyExc_IndexError, "index %s is out of bounds for axis %lld with size %lld (%s)",
+                 index, (long long)w[JIT_BOUNDS_AXIS], (long long)w[JIT_BOUNDS_SIZE],
+                 where[0] ? where : "?");
 }
 
 /* Whether kernels that do not say check indices on dev: OFFLOAD_BOUNDSCHECK
@@ -430,8 +453,8 @@ static bool default_boundscheck(ofl_device *dev) {
 /* Launches k over range with args; NumPy arrays go to the device and back.
  * want_event: an Event of the launch instead of None. bounds (or the
  * kernel's own boundscheck): with index checks, which wait for the launch. */
-static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
-                        bool want_event, bool bounds) {
+static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args,
+                        Py_ssize_t nargs, bool want_event, bool bounds) {
     mod_args a;
     if (mod_args_init(&a, args, nargs) < 0) return NULL;
     PyObject *result = NULL;
@@ -454,8 +477,8 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     }
     if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
     ofl_error err;
-    if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, a.packed, a.npacked,
-                   want_event ? &ev : NULL, &err) != 0) {
+    if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, a.packed,
+                   a.npacked, want_event ? &ev : NULL, &err) != 0) {
         mod_raise(&err);
         goto out;
     }
@@ -472,7 +495,8 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
 out:
     if (ev) ofl_event_release(ev);
     if (record) {
-        Py_BEGIN_ALLOW_THREADS ofl_free(record); /* it may wait for the queue */
+        Py_BEGIN_ALLOW_THREADS
+        ofl_free(record); /* it may wait for the queue */
         Py_END_ALLOW_THREADS
     }
     mod_args_clear(&a);
@@ -484,14 +508,17 @@ out:
 /* k[Range] -- a Kernel and a Range waiting for arguments; called through
  * vectorcall so a launch builds no argument tuple. */
 typedef struct {
-    PyObject_HEAD vectorcallfunc vcall;
+    PyObject_HEAD
+    vectorcallfunc vcall;
     mod_kernel *k; /* owned */
     mod_shape range;
 } mod_launcher;
 
-static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+static PyObject *launcher_vcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) {
     mod_launcher *l = (mod_launcher *)self;
-    if (kwnames && PyTuple_GET_SIZE(kwnames)) return PyErr_Format(PyExc_TypeError, "kernel arguments are positional");
+    if (kwnames && PyTuple_GET_SIZE(kwnames))
+        return PyErr_Format(PyExc_TypeError, "kernel arguments are positional");
     return launch(l->k, &l->range, args, PyVectorcall_NARGS(nargsf), false, false);
 }
 
@@ -554,8 +581,10 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     pthread_cond_init(&k->built, NULL);
     pthread_mutex_init(&k->jit_lock, NULL);
     k->prev = registry_last;
-    if (registry_last) registry_last->next = k;
-    else registry_first = k;
+    if (registry_last)
+        registry_last->next = k;
+    else
+        registry_first = k;
     registry_last = k;
     return (PyObject *)k;
 }
@@ -572,10 +601,14 @@ static int kernel_traverse(mod_kernel *k, visitproc visit, void *arg) {
 static void kernel_dealloc(mod_kernel *k) {
     PyObject_GC_UnTrack(k);
     if (k->weakreflist) PyObject_ClearWeakRefs((PyObject *)k);
-    if (k->prev) k->prev->next = k->next;
-    else registry_first = k->next;
-    if (k->next) k->next->prev = k->prev;
-    else registry_last = k->prev;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        registry_first = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    else
+        registry_last = k->prev;
     /* no build is under way: a building thread holds a reference to k */
     for (int i = 0; i < k->nspecs; i++) {
         ofl_program_release(k->specs[i]->prog);
@@ -594,8 +627,10 @@ static void kernel_dealloc(mod_kernel *k) {
 
 static PyObject *kernel_call(mod_kernel *k, PyObject *args, PyObject *kw) {
     PyObject *name = PyObject_GetAttrString(k->pyfunc, "__name__");
-    PyErr_Format(PyExc_TypeError, "a kernel is launched over a Range: %S[offload.Range(n)](...) or "
-                 "offload.call_kernel(%S, offload.Range(n), ...)", name, name);
+    PyErr_Format(PyExc_TypeError,
+                 "a kernel is launched over a Range: %S[offload.Range(n)](...) or "
+                 "offload.call_kernel(%S, offload.Range(n), ...)",
+                 name, name);
     Py_XDECREF(name);
     return NULL;
 }
@@ -609,7 +644,8 @@ static int ready_count(const mod_kernel *k) {
 
 static PyObject *kernel_repr(mod_kernel *k) {
     int n = ready_count(k);
-    return PyUnicode_FromFormat("<offload.kernel %R, %d specialisation%s>", k->pyfunc, n, n == 1 ? "" : "s");
+    return PyUnicode_FromFormat("<offload.kernel %R, %d specialisation%s>", k->pyfunc, n,
+                                n == 1 ? "" : "s");
 }
 
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
@@ -640,13 +676,18 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     }
     jit_artifact art;
     jit_error err;
-    unsigned flags = JIT_NO_DISK | (what == 0 ? JIT_WANT_LLVM : what == JIT_SPIRV ? JIT_WANT_SPIRV : 0) |
+    unsigned flags = JIT_NO_DISK |
+                     (what == 0           ? JIT_WANT_LLVM
+                      : what == JIT_SPIRV ? JIT_WANT_SPIRV
+                                          : 0) |
                      (r.nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
     if (compile_unlocked(k, a.types, (int)a.n, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         goto out;
     }
-    const char *text = what == 0 ? art.llvm_text : what == JIT_SPIRV ? art.spirv_text : (const char *)art.code.data;
+    const char *text = what == 0           ? art.llvm_text
+                       : what == JIT_SPIRV ? art.spirv_text
+                                           : (const char *)art.code.data;
     res = text ? PyUnicode_FromString(text) : PyErr_Format(mod_DeviceError, "no text was produced");
     jit_artifact_free(&art);
 out:
@@ -654,25 +695,35 @@ out:
     return res;
 }
 
-static PyObject *inspect_llvm(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, 0); }
-static PyObject *inspect_spirv(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, JIT_SPIRV); }
-static PyObject *inspect_ptx(mod_kernel *k, PyObject *a, PyObject *kw) { return inspect(k, a, kw, JIT_PTX); }
+static PyObject *inspect_llvm(mod_kernel *k, PyObject *a, PyObject *kw) {
+    return inspect(k, a, kw, 0);
+}
+static PyObject *inspect_spirv(mod_kernel *k, PyObject *a, PyObject *kw) {
+    return inspect(k, a, kw, JIT_SPIRV);
+}
+static PyObject *inspect_ptx(mod_kernel *k, PyObject *a, PyObject *kw) {
+    return inspect(k, a, kw, JIT_PTX);
+}
 
 static PyObject *kernel_signatures(mod_kernel *k, void *c) {
     PyObject *l = PyList_New(ready_count(k));
     for (int i = 0, j = 0; l && i < k->nspecs; i++) {
         const spec *sp = k->specs[i];
         if (sp->state != SPEC_READY) continue;
-        PyObject *s = PyUnicode_FromFormat("%s on %s", sp->signature, ofl_device_get_info(sp->dev)->filter);
-        if (!s) Py_CLEAR(l);
-        else PyList_SET_ITEM(l, j++, s);
+        PyObject *s =
+            PyUnicode_FromFormat("%s on %s", sp->signature, ofl_device_get_info(sp->dev)->filter);
+        if (!s)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, j++, s);
     }
     return l;
 }
 
 void mod_kernel_get_stats(PyObject *kernel, mod_kernel_stats *out) {
     const mod_kernel *k = (const mod_kernel *)kernel;
-    *out = (mod_kernel_stats){.compiles = k->compiles, .memory_hits = k->memory_hits, .disk_hits = k->disk_hits};
+    *out = (mod_kernel_stats){
+        .compiles = k->compiles, .memory_hits = k->memory_hits, .disk_hits = k->disk_hits};
     for (int i = 0; i < k->nspecs; i++) {
         if (k->specs[i]->state != SPEC_READY) continue;
         out->launches += k->specs[i]->launches;
@@ -683,8 +734,9 @@ void mod_kernel_get_stats(PyObject *kernel, mod_kernel_stats *out) {
 static PyObject *kernel_stats(mod_kernel *k, void *c) {
     mod_kernel_stats st;
     mod_kernel_get_stats((PyObject *)k, &st);
-    return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", st.compiles, "memory_hits", st.memory_hits,
-                         "disk_hits", st.disk_hits, "launches", st.launches, "compile_ms", st.compile_ms);
+    return Py_BuildValue("{s:l,s:l,s:l,s:K,s:d}", "compiles", st.compiles, "memory_hits",
+                         st.memory_hits, "disk_hits", st.disk_hits, "launches", st.launches,
+                         "compile_ms", st.compile_ms);
 }
 
 /* ---- offload.kernel_table() ---- */
@@ -696,7 +748,9 @@ static void target_str(ofl_device *dev, char *out, size_t len) {
     switch (ofl_device_binary_kind(dev)) {
     case OFL_BIN_SPIRV: snprintf(out, len, "%s spirv", in->filter); break;
     case OFL_BIN_SPIR12: snprintf(out, len, "%s spir1.2", in->filter); break;
-    case OFL_BIN_PTX: snprintf(out, len, "%s ptx sm_%d%d", in->filter, in->cuda_cc_major, in->cuda_cc_minor); break;
+    case OFL_BIN_PTX:
+        snprintf(out, len, "%s ptx sm_%d%d", in->filter, in->cuda_cc_major, in->cuda_cc_minor);
+        break;
     case OFL_BIN_NONE: snprintf(out, len, "%s", in->filter); break;
     }
 }
@@ -709,21 +763,23 @@ static PyObject *spec_row(mod_kernel *k, const spec *s) {
     target_str(s->dev, target, sizeof target);
     PyObject *device_ms = timed ? PyFloat_FromDouble((double)ns * 1e-6) : Py_NewRef(Py_None);
     if (!device_ms) return NULL;
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:n,s:d,s:d,s:d,s:K,s:N,s:K,s:K,s:O}",
-                         "name", jit_func_name(k->jf), "signature", s->signature,
-                         "device", ofl_device_get_info(s->dev)->filter, "target", target,
-                         "code_size", (Py_ssize_t)s->code.size, "compile_ms", s->compile_ms + s->build_ms,
-                         "jit_ms", s->compile_ms, "build_ms", s->build_ms, "launches", s->launches,
-                         "device_ms", device_ms, "timed_launches", (unsigned long long)timed,
-                         "memory_hits", s->memory_hits, "disk_hit", s->disk_hit ? Py_True : Py_False);
+    return Py_BuildValue(
+        "{s:s,s:s,s:s,s:s,s:n,s:d,s:d,s:d,s:K,s:N,s:K,s:K,s:O}", "name", jit_func_name(k->jf),
+        "signature", s->signature, "device", ofl_device_get_info(s->dev)->filter, "target", target,
+        "code_size", (Py_ssize_t)s->code.size, "compile_ms", s->compile_ms + s->build_ms, "jit_ms",
+        s->compile_ms, "build_ms", s->build_ms, "launches", s->launches, "device_ms", device_ms,
+        "timed_launches", (unsigned long long)timed, "memory_hits", s->memory_hits, "disk_hit",
+        s->disk_hit ? Py_True : Py_False);
 }
 
 static PyObject *kernel_table(PyObject *self, PyObject *unused) {
     ofl_error err;
     int rc;
     /* the device time of timed launches still queued goes to their programs */
-    Py_BEGIN_ALLOW_THREADS rc = ofl_timing_totals(NULL, NULL, &err);
-    Py_END_ALLOW_THREADS if (rc) return mod_raise(&err);
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_timing_totals(NULL, NULL, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) return mod_raise(&err);
     PyObject *rows = PyList_New(0);
     for (mod_kernel *k = registry_first; rows && k; k = k->next) {
         for (int i = 0; i < k->nspecs; i++) {
@@ -738,27 +794,38 @@ static PyObject *kernel_table(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *kernel_py_func(mod_kernel *k, void *c) { return Py_NewRef(k->pyfunc); }
-static PyObject *kernel_boundscheck(mod_kernel *k, void *c) { return PyBool_FromLong(k->boundscheck > 0); }
-static PyObject *kernel_name(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__name__"); }
-static PyObject *kernel_doc(mod_kernel *k, void *c) { return PyObject_GetAttrString(k->pyfunc, "__doc__"); }
+static PyObject *kernel_boundscheck(mod_kernel *k, void *c) {
+    return PyBool_FromLong(k->boundscheck > 0);
+}
+static PyObject *kernel_name(mod_kernel *k, void *c) {
+    return PyObject_GetAttrString(k->pyfunc, "__name__");
+}
+static PyObject *kernel_doc(mod_kernel *k, void *c) {
+    return PyObject_GetAttrString(k->pyfunc, "__doc__");
+}
 
 static PyMethodDef kernel_methods[] = {
     {"inspect_llvm", (PyCFunction)(void (*)(void))inspect_llvm, METH_VARARGS | METH_KEYWORDS,
-     "inspect_llvm(*args, range=None, boundscheck=None)\n\nThe optimised LLVM IR for these arguments on their "
+     "inspect_llvm(*args, range=None, boundscheck=None)\n\nThe optimised LLVM IR for these "
+     "arguments on their "
      "device (boundscheck: with index checks; None: as the kernel launches)."},
     {"inspect_spirv", (PyCFunction)(void (*)(void))inspect_spirv, METH_VARARGS | METH_KEYWORDS,
-     "inspect_spirv(*args, range=None, boundscheck=None)\n\nThe SPIR-V disassembly for these arguments."},
+     "inspect_spirv(*args, range=None, boundscheck=None)\n\nThe SPIR-V disassembly for these "
+     "arguments."},
     {"inspect_ptx", (PyCFunction)(void (*)(void))inspect_ptx, METH_VARARGS | METH_KEYWORDS,
-     "inspect_ptx(*args, range=None, sm=80, boundscheck=None)\n\nThe PTX for these arguments (no GPU needed)."},
+     "inspect_ptx(*args, range=None, sm=80, boundscheck=None)\n\nThe PTX for these arguments (no "
+     "GPU needed)."},
     {0},
 };
 
 static PyGetSetDef kernel_getset[] = {
     {"signatures", (getter)kernel_signatures, NULL, "the compiled specialisations", NULL},
-    {"stats", (getter)kernel_stats, NULL, "compiles, memory_hits, disk_hits, launches, compile_ms", NULL},
+    {"stats", (getter)kernel_stats, NULL, "compiles, memory_hits, disk_hits, launches, compile_ms",
+     NULL},
     {"py_func", (getter)kernel_py_func, NULL, "the Python function", NULL},
     {"__wrapped__", (getter)kernel_py_func, NULL, "the Python function", NULL},
-    {"boundscheck", (getter)kernel_boundscheck, NULL, "whether its launches check every index", NULL},
+    {"boundscheck", (getter)kernel_boundscheck, NULL, "whether its launches check every index",
+     NULL},
     {"__name__", (getter)kernel_name, NULL, NULL, NULL},
     {"__doc__", (getter)kernel_doc, NULL, NULL, NULL},
     {0},
@@ -771,7 +838,8 @@ static PyTypeObject KernelType = {
     .tp_basicsize = sizeof(mod_kernel),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)kernel_traverse,
-    .tp_doc = "A device kernel made by @offload.kernel; launch with kernel[offload.Range(n)](*args).",
+    .tp_doc =
+        "A device kernel made by @offload.kernel; launch with kernel[offload.Range(n)](*args).",
     .tp_dealloc = (destructor)kernel_dealloc,
     .tp_call = (ternaryfunc)kernel_call,
     .tp_repr = (reprfunc)kernel_repr,
@@ -785,7 +853,9 @@ static PyTypeObject KernelType = {
 
 static PyObject *devfunc_pyfunc(PyObject *o) { return ((mod_devfunc *)o)->pyfunc; }
 
-static PyObject *devfunc_call(mod_devfunc *d, PyObject *args, PyObject *kw) { return PyObject_Call(d->pyfunc, args, kw); }
+static PyObject *devfunc_call(mod_devfunc *d, PyObject *args, PyObject *kw) {
+    return PyObject_Call(d->pyfunc, args, kw);
+}
 static int devfunc_traverse(mod_devfunc *d, visitproc visit, void *arg) {
     Py_VISIT(d->pyfunc);
     return 0;
@@ -796,7 +866,9 @@ static void devfunc_dealloc(mod_devfunc *d) {
     Py_XDECREF(d->pyfunc);
     Py_TYPE(d)->tp_free((PyObject *)d);
 }
-static PyObject *devfunc_repr(mod_devfunc *d) { return PyUnicode_FromFormat("<offload.device_func %R>", d->pyfunc); }
+static PyObject *devfunc_repr(mod_devfunc *d) {
+    return PyUnicode_FromFormat("<offload.device_func %R>", d->pyfunc);
+}
 static PyGetSetDef devfunc_getset[] = {
     {"py_func", (getter)kernel_py_func, NULL, "the Python function", NULL},
     {"__wrapped__", (getter)kernel_py_func, NULL, "the Python function", NULL},
@@ -809,7 +881,8 @@ static PyTypeObject DevFuncType = {
     .tp_basicsize = sizeof(mod_devfunc),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_traverse = (traverseproc)devfunc_traverse,
-    .tp_doc = "A function kernels can call (made by @offload.device_func); inlined where it is called.",
+    .tp_doc =
+        "A function kernels can call (made by @offload.device_func); inlined where it is called.",
     .tp_dealloc = (destructor)devfunc_dealloc,
     .tp_call = (ternaryfunc)devfunc_call,
     .tp_repr = (reprfunc)devfunc_repr,
@@ -826,18 +899,23 @@ static PyObject *kernel_with(PyObject *self, PyObject *pyfunc) {
     return k;
 }
 
-static PyMethodDef kernel_with_def = {"kernel", kernel_with, METH_O, "Make a device kernel of the function."};
+static PyMethodDef kernel_with_def = {"kernel", kernel_with, METH_O,
+                                      "Make a device kernel of the function."};
 
 /* @offload.kernel, @offload.kernel(boundscheck=True), offload.kernel(f, boundscheck=True) */
-static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames) {
+static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n,
+                                  PyObject *kwnames) {
     int bounds = -1; /* not said: as the device says */
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
         if (PyUnicode_CompareWithASCIIString(name, "boundscheck"))
-            return PyErr_Format(PyExc_TypeError, "offload.kernel() takes boundscheck=, not %R=", name);
+            return PyErr_Format(PyExc_TypeError,
+                                "offload.kernel() takes boundscheck=, not %R=", name);
         if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
     }
-    if (n > 1) return PyErr_Format(PyExc_TypeError, "use @offload.kernel or @offload.kernel(boundscheck=True) above a def");
+    if (n > 1)
+        return PyErr_Format(PyExc_TypeError,
+                            "use @offload.kernel or @offload.kernel(boundscheck=True) above a def");
     PyObject *flag = bounds < 0 ? Py_None : bounds ? Py_True : Py_False;
     return n == 1 ? kernel_with(flag, args[0]) : PyCFunction_New(&kernel_with_def, flag);
 }
@@ -852,14 +930,18 @@ static PyObject *device_func(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 static PyObject *call_kernel_(PyObject *const *args, Py_ssize_t n, bool async) {
     if (n < 2 || !PyObject_TypeCheck(args[0], &KernelType))
-        return PyErr_Format(PyExc_TypeError, "call_kernel%s(kernel, range, *args) takes an @offload.kernel "
-                            "and an offload.Range", async ? "_async" : "");
+        return PyErr_Format(PyExc_TypeError,
+                            "call_kernel%s(kernel, range, *args) takes an @offload.kernel "
+                            "and an offload.Range",
+                            async ? "_async" : "");
     mod_shape r;
     if (mod_shape_of(args[1], &r) < 0) return NULL;
     return launch((mod_kernel *)args[0], &r, args + 2, n - 2, async, false);
 }
 
-static PyObject *call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n) { return call_kernel_(args, n, false); }
+static PyObject *call_kernel(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    return call_kernel_(args, n, false);
+}
 static PyObject *call_kernel_async(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return call_kernel_(args, n, true);
 }
@@ -867,32 +949,44 @@ static PyObject *call_kernel_async(PyObject *self, PyObject *const *args, Py_ssi
 /* The kernel language's own calls: the JIT compiles them; on the host they
  * only say so. */
 static PyObject *kernel_only(PyObject *self, PyObject *const *args, Py_ssize_t n) {
-    return PyErr_Format(PyExc_TypeError, "offload.%s works only inside an @offload.kernel launched over an "
-                        "offload.NdRange", PyUnicode_AsUTF8(self));
+    return PyErr_Format(PyExc_TypeError,
+                        "offload.%s works only inside an @offload.kernel launched over an "
+                        "offload.NdRange",
+                        PyUnicode_AsUTF8(self));
 }
 
 static PyMethodDef functions[] = {
     {"kernel", (PyCFunction)(void (*)(void))kernel_decorator, METH_FASTCALL | METH_KEYWORDS,
-     "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with k[offload.Range(n)](*args).\n"
-     "@offload.kernel(boundscheck=True) checks every array index of every launch, as numba's boundscheck: the "
-     "first index out of range raises IndexError naming the index, axis, size, array and place (each launch "
+     "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with "
+     "k[offload.Range(n)](*args).\n"
+     "@offload.kernel(boundscheck=True) checks every array index of every launch, as numba's "
+     "boundscheck: the "
+     "first index out of range raises IndexError naming the index, axis, size, array and place "
+     "(each launch "
      "then waits for the kernel; without it there is no check and no cost)."},
     {"device_func", (PyCFunction)(void (*)(void))device_func, METH_FASTCALL,
-     "@offload.device_func\ndef f(...): ...\n\nA function kernels can call; it may return a value."},
+     "@offload.device_func\ndef f(...): ...\n\nA function kernels can call; it may return a "
+     "value."},
     {"call_kernel", (PyCFunction)(void (*)(void))call_kernel, METH_FASTCALL,
      "call_kernel(kernel, range, *args)\n\nQueue a launch (returns once queued)."},
     {"call_kernel_async", (PyCFunction)(void (*)(void))call_kernel_async, METH_FASTCALL,
-     "call_kernel_async(kernel, range, *args) -> Event\n\nQueue a launch; the Event waits and times it."},
+     "call_kernel_async(kernel, range, *args) -> Event\n\nQueue a launch; the Event waits and "
+     "times it."},
     {"kernel_table", kernel_table, METH_NOARGS,
      "kernel_table() -> list of dict\n\n"
-     "Every kernel compiled in this process and still alive (a kernel that is garbage-collected leaves "
+     "Every kernel compiled in this process and still alive (a kernel that is garbage-collected "
+     "leaves "
      "with its programs), one dict per specialisation, oldest first:\n"
-     "  name, signature (argument types and range), device (filter string), target (device and code form: "
+     "  name, signature (argument types and range), device (filter string), target (device and "
+     "code form: "
      "'opencl:cpu:0 spirv', 'opencl:cpu:0 spir1.2', 'cuda:gpu:0 ptx sm_90'),\n"
-     "  code_size (bytes of the code the device loaded), compile_ms (jit_ms + build_ms: the JIT's and the "
+     "  code_size (bytes of the code the device loaded), compile_ms (jit_ms + build_ms: the JIT's "
+     "and the "
      "driver's), launches, memory_hits (launches that found this specialisation compiled),\n"
-     "  disk_hit (its code came from the disk cache), device_ms and timed_launches (the device time summed "
-     "over the launches made while device timing was on -- %time, %timeit, an open offload.DeviceTimer; "
+     "  disk_hit (its code came from the disk cache), device_ms and timed_launches (the device "
+     "time summed "
+     "over the launches made while device timing was on -- %time, %timeit, an open "
+     "offload.DeviceTimer; "
      "device_ms is None when none was).\n"
      "Waits for timed launches still queued."},
     {0},
@@ -900,37 +994,47 @@ static PyMethodDef functions[] = {
 
 static PyMethodDef kernel_only_functions[] = {
     {"group_barrier", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
-     "group_barrier(group)\n\nIn a kernel: wait until every work-item of the work-group (item.get_group()) "
+     "group_barrier(group)\n\nIn a kernel: wait until every work-item of the work-group "
+     "(item.get_group()) "
      "is here; their writes to local and global memory before it are then seen by all."},
     {"local_array", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
-     "local_array(shape, dtype)\n\nIn a kernel launched over an NdRange: an array shared by the work-group; "
+     "local_array(shape, dtype)\n\nIn a kernel launched over an NdRange: an array shared by the "
+     "work-group; "
      "shape is a constant int or tuple of 1-3 of them."},
     {"private_array", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
-     "private_array(shape, dtype)\n\nIn a kernel: an array of one work-item's own; shape is a constant."},
+     "private_array(shape, dtype)\n\nIn a kernel: an array of one work-item's own; shape is a "
+     "constant."},
     {"AtomicRef", (PyCFunction)(void (*)(void))kernel_only, METH_FASTCALL,
-     "AtomicRef(array, index)\n\nIn a kernel: the element array[index] (index a tuple for 2-D and 3-D "
-     "arrays) for atomic fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, "
-     "exchange (each returns the old value), load, store and compare_exchange(expected, desired) (returns "
-     "the value found; stored desired iff it equals expected). int32, uint32, int64, uint64, float32, "
+     "AtomicRef(array, index)\n\nIn a kernel: the element array[index] (index a tuple for 2-D and "
+     "3-D "
+     "arrays) for atomic fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, "
+     "fetch_xor, "
+     "exchange (each returns the old value), load, store and compare_exchange(expected, desired) "
+     "(returns "
+     "the value found; stored desired iff it equals expected). int32, uint32, int64, uint64, "
+     "float32, "
      "float64 arrays, global or local."},
 };
 
 int mod_kernel_add_functions(PyObject *module) {
-    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 || PyType_Ready(&LaunchType) < 0)
+    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 ||
+        PyType_Ready(&LaunchType) < 0)
         return -1;
     jit_set_devfunc_type(&DevFuncType, devfunc_pyfunc);
     jit_set_offload_module(module);
-    CompileError = PyErr_NewExceptionWithDoc(
-        "offload.CompileError",
-        "A kernel uses Python the JIT cannot compile: filename, lineno and colno say where; the message "
-        "shows the line with a caret and what to use instead.", PyExc_Exception, NULL);
+    CompileError = PyErr_NewExceptionWithDoc("offload.CompileError",
+                                             "A kernel uses Python the JIT cannot compile: "
+                                             "filename, lineno and colno say where; the message "
+                                             "shows the line with a caret and what to use instead.",
+                                             PyExc_Exception, NULL);
     if (!CompileError || PyModule_AddObjectRef(module, "CompileError", CompileError) < 0 ||
         PyModule_AddObjectRef(module, "Kernel", (PyObject *)&KernelType) < 0 ||
         PyModule_AddObjectRef(module, "DeviceFunction", (PyObject *)&DevFuncType) < 0)
         return -1;
     for (size_t i = 0; i < sizeof kernel_only_functions / sizeof *kernel_only_functions; i++) {
         PyMethodDef *m = &kernel_only_functions[i];
-        PyObject *name = PyUnicode_FromString(m->ml_name), *modname = PyModule_GetNameObject(module);
+        PyObject *name = PyUnicode_FromString(m->ml_name),
+                 *modname = PyModule_GetNameObject(module);
         PyObject *fn = name && modname ? PyCFunction_NewEx(m, name, modname) : NULL;
         Py_XDECREF(name); /* the function holds both: name is its self, for the message */
         Py_XDECREF(modname);
@@ -957,8 +1061,8 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
 
 void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
 
-PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
-                            bool want_event) {
+PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args,
+                            Py_ssize_t nargs, bool want_event) {
     return launch((mod_kernel *)kernel, range, args, nargs, want_event, false);
 }
 
@@ -967,8 +1071,8 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
     return launch((mod_kernel *)kernel, range, args, nargs, want_event, boundscheck);
 }
 
-int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
-                        jit_type *out, jit_error *err) {
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim,
+                        const char *var, jit_type *out, jit_error *err) {
     mod_kernel *k = (mod_kernel *)kernel;
     int rc;
     Py_BEGIN_ALLOW_THREADS /* jit_var_type types jf in place, as a compile does */

@@ -52,14 +52,14 @@ typedef union {
 typedef struct {
     PyObject *const *given; /* the caller's objects, borrowed */
     Py_ssize_t n;
-    jit_type *types;        /* [n] */
-    ofl_device *dev;        /* mod_args_place's */
+    jit_type *types; /* [n] */
+    ofl_device *dev; /* mod_args_place's */
     /* [n]: given[i] (borrowed), or where copied[i] an owned device copy of
      * the NumPy array given[i] (mod_args_upload) */
     PyObject **objs;
     bool *copied;
     int ncopied;
-    ofl_arg *packed;        /* [npacked], pointing into words */
+    ofl_arg *packed; /* [npacked], pointing into words */
     size_t npacked;
     mod_arg_word *words;
 } mod_args;
@@ -90,8 +90,8 @@ int mod_kernel_add_functions(PyObject *module);
 /* A Kernel over an already parsed function (takes jf); pyfunc names it. */
 PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf);
 /* Launches as kernel[range](*args) does; an Event when want_event, else None. */
-PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args, Py_ssize_t nargs,
-                            bool want_event);
+PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args,
+                            Py_ssize_t nargs, bool want_event);
 /* The same, with index checks when boundscheck (the kernel's own setting
  * counts too): waits for the launch; an index out of range is an IndexError. */
 PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, PyObject *const *args,
@@ -101,8 +101,8 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
 void mod_kernel_trusted(PyObject *kernel);
 /* jit_var_type on the kernel's parsed function, under the lock its compiles
  * take (other threads may be compiling it); var must outlive the call. */
-int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, const char *var,
-                        jit_type *out, jit_error *err);
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim,
+                        const char *var, jit_type *out, jit_error *err);
 
 /* What a kernel has done so far (Kernel.stats, in C). */
 typedef struct {

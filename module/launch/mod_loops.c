@@ -20,10 +20,11 @@
 #include "mod_launch.h"
 
 typedef struct {
-    PyObject_HEAD jit_loop info; /* owned references */
-    PyObject *filename;          /* str */
-    PyObject *lines;             /* list of str, the file's line 1 first */
-    char name[48];               /* the kernel's: prange_l<line> */
+    PyObject_HEAD
+    jit_loop info;      /* owned references */
+    PyObject *filename; /* str */
+    PyObject *lines;    /* list of str, the file's line 1 first */
+    char name[48];      /* the kernel's: prange_l<line> */
     /* the kernel built for the kinds of values seen last */
     PyObject *refs;   /* tuple: per read, None for a parameter, else the object compiled in */
     PyObject *kernel; /* Kernel, or NULL */
@@ -34,15 +35,16 @@ typedef struct {
 } mod_loop;
 
 typedef struct mod_loopctx {
-    PyObject_HEAD ofl_device *device; /* --device, or NULL: compute follows data */
+    PyObject_HEAD
+    ofl_device *device; /* --device, or NULL: compute follows data */
     int verbose;
-    PyObject *copies;  /* list of [host array, device array, written, name] */
-    PyObject *records; /* list of dicts: what happened, for summaries */
+    PyObject *copies;    /* list of [host array, device array, written, name] */
+    PyObject *records;   /* list of dicts: what happened, for summaries */
     PyObject *on_record; /* called with the records after each one; True when it showed them */
     char said[1024];     /* say()'s line, for the record() that follows it */
     const char *show;    /* "llvm", "spirv", "ptx": print each loop kernel's code once; or NULL */
     bool boundscheck;
-    PyObject *shown;     /* set of loops already shown */
+    PyObject *shown;           /* set of loops already shown */
     struct mod_loopctx *outer; /* the context active before this one (owned while active) */
     bool active;
     ofl_device *announced;
@@ -73,7 +75,8 @@ static void loop_dealloc(mod_loop *l) {
 }
 
 static PyObject *loop_repr(mod_loop *l) {
-    return PyUnicode_FromFormat("<offload prange loop at %U:%d, %d-D>", l->filename, l->info.line, l->info.ndim);
+    return PyUnicode_FromFormat("<offload prange loop at %U:%d, %d-D>", l->filename, l->info.line,
+                                l->info.ndim);
 }
 
 static PyTypeObject LoopType = {
@@ -95,7 +98,8 @@ static long found(void *opaque, jit_loop *info) {
     found_ctx *fc = opaque;
     if (!registry) {
         jit_loop_clear(info);
-        PyErr_SetString(PyExc_RuntimeError, "offload: prange loops cannot be prepared while the process exits");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "offload: prange loops cannot be prepared while the process exits");
         return -1;
     }
     PyObject *ast = PyImport_ImportModule("ast");
@@ -106,7 +110,9 @@ static long found(void *opaque, jit_loop *info) {
         Py_XDECREF(d);
     }
     Py_XDECREF(ast);
-    PyObject *key = dumps ? Py_BuildValue("(iiON)", info->line, info->col, info->targets, PyList_AsTuple(dumps)) : NULL;
+    PyObject *key =
+        dumps ? Py_BuildValue("(iiON)", info->line, info->col, info->targets, PyList_AsTuple(dumps))
+              : NULL;
     Py_XDECREF(dumps);
     long id = -1;
     PyObject *known = key ? PyDict_GetItemWithError(registry_index, key) : NULL;
@@ -128,7 +134,8 @@ static long found(void *opaque, jit_loop *info) {
             l->nlast = -1;
             id = (long)PyList_GET_SIZE(registry);
             PyObject *idobj = PyLong_FromLong(id);
-            if (!idobj || PyList_Append(registry, (PyObject *)l) < 0 || PyDict_SetItem(registry_index, key, idobj) < 0)
+            if (!idobj || PyList_Append(registry, (PyObject *)l) < 0 ||
+                PyDict_SetItem(registry_index, key, idobj) < 0)
                 id = -1;
             Py_XDECREF(idobj);
             Py_DECREF(l);
@@ -141,7 +148,8 @@ static long found(void *opaque, jit_loop *info) {
 
 /* The statements of source (its line 1 is the file's first_line) with prange
  * loops rewritten; lines the file's lines for carets. */
-static PyObject *rewrite_source(PyObject *tree, PyObject *stmts, PyObject *filename, PyObject *lines) {
+static PyObject *rewrite_source(PyObject *tree, PyObject *stmts, PyObject *filename,
+                                PyObject *lines) {
     found_ctx fc = {filename, lines};
     jit_error err;
     if (jit_loops_rewrite(stmts, PyUnicode_AsUTF8(filename), lines, found, &fc, &err) < 0) {
@@ -171,7 +179,8 @@ static PyObject *rewritten_tree(PyObject *source, PyObject *filename, int first_
     }
     PyObject *ast = PyImport_ImportModule("ast");
     tree = ast ? PyObject_CallMethod(ast, "parse", "OO", source, filename) : NULL;
-    PyObject *moved = tree ? PyObject_CallMethod(ast, "increment_lineno", "Oi", tree, first_line - 1) : NULL;
+    PyObject *moved =
+        tree ? PyObject_CallMethod(ast, "increment_lineno", "Oi", tree, first_line - 1) : NULL;
     PyObject *split = PyObject_CallMethod(source, "splitlines", NULL);
     PyObject *lines = PyList_New(0), *done = NULL;
     for (int i = 1; lines && i < first_line; i++) {
@@ -199,7 +208,8 @@ static PyObject *compile_cell(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UU|i", &source, &filename, &first_line)) return NULL;
     if (first_line < 1) first_line = 1;
     PyObject *tree = rewritten_tree(source, filename, first_line);
-    PyObject *compile = tree ? PyDict_GetItemString(PyEval_GetBuiltins(), "compile") : NULL; /* borrowed */
+    PyObject *compile =
+        tree ? PyDict_GetItemString(PyEval_GetBuiltins(), "compile") : NULL; /* borrowed */
     PyObject *code = compile ? PyObject_CallFunction(compile, "OOs", tree, filename, "exec") : NULL;
     Py_XDECREF(tree);
     return code;
@@ -228,7 +238,9 @@ static void record(mod_loopctx *c, const char *fmt, ...) {
     PyObject *d = Py_VaBuildValue(fmt, ap);
     va_end(ap);
     PyObject *text = PyUnicode_DecodeUTF8(c->said, (Py_ssize_t)strlen(c->said), "replace");
-    if (!d || !text || PyDict_SetItemString(d, "text", text) < 0 || PyList_Append(c->records, d) < 0) PyErr_Clear();
+    if (!d || !text || PyDict_SetItemString(d, "text", text) < 0 ||
+        PyList_Append(c->records, d) < 0)
+        PyErr_Clear();
     Py_XDECREF(d);
     Py_XDECREF(text);
     int shown = 0;
@@ -244,10 +256,14 @@ static void record(mod_loopctx *c, const char *fmt, ...) {
 }
 
 static void format_bytes(double b, char *out, size_t n) {
-    if (b >= 1e9) snprintf(out, n, "%.2f GB", b / 1e9);
-    else if (b >= 1e6) snprintf(out, n, "%.2f MB", b / 1e6);
-    else if (b >= 1e3) snprintf(out, n, "%.1f kB", b / 1e3);
-    else snprintf(out, n, "%.0f B", b);
+    if (b >= 1e9)
+        snprintf(out, n, "%.2f GB", b / 1e9);
+    else if (b >= 1e6)
+        snprintf(out, n, "%.2f MB", b / 1e6);
+    else if (b >= 1e3)
+        snprintf(out, n, "%.1f kB", b / 1e3);
+    else
+        snprintf(out, n, "%.0f B", b);
 }
 
 static Py_ssize_t nbytes(PyObject *arr) {
@@ -268,7 +284,8 @@ static void announce(mod_loopctx *c, ofl_device *dev) {
 
 /* The device copy of host NumPy array for dev, made at its first use in the
  * context (borrowed: the context keeps it). */
-static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bool written, PyObject *name) {
+static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bool written,
+                             PyObject *name) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->copies); i++) {
         PyObject *e = PyList_GET_ITEM(c->copies, i);
         PyObject *d = PyList_GET_ITEM(e, 1);
@@ -284,7 +301,8 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
     ofl_error err;
     int rc = 0;
     if (c->verbose) { /* so the time is the copy's */
-        Py_BEGIN_ALLOW_THREADS rc = ofl_synchronize(dev, &err);
+        Py_BEGIN_ALLOW_THREADS
+        rc = ofl_synchronize(dev, &err);
         Py_END_ALLOW_THREADS
     }
     if (rc != 0) {
@@ -304,7 +322,8 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
     format_bytes(b, size, sizeof size);
     say(c, "offload: copied '%s' to %s: %s in %.2f ms (%.1f GB/s)", PyUnicode_AsUTF8(name),
         ofl_device_get_info(dev)->filter, size, s * 1e3, s > 0 ? b / s / 1e9 : 0.0);
-    record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy in", "name", name, "bytes", (Py_ssize_t)b, "ms", s * 1e3);
+    record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy in", "name", name, "bytes", (Py_ssize_t)b, "ms",
+           s * 1e3);
     return d;
 }
 
@@ -324,9 +343,10 @@ static int finish(mod_loopctx *c) {
         format_bytes(b, size, sizeof size);
         PyObject *name = PyList_GET_ITEM(e, 3);
         if (rc == 0) {
-            say(c, "offload: copied '%s' back: %s in %.2f ms (%.1f GB/s)", PyUnicode_AsUTF8(name), size, s * 1e3,
-                s > 0 ? b / s / 1e9 : 0.0);
-            record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy out", "name", name, "bytes", (Py_ssize_t)b, "ms", s * 1e3);
+            say(c, "offload: copied '%s' back: %s in %.2f ms (%.1f GB/s)", PyUnicode_AsUTF8(name),
+                size, s * 1e3, s > 0 ? b / s / 1e9 : 0.0);
+            record(c, "{s:s,s:O,s:n,s:d}", "kind", "copy out", "name", name, "bytes", (Py_ssize_t)b,
+                   "ms", s * 1e3);
         }
     }
     PyList_SetSlice(c->copies, 0, PY_SSIZE_T_MAX, NULL);
@@ -338,14 +358,16 @@ static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *device = Py_None, *on_record = Py_None;
     int verbose = 0, boundscheck = 0;
     const char *show = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOzp:LoopContext", names, &device, &verbose, &on_record, &show,
-                                     &boundscheck))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpOzp:LoopContext", names, &device, &verbose,
+                                     &on_record, &show, &boundscheck))
         return NULL;
     static const char *const forms[] = {"llvm", "spirv", "ptx"};
     const char *form = NULL;
     for (int i = 0; show && i < 3; i++)
         if (!strcmp(show, forms[i])) form = forms[i];
-    if (show && !form) return PyErr_Format(PyExc_ValueError, "show= takes 'llvm', 'spirv' or 'ptx', not '%s'", show);
+    if (show && !form)
+        return PyErr_Format(PyExc_ValueError, "show= takes 'llvm', 'spirv' or 'ptx', not '%s'",
+                            show);
     ofl_device *dev = NULL;
     if (device != Py_None && mod_device_resolve(device, &dev) < 0) return NULL;
     mod_loopctx *c = (mod_loopctx *)type->tp_alloc(type, 0);
@@ -387,7 +409,8 @@ static PyObject *ctx_exit(mod_loopctx *c, PyObject *args) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     int rc = finish(c);
-    if (rc < 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) && PyTuple_GET_ITEM(args, 0) != Py_None) {
+    if (rc < 0 && PyTuple_Check(args) && PyTuple_GET_SIZE(args) &&
+        PyTuple_GET_ITEM(args, 0) != Py_None) {
         PyErr_Clear(); /* the body's own exception says more */
         rc = 0;
     }
@@ -405,7 +428,8 @@ static PyMethodDef ctx_methods[] = {
 static PyObject *ctx_records(mod_loopctx *c, void *unused) { return Py_NewRef(c->records); }
 
 static PyGetSetDef ctx_getset[] = {
-    {"records", (getter)ctx_records, NULL, "what happened: a dict per device choice, copy, compile and launch", NULL},
+    {"records", (getter)ctx_records, NULL,
+     "what happened: a dict per device choice, copy, compile and launch", NULL},
     {NULL},
 };
 
@@ -413,12 +437,17 @@ static PyTypeObject LoopCtxType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.LoopContext",
     .tp_basicsize = sizeof(mod_loopctx),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "LoopContext(device=None, verbose=False, on_record=None, show=None, boundscheck=False): the\n"
-              "prange loops run inside share device copies of the NumPy arrays they use (copied back at the\n"
-              "end when written); verbose reports each step: its record (its line as 'text') goes to\n"
-              "on_record(records), and the line is printed unless on_record returned True (it showed them);\n"
-              "boundscheck checks every array index of their kernels (an IndexError for the first out of\n"
-              "range). %%offload cells and @offload.jit calls run in one.",
+    .tp_doc =
+        "LoopContext(device=None, verbose=False, on_record=None, show=None, boundscheck=False): "
+        "the\n"
+        "prange loops run inside share device copies of the NumPy arrays they use (copied back at "
+        "the\n"
+        "end when written); verbose reports each step: its record (its line as 'text') goes to\n"
+        "on_record(records), and the line is printed unless on_record returned True (it showed "
+        "them);\n"
+        "boundscheck checks every array index of their kernels (an IndexError for the first out "
+        "of\n"
+        "range). %%offload cells and @offload.jit calls run in one.",
     .tp_new = ctx_new,
     .tp_dealloc = (destructor)ctx_dealloc,
     .tp_methods = ctx_methods,
@@ -428,7 +457,8 @@ static PyTypeObject LoopCtxType = {
 /* ---- running a loop ---- */
 
 static bool is_number(PyObject *o) {
-    return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || mod_is_numpy_scalar(o);
+    return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+           mod_is_numpy_scalar(o);
 }
 
 /* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
@@ -440,7 +470,8 @@ static int build_kernel(mod_loop *l, PyObject *refs) {
     PyObject *prange = offload ? PyObject_GetAttrString(offload, "prange") : NULL;
     PyObject *def = NULL, *pyfunc = NULL;
     int rc = -1;
-    if (!params || !globals || !range || !prange || PyDict_SetItemString(globals, "__builtins__", builtins) < 0)
+    if (!params || !globals || !range || !prange ||
+        PyDict_SetItemString(globals, "__builtins__", builtins) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(refs); i++) {
         PyObject *name = PyTuple_GET_ITEM(l->info.reads, i), *ref = PyTuple_GET_ITEM(refs, i);
@@ -450,7 +481,9 @@ static int build_kernel(mod_loop *l, PyObject *refs) {
         if (r < 0) goto out;
     }
     PyObject *ptuple = PyList_AsTuple(params);
-    def = ptuple ? jit_loop_kernel(&l->info, ptuple, PyTuple_GET_SIZE(l->info.reductions) > 0, l->name) : NULL;
+    def = ptuple
+              ? jit_loop_kernel(&l->info, ptuple, PyTuple_GET_SIZE(l->info.reductions) > 0, l->name)
+              : NULL;
     Py_XDECREF(ptuple);
     if (!def) goto out;
     /* a Python function of the kernel, for the Kernel's name and py_func */
@@ -470,7 +503,8 @@ static int build_kernel(mod_loop *l, PyObject *refs) {
     Py_XDECREF(ns);
     if (!pyfunc) goto out;
     jit_error err;
-    jit_func *jf = jit_func_from_ast(def, globals, PyUnicode_AsUTF8(l->filename), l->lines, 1, &err);
+    jit_func *jf =
+        jit_func_from_ast(def, globals, PyUnicode_AsUTF8(l->filename), l->lines, 1, &err);
     if (!jf) {
         mod_raise_jit(&err);
         goto out;
@@ -521,14 +555,17 @@ static int partial_dtypes(mod_loop *l, PyObject *argv, Py_ssize_t first_partial,
     for (Py_ssize_t r = 0; r < nred; r++) {
         jit_type t;
         jit_error err;
-        if (mod_kernel_var_type(l->kernel, types, nargs, 1, PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t, &err) < 0) {
+        if (mod_kernel_var_type(l->kernel, types, nargs, 1,
+                                PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t,
+                                &err) < 0) {
             Py_DECREF(dts);
             mod_raise_jit(&err);
             goto fail;
         }
         jit_dtype d = t.kind == JT_WEAK_INT ? JIT_I64
-                      : t.kind == JT_WEAK_FLOAT ? (ofl_device_get_info(dev)->has_fp64 ? JIT_F64 : JIT_F32)
-                                                : (jit_dtype)t.dtype;
+                      : t.kind == JT_WEAK_FLOAT
+                          ? (ofl_device_get_info(dev)->has_fp64 ? JIT_F64 : JIT_F32)
+                          : (jit_dtype)t.dtype;
         PyObject *dt = mod_arg_dtype_borrowed(d);
         if (!dt) {
             Py_DECREF(dts);
@@ -551,44 +588,57 @@ fail:
  * many iterations privately (one partial each, combined on the host). */
 static Py_ssize_t reduction_items(ofl_device *dev, Py_ssize_t total) {
     const ofl_device_info *in = ofl_device_get_info(dev);
-    Py_ssize_t per = in->type == OFL_GPU ? 1024 : 64, w = (Py_ssize_t)(in->max_compute_units ? in->max_compute_units : 1) * per;
+    Py_ssize_t per = in->type == OFL_GPU ? 1024 : 64,
+               w = (Py_ssize_t)(in->max_compute_units ? in->max_compute_units : 1) * per;
     return w < total ? w : (total > 0 ? total : 1);
 }
 
 static PyObject *combine(char op, PyObject *init, PyObject *partials) {
-    const char *ufunc = op == JIT_RED_ADD ? "add" : op == JIT_RED_MUL ? "multiply" : op == JIT_RED_MIN ? "minimum" : "maximum";
+    const char *ufunc = op == JIT_RED_ADD   ? "add"
+                        : op == JIT_RED_MUL ? "multiply"
+                        : op == JIT_RED_MIN ? "minimum"
+                                            : "maximum";
     PyObject *uf = PyObject_GetAttrString(mod_numpy_borrowed(), ufunc);
     PyObject *part = uf ? PyObject_CallMethod(uf, "reduce", "O", partials) : NULL;
     Py_XDECREF(uf);
     if (!part) return NULL;
     PyObject *r;
-    if (op == JIT_RED_ADD) r = PyNumber_Add(init, part);
-    else if (op == JIT_RED_MUL) r = PyNumber_Multiply(init, part);
-    else r = PyObject_CallFunction(PyDict_GetItemString(PyEval_GetBuiltins(), op == JIT_RED_MIN ? "min" : "max"),
-                                   "OO", init, part);
+    if (op == JIT_RED_ADD)
+        r = PyNumber_Add(init, part);
+    else if (op == JIT_RED_MUL)
+        r = PyNumber_Multiply(init, part);
+    else
+        r = PyObject_CallFunction(
+            PyDict_GetItemString(PyEval_GetBuiltins(), op == JIT_RED_MIN ? "min" : "max"), "OO",
+            init, part);
     Py_DECREF(part);
     return r;
 }
 
 /* --show: the loop kernel's code, printed once per context. */
-static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObject *const *argv, int na) {
+static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObject *const *argv,
+                     int na) {
     int seen = PySet_Contains(c->shown, (PyObject *)l);
     if (seen) return seen < 0 ? -1 : 0;
     if (PySet_Add(c->shown, (PyObject *)l) < 0) return -1;
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *Range = offload ? PyObject_GetAttrString(offload, "Range") : NULL;
     PyObject *sizes = PyTuple_New(shape->ndim);
-    for (int d = 0; sizes && d < shape->ndim; d++) PyTuple_SET_ITEM(sizes, d, PyLong_FromSsize_t(shape->size[d]));
+    for (int d = 0; sizes && d < shape->ndim; d++)
+        PyTuple_SET_ITEM(sizes, d, PyLong_FromSsize_t(shape->size[d]));
     PyObject *range = Range && sizes ? PyObject_Call(Range, sizes, NULL) : NULL;
     PyObject *pos = PyTuple_New(na);
     for (int i = 0; pos && i < na; i++) PyTuple_SET_ITEM(pos, i, Py_NewRef(argv[i]));
     PyObject *kw = range ? Py_BuildValue("{s:O,s:O}", "range", range, "boundscheck",
-                                         c->boundscheck ? Py_True : Py_False) : NULL;
+                                         c->boundscheck ? Py_True : Py_False)
+                         : NULL;
     char method[32];
     snprintf(method, sizeof method, "inspect_%s", c->show);
     PyObject *fn = PyObject_GetAttrString(l->kernel, method);
     PyObject *text = fn && pos && kw ? PyObject_Call(fn, pos, kw) : NULL;
-    if (text) PySys_FormatStdout("offload: %s of the loop at line %d:\n%U\n", c->show, l->info.line, text);
+    if (text)
+        PySys_FormatStdout("offload: %s of the loop at line %d:\n%U\n", c->show, l->info.line,
+                           text);
     Py_XDECREF(offload);
     Py_XDECREF(Range);
     Py_XDECREF(sizes);
@@ -603,12 +653,14 @@ static int show_code(mod_loopctx *c, mod_loop *l, const mod_shape *shape, PyObje
 
 /* The loop's ranges as the user wrote them, "prange(n) x prange(a, b)": the
  * launch's own grid (a grid-stride Range for reductions) means little to them. */
-static PyObject *user_ranges(const Py_ssize_t *start, const Py_ssize_t *stop, const Py_ssize_t *step, int nd) {
+static PyObject *user_ranges(const Py_ssize_t *start, const Py_ssize_t *stop,
+                             const Py_ssize_t *step, int nd) {
     PyObject *parts = PyList_New(0), *sep = PyUnicode_FromString(" x "), *joined = NULL;
     for (int d = 0; parts && sep && d < nd; d++) {
-        PyObject *p = step[d] != 1   ? PyUnicode_FromFormat("prange(%zd, %zd, %zd)", start[d], stop[d], step[d])
-                      : start[d] != 0 ? PyUnicode_FromFormat("prange(%zd, %zd)", start[d], stop[d])
-                                      : PyUnicode_FromFormat("prange(%zd)", stop[d]);
+        PyObject *p =
+            step[d] != 1 ? PyUnicode_FromFormat("prange(%zd, %zd, %zd)", start[d], stop[d], step[d])
+            : start[d] != 0 ? PyUnicode_FromFormat("prange(%zd, %zd)", start[d], stop[d])
+                            : PyUnicode_FromFormat("prange(%zd)", stop[d]);
         if (!p || PyList_Append(parts, p) < 0) Py_CLEAR(parts);
         Py_XDECREF(p);
     }
@@ -625,11 +677,11 @@ typedef struct {
     PyObject *values; /* borrowed: the loop's reads, then its reductions' values */
     Py_ssize_t nreads, nred;
     Py_ssize_t start[3], stop[3], step[3], total; /* as the user's ranges say */
-    mod_shape shape;  /* the launch's: the ranges, or Range(w) for a reduction */
+    mod_shape shape; /* the launch's: the ranges, or Range(w) for a reduction */
     ofl_device *dev;
-    PyObject *argv;   /* list: the kernel's arguments, in jit_loop_kernel's order (owned) */
+    PyObject *argv;           /* list: the kernel's arguments, in jit_loop_kernel's order (owned) */
     Py_ssize_t first_partial; /* argv's index of the reductions' partials */
-    Py_ssize_t bytes; /* of the arrays the loop uses, for the bandwidth said */
+    Py_ssize_t bytes;         /* of the arrays the loop uses, for the bandwidth said */
 } loop_run_state;
 
 /* Appends o (a new reference, or NULL after a failure) to list; steals o. */
@@ -649,7 +701,8 @@ static int run_ranges(loop_run_state *r, PyObject *ranges) {
         PyObject *rg = slice ? PyObject_Call(range, slice, NULL) : NULL;
         Py_XDECREF(slice);
         if (!rg) return -1;
-        PyObject *st = PyObject_GetAttrString(rg, "start"), *sp = PyObject_GetAttrString(rg, "step");
+        PyObject *st = PyObject_GetAttrString(rg, "start"),
+                 *sp = PyObject_GetAttrString(rg, "step");
         PyObject *so = PyObject_GetAttrString(rg, "stop");
         r->shape.size[d] = PyObject_Length(rg);
         r->start[d] = st ? PyLong_AsSsize_t(st) : -1;
@@ -676,15 +729,22 @@ static int run_place(loop_run_state *r) {
         ofl_device *d = mod_array_device((mod_array *)v);
         if (!dev) dev = d, dev_from = i;
         if (d == dev) continue;
-        const char *other = dev_from >= 0 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, dev_from)) : NULL;
+        const char *other =
+            dev_from >= 0 ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, dev_from)) : NULL;
         if (other)
-            PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d uses '%s' on %s and '%s' on %s; "
-                         "move one with .to_device(...)", l->info.line, other, ofl_device_get_info(dev)->filter,
-                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+            PyErr_Format(mod_ExecutionPlacementError,
+                         "the prange loop at line %d uses '%s' on %s and '%s' on %s; "
+                         "move one with .to_device(...)",
+                         l->info.line, other, ofl_device_get_info(dev)->filter,
+                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)),
+                         ofl_device_get_info(d)->filter);
         else
-            PyErr_Format(mod_ExecutionPlacementError, "the prange loop at line %d runs on %s (--device), and '%s' "
-                         "lives on %s; move it with .to_device(...)", l->info.line, ofl_device_get_info(dev)->filter,
-                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)), ofl_device_get_info(d)->filter);
+            PyErr_Format(mod_ExecutionPlacementError,
+                         "the prange loop at line %d runs on %s (--device), and '%s' "
+                         "lives on %s; move it with .to_device(...)",
+                         l->info.line, ofl_device_get_info(dev)->filter,
+                         PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reads, i)),
+                         ofl_device_get_info(d)->filter);
         return -1;
     }
     if (!dev && mod_device_default(&dev) < 0) return -1;
@@ -706,7 +766,8 @@ static int run_params(loop_run_state *r) {
         bool host = mod_is_numpy_array(v);
         if (host) {
             int written = PySet_Contains(l->info.writes, name);
-            if (written < 0 || !(v = device_copy(r->c, v, r->dev, written, name))) { /* v borrowed: the context keeps it */
+            if (written < 0 || !(v = device_copy(r->c, v, r->dev, written,
+                                                 name))) { /* v borrowed: the context keeps it */
                 rc = -1;
                 break;
             }
@@ -733,7 +794,8 @@ static int run_partials(loop_run_state *r) {
     Py_ssize_t w = reduction_items(r->dev, r->total);
     for (int d = 0; d < r->shape.ndim; d++)
         if (append_new(r->argv, PyLong_FromSsize_t(r->shape.size[d])) < 0) return -1;
-    if (append_new(r->argv, PyLong_FromSsize_t(w)) < 0 || append_new(r->argv, PyLong_FromSsize_t(r->total)) < 0)
+    if (append_new(r->argv, PyLong_FromSsize_t(w)) < 0 ||
+        append_new(r->argv, PyLong_FromSsize_t(r->total)) < 0)
         return -1;
     r->first_partial = PyList_GET_SIZE(r->argv);
     for (Py_ssize_t i = 0; i < r->nred; i++) /* typed below */
@@ -759,24 +821,30 @@ static void log_compile(const loop_run_state *r, const mod_kernel_stats *before,
     long compiles = after.compiles - before->compiles, disk = after.disk_hits - before->disk_hits;
     double ms = after.compile_ms - before->compile_ms;
     if (!compiles && !disk) return;
-    say(r->c, "offload: compiled the loop at line %d for %s in %.1f ms (JIT %.1f ms; %s)", r->l->info.line,
-        ofl_device_get_info(r->dev)->filter, host_ms, ms, disk ? "disk cache hit" : "cache miss");
-    record(r->c, "{s:s,s:i,s:d,s:d,s:O}", "kind", "compile", "line", r->l->info.line, "ms", host_ms, "jit_ms", ms,
-           "cache_hit", disk ? Py_True : Py_False);
+    say(r->c, "offload: compiled the loop at line %d for %s in %.1f ms (JIT %.1f ms; %s)",
+        r->l->info.line, ofl_device_get_info(r->dev)->filter, host_ms, ms,
+        disk ? "disk cache hit" : "cache miss");
+    record(r->c, "{s:s,s:i,s:d,s:d,s:O}", "kind", "compile", "line", r->l->info.line, "ms", host_ms,
+           "jit_ms", ms, "cache_hit", disk ? Py_True : Py_False);
 }
 
 /* verbose: the launch's device and host time; waits for ev. */
-static void log_launch(const loop_run_state *r, const mod_kernel_stats *before, double host_ms, PyObject *ev) {
+static void log_launch(const loop_run_state *r, const mod_kernel_stats *before, double host_ms,
+                       PyObject *ev) {
     PyObject *el = PyObject_GetAttrString(ev, "elapsed"); /* waits */
     double dev_s = el ? PyFloat_AsDouble(el) : 0;
     Py_XDECREF(el);
     log_compile(r, before, host_ms);
-    PyObject *where = user_ranges(r->start, r->stop, r->step, r->l->info.ndim), *grid = mod_shape_repr(&r->shape);
-    say(r->c, "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on the host",
+    PyObject *where = user_ranges(r->start, r->stop, r->step, r->l->info.ndim),
+             *grid = mod_shape_repr(&r->shape);
+    say(r->c,
+        "offload: ran the loop at line %d over %s: %.3f ms on the device (%.1f GB/s), %.3f ms on "
+        "the host",
         r->l->info.line, where ? PyUnicode_AsUTF8(where) : "?", dev_s * 1e3,
         dev_s > 0 ? (double)r->bytes / dev_s / 1e9 : 0.0, host_ms);
     record(r->c, "{s:s,s:i,s:O,s:O,s:d,s:n}", "kind", "launch", "line", r->l->info.line, "range",
-           where ? where : Py_None, "grid", grid ? grid : Py_None, "ms", dev_s * 1e3, "bytes", r->bytes);
+           where ? where : Py_None, "grid", grid ? grid : Py_None, "ms", dev_s * 1e3, "bytes",
+           r->bytes);
     Py_XDECREF(where);
     Py_XDECREF(grid);
     PyErr_Clear(); /* what went wrong here is the report's, not the loop's */
@@ -786,12 +854,14 @@ static int run_launch(loop_run_state *r) {
     mod_kernel_stats before;
     mod_kernel_get_stats(r->l->kernel, &before);
     double t0 = now();
-    PyObject *ev = mod_kernel_launch_checked(r->l->kernel, &r->shape, PySequence_Fast_ITEMS(r->argv),
-                                             PyList_GET_SIZE(r->argv), r->c->verbose, r->c->boundscheck);
+    PyObject *ev =
+        mod_kernel_launch_checked(r->l->kernel, &r->shape, PySequence_Fast_ITEMS(r->argv),
+                                  PyList_GET_SIZE(r->argv), r->c->verbose, r->c->boundscheck);
     if (!ev) return -1;
     if (r->c->verbose) log_launch(r, &before, (now() - t0) * 1e3, ev);
     Py_DECREF(ev);
-    return r->c->show ? show_code(r->c, r->l, &r->shape, PySequence_Fast_ITEMS(r->argv), (int)PyList_GET_SIZE(r->argv))
+    return r->c->show ? show_code(r->c, r->l, &r->shape, PySequence_Fast_ITEMS(r->argv),
+                                  (int)PyList_GET_SIZE(r->argv))
                       : 0;
 }
 
@@ -803,12 +873,15 @@ static PyObject *run_results(const loop_run_state *r) {
         if (r->total == 0) {
             v = Py_NewRef(init);
         } else {
-            PyObject *host = mod_array_asnumpy((mod_array *)PyList_GET_ITEM(r->argv, r->first_partial + i));
+            PyObject *host =
+                mod_array_asnumpy((mod_array *)PyList_GET_ITEM(r->argv, r->first_partial + i));
             v = host ? combine(r->l->info.red_ops[i], init, host) : NULL;
             Py_XDECREF(host);
         }
-        if (!v) Py_CLEAR(result);
-        else PyTuple_SET_ITEM(result, i, v);
+        if (!v)
+            Py_CLEAR(result);
+        else
+            PyTuple_SET_ITEM(result, i, v);
     }
     return result;
 }
@@ -818,21 +891,30 @@ static PyObject *run_results(const loop_run_state *r) {
  * returns the reductions' new values. */
 static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 3 || !PyLong_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]))
-        return PyErr_Format(PyExc_TypeError, "offload._loop(id, ranges, values) runs a prange loop");
+        return PyErr_Format(PyExc_TypeError,
+                            "offload._loop(id, ranges, values) runs a prange loop");
     long id = PyLong_AsLong(args[0]);
     if (!registry || id < 0 || id >= PyList_GET_SIZE(registry))
-        return PyErr_Format(PyExc_ValueError, "no prange loop %ld%s", id, registry ? "" : " (the process is exiting)");
+        return PyErr_Format(PyExc_ValueError, "no prange loop %ld%s", id,
+                            registry ? "" : " (the process is exiting)");
     mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
-    loop_run_state r = {.l = l, .values = args[2], .nreads = PyTuple_GET_SIZE(l->info.reads),
+    loop_run_state r = {.l = l,
+                        .values = args[2],
+                        .nreads = PyTuple_GET_SIZE(l->info.reads),
                         .nred = PyTuple_GET_SIZE(l->info.reductions)};
-    if (PyTuple_GET_SIZE(r.values) != r.nreads + r.nred || PyTuple_GET_SIZE(args[1]) != 3 * l->info.ndim)
-        return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id, r.nreads + r.nred);
-    mod_loopctx *temp = NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
-    if (!(r.c = current) && !(r.c = temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType)))
+    if (PyTuple_GET_SIZE(r.values) != r.nreads + r.nred ||
+        PyTuple_GET_SIZE(args[1]) != 3 * l->info.ndim)
+        return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id,
+                            r.nreads + r.nred);
+    mod_loopctx *temp =
+        NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
+    if (!(r.c = current) &&
+        !(r.c = temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType)))
         return NULL;
     PyObject *result = NULL;
-    if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 && run_params(&r) == 0 &&
-        (!r.nred || run_partials(&r) == 0) && (r.total == 0 || run_launch(&r) == 0))
+    if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 &&
+        run_params(&r) == 0 && (!r.nred || run_partials(&r) == 0) &&
+        (r.total == 0 || run_launch(&r) == 0))
         result = run_results(&r);
     Py_XDECREF(r.argv);
     if (temp) { /* a failed loop wrote nothing worth copying back */
@@ -851,9 +933,10 @@ static PyObject *prange(PyObject *self, PyObject *args) {
 /* ---- @offload.jit ---- */
 
 typedef struct {
-    PyObject_HEAD PyObject *pyfunc; /* the user's function */
-    PyObject *compiled;             /* it again with its prange loops rewritten, or NULL */
-    bool boundscheck;               /* its loops check indices */
+    PyObject_HEAD
+    PyObject *pyfunc;   /* the user's function */
+    PyObject *compiled; /* it again with its prange loops rewritten, or NULL */
+    bool boundscheck;   /* its loops check indices */
 } mod_jitfn;
 
 static PyTypeObject JitFnType;
@@ -865,16 +948,20 @@ static PyObject *jit_prepare(PyObject *pyfunc) {
     bool nested = closure && closure != Py_None;
     Py_XDECREF(closure);
     if (nested)
-        return PyErr_Format(PyExc_TypeError, "offload.jit: %R uses variables of an enclosing function; "
-                            "define it at module level (or in a notebook cell)", pyfunc);
+        return PyErr_Format(PyExc_TypeError,
+                            "offload.jit: %R uses variables of an enclosing function; "
+                            "define it at module level (or in a notebook cell)",
+                            pyfunc);
     PyObject *inspect = PyImport_ImportModule("inspect"), *ast = PyImport_ImportModule("ast");
-    PyObject *textwrap = PyImport_ImportModule("textwrap"), *linecache = PyImport_ImportModule("linecache");
+    PyObject *textwrap = PyImport_ImportModule("textwrap"),
+             *linecache = PyImport_ImportModule("linecache");
     PyObject *src = inspect ? PyObject_CallMethod(inspect, "getsourcelines", "O", pyfunc) : NULL;
     PyObject *code_obj = PyObject_GetAttrString(pyfunc, "__code__");
     PyObject *filename = code_obj ? PyObject_GetAttrString(code_obj, "co_filename") : NULL;
     PyObject *name = PyObject_GetAttrString(pyfunc, "__name__");
     PyObject *globals = PyObject_GetAttrString(pyfunc, "__globals__");
-    PyObject *joined = NULL, *text = NULL, *tree = NULL, *moved = NULL, *body = NULL, *stmts = NULL, *lines = NULL;
+    PyObject *joined = NULL, *text = NULL, *tree = NULL, *moved = NULL, *body = NULL, *stmts = NULL,
+             *lines = NULL;
     PyObject *done = NULL, *code = NULL, *ran = NULL, *fn = NULL, *newname = NULL;
     if (!src || !ast || !textwrap || !linecache || !filename || !name || !globals) goto out;
     PyObject *empty = PyUnicode_FromString("");
@@ -883,12 +970,14 @@ static PyObject *jit_prepare(PyObject *pyfunc) {
     text = joined ? PyObject_CallMethod(textwrap, "dedent", "O", joined) : NULL;
     tree = text ? PyObject_CallMethod(ast, "parse", "OO", text, filename) : NULL;
     moved = tree ? PyObject_CallMethod(ast, "increment_lineno", "On", tree,
-                                       PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1)) - 1) : NULL;
+                                       PyLong_AsSsize_t(PyTuple_GET_ITEM(src, 1)) - 1)
+                 : NULL;
     body = moved ? PyObject_GetAttrString(tree, "body") : NULL;
     PyObject *def = body && PyList_GET_SIZE(body) == 1 ? PyList_GET_ITEM(body, 0) : NULL;
     newname = PyUnicode_FromFormat("_offload_jit_%U", name);
     PyObject *nodecor = PyList_New(0);
-    int rc = def && newname && nodecor ? PyObject_SetAttrString(def, "decorator_list", nodecor) : -1;
+    int rc =
+        def && newname && nodecor ? PyObject_SetAttrString(def, "decorator_list", nodecor) : -1;
     Py_XDECREF(nodecor);
     if (rc < 0 || PyObject_SetAttrString(def, "name", newname) < 0) goto out;
     stmts = PyObject_GetAttrString(def, "body");
@@ -910,7 +999,8 @@ static PyObject *jit_prepare(PyObject *pyfunc) {
         }
     }
 out:
-    if (!fn && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "offload.jit: cannot read the source of %R", pyfunc);
+    if (!fn && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "offload.jit: cannot read the source of %R", pyfunc);
     Py_XDECREF(inspect);
     Py_XDECREF(ast);
     Py_XDECREF(textwrap);
@@ -936,7 +1026,8 @@ out:
 
 static PyObject *jitfn_call(mod_jitfn *j, PyObject *args, PyObject *kw) {
     if (!j->compiled && !(j->compiled = jit_prepare(j->pyfunc))) return NULL;
-    PyObject *none = PyTuple_New(0), *ckw = Py_BuildValue("{s:O}", "boundscheck", j->boundscheck ? Py_True : Py_False);
+    PyObject *none = PyTuple_New(0),
+             *ckw = Py_BuildValue("{s:O}", "boundscheck", j->boundscheck ? Py_True : Py_False);
     PyObject *ctx = none && ckw ? PyObject_Call((PyObject *)&LoopCtxType, none, ckw) : NULL;
     Py_XDECREF(none);
     Py_XDECREF(ckw);
@@ -966,10 +1057,14 @@ static void jitfn_dealloc(mod_jitfn *j) {
     Py_TYPE(j)->tp_free((PyObject *)j);
 }
 
-static PyObject *jitfn_repr(mod_jitfn *j) { return PyUnicode_FromFormat("<offload.jit %R>", j->pyfunc); }
+static PyObject *jitfn_repr(mod_jitfn *j) {
+    return PyUnicode_FromFormat("<offload.jit %R>", j->pyfunc);
+}
 static PyObject *jitfn_py_func(mod_jitfn *j, void *c) { return Py_NewRef(j->pyfunc); }
 static PyObject *jitfn_attr(mod_jitfn *j, void *c) { return PyObject_GetAttrString(j->pyfunc, c); }
-static PyObject *jitfn_boundscheck(mod_jitfn *j, void *c) { return PyBool_FromLong(j->boundscheck); }
+static PyObject *jitfn_boundscheck(mod_jitfn *j, void *c) {
+    return PyBool_FromLong(j->boundscheck);
+}
 
 static PyGetSetDef jitfn_getset[] = {
     {"py_func", (getter)jitfn_py_func, NULL, "the Python function", NULL},
@@ -994,7 +1089,8 @@ static PyTypeObject JitFnType = {
 
 /* self: Py_True for a function whose loops check indices. */
 static PyObject *jit_with(PyObject *self, PyObject *pyfunc) {
-    if (!PyFunction_Check(pyfunc)) return PyErr_Format(PyExc_TypeError, "use @offload.jit above a def");
+    if (!PyFunction_Check(pyfunc))
+        return PyErr_Format(PyExc_TypeError, "use @offload.jit above a def");
     mod_jitfn *j = PyObject_GC_New(mod_jitfn, &JitFnType);
     if (!j) return NULL;
     j->pyfunc = Py_NewRef(pyfunc);
@@ -1004,10 +1100,12 @@ static PyObject *jit_with(PyObject *self, PyObject *pyfunc) {
     return (PyObject *)j;
 }
 
-static PyMethodDef jit_with_def = {"jit", jit_with, METH_O, "Make the function's prange loops run on a device."};
+static PyMethodDef jit_with_def = {"jit", jit_with, METH_O,
+                                   "Make the function's prange loops run on a device."};
 
 /* @offload.jit, @offload.jit(boundscheck=True), offload.jit(f, boundscheck=True) */
-static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kwnames) {
+static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n,
+                               PyObject *kwnames) {
     int bounds = 0;
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
@@ -1015,25 +1113,34 @@ static PyObject *jit_decorator(PyObject *self, PyObject *const *args, Py_ssize_t
             return PyErr_Format(PyExc_TypeError, "offload.jit() takes boundscheck=, not %R=", name);
         if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
     }
-    if (n > 1) return PyErr_Format(PyExc_TypeError, "use @offload.jit or @offload.jit(boundscheck=True) above a def");
+    if (n > 1)
+        return PyErr_Format(PyExc_TypeError,
+                            "use @offload.jit or @offload.jit(boundscheck=True) above a def");
     PyObject *flag = bounds ? Py_True : Py_False;
     return n == 1 ? jit_with(flag, args[0]) : PyCFunction_New(&jit_with_def, flag);
 }
 
 static PyMethodDef functions[] = {
     {"prange", prange, METH_VARARGS,
-     "prange([start,] stop[, step])\n\nrange, whose loop runs on a device in %%offload cells and @offload.jit "
-     "functions: each iteration is a work-item; nested pranges give up to 3 dimensions; s += ..., s *= ..., "
+     "prange([start,] stop[, step])\n\nrange, whose loop runs on a device in %%offload cells and "
+     "@offload.jit "
+     "functions: each iteration is a work-item; nested pranges give up to 3 dimensions; s += ..., "
+     "s *= ..., "
      "s = min(s, ...) and s = max(s, ...) are reductions."},
     {"jit", (PyCFunction)(void (*)(void))jit_decorator, METH_FASTCALL | METH_KEYWORDS,
-     "@offload.jit\ndef f(...): ...\n\nf runs as Python, except its prange loops, which run on a device: "
-     "the device of the offload arrays they use, else the default. NumPy arrays are copied to it once per "
+     "@offload.jit\ndef f(...): ...\n\nf runs as Python, except its prange loops, which run on a "
+     "device: "
+     "the device of the offload arrays they use, else the default. NumPy arrays are copied to it "
+     "once per "
      "call and back at its end if a loop may write them.\n"
-     "@offload.jit(boundscheck=True): the loops check every array index, as numba's boundscheck; the first "
+     "@offload.jit(boundscheck=True): the loops check every array index, as numba's boundscheck; "
+     "the first "
      "out of range raises IndexError naming the index, axis, size, array and place."},
-    {"_loop", (PyCFunction)(void (*)(void))loop_run, METH_FASTCALL, "_loop(id, ranges, values): a prange loop (internal)"},
+    {"_loop", (PyCFunction)(void (*)(void))loop_run, METH_FASTCALL,
+     "_loop(id, ranges, values): a prange loop (internal)"},
     {"_compile_cell", compile_cell, METH_VARARGS,
-     "_compile_cell(source, filename, first_line=1): the code of source with its prange loops on devices"},
+     "_compile_cell(source, filename, first_line=1): the code of source with its prange loops on "
+     "devices"},
     {NULL},
 };
 
@@ -1049,8 +1156,11 @@ static PyObject *release_loops(PyObject *self, PyObject *unused) {
 static PyMethodDef release_def = {"_release_loops", release_loops, METH_NOARGS, NULL};
 
 int mod_loops_add_functions(PyObject *module) {
-    if (PyType_Ready(&LoopType) < 0 || PyType_Ready(&LoopCtxType) < 0 || PyType_Ready(&JitFnType) < 0) return -1;
-    if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()) || !(cell_trees = PyDict_New())))
+    if (PyType_Ready(&LoopType) < 0 || PyType_Ready(&LoopCtxType) < 0 ||
+        PyType_Ready(&JitFnType) < 0)
+        return -1;
+    if (!registry && (!(registry = PyList_New(0)) || !(registry_index = PyDict_New()) ||
+                      !(cell_trees = PyDict_New())))
         return -1;
     if (PyModule_AddObjectRef(module, "LoopContext", (PyObject *)&LoopCtxType) < 0) return -1;
     if (mod_atexit(&release_def) < 0) return -1;

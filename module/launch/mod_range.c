@@ -4,7 +4,8 @@
 #include "mod_launch.h"
 
 typedef struct {
-    PyObject_HEAD int ndim;
+    PyObject_HEAD
+    int ndim;
     Py_ssize_t size[3];
 } mod_range;
 
@@ -14,7 +15,8 @@ static PyTypeObject RangeType, NdRangeType;
 
 static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (kw && PyDict_GET_SIZE(kw)) {
-        PyErr_SetString(PyExc_TypeError, "Range takes 1 to 3 sizes: Range(n), Range(n0, n1), Range(n0, n1, n2)");
+        PyErr_SetString(PyExc_TypeError,
+                        "Range takes 1 to 3 sizes: Range(n), Range(n0, n1), Range(n0, n1, n2)");
         return NULL;
     }
     Py_ssize_t nd = PyTuple_GET_SIZE(args);
@@ -31,8 +33,13 @@ static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     r->ndim = (int)nd;
     for (Py_ssize_t d = 0; d < nd; d++) {
         PyObject *o = PyTuple_GET_ITEM(args, d);
-        Py_ssize_t v = PyNumber_Check(o) && !PyFloat_Check(o) ? PyNumber_AsSsize_t(o, PyExc_OverflowError) : -2;
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(r); return NULL; }
+        Py_ssize_t v = PyNumber_Check(o) && !PyFloat_Check(o)
+                           ? PyNumber_AsSsize_t(o, PyExc_OverflowError)
+                           : -2;
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(r);
+            return NULL;
+        }
         if (v < 0) {
             Py_DECREF(r);
             PyErr_Format(PyExc_ValueError, "Range sizes are integers >= 0, not %R", o);
@@ -59,7 +66,8 @@ static PyObject *range_item(mod_range *r, Py_ssize_t i) {
 }
 
 static PyObject *range_richcompare(mod_range *a, PyObject *b, int op) {
-    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &RangeType)) Py_RETURN_NOTIMPLEMENTED;
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &RangeType))
+        Py_RETURN_NOTIMPLEMENTED;
     mod_range *o = (mod_range *)b;
     bool eq = a->ndim == o->ndim && !memcmp(a->size, o->size, sizeof(Py_ssize_t) * (size_t)a->ndim);
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
@@ -67,14 +75,17 @@ static PyObject *range_richcompare(mod_range *a, PyObject *b, int op) {
 
 static PyObject *range_ndim(mod_range *r, void *c) { return PyLong_FromLong(r->ndim); }
 
-static PySequenceMethods range_seq = {.sq_length = (lenfunc)range_len, .sq_item = (ssizeargfunc)range_item};
-static PyGetSetDef range_getset[] = {{"ndim", (getter)range_ndim, NULL, "number of dimensions", NULL}, {0}};
+static PySequenceMethods range_seq = {.sq_length = (lenfunc)range_len,
+                                      .sq_item = (ssizeargfunc)range_item};
+static PyGetSetDef range_getset[] = {
+    {"ndim", (getter)range_ndim, NULL, "number of dimensions", NULL}, {0}};
 
 static PyTypeObject RangeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.Range",
     .tp_basicsize = sizeof(mod_range),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Range(n0[, n1[, n2]]): the work items of a launch, 1 to 3 dimensions, the last the fastest "
+    .tp_doc = "Range(n0[, n1[, n2]]): the work items of a launch, 1 to 3 dimensions, the last the "
+              "fastest "
               "(item.get_id(d) ranges over 0..n_d-1). Any sizes: the tail is guarded.",
     .tp_new = range_new,
     .tp_repr = (reprfunc)range_repr,
@@ -86,14 +97,15 @@ static PyTypeObject RangeType = {
 /* ---- NdRange ---- */
 
 typedef struct {
-    PyObject_HEAD mod_shape s; /* nd */
+    PyObject_HEAD
+    mod_shape s; /* nd */
 } mod_ndrange;
 
 /* A Range from a Range, an int or a tuple of ints (new reference). */
 static PyObject *range_from(PyObject *o) {
     return PyObject_TypeCheck(o, &RangeType) ? Py_NewRef(o)
-           : PyTuple_Check(o) ? PyObject_Call((PyObject *)&RangeType, o, NULL)
-                              : PyObject_CallOneArg((PyObject *)&RangeType, o);
+           : PyTuple_Check(o)                ? PyObject_Call((PyObject *)&RangeType, o, NULL)
+                                             : PyObject_CallOneArg((PyObject *)&RangeType, o);
 }
 
 /* sizes from an int, a tuple of ints or a Range, into v; the count, or -1 */
@@ -123,18 +135,24 @@ static PyObject *ndrange_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     int gn = sizes_of(g, "global", s.size), ln = gn < 0 ? -1 : sizes_of(l, "local", s.local);
     if (gn < 0 || ln < 0) return NULL;
     if (gn != ln)
-        return PyErr_Format(PyExc_ValueError, "an NdRange's global and local sizes have the same number of "
-                            "dimensions: %d and %d here", gn, ln);
+        return PyErr_Format(PyExc_ValueError,
+                            "an NdRange's global and local sizes have the same number of "
+                            "dimensions: %d and %d here",
+                            gn, ln);
     s.ndim = gn;
     for (int d = 0; d < s.ndim; d++) {
         if (s.local[d] == 0)
-            return PyErr_Format(PyExc_ValueError, "the local size is 0 in dimension %d: a work-group has at "
-                                "least one work-item in every dimension", d);
+            return PyErr_Format(PyExc_ValueError,
+                                "the local size is 0 in dimension %d: a work-group has at "
+                                "least one work-item in every dimension",
+                                d);
         if (s.size[d] % s.local[d])
-            return PyErr_Format(PyExc_ValueError, "the global size %zd is not a multiple of the local size %zd "
-                                "in dimension %d\nRound the global size up to %zd and guard the tail in the "
-                                "kernel, or use a Range, which needs no work-groups.", s.size[d], s.local[d], d,
-                                (s.size[d] / s.local[d] + 1) * s.local[d]);
+            return PyErr_Format(
+                PyExc_ValueError,
+                "the global size %zd is not a multiple of the local size %zd "
+                "in dimension %d\nRound the global size up to %zd and guard the tail in the "
+                "kernel, or use a Range, which needs no work-groups.",
+                s.size[d], s.local[d], d, (s.size[d] / s.local[d] + 1) * s.local[d]);
     }
     mod_ndrange *r = (mod_ndrange *)type->tp_alloc(type, 0);
     if (r) r->s = s;
@@ -157,8 +175,10 @@ static PyObject *sizes_tuple(int nd, const Py_ssize_t *v) {
 PyObject *mod_shape_repr(const mod_shape *s) {
     PyObject *g = sizes_tuple(s->ndim, s->size), *l = s->nd ? sizes_tuple(s->ndim, s->local) : NULL;
     PyObject *r = NULL;
-    if (g && s->nd && l) r = PyUnicode_FromFormat("NdRange(%R, %R)", g, l);
-    else if (g && !s->nd) r = PyUnicode_FromFormat("Range%R", g);
+    if (g && s->nd && l)
+        r = PyUnicode_FromFormat("NdRange(%R, %R)", g, l);
+    else if (g && !s->nd)
+        r = PyUnicode_FromFormat("Range%R", g);
     Py_XDECREF(g);
     Py_XDECREF(l);
     return r;
@@ -176,7 +196,8 @@ static PyObject *ndrange_part(mod_ndrange *r, void *local) {
 static PyObject *ndrange_ndim(mod_ndrange *r, void *c) { return PyLong_FromLong(r->s.ndim); }
 
 static PyObject *ndrange_richcompare(mod_ndrange *a, PyObject *b, int op) {
-    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &NdRangeType)) Py_RETURN_NOTIMPLEMENTED;
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &NdRangeType))
+        Py_RETURN_NOTIMPLEMENTED;
     const mod_shape *x = &a->s, *y = &((mod_ndrange *)b)->s;
     size_t n = sizeof(Py_ssize_t) * (size_t)x->ndim;
     bool eq = x->ndim == y->ndim && !memcmp(x->size, y->size, n) && !memcmp(x->local, y->local, n);
@@ -185,7 +206,8 @@ static PyObject *ndrange_richcompare(mod_ndrange *a, PyObject *b, int op) {
 
 static PyGetSetDef ndrange_getset[] = {
     {"global_range", (getter)ndrange_part, NULL, "the work-items of the launch, a Range", NULL},
-    {"local_range", (getter)ndrange_part, NULL, "the work-items of one work-group, a Range", (void *)1},
+    {"local_range", (getter)ndrange_part, NULL, "the work-items of one work-group, a Range",
+     (void *)1},
     {"ndim", (getter)ndrange_ndim, NULL, "number of dimensions", NULL},
     {0},
 };
@@ -194,9 +216,10 @@ static PyTypeObject NdRangeType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.NdRange",
     .tp_basicsize = sizeof(mod_ndrange),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "NdRange(global, local): work-items in work-groups of `local` (each an int, a tuple or a "
-              "Range, 1 to 3 dimensions, the last the fastest). The kernel's item is an NdItem; "
-              "global must be a multiple of local in every dimension.",
+    .tp_doc =
+        "NdRange(global, local): work-items in work-groups of `local` (each an int, a tuple or a "
+        "Range, 1 to 3 dimensions, the last the fastest). The kernel's item is an NdItem; "
+        "global must be a multiple of local in every dimension.",
     .tp_new = ndrange_new,
     .tp_repr = (reprfunc)ndrange_repr,
     .tp_richcompare = (richcmpfunc)ndrange_richcompare,
@@ -212,7 +235,8 @@ int mod_shape_of(PyObject *o, mod_shape *out) {
     if (!r) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "a launch needs an offload.Range or offload.NdRange, not %s",
+            PyErr_Format(PyExc_TypeError,
+                         "a launch needs an offload.Range or offload.NdRange, not %s",
                          Py_TYPE(o)->tp_name);
         }
         return -1;
@@ -227,8 +251,9 @@ int mod_shape_of(PyObject *o, mod_shape *out) {
 /* ---- Event ---- */
 
 typedef struct {
-    PyObject_HEAD ofl_event *ev; /* owned */
-    PyObject *name;              /* the kernel's, for messages */
+    PyObject_HEAD
+    ofl_event *ev;  /* owned */
+    PyObject *name; /* the kernel's, for messages */
     bool waited;
 } mod_event;
 
@@ -236,8 +261,10 @@ static int event_wait_(mod_event *e) {
     if (e->waited) return 0;
     ofl_error err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ofl_event_wait(e->ev, &err);
-    Py_END_ALLOW_THREADS if (rc != 0) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_event_wait(e->ev, &err);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
         mod_raise(&err);
         return -1;
     }
@@ -264,16 +291,19 @@ static void event_dealloc(mod_event *e) {
 }
 
 static PyObject *event_repr(mod_event *e) {
-    return PyUnicode_FromFormat("<offload.Event of kernel %S%s>", e->name, e->waited ? ", complete" : "");
+    return PyUnicode_FromFormat("<offload.Event of kernel %S%s>", e->name,
+                                e->waited ? ", complete" : "");
 }
 
 static PyMethodDef event_methods[] = {
-    {"wait", (PyCFunction)event_wait, METH_NOARGS, "wait()\n\nBlock until the kernel has finished; raises "
+    {"wait", (PyCFunction)event_wait, METH_NOARGS,
+     "wait()\n\nBlock until the kernel has finished; raises "
      "DeviceError if it failed."},
     {0},
 };
 static PyGetSetDef event_getset[] = {
-    {"elapsed", (getter)event_elapsed, NULL, "seconds the kernel ran, from device timestamps (waits first)", NULL},
+    {"elapsed", (getter)event_elapsed, NULL,
+     "seconds the kernel ran, from device timestamps (waits first)", NULL},
     {0},
 };
 
@@ -312,7 +342,8 @@ PyObject *mod_event_new(ofl_event *ev, const char *kernel_name) {
  * after; one that does not record only waits for the devices. */
 
 typedef struct {
-    PyObject_HEAD bool open, recording;
+    PyObject_HEAD
+    bool open, recording;
     uint64_t base_ns, base_n; /* the runtime's totals at the last lap */
     uint64_t ns, n;           /* summed over the laps so far */
 } mod_timer;
@@ -321,8 +352,10 @@ typedef struct {
 static int timing_totals(uint64_t *ns, uint64_t *n) {
     ofl_error err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ofl_timing_totals(ns, n, &err);
-    Py_END_ALLOW_THREADS if (rc) {
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_timing_totals(ns, n, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
         mod_raise(&err);
         return -1;
     }
@@ -356,8 +389,10 @@ static void timer_dealloc(mod_timer *t) {
 static PyObject *timer_sync(mod_timer *t, PyObject *unused) {
     ofl_error err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = ofl_synchronize_launched(&err);
-    Py_END_ALLOW_THREADS if (rc) return mod_raise(&err);
+    Py_BEGIN_ALLOW_THREADS
+    rc = ofl_synchronize_launched(&err);
+    Py_END_ALLOW_THREADS
+    if (rc) return mod_raise(&err);
     Py_RETURN_NONE;
 }
 
@@ -396,7 +431,9 @@ static PyObject *timer_exit(mod_timer *t, PyObject *args) {
     Py_RETURN_FALSE;
 }
 
-static PyObject *timer_seconds(mod_timer *t, void *c) { return PyFloat_FromDouble((double)t->ns * 1e-9); }
+static PyObject *timer_seconds(mod_timer *t, void *c) {
+    return PyFloat_FromDouble((double)t->ns * 1e-9);
+}
 static PyObject *timer_launches(mod_timer *t, void *c) { return PyLong_FromUnsignedLongLong(t->n); }
 static PyObject *timer_is_open(mod_timer *t, void *c) { return PyBool_FromLong(t->open); }
 static PyObject *timer_recording(mod_timer *t, void *c) { return PyBool_FromLong(t->recording); }
@@ -404,18 +441,22 @@ static PyObject *timer_recording(mod_timer *t, void *c) { return PyBool_FromLong
 static PyObject *timer_repr(mod_timer *t) {
     char s[32];
     snprintf(s, sizeof s, "%.6g", (double)t->ns * 1e-9);
-    return PyUnicode_FromFormat("<offload.DeviceTimer %s: %s s over %llu launch%s>", t->open ? "open" : "closed",
-                                s, (unsigned long long)t->n, t->n == 1 ? "" : "es");
+    return PyUnicode_FromFormat("<offload.DeviceTimer %s: %s s over %llu launch%s>",
+                                t->open ? "open" : "closed", s, (unsigned long long)t->n,
+                                t->n == 1 ? "" : "es");
 }
 
 static PyMethodDef timer_methods[] = {
     {"sync", (PyCFunction)timer_sync, METH_NOARGS,
-     "sync()\n\nWait for every device that kernels were launched on since the last sync (by anyone), so "
+     "sync()\n\nWait for every device that kernels were launched on since the last sync (by "
+     "anyone), so "
      "that a host clock read next includes their work. Raises DeviceError if that work failed."},
     {"lap", (PyCFunction)timer_lap, METH_NOARGS,
-     "lap() -> (seconds, launches)\n\nWait for the launches timed since the last lap (or the start) and "
+     "lap() -> (seconds, launches)\n\nWait for the launches timed since the last lap (or the "
+     "start) and "
      "return their device time summed, and how many there were."},
-    {"close", (PyCFunction)timer_close, METH_NOARGS, "close()\n\nStop timing (laps not taken are lost)."},
+    {"close", (PyCFunction)timer_close, METH_NOARGS,
+     "close()\n\nStop timing (laps not taken are lost)."},
     {"__enter__", (PyCFunction)timer_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)timer_exit, METH_VARARGS, NULL},
     {0},
@@ -425,7 +466,8 @@ static PyGetSetDef timer_getset[] = {
     {"seconds", (getter)timer_seconds, NULL, "device seconds summed over the laps taken", NULL},
     {"launches", (getter)timer_launches, NULL, "launches timed over the laps taken", NULL},
     {"open", (getter)timer_is_open, NULL, "whether it is still open", NULL},
-    {"recording", (getter)timer_recording, NULL, "whether it times launches (record=True, and open)", NULL},
+    {"recording", (getter)timer_recording, NULL,
+     "whether it times launches (record=True, and open)", NULL},
     {0},
 };
 
@@ -433,17 +475,19 @@ static PyTypeObject TimerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.DeviceTimer",
     .tp_basicsize = sizeof(mod_timer),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "DeviceTimer(record=True): while open, every kernel launch (any kernel, device or thread) is "
-              "timed on its device, and lap() sums those times.\n\n"
-              "    with offload.DeviceTimer() as t:\n"
-              "        saxpy[offload.Range(n)](2.0, x, y)\n"
-              "    t.seconds, t.launches   # device time summed, and how many launches\n\n"
-              "Leaving the block waits for its launches. Open timers share one record: each sees every "
-              "launch made while it is open. Timing is not free: an OpenCL launch keeps its profiling "
-              "event, a CUDA launch records an event pair, which the GPU processes too (back-to-back "
-              "near-empty kernels went from 4.5 to 7.7 us each on an H100); a kernel of tens of "
-              "microseconds does not notice. record=False times nothing: sync() still waits for the "
-              "devices launched on, and lap() gives (0.0, 0).",
+    .tp_doc =
+        "DeviceTimer(record=True): while open, every kernel launch (any kernel, device or thread) "
+        "is "
+        "timed on its device, and lap() sums those times.\n\n"
+        "    with offload.DeviceTimer() as t:\n"
+        "        saxpy[offload.Range(n)](2.0, x, y)\n"
+        "    t.seconds, t.launches   # device time summed, and how many launches\n\n"
+        "Leaving the block waits for its launches. Open timers share one record: each sees every "
+        "launch made while it is open. Timing is not free: an OpenCL launch keeps its profiling "
+        "event, a CUDA launch records an event pair, which the GPU processes too (back-to-back "
+        "near-empty kernels went from 4.5 to 7.7 us each on an H100); a kernel of tens of "
+        "microseconds does not notice. record=False times nothing: sync() still waits for the "
+        "devices launched on, and lap() gives (0.0, 0).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)timer_init,
     .tp_dealloc = (destructor)timer_dealloc,
@@ -453,12 +497,13 @@ static PyTypeObject TimerType = {
 };
 
 int mod_range_add_functions(PyObject *module) {
-    if (PyType_Ready(&RangeType) < 0 || PyType_Ready(&NdRangeType) < 0 || PyType_Ready(&EventType) < 0 ||
-        PyType_Ready(&TimerType) < 0)
+    if (PyType_Ready(&RangeType) < 0 || PyType_Ready(&NdRangeType) < 0 ||
+        PyType_Ready(&EventType) < 0 || PyType_Ready(&TimerType) < 0)
         return -1;
     return PyModule_AddObjectRef(module, "Range", (PyObject *)&RangeType) < 0 ||
                    PyModule_AddObjectRef(module, "NdRange", (PyObject *)&NdRangeType) < 0 ||
                    PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0 ||
                    PyModule_AddObjectRef(module, "DeviceTimer", (PyObject *)&TimerType) < 0
-               ? -1 : 0;
+               ? -1
+               : 0;
 }

@@ -19,14 +19,20 @@ static PyObject *compile_source(const char *name, PyObject *source) {
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *math = PyImport_ImportModule("math");
     PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
-    PyObject *filename = PyUnicode_FromFormat("<offload %s #%zd>", name, PyDict_GET_SIZE(generated) + 1);
+    PyObject *filename =
+        PyUnicode_FromFormat("<offload %s #%zd>", name, PyDict_GET_SIZE(generated) + 1);
     PyObject *lines = PyObject_CallMethod(source, "splitlines", "O", Py_True);
-    PyObject *entry = lines && filename ? Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(source), Py_None, lines, filename)
+    PyObject *entry = lines && filename ? Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(source),
+                                                        Py_None, lines, filename)
                                         : NULL;
     PyObject *ns = PyDict_New(), *code = NULL, *kernel = NULL;
-    if (!entry || !cache || !offload || !math || !ns || PyObject_SetItem(cache, filename, entry) < 0) goto out;
-    if (PyDict_SetItemString(ns, "__builtins__", builtins) < 0 || PyDict_SetItemString(ns, "ol", offload) < 0 ||
-        PyDict_SetItemString(ns, "np", mod_numpy_borrowed()) < 0 || PyDict_SetItemString(ns, "math", math) < 0)
+    if (!entry || !cache || !offload || !math || !ns ||
+        PyObject_SetItem(cache, filename, entry) < 0)
+        goto out;
+    if (PyDict_SetItemString(ns, "__builtins__", builtins) < 0 ||
+        PyDict_SetItemString(ns, "ol", offload) < 0 ||
+        PyDict_SetItemString(ns, "np", mod_numpy_borrowed()) < 0 ||
+        PyDict_SetItemString(ns, "math", math) < 0)
         goto out;
     code = Py_CompileString(PyUnicode_AsUTF8(source), PyUnicode_AsUTF8(filename), Py_file_input);
     PyObject *r = code ? PyEval_EvalCode(code, ns, ns) : NULL;
@@ -65,8 +71,8 @@ PyObject *mod_gen_kernel_borrowed(const char *name, const char *source) {
     return k;
 }
 
-PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size, PyObject *const *args,
-                         Py_ssize_t nargs) {
+PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
+                         PyObject *const *args, Py_ssize_t nargs) {
     PyObject *k = mod_gen_kernel_borrowed(name, source);
     if (!k) return NULL;
     mod_shape range = {.ndim = ndim};
@@ -81,7 +87,8 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
 static PyObject *release_generated(PyObject *self, PyObject *unused) {
     ofl_error err;
     Py_BEGIN_ALLOW_THREADS
-    ofl_synchronize_launched(&err); /* a failure was the work's to report; nothing to do with it now */
+    ofl_synchronize_launched(
+        &err); /* a failure was the work's to report; nothing to do with it now */
     Py_END_ALLOW_THREADS
     PyDict_Clear(generated);
     Py_RETURN_NONE;

@@ -15,8 +15,8 @@ const mod_array_kernels mod_lib_array_kernels = {
 };
 
 int mod_lib_add_functions(PyObject *module) {
-    if (mod_gen_init() < 0 || mod_matmul_add_functions(module) < 0 || mod_ops_add_functions(module) < 0 ||
-        mod_reduce_add_functions(module) < 0)
+    if (mod_gen_init() < 0 || mod_matmul_add_functions(module) < 0 ||
+        mod_ops_add_functions(module) < 0 || mod_reduce_add_functions(module) < 0)
         return -1;
     return 0;
 }

@@ -42,6 +42,6 @@ PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
 /* ---- mod_reduce.c: sum prod min max mean argmin argmax ---- */
 
 int mod_reduce_add_functions(PyObject *module); /* offload.<name>(a, axis=None, ...) */
-extern PyMethodDef mod_reduce_methods[]; /* the ndarray methods of the same names */
+extern PyMethodDef mod_reduce_methods[];        /* the ndarray methods of the same names */
 
 #endif

@@ -40,14 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MM_PAD 4           /* elements added to each local row (bank conflicts) */
+#define MM_PAD 4                /* elements added to each local row (bank conflicts) */
 #define MM_MAX_ROW_GROUPS 32768 /* row blocks launched; more are looped over */
 
 /* The tiling of one kernel text. */
 typedef struct {
-    int ty, tx; /* work-group: TY rows x TX columns of work-items */
-    int tm, tn; /* register block of each work-item */
-    int bk;     /* k step (elements of k per local slab) */
+    int ty, tx;              /* work-group: TY rows x TX columns of work-items */
+    int tm, tn;              /* register block of each work-item */
+    int bk;                  /* k step (elements of k per local slab) */
     bool a_by_col, b_by_col; /* copy the slab walking dimension 0 fastest (a .T view) */
     bool ahead;              /* read the next slabs during the multiply (more registers) */
 } mm_tiles;
@@ -60,10 +60,8 @@ typedef struct {
     bool failed;
 } mm_text;
 
-static void put(mm_text *t, const char *fmt, ...)
-{
-    if (t->failed)
-        return;
+static void put(mm_text *t, const char *fmt, ...) {
+    if (t->failed) return;
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -92,39 +90,39 @@ static void put(mm_text *t, const char *fmt, ...)
  * count). Work-item t's share sits at fixed places in the slab, named once
  * (<i><p>, <j><p>); by_col walks the slab's dimension 0 fastest. */
 typedef struct {
-    const char *arr, *local, *i, *j, *v; /* names: operand, local array, slab row, slab column, value */
+    const char *arr, *local, *i, *j,
+        *v; /* names: operand, local array, slab row, slab column, value */
     int rows, cols, per_item;
     bool by_col, local_transposed; /* local_transposed: local[j, i] */
 } mm_slab;
 
-static void put_slab_places(mm_text *t, const mm_slab *s, int nt)
-{
+static void put_slab_places(mm_text *t, const mm_slab *s, int nt) {
     for (int p = 0; p < s->per_item; p++) {
         char e[32];
         snprintf(e, sizeof e, p ? "(t + %d)" : "t", p * nt);
         if (s->by_col)
-            put(t, "    %s%d = %s %% %d\n    %s%d = %s // %d\n", s->i, p, e, s->rows, s->j, p, e, s->rows);
+            put(t, "    %s%d = %s %% %d\n    %s%d = %s // %d\n", s->i, p, e, s->rows, s->j, p, e,
+                s->rows);
         else
-            put(t, "    %s%d = %s // %d\n    %s%d = %s %% %d\n", s->i, p, e, s->cols, s->j, p, e, s->cols);
+            put(t, "    %s%d = %s // %d\n    %s%d = %s %% %d\n", s->i, p, e, s->cols, s->j, p, e,
+                s->cols);
     }
 }
 
 /* The share's values read into registers (zeros past the operand's edges),
  * the slab starting at (row0, col0) of the operand; "0" as an origin is left out. */
-static void put_slab_fetch(mm_text *t, const mm_slab *s, const char *ind, const char *row0, const char *rows_end,
-                           const char *col0, const char *cols_end)
-{
+static void put_slab_fetch(mm_text *t, const mm_slab *s, const char *ind, const char *row0,
+                           const char *rows_end, const char *col0, const char *cols_end) {
     for (int p = 0; p < s->per_item; p++) {
         char r[64], c[64];
         snprintf(r, sizeof r, strcmp(row0, "0") ? "%s + %s%d" : "%.0s%s%d", row0, s->i, p);
         snprintf(c, sizeof c, strcmp(col0, "0") ? "%s + %s%d" : "%.0s%s%d", col0, s->j, p);
-        put(t, "%s%s%d = %s[%s, %s] if %s < %s and %s < %s else 0\n", ind, s->v, p, s->arr, r, c, r, rows_end, c,
-            cols_end);
+        put(t, "%s%s%d = %s[%s, %s] if %s < %s and %s < %s else 0\n", ind, s->v, p, s->arr, r, c, r,
+            rows_end, c, cols_end);
     }
 }
 
-static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind)
-{
+static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind) {
     for (int p = 0; p < s->per_item; p++) {
         if (s->local_transposed)
             put(t, "%s%s[%s%d, %s%d] = %s%d\n", ind, s->local, s->j, p, s->i, p, s->v, p);
@@ -140,18 +138,32 @@ static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind)
  * NumPy's result). With z->ahead the next slabs are read into registers
  * while the current ones are multiplied, so global memory's latency hides
  * behind arithmetic; one barrier guards each side of the local slabs' use. */
-static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
-{
+static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z) {
     int bm = z->ty * z->tm, bn = z->tx * z->tn, nt = z->ty * z->tx;
     /* a work-item's columns come in runs of (at most) 4, the runs TX * 4 apart:
      * a quarter-warp's 128-bit reads of Bs then cover 128 consecutive bytes,
      * one per bank, and its stores to c are runs too */
     int chunk = z->tn < 4 ? z->tn : 4;
 #define COL_OFFSET(j) ((j) / chunk * z->tx * chunk + (j) % chunk)
-    mm_slab sa = {.arr = "a", .local = "As", .i = "ia", .j = "ka", .v = "va", .rows = bm, .cols = z->bk,
-                  .per_item = bm * z->bk / nt, .by_col = z->a_by_col, .local_transposed = true};
-    mm_slab sb = {.arr = "b", .local = "Bs", .i = "kb", .j = "jb", .v = "vb", .rows = z->bk, .cols = bn,
-                  .per_item = bn * z->bk / nt, .by_col = z->b_by_col};
+    mm_slab sa = {.arr = "a",
+                  .local = "As",
+                  .i = "ia",
+                  .j = "ka",
+                  .v = "va",
+                  .rows = bm,
+                  .cols = z->bk,
+                  .per_item = bm * z->bk / nt,
+                  .by_col = z->a_by_col,
+                  .local_transposed = true};
+    mm_slab sb = {.arr = "b",
+                  .local = "Bs",
+                  .i = "kb",
+                  .j = "jb",
+                  .v = "vb",
+                  .rows = z->bk,
+                  .cols = bn,
+                  .per_item = bn * z->bk / nt,
+                  .by_col = z->b_by_col};
     mm_text t = {0};
     put(&t, "def %s(item, a, b, c):\n", name);
     put(&t, "    ty = ol.uint64(item.get_local_id(0))\n");
@@ -169,12 +181,13 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     put_slab_places(&t, &sa, nt);
     put_slab_places(&t, &sb, nt);
     /* the outer loop: more row blocks than the grid has rows (CUDA: 65535) */
-    put(&t, "    for rb in range(ol.uint64(g.get_group_id(0)), (m + %d) // %d, ol.uint64(g.get_group_range(0))):\n",
+    put(&t,
+        "    for rb in range(ol.uint64(g.get_group_id(0)), (m + %d) // %d, "
+        "ol.uint64(g.get_group_range(0))):\n",
         bm - 1, bm);
     put(&t, "        row0 = rb * %d\n", bm);
     for (int r = 0; r < z->tm; r++)
-        for (int j = 0; j < z->tn; j++)
-            put(&t, "        c%d_%d = np.%s(0)\n", r, j, dtype);
+        for (int j = 0; j < z->tn; j++) put(&t, "        c%d_%d = np.%s(0)\n", r, j, dtype);
     if (z->ahead) {
         put_slab_fetch(&t, &sa, "        ", "row0", "m", "0", "k");
         put_slab_fetch(&t, &sb, "        ", "0", "k", "col0", "n");
@@ -194,9 +207,11 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     }
     put(&t, "            for q in range(%d):\n", z->bk);
     for (int r = 0; r < z->tm; r++)
-        put(&t, r ? "                a%d = As[q, ti + %d]\n" : "                a%d = As[q, ti]\n", r, r);
+        put(&t, r ? "                a%d = As[q, ti + %d]\n" : "                a%d = As[q, ti]\n",
+            r, r);
     for (int j = 0; j < z->tn; j++)
-        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n", j, COL_OFFSET(j));
+        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n",
+            j, COL_OFFSET(j));
     for (int r = 0; r < z->tm; r++)
         for (int j = 0; j < z->tn; j++)
             put(&t, "                c%d_%d += a%d * b%d\n", r, j, r, j);
@@ -222,10 +237,8 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
 /* ---- tiling per device ---- */
 
 /* Walks x's slab along dimension 0 when that is x's smaller stride. */
-static bool by_col(const mod_array *x)
-{
-    if (x->shape[0] < 2 || x->shape[1] < 2)
-        return false;
+static bool by_col(const mod_array *x) {
+    if (x->shape[0] < 2 || x->shape[1] < 2) return false;
     Py_ssize_t s0 = x->strides[0] < 0 ? -x->strides[0] : x->strides[0];
     Py_ssize_t s1 = x->strides[1] < 0 ? -x->strides[1] : x->strides[1];
     return s0 < s1;
@@ -238,8 +251,7 @@ typedef struct {
     uint64_t local_mem;
 } mm_limits;
 
-static mm_limits device_limits(ofl_device *dev)
-{
+static mm_limits device_limits(ofl_device *dev) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     return (mm_limits){.cuda = ofl_device_binary_kind(dev) == OFL_BIN_PTX,
                        .most = in->max_work_group_size,
@@ -256,8 +268,7 @@ static mm_limits device_limits(ofl_device *dev)
  * Smaller work-groups where the device allows fewer. OFFLOAD_MATMUL_TILES
  * overrides the choice (within those limits); -1 with ValueError when it is
  * malformed. */
-static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
-{
+static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z) {
     *z = (mm_tiles){.ty = 16, .tx = 16, .tm = 4, .tn = 4, .bk = 8, .ahead = true};
     if (l->cuda && itemsize <= 4)
         z->tm = z->tn = 8;
@@ -266,23 +277,26 @@ static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
     /* a tuning knob for benchmarks on devices not seen here; kept to the device's limits below */
     const char *env = getenv("OFFLOAD_MATMUL_TILES");
     if (env && *env) {
-        int v[6] = {0, 0, 0, 0, 0, 1}, used = 0, got = sscanf(env, "%d,%d,%d,%d,%d%n,%d%n", &v[0], &v[1], &v[2],
-                                                           &v[3], &v[4], &used, &v[5], &used);
-        if (got < 5 || env[used] || (v[5] != 0 && v[5] != 1) ||
-            v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[0] * v[1] > 4096 || v[2] * v[3] > 64 ||
-            v[4] > 256) {
-            PyErr_Format(PyExc_ValueError,
-                         "OFFLOAD_MATMUL_TILES=%s: want TY,TX,TM,TN,BK[,AHEAD] (work-group rows and columns, "
-                         "each work-item's block of results, the k step, and 1 or 0: read the next slabs "
-                         "during the multiply or not), e.g. 16,16,8,8,8,1, with TM*TN <= 64",
-                         env);
+        int v[6] = {0, 0, 0, 0, 0, 1}, used = 0,
+            got = sscanf(env, "%d,%d,%d,%d,%d%n,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &used,
+                         &v[5], &used);
+        if (got < 5 || env[used] || (v[5] != 0 && v[5] != 1) || v[0] < 1 || v[1] < 1 || v[2] < 1 ||
+            v[3] < 1 || v[4] < 1 || v[0] * v[1] > 4096 || v[2] * v[3] > 64 || v[4] > 256) {
+            PyErr_Format(
+                PyExc_ValueError,
+                "OFFLOAD_MATMUL_TILES=%s: want TY,TX,TM,TN,BK[,AHEAD] (work-group rows and "
+                "columns, "
+                "each work-item's block of results, the k step, and 1 or 0: read the next slabs "
+                "during the multiply or not), e.g. 16,16,8,8,8,1, with TM*TN <= 64",
+                env);
             return -1;
         }
         if (!l->cuda && v[2] * v[3] > 16) {
-            PyErr_Format(PyExc_ValueError,
-                         "OFFLOAD_MATMUL_TILES=%s: TM*TN is at most 16 on OpenCL devices (a larger block "
-                         "becomes a vector the SPIR-V translator cannot take)",
-                         env);
+            PyErr_Format(
+                PyExc_ValueError,
+                "OFFLOAD_MATMUL_TILES=%s: TM*TN is at most 16 on OpenCL devices (a larger block "
+                "becomes a vector the SPIR-V translator cannot take)",
+                env);
             return -1;
         }
         *z = (mm_tiles){.ty = v[0], .tx = v[1], .tm = v[2], .tn = v[3], .bk = v[4], .ahead = v[5]};
@@ -299,7 +313,8 @@ static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
     }
     /* local memory: the two slabs must fit (they do on every device seen; this is for odd ones) */
     uint64_t local_mem = l->local_mem ? l->local_mem : 16384;
-    while (z->bk > 1 && (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * MM_PAD) * itemsize) > local_mem)
+    while (z->bk > 1 &&
+           (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * MM_PAD) * itemsize) > local_mem)
         z->bk /= 2;
     /* each work-item copies a whole number of each slab's elements */
     while ((z->tm * z->bk) % z->tx || (z->tn * z->bk) % z->ty) {
@@ -314,21 +329,21 @@ static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z)
 /* 1: an offload array; 0: no operand of ours (the operator's NotImplemented);
  * -1 with an exception: host data (never copied behind the user's back) or a
  * scalar (NumPy's own ValueError: a scalar has no dimensions). */
-static int classify(PyObject *o, int i, bool function)
-{
-    if (mod_array_check(o))
-        return 1;
+static int classify(PyObject *o, int i, bool function) {
+    if (mod_array_check(o)) return 1;
     if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) ||
         mod_is_numpy_scalar(o)) {
-        PyErr_Format(PyExc_ValueError,
-                     "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core with "
-                     "signature (n?,k),(k,m?)->(n?,m?) requires 1)",
-                     i);
+        PyErr_Format(
+            PyExc_ValueError,
+            "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core with "
+            "signature (n?,k),(k,m?)->(n?,m?) requires 1)",
+            i);
         return -1;
     }
     if (function || mod_is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
-                     "matmul: operand %d is a %s, not an offload array; call offload.asarray(...) on it first "
+                     "matmul: operand %d is a %s, not an offload array; call offload.asarray(...) "
+                     "on it first "
                      "(offload never copies to the device behind your back)",
                      i, Py_TYPE(o)->tp_name);
         return -1;
@@ -338,10 +353,8 @@ static int classify(PyObject *o, int i, bool function)
 
 /* x as a 2-D view: a 1-D vector becomes a row (as the left operand) or a
  * column (as the right one), as NumPy's matmul treats it. New reference. */
-static mod_array *as_2d(mod_array *x, bool left)
-{
-    if (x->nd == 2)
-        return (mod_array *)Py_NewRef(x);
+static mod_array *as_2d(mod_array *x, bool left) {
+    if (x->nd == 2) return (mod_array *)Py_NewRef(x);
     Py_ssize_t shape[2], strides[2];
     int v = left ? 1 : 0; /* the vector's dimension */
     shape[v] = x->shape[0], strides[v] = x->strides[0];
@@ -350,14 +363,14 @@ static mod_array *as_2d(mod_array *x, bool left)
 }
 
 /* The result dtype (NumPy's), or TypeError when offload's matmul has no kernel for it. */
-static PyObject *result_dtype(mod_array *a, mod_array *b)
-{
+static PyObject *result_dtype(mod_array *a, mod_array *b) {
     const char *an = mod_dtype_name(a->dtype), *bn = mod_dtype_name(b->dtype);
     if (!strcmp(an, "bool") || !strcmp(bn, "bool"))
-        return PyErr_Format(PyExc_TypeError,
-                            "offload.matmul supports float32, float64 and integer arrays, not %s @ %s "
-                            "(convert with .astype(...) first)",
-                            an, bn);
+        return PyErr_Format(
+            PyExc_TypeError,
+            "offload.matmul supports float32, float64 and integer arrays, not %s @ %s "
+            "(convert with .astype(...) first)",
+            an, bn);
     PyObject *args = PyTuple_Pack(2, a->dtype, b->dtype);
     PyObject *rt = args ? mod_np_call("result_type", args, NULL) : NULL;
     PyObject *dt = rt ? mod_dtype_new(rt) : NULL;
@@ -369,40 +382,37 @@ static PyObject *result_dtype(mod_array *a, mod_array *b)
 /* The kernel text for a result of dtype (a canonical dtype's name, of
  * itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
  * the text. */
-static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col, bool b_by_col,
-                        mm_tiles *z, char *name, size_t namelen)
-{
+static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col,
+                        bool b_by_col, mm_tiles *z, char *name, size_t namelen) {
     snprintf(name, namelen, "matmul_%s", dtype);
     /* 8- and 16-bit sums go in 32 bits: LLVM turns narrow ones into
      * llvm.vector.reduce.add, which the SPIR-V translator rejects by
      * exiting the process */
-    if (itemsize < 4)
-        dtype = dtype[0] == 'u' ? "uint32" : "int32", itemsize = 4;
-    if (choose_tiles(lim, itemsize, z) < 0)
-        return NULL;
+    if (itemsize < 4) dtype = dtype[0] == 'u' ? "uint32" : "int32", itemsize = 4;
+    if (choose_tiles(lim, itemsize, z) < 0) return NULL;
     z->a_by_col = a_by_col;
     z->b_by_col = b_by_col;
     return kernel_text(name, dtype, z);
 }
 
 /* Queues c = a @ b (2-D, same device, dtypes checked) on the device. */
-static int launch(mod_array *a, mod_array *b, mod_array *c)
-{
+static int launch(mod_array *a, mod_array *b, mod_array *c) {
     mm_limits lim = device_limits(mod_array_device(c));
     mm_tiles z;
     char name[64];
-    char *text = source_for(mod_dtype_name(c->dtype), c->itemsize, &lim, by_col(a), by_col(b), &z, name, sizeof name);
-    if (!text)
-        return -1;
+    char *text = source_for(mod_dtype_name(c->dtype), c->itemsize, &lim, by_col(a), by_col(b), &z,
+                            name, sizeof name);
+    if (!text) return -1;
     PyObject *k = mod_gen_kernel_borrowed(name, text);
     PyMem_Free(text);
-    if (!k)
-        return -1;
+    if (!k) return -1;
     int bm = z.ty * z.tm, bn = z.tx * z.tn;
     Py_ssize_t row_blocks = (c->shape[0] + bm - 1) / bm, col_blocks = (c->shape[1] + bn - 1) / bn;
-    if (row_blocks > MM_MAX_ROW_GROUPS)
-        row_blocks = MM_MAX_ROW_GROUPS;
-    mod_shape range = {.ndim = 2, .nd = true, .size = {row_blocks * z.ty, col_blocks * z.tx}, .local = {z.ty, z.tx}};
+    if (row_blocks > MM_MAX_ROW_GROUPS) row_blocks = MM_MAX_ROW_GROUPS;
+    mod_shape range = {.ndim = 2,
+                       .nd = true,
+                       .size = {row_blocks * z.ty, col_blocks * z.tx},
+                       .local = {z.ty, z.tx}};
     PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
     PyObject *r = mod_kernel_launch(k, &range, args, 3, false);
     Py_XDECREF(r);
@@ -410,38 +420,41 @@ static int launch(mod_array *a, mod_array *b, mod_array *c)
 }
 
 /* a @ b for two offload arrays. */
-static PyObject *matmul(mod_array *a, mod_array *b)
-{
+static PyObject *matmul(mod_array *a, mod_array *b) {
     ofl_device *dev = mod_array_device(a);
     if (mod_array_device(b) != dev) {
-        const ofl_device_info *x = ofl_device_get_info(dev), *y = ofl_device_get_info(mod_array_device(b));
-        return PyErr_Format(mod_ExecutionPlacementError,
-                            "matmul: operand 0 is on %s (%s) and operand 1 on %s (%s); move one with "
-                            ".to_device(...) first",
-                            x->filter, x->name, y->filter, y->name);
+        const ofl_device_info *x = ofl_device_get_info(dev),
+                              *y = ofl_device_get_info(mod_array_device(b));
+        return PyErr_Format(
+            mod_ExecutionPlacementError,
+            "matmul: operand 0 is on %s (%s) and operand 1 on %s (%s); move one with "
+            ".to_device(...) first",
+            x->filter, x->name, y->filter, y->name);
     }
     mod_array *ops[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         if (ops[i]->nd == 0)
-            return PyErr_Format(PyExc_ValueError,
-                                "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core "
-                                "with signature (n?,k),(k,m?)->(n?,m?) requires 1)",
-                                i);
+            return PyErr_Format(
+                PyExc_ValueError,
+                "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core "
+                "with signature (n?,k),(k,m?)->(n?,m?) requires 1)",
+                i);
         if (ops[i]->nd > 2)
-            return PyErr_Format(PyExc_ValueError,
-                                "offload.matmul: operand %d has %d dimensions; offload's matmul takes 1-D and "
-                                "2-D arrays (stacks of matrices are not supported yet)",
-                                i, ops[i]->nd);
+            return PyErr_Format(
+                PyExc_ValueError,
+                "offload.matmul: operand %d has %d dimensions; offload's matmul takes 1-D and "
+                "2-D arrays (stacks of matrices are not supported yet)",
+                i, ops[i]->nd);
     }
     Py_ssize_t ka = a->shape[a->nd - 1], kb = b->shape[0];
     if (ka != kb)
-        return PyErr_Format(PyExc_ValueError,
-                            "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
-                            "signature (n?,k),(k,m?)->(n?,m?) (size %zd is different from %zd)",
-                            kb, ka);
+        return PyErr_Format(
+            PyExc_ValueError,
+            "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc "
+            "signature (n?,k),(k,m?)->(n?,m?) (size %zd is different from %zd)",
+            kb, ka);
     PyObject *dtype = result_dtype(a, b);
-    if (!dtype)
-        return NULL;
+    if (!dtype) return NULL;
     mod_array *a2 = as_2d(a, true), *b2 = a2 ? as_2d(b, false) : NULL;
     Py_ssize_t shape[2] = {a2 ? a2->shape[0] : 0, b2 ? b2->shape[1] : 0};
     mod_array *c = b2 ? (mod_array *)mod_array_new_empty(dev, dtype, 2, shape) : NULL;
@@ -462,23 +475,18 @@ static PyObject *matmul(mod_array *a, mod_array *b)
     return r;
 }
 
-PyObject *mod_matmul_operator(PyObject *a, PyObject *b)
-{
+PyObject *mod_matmul_operator(PyObject *a, PyObject *b) {
     int ka = classify(a, 0, false);
     int kb = ka < 0 ? -1 : classify(b, 1, false);
-    if (ka < 0 || kb < 0)
-        return NULL;
-    if (!ka || !kb)
-        Py_RETURN_NOTIMPLEMENTED;
+    if (ka < 0 || kb < 0) return NULL;
+    if (!ka || !kb) Py_RETURN_NOTIMPLEMENTED;
     return matmul((mod_array *)a, (mod_array *)b);
 }
 
-static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2)
         return PyErr_Format(PyExc_TypeError, "matmul(x1, x2) takes 2 arguments (%zd given)", nargs);
-    if (classify(args[0], 0, true) < 0 || classify(args[1], 1, true) < 0)
-        return NULL;
+    if (classify(args[0], 0, true) < 0 || classify(args[1], 1, true) < 0) return NULL;
     return matmul((mod_array *)args[0], (mod_array *)args[1]);
 }
 
@@ -487,30 +495,28 @@ static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t narg
  * on device (a Device, a filter, or "ptx": the tiling of a CUDA GPU, so
  * that the text's PTX can be read where none exists). For tests and
  * inspect_ptx; not API. */
-static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dtype", "device", "a_by_col", "b_by_col", NULL};
     PyObject *spec, *device = Py_None;
     int a_by_col = 0, b_by_col = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opp:_matmul_source", kwlist, &spec, &device, &a_by_col, &b_by_col))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opp:_matmul_source", kwlist, &spec, &device,
+                                     &a_by_col, &b_by_col))
         return NULL;
-    mm_limits lim = {.cuda = true, .most = 1024, .most_x = 1024, .most_y = 1024, .local_mem = 49152};
+    mm_limits lim = {
+        .cuda = true, .most = 1024, .most_x = 1024, .most_y = 1024, .local_mem = 49152};
     ofl_device *dev;
     if (!(PyUnicode_Check(device) && PyUnicode_CompareWithASCIIString(device, "ptx") == 0)) {
-        if (mod_device_resolve(device, &dev) < 0)
-            return NULL;
+        if (mod_device_resolve(device, &dev) < 0) return NULL;
         lim = device_limits(dev);
     }
     PyObject *dtype = mod_dtype_new(spec);
-    if (!dtype)
-        return NULL;
+    if (!dtype) return NULL;
     mm_tiles z;
     char name[64];
-    char *text = source_for(mod_dtype_name(dtype), mod_dtype_itemsize(dtype), &lim, a_by_col, b_by_col, &z, name,
-                            sizeof name);
+    char *text = source_for(mod_dtype_name(dtype), mod_dtype_itemsize(dtype), &lim, a_by_col,
+                            b_by_col, &z, name, sizeof name);
     Py_DECREF(dtype);
-    if (!text)
-        return NULL;
+    if (!text) return NULL;
     PyObject *r = Py_BuildValue("(s(ii))", text, z.ty, z.tx);
     PyMem_Free(text);
     return r;
@@ -519,12 +525,16 @@ static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw)
 static PyMethodDef functions[] = {
     {"matmul", (PyCFunction)(void (*)(void))f_matmul, METH_FASTCALL,
      "matmul(x1, x2, /) -> ndarray: the matrix product x1 @ x2 on the operands' device\n\n"
-     "1-D and 2-D offload arrays of float32, float64 or integer dtypes, NumPy's shape rules and result "
-     "dtype (float32 @ float64 is float64); a 1-D operand is a vector, and vector @ vector is a 0-d array. "
+     "1-D and 2-D offload arrays of float32, float64 or integer dtypes, NumPy's shape rules and "
+     "result "
+     "dtype (float32 @ float64 is float64); a 1-D operand is a vector, and vector @ vector is a "
+     "0-d array. "
      "Computed asynchronously by a tiled kernel; the result is a new C-contiguous array."},
     {"_matmul_source", (PyCFunction)(void (*)(void))f_matmul_source, METH_VARARGS | METH_KEYWORDS,
-     "_matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) -> (source, (ty, tx)): the kernel "
-     "text matmul uses for that result dtype on device ('ptx': as on a CUDA GPU), and its work-group. "
+     "_matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) -> (source, (ty, tx)): "
+     "the kernel "
+     "text matmul uses for that result dtype on device ('ptx': as on a CUDA GPU), and its "
+     "work-group. "
      "For tests and kernel.inspect_ptx."},
     {NULL, NULL, 0, NULL},
 };

@@ -38,10 +38,47 @@ typedef struct {
 
 /* Indices of ops[]: LIB_, as OP_ names jit_tree.h's operators. */
 enum {
-    LIB_ADD, LIB_SUB, LIB_MUL, LIB_TRUEDIV, LIB_FLOORDIV, LIB_MOD, LIB_POW, LIB_AND, LIB_OR, LIB_XOR, LIB_LSHIFT,
-    LIB_RSHIFT, LIB_EQ, LIB_NE, LIB_LT, LIB_LE, LIB_GT, LIB_GE, LIB_NEG, LIB_POS, LIB_INVERT, LIB_ABS, LIB_SQRT, LIB_EXP,
-    LIB_LOG, LIB_LOG1P, LIB_SIN, LIB_COS, LIB_TAN, LIB_TANH, LIB_ARCTAN2, LIB_FLOOR, LIB_CEIL, LIB_MINIMUM, LIB_MAXIMUM,
-    LIB_ISNAN, LIB_ISFINITE, LIB_CLIP, LIB_WHERE, LIB_COPY, LIB_NOPS
+    LIB_ADD,
+    LIB_SUB,
+    LIB_MUL,
+    LIB_TRUEDIV,
+    LIB_FLOORDIV,
+    LIB_MOD,
+    LIB_POW,
+    LIB_AND,
+    LIB_OR,
+    LIB_XOR,
+    LIB_LSHIFT,
+    LIB_RSHIFT,
+    LIB_EQ,
+    LIB_NE,
+    LIB_LT,
+    LIB_LE,
+    LIB_GT,
+    LIB_GE,
+    LIB_NEG,
+    LIB_POS,
+    LIB_INVERT,
+    LIB_ABS,
+    LIB_SQRT,
+    LIB_EXP,
+    LIB_LOG,
+    LIB_LOG1P,
+    LIB_SIN,
+    LIB_COS,
+    LIB_TAN,
+    LIB_TANH,
+    LIB_ARCTAN2,
+    LIB_FLOOR,
+    LIB_CEIL,
+    LIB_MINIMUM,
+    LIB_MAXIMUM,
+    LIB_ISNAN,
+    LIB_ISFINITE,
+    LIB_CLIP,
+    LIB_WHERE,
+    LIB_COPY,
+    LIB_NOPS
 };
 
 static const op_def ops[LIB_NOPS] = {
@@ -90,9 +127,9 @@ static const op_def ops[LIB_NOPS] = {
 /* ---- operands ---- */
 
 typedef struct {
-    PyObject *obj;  /* borrowed: what the caller passed */
-    mod_array *arr; /* obj when it is an offload array, else NULL (a scalar) */
-    PyObject *loop; /* owned: its dtype in the loop */
+    PyObject *obj;   /* borrowed: what the caller passed */
+    mod_array *arr;  /* obj when it is an offload array, else NULL (a scalar) */
+    PyObject *loop;  /* owned: its dtype in the loop */
     PyObject *value; /* owned: a scalar converted to that dtype */
 } operand;
 
@@ -115,7 +152,8 @@ static int classify(PyObject *o, const char *what, operand *out) {
     if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || mod_is_numpy_scalar(o)) return 1;
     if (mod_is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: an offload array cannot be combined with a %s; call offload.asarray(...) on it first "
+                     "%s: an offload array cannot be combined with a %s; call offload.asarray(...) "
+                     "on it first "
                      "(offload never copies to the device behind your back)",
                      what, Py_TYPE(o)->tp_name);
         return -1;
@@ -129,7 +167,8 @@ static int classify(PyObject *o, const char *what, operand *out) {
 static PyObject *dtype_spec(const operand *o) {
     if (o->arr) return Py_NewRef(o->arr->dtype);
     if (mod_is_numpy_scalar(o->obj)) return PyObject_GetAttrString(o->obj, "dtype");
-    if (PyBool_Check(o->obj)) return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
+    if (PyBool_Check(o->obj))
+        return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
     if (PyLong_Check(o->obj)) return Py_NewRef((PyObject *)&PyLong_Type);
     if (PyFloat_Check(o->obj)) return Py_NewRef((PyObject *)&PyFloat_Type);
     return PyObject_GetAttrString(o->obj, "dtype");
@@ -144,7 +183,8 @@ static int check_supported(const char *what, PyObject *dtype) {
     }
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError,
-                 "%s: NumPy computes this in %S, which offload arrays do not hold (they hold bool, int8-int64, "
+                 "%s: NumPy computes this in %S, which offload arrays do not hold (they hold bool, "
+                 "int8-int64, "
                  "uint8-uint64, float32 and float64); convert first, e.g. x.astype('float32')",
                  what, dtype);
     return -1;
@@ -153,16 +193,20 @@ static int check_supported(const char *what, PyObject *dtype) {
 /* The loop dtypes of a ufunc for the inputs (and the result, when it is an
  * existing array: NumPy's same_kind rule for in-place operators). Fills
  * in[i].loop and *result; NumPy's own TypeError when there is no loop. */
-static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_dtype, PyObject **result) {
+static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_dtype,
+                         PyObject **result) {
     /* numpy.clip is a function around the ufunc numpy._core.umath.clip */
-    PyObject *ufunc = op == &ops[LIB_CLIP] ? PyImport_ImportModule("numpy._core.umath") : Py_NewRef(mod_numpy_borrowed());
+    PyObject *ufunc = op == &ops[LIB_CLIP] ? PyImport_ImportModule("numpy._core.umath")
+                                           : Py_NewRef(mod_numpy_borrowed());
     Py_XSETREF(ufunc, ufunc ? PyObject_GetAttrString(ufunc, op->name) : NULL);
     if (!ufunc) return -1;
     PyObject *specs = PyTuple_New(nin + 1), *loop = NULL;
     for (int i = 0; specs && i < nin; i++) {
         PyObject *s = dtype_spec(&in[i]);
-        if (!s) Py_CLEAR(specs);
-        else PyTuple_SET_ITEM(specs, i, s);
+        if (!s)
+            Py_CLEAR(specs);
+        else
+            PyTuple_SET_ITEM(specs, i, s);
     }
     if (specs) {
         PyTuple_SET_ITEM(specs, nin, Py_NewRef(out_dtype ? out_dtype : Py_None));
@@ -178,7 +222,8 @@ static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_d
     Py_DECREF(ufunc);
     if (!loop) return -1;
     int rc = 0;
-    for (int i = 0; i <= nin && rc == 0; i++) rc = check_supported(op->name, PyTuple_GET_ITEM(loop, i));
+    for (int i = 0; i <= nin && rc == 0; i++)
+        rc = check_supported(op->name, PyTuple_GET_ITEM(loop, i));
     for (int i = 0; i < nin && rc == 0; i++)
         if (!(in[i].loop = mod_dtype_new(PyTuple_GET_ITEM(loop, i)))) rc = -1;
     if (rc == 0) *result = mod_dtype_new(PyTuple_GET_ITEM(loop, nin));
@@ -188,7 +233,8 @@ static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_d
 
 /* np.where's dtype: numpy.result_type of the two choices (weak scalars). */
 static int resolve_where(operand *in, PyObject **result) {
-    PyObject *a = in[1].arr ? in[1].arr->dtype : in[1].obj, *b = in[2].arr ? in[2].arr->dtype : in[2].obj;
+    PyObject *a = in[1].arr ? in[1].arr->dtype : in[1].obj,
+             *b = in[2].arr ? in[2].arr->dtype : in[2].obj;
     PyObject *rt = PyObject_CallMethod(mod_numpy_borrowed(), "result_type", "OO", a, b);
     if (!rt || check_supported("where", rt) < 0) {
         Py_XDECREF(rt);
@@ -218,15 +264,18 @@ static int convert_scalar(const op_def *op, operand *o, const operand *other) {
     PyObject *type = PyObject_GetAttrString(o->loop, "type");
     o->value = type ? PyObject_CallOneArg(type, o->obj) : NULL;
     Py_XDECREF(type);
-    bool comparison = op >= &ops[LIB_EQ] && op <= &ops[LIB_GE] && other->arr && integer_dtype(other->arr->dtype);
-    if (!o->value && comparison && PyLong_Check(o->obj) && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+    bool comparison =
+        op >= &ops[LIB_EQ] && op <= &ops[LIB_GE] && other->arr && integer_dtype(other->arr->dtype);
+    if (!o->value && comparison && PyLong_Check(o->obj) &&
+        PyErr_ExceptionMatches(PyExc_OverflowError)) {
         PyErr_Clear();
         o->value = PyObject_CallMethod(mod_numpy_borrowed(), "int64", "O", o->obj);
         if (!o->value && PyErr_ExceptionMatches(PyExc_OverflowError)) {
             PyErr_Clear();
             int negative = PyObject_RichCompareBool(o->obj, Py_False, Py_LT);
             if (negative >= 0)
-                o->value = PyObject_CallMethod(mod_numpy_borrowed(), "float64", "s", negative ? "-inf" : "inf");
+                o->value = PyObject_CallMethod(mod_numpy_borrowed(), "float64", "s",
+                                               negative ? "-inf" : "inf");
         }
     }
     return o->value ? 0 : -1;
@@ -272,7 +321,8 @@ static int broadcast(const operand *in, int nin, layout *l) {
             if (*s != 1) {
                 PyObject *shapes = shapes_str(in, nin);
                 if (shapes)
-                    PyErr_Format(PyExc_ValueError, "operands could not be broadcast together with shapes %U", shapes);
+                    PyErr_Format(PyExc_ValueError,
+                                 "operands could not be broadcast together with shapes %U", shapes);
                 Py_XDECREF(shapes);
                 return -1;
             }
@@ -320,7 +370,8 @@ static void collapse(layout *l, int nops) {
 
 /* ---- kernels ---- */
 
-static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void append(char *buf, size_t len, const char *fmt, ...) {
     size_t used = strlen(buf);
     va_list ap;
@@ -332,18 +383,23 @@ static void append(char *buf, size_t len, const char *fmt, ...) {
 /* One statement `out[index] = <op's expression>`, each array operand read as
  * elem (a printf format taking the operand's number) and cast to its loop
  * dtype; scalars come as parameters x<i>, already in theirs. */
-static void store_text(const op_def *op, const operand *in, int nin, const char *indent, const char *index,
-                       const char *elem, char *src, size_t src_len) {
+static void store_text(const op_def *op, const operand *in, int nin, const char *indent,
+                       const char *index, const char *elem, char *src, size_t src_len) {
     char val[MAX_OPERANDS][96];
     for (int i = 0; i < nin; i++) {
         char e[48];
-        if (in[i].arr) snprintf(e, sizeof e, elem, i);
-        else snprintf(e, sizeof e, "x%d", i);
+        if (in[i].arr)
+            snprintf(e, sizeof e, elem, i);
+        else
+            snprintf(e, sizeof e, "x%d", i);
         bool cast = in[i].arr && in[i].arr->dtype != in[i].loop; /* canonical dtypes: identity */
-        if (cast) snprintf(val[i], sizeof val[i], "np.%s(%s)", mod_dtype_name(in[i].loop), e);
-        else snprintf(val[i], sizeof val[i], "%s", e);
+        if (cast)
+            snprintf(val[i], sizeof val[i], "np.%s(%s)", mod_dtype_name(in[i].loop), e);
+        else
+            snprintf(val[i], sizeof val[i], "%s", e);
     }
-    bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") == 0; /* ops with a bool_expr have one loop dtype */
+    bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") ==
+                     0; /* ops with a bool_expr have one loop dtype */
     const char *expr = bool_loop && op->bool_expr ? op->bool_expr : op->expr;
     append(src, src_len, "%sout[%s] = ", indent, index);
     for (const char *p = expr; *p; p++) {
@@ -364,11 +420,12 @@ static void store_text(const op_def *op, const operand *in, int nin, const char 
 
 /* The kernel text for op over nd dimensions: parameters out, then one per
  * input (an array, or a scalar already in its loop dtype). */
-static void kernel_text(const op_def *op, const operand *in, int nin, int nd, char *name, size_t name_len,
-                        char *src, size_t src_len) {
+static void kernel_text(const op_def *op, const operand *in, int nin, int nd, char *name,
+                        size_t name_len, char *src, size_t src_len) {
     snprintf(name, name_len, "%s_", op->name);
     for (int i = 0; i < nin; i++)
-        append(name, name_len, "%s%s%s", i ? "_" : "", in[i].arr ? mod_dtype_name(in[i].arr->dtype) : "s",
+        append(name, name_len, "%s%s%s", i ? "_" : "",
+               in[i].arr ? mod_dtype_name(in[i].arr->dtype) : "s",
                in[i].arr ? "" : mod_dtype_name(in[i].loop));
     append(name, name_len, "_%dd", nd);
     snprintf(src, src_len, "def %s(it, out", name);
@@ -384,10 +441,13 @@ static void kernel_text(const op_def *op, const operand *in, int nin, int nd, ch
         store_text(op, in, nin, "    ", idx, elem, src, src_len);
         return;
     }
-    append(src, src_len, "    i = it.get_id(0)\n    m = it.get_range(0)\n    n = out.shape[0]\n"
-                         "    if i + %d * m < n:\n", UNROLL - 1);
+    append(src, src_len,
+           "    i = it.get_id(0)\n    m = it.get_range(0)\n    n = out.shape[0]\n"
+           "    if i + %d * m < n:\n",
+           UNROLL - 1);
     for (int i = 0; i < nin; i++)
-        for (int u = 0; in[i].arr && u < UNROLL; u++) append(src, src_len, "        x%d_%d = x%d[i + %d * m]\n", i, u, i, u);
+        for (int u = 0; in[i].arr && u < UNROLL; u++)
+            append(src, src_len, "        x%d_%d = x%d[i + %d * m]\n", i, u, i, u);
     for (int u = 0; u < UNROLL; u++) {
         char idx[32], elem[32];
         snprintf(idx, sizeof idx, "i + %d * m", u);
@@ -419,7 +479,8 @@ static int launch(const char *name, const char *src, mod_array **arrs, const ope
             a++;
         }
         Py_ssize_t items = (l->shape[lead] + UNROLL - 1) / UNROLL; /* a 1-D kernel's work-items */
-        PyObject *r = rc == 0 ? mod_gen_launch(name, src, kdims, kdims == 1 ? &items : l->shape + lead, args, nin + 1)
+        PyObject *r = rc == 0 ? mod_gen_launch(name, src, kdims,
+                                               kdims == 1 ? &items : l->shape + lead, args, nin + 1)
                               : NULL;
         for (int k = 0; k <= nin; k++) Py_XDECREF(args[k]);
         if (!r) return -1;
@@ -441,7 +502,8 @@ static bool overlaps_differently(const mod_array *a, const mod_array *b) {
     return true; /* conservative: sharing memory at another layout */
 }
 
-static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array *out, PyObject *dtype);
+static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array *out,
+                     PyObject *dtype);
 
 /* A C-contiguous copy of a on its device, by kernel. */
 static PyObject *copy_of(mod_array *a) {
@@ -451,7 +513,8 @@ static PyObject *copy_of(mod_array *a) {
 
 /* op on args (offload arrays and scalars), into out (in-place operators) or a
  * new array of NumPy's result dtype -- or of dtype, for astype. */
-static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array *out, PyObject *dtype) {
+static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array *out,
+                     PyObject *dtype) {
     operand in[MAX_OPERANDS - 1];
     PyObject *result_dtype = NULL, *result = NULL, *copies[MAX_OPERANDS] = {NULL};
     ofl_device *dev = NULL;
@@ -460,7 +523,8 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         int c = classify(args[i], op->name, &in[i]);
         if (c <= 0) {
             if (c == 0)
-                PyErr_Format(PyExc_TypeError, "%s: unsupported operand type %s", op->name, Py_TYPE(args[i])->tp_name);
+                PyErr_Format(PyExc_TypeError, "%s: unsupported operand type %s", op->name,
+                             Py_TYPE(args[i])->tp_name);
             operands_clear(in, i);
             return NULL;
         }
@@ -470,41 +534,50 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
             dev = d;
             first = i;
         } else if (d != dev) {
-            PyErr_Format(mod_ExecutionPlacementError,
-                         "%s: operands live on two devices: operand %d on %s and operand %d on %s; move one "
-                         "with .to_device(...)", op->name, first + 1, ofl_device_get_info(dev)->filter, i + 1,
-                         ofl_device_get_info(d)->filter);
+            PyErr_Format(
+                mod_ExecutionPlacementError,
+                "%s: operands live on two devices: operand %d on %s and operand %d on %s; move one "
+                "with .to_device(...)",
+                op->name, first + 1, ofl_device_get_info(dev)->filter, i + 1,
+                ofl_device_get_info(d)->filter);
             operands_clear(in, i + 1);
             return NULL;
         }
     }
     if (!dev) {
         operands_clear(in, nin);
-        return PyErr_Format(PyExc_TypeError, "offload.%s needs at least one offload array", op->name);
+        return PyErr_Format(PyExc_TypeError, "offload.%s needs at least one offload array",
+                            op->name);
     }
     if (out && mod_array_device(out) != dev) {
-        PyErr_Format(mod_ExecutionPlacementError, "%s: the result lives on %s and an operand on %s", op->name,
-                     ofl_device_get_info(mod_array_device(out))->filter, ofl_device_get_info(dev)->filter);
+        PyErr_Format(mod_ExecutionPlacementError, "%s: the result lives on %s and an operand on %s",
+                     op->name, ofl_device_get_info(mod_array_device(out))->filter,
+                     ofl_device_get_info(dev)->filter);
         goto done;
     }
     int rc;
-    if (op == &ops[LIB_WHERE]) rc = resolve_where(in, &result_dtype);
+    if (op == &ops[LIB_WHERE])
+        rc = resolve_where(in, &result_dtype);
     else if (op == &ops[LIB_COPY]) { /* copy and astype: the input's dtype in, any dtype out */
         in[0].loop = Py_NewRef(in[0].arr->dtype);
         result_dtype = Py_NewRef(dtype ? dtype : in[0].arr->dtype);
         rc = 0;
-    } else rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
+    } else
+        rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
     for (int i = 0; i < nin && rc == 0; i++)
         if (!in[i].arr) rc = convert_scalar(op, &in[i], &in[nin == 2 ? 1 - i : 0]);
     layout l;
     if (rc < 0 || broadcast(in, nin, &l) < 0) goto done;
     if (out) {
-        bool fits = out->nd == l.nd && !memcmp(out->shape, l.shape, sizeof(Py_ssize_t) * (size_t)l.nd);
+        bool fits =
+            out->nd == l.nd && !memcmp(out->shape, l.shape, sizeof(Py_ssize_t) * (size_t)l.nd);
         if (!fits) {
             PyObject *o = mod_int_tuple(out->nd, out->shape), *b = mod_int_tuple(l.nd, l.shape);
             if (o && b)
-                PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %R doesn't match the "
-                             "broadcast shape %R", o, b);
+                PyErr_Format(PyExc_ValueError,
+                             "non-broadcastable output operand with shape %R doesn't match the "
+                             "broadcast shape %R",
+                             o, b);
             Py_XDECREF(o);
             Py_XDECREF(b);
             goto done;
@@ -571,8 +644,8 @@ static PyObject *inplace(int op, PyObject *a, PyObject *b) {
 
 static PyObject *unary(int op, PyObject *a) { return run(&ops[op], &a, 1, NULL, NULL); }
 
-#define BINARY(fn, op)                                                                                      \
-    static PyObject *nb_##fn(PyObject *a, PyObject *b) { return binary(op, a, b); }                        \
+#define BINARY(fn, op)                                                                             \
+    static PyObject *nb_##fn(PyObject *a, PyObject *b) { return binary(op, a, b); }                \
     static PyObject *nb_inplace_##fn(PyObject *a, PyObject *b) { return inplace(op, a, b); }
 BINARY(add, LIB_ADD)
 BINARY(subtract, LIB_SUB)
@@ -590,12 +663,14 @@ BINARY(rshift, LIB_RSHIFT)
 /* NumPy's `**` takes sqrt for a float array to a scalar 0.5 (its fast scalar
  * power), which differs from pow for -inf and -0.0: so here too. */
 static bool sqrt_power(PyObject *a, PyObject *b) {
-    if (!mod_array_check(a) || !(PyFloat_Check(b) || PyLong_Check(b)) || PyFloat_AsDouble(b) != 0.5) {
+    if (!mod_array_check(a) || !(PyFloat_Check(b) || PyLong_Check(b)) ||
+        PyFloat_AsDouble(b) != 0.5) {
         PyErr_Clear();
         return false;
     }
     PyObject *kind = PyObject_GetAttrString(((mod_array *)a)->dtype, "kind");
-    bool inexact = kind && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "f") == 0;
+    bool inexact =
+        kind && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "f") == 0;
     Py_XDECREF(kind);
     PyErr_Clear();
     return inexact;
@@ -671,15 +746,17 @@ PyObject *mod_ops_copy(mod_array *a, PyObject *dtype) {
 static PyObject *f_ufunc(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const op_def *op = &ops[PyLong_AsLong(self)];
     if (nargs != op->nin)
-        return PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", op->name, op->nin,
-                            op->nin == 1 ? "" : "s", nargs);
+        return PyErr_Format(PyExc_TypeError, "%s() takes %d argument%s (%zd given)", op->name,
+                            op->nin, op->nin == 1 ? "" : "s", nargs);
     return run(op, args, op->nin, NULL, NULL);
 }
 
 static PyObject *f_where(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "where(condition, x, y) takes 3 arguments (%zd given); offload "
-                            "has no one-argument where (nonzero)", nargs);
+        return PyErr_Format(PyExc_TypeError,
+                            "where(condition, x, y) takes 3 arguments (%zd given); offload "
+                            "has no one-argument where (nonzero)",
+                            nargs);
     return run(&ops[LIB_WHERE], args, 3, NULL, NULL);
 }
 
@@ -689,7 +766,8 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:clip", kwlist, &x, &lo, &hi)) return NULL;
     /* as numpy's _clip: a Python int bound beyond an integer array's range is no bound */
     if (mod_array_check(x) && integer_dtype(((mod_array *)x)->dtype)) {
-        PyObject *info = PyObject_CallMethod(mod_numpy_borrowed(), "iinfo", "O", ((mod_array *)x)->dtype);
+        PyObject *info =
+            PyObject_CallMethod(mod_numpy_borrowed(), "iinfo", "O", ((mod_array *)x)->dtype);
         PyObject *min = info ? PyObject_GetAttrString(info, "min") : NULL;
         PyObject *max = info ? PyObject_GetAttrString(info, "max") : NULL;
         int lo_out = min && PyLong_CheckExact(lo) ? PyObject_RichCompareBool(lo, min, Py_LE) : 0;
@@ -710,7 +788,8 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
 
 static mod_array *array_arg(PyObject *x, const char *fn) {
     if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %s%s", fn, Py_TYPE(x)->tp_name,
+    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %s%s", fn,
+                 Py_TYPE(x)->tp_name,
                  mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
     return NULL;
 }
@@ -718,7 +797,8 @@ static mod_array *array_arg(PyObject *x, const char *fn) {
 static PyObject *f_astype(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x", "dtype", "copy", NULL};
     PyObject *x, *spec, *copy = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:astype", kwlist, &x, &spec, &copy) || !array_arg(x, "astype"))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:astype", kwlist, &x, &spec, &copy) ||
+        !array_arg(x, "astype"))
         return NULL;
     PyObject *method = PyObject_GetAttrString(x, "astype");
     PyObject *r = method ? PyObject_CallFunctionObjArgs(method, spec, copy, NULL) : NULL;
@@ -739,13 +819,15 @@ static PyObject *f_reshape(PyObject *self, PyObject *args) {
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 static PyMethodDef functions[] = {
-    {"where", FASTCALL(f_where), "where(condition, x, y) -> ndarray: x where condition, else y (NumPy's dtype)"},
+    {"where", FASTCALL(f_where),
+     "where(condition, x, y) -> ndarray: x where condition, else y (NumPy's dtype)"},
     {"clip", (PyCFunction)(void (*)(void))f_clip, METH_VARARGS | METH_KEYWORDS,
      "clip(a, a_min, a_max) -> ndarray: a limited to [a_min, a_max] (NaN propagates, as NumPy)"},
     {"astype", (PyCFunction)(void (*)(void))f_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(x, dtype, copy=True) -> ndarray: x converted on its device"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
-    {"reshape", f_reshape, METH_VARARGS, "reshape(x, shape) -> ndarray: a view (a copy first when x is strided)"},
+    {"reshape", f_reshape, METH_VARARGS,
+     "reshape(x, shape) -> ndarray: a view (a copy first when x is strided)"},
     {NULL},
 };
 
@@ -755,7 +837,8 @@ static PyMethodDef ufunc_defs[LIB_NOPS];
 int mod_ops_add_functions(PyObject *module) {
     PyObject *none = Py_None;
     if (PyDict_SetItemString(mod_ArrayType.tp_dict, "__array_ufunc__", none) < 0) return -1;
-    PyType_Modified(&mod_ArrayType); /* NumPy's ufuncs defer to our operators, which refuse to mix */
+    PyType_Modified(
+        &mod_ArrayType); /* NumPy's ufuncs defer to our operators, which refuse to mix */
     for (int i = 0; i < LIB_NOPS; i++) {
         if (i == LIB_CLIP || i == LIB_WHERE || i == LIB_COPY) continue;
         ufunc_defs[i] = (PyMethodDef){ops[i].name, FASTCALL(f_ufunc), NULL};

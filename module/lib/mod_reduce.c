@@ -56,8 +56,9 @@ static const struct {
     const char *name;
     const char *numpy_name; /* for NumPy's messages: "minimum" */
 } OPS[] = {
-    [RED_SUM] = {"sum", "add"},         [RED_PROD] = {"prod", "multiply"}, [RED_MIN] = {"min", "minimum"},
-    [RED_MAX] = {"max", "maximum"},     [RED_MEAN] = {"mean", "add"},      [RED_ARGMIN] = {"argmin", "argmin"},
+    [RED_SUM] = {"sum", "add"},          [RED_PROD] = {"prod", "multiply"},
+    [RED_MIN] = {"min", "minimum"},      [RED_MAX] = {"max", "maximum"},
+    [RED_MEAN] = {"mean", "add"},        [RED_ARGMIN] = {"argmin", "argmin"},
     [RED_ARGMAX] = {"argmax", "argmax"},
 };
 
@@ -93,7 +94,8 @@ static PyObject *default_out(red_op op, PyObject *in) {
 /* want: the dtype= argument as a canonical dtype, or NULL. */
 static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_types *t) {
     /* f64: the widest float the device computes in */
-    PyObject *f64 = mod_dtype_find_borrowed('f', fp64 ? 8 : 4), *u8 = mod_dtype_find_borrowed('u', 1);
+    PyObject *f64 = mod_dtype_find_borrowed('f', fp64 ? 8 : 4),
+             *u8 = mod_dtype_find_borrowed('u', 1);
     if (!has_identity(op)) { /* min, max, argmin, argmax: the input's own type (bool as 0/1) */
         t->acc = kind_of(in) == 'b' ? u8 : in;
         t->cast = NULL;
@@ -121,12 +123,19 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
     int bits = 8 * (int)mod_dtype_itemsize(acc);
     bool low = op == RED_MAX || op == RED_ARGMAX; /* max starts from the lowest value */
     PyObject *v;
-    if (op == RED_SUM || op == RED_MEAN) v = PyLong_FromLong(0);
-    else if (op == RED_PROD) v = PyLong_FromLong(1);
-    else if (k == 'f') v = PyFloat_FromDouble(low ? -INFINITY : INFINITY);
-    else if (k == 'u') v = low ? PyLong_FromLong(0) : PyLong_FromUnsignedLongLong(bits == 64 ? ~0ULL : (1ULL << bits) - 1);
-    else if (bits == 64) v = PyLong_FromLongLong(low ? INT64_MIN : INT64_MAX);
-    else v = PyLong_FromLongLong(low ? -(1LL << (bits - 1)) : (1LL << (bits - 1)) - 1);
+    if (op == RED_SUM || op == RED_MEAN)
+        v = PyLong_FromLong(0);
+    else if (op == RED_PROD)
+        v = PyLong_FromLong(1);
+    else if (k == 'f')
+        v = PyFloat_FromDouble(low ? -INFINITY : INFINITY);
+    else if (k == 'u')
+        v = low ? PyLong_FromLong(0)
+                : PyLong_FromUnsignedLongLong(bits == 64 ? ~0ULL : (1ULL << bits) - 1);
+    else if (bits == 64)
+        v = PyLong_FromLongLong(low ? INT64_MIN : INT64_MAX);
+    else
+        v = PyLong_FromLongLong(low ? -(1LL << (bits - 1)) : (1LL << (bits - 1)) - 1);
     PyObject *type = v ? PyObject_GetAttrString(acc, "type") : NULL;
     PyObject *r = type ? PyObject_CallOneArg(type, v) : NULL;
     Py_XDECREF(v);
@@ -182,12 +191,13 @@ static void put_combine(text *t, const text_key *key, int ind, const char *a, co
 
 /* argmin/argmax: (a, i) takes (v, c) when v is better, or as good and
  * earlier. NaN is the best value, and among NaNs the earliest. */
-static void put_arg_combine(text *t, const text_key *key, int ind, const char *a, const char *i, const char *v,
-                            const char *c) {
+static void put_arg_combine(text *t, const text_key *key, int ind, const char *a, const char *i,
+                            const char *v, const char *c) {
     const char *lt = key->op == RED_ARGMIN ? "<" : ">";
     if (key->acc_float)
-        put(t, "%*sif %s %s %s or (%s == %s and %s < %s) or (%s != %s and (%s == %s or %s < %s)):\n", ind, "", v, lt,
-            a, v, a, c, i, v, v, a, a, c, i);
+        put(t,
+            "%*sif %s %s %s or (%s == %s and %s < %s) or (%s != %s and (%s == %s or %s < %s)):\n",
+            ind, "", v, lt, a, v, a, c, i, v, v, a, a, c, i);
     else
         put(t, "%*sif %s %s %s or (%s == %s and %s < %s):\n", ind, "", v, lt, a, v, a, c, i);
     put(t, "%*s%s = %s\n%*s%s = %s\n", ind + 4, "", a, v, ind + 4, "", i, c);
@@ -197,8 +207,10 @@ static void put_step(text *t, const text_key *key, int ind, int u) {
     char a[16], v[16], i[16], c[16];
     snprintf(a, sizeof a, "a%d", u), snprintf(v, sizeof v, "v%d", u);
     snprintf(i, sizeof i, "i%d", u), snprintf(c, sizeof c, "c%d", u);
-    if (is_arg(key->op)) put_arg_combine(t, key, ind, a, i, v, c);
-    else put_combine(t, key, ind, a, v);
+    if (is_arg(key->op))
+        put_arg_combine(t, key, ind, a, i, v, c);
+    else
+        put_combine(t, key, ind, a, v);
 }
 
 /* Accumulators per work-item, and so loads in flight per work-item. On an
@@ -231,7 +243,8 @@ static void put_loop(text *t, const text_key *key, int ind, const char *at, int 
                 put(t, "%*sc%d = xi[%s]\n", ind + 8, "", u, idx);
             }
             put(t, "%*selse:\n", ind + 4, "");
-            for (int u = 0; u < unroll; u++) put(t, u ? "%*sc%d = k + %d * step\n" : "%*sc%d = k\n", ind + 8, "", u, u);
+            for (int u = 0; u < unroll; u++)
+                put(t, u ? "%*sc%d = k + %d * step\n" : "%*sc%d = k\n", ind + 8, "", u, u);
         }
         for (int u = 0; u < unroll; u++) put_step(t, key, ind + 4, u);
         put(t, "%*sk += %d * step\n", ind + 4, "", unroll);
@@ -239,7 +252,9 @@ static void put_loop(text *t, const text_key *key, int ind, const char *at, int 
     put(t, "%*swhile k < n:\n", ind, "");
     snprintf(idx, sizeof idx, at, "k", "k", "k");
     put_load(t, key, ind + 4, "v0", idx);
-    if (arg) put(t, "%*sc0 = k\n%*sif fromp:\n%*sc0 = xi[%s]\n", ind + 4, "", ind + 4, "", ind + 8, "", idx);
+    if (arg)
+        put(t, "%*sc0 = k\n%*sif fromp:\n%*sc0 = xi[%s]\n", ind + 4, "", ind + 4, "", ind + 8, "",
+            idx);
     put_step(t, key, ind + 4, 0);
     put(t, "%*sk += step\n", ind + 4, "");
 }
@@ -247,12 +262,18 @@ static void put_loop(text *t, const text_key *key, int ind, const char *at, int 
 /* The value written to the result from the accumulator in bv[li]. */
 static void put_final(text *t, const text_key *key) {
     char v[96];
-    if (key->op == RED_MEAN) snprintf(v, sizeof v, key->acc_float ? "bv[li] / count" : "np.float64(bv[li]) / count");
-    else snprintf(v, sizeof v, "bv[li]");
-    if (is_arg(key->op)) put(t, "out[m] = bi[li]\n");
-    else if (!strcmp(key->out, "bool")) put(t, "out[m] = %s != 0\n", v);
-    else if (!strcmp(key->out, key->acc)) put(t, "out[m] = %s\n", v);
-    else put(t, "out[m] = np.%s(%s)\n", key->out, v);
+    if (key->op == RED_MEAN)
+        snprintf(v, sizeof v, key->acc_float ? "bv[li] / count" : "np.float64(bv[li]) / count");
+    else
+        snprintf(v, sizeof v, "bv[li]");
+    if (is_arg(key->op))
+        put(t, "out[m] = bi[li]\n");
+    else if (!strcmp(key->out, "bool"))
+        put(t, "out[m] = %s != 0\n", v);
+    else if (!strcmp(key->out, key->acc))
+        put(t, "out[m] = %s\n", v);
+    else
+        put(t, "out[m] = np.%s(%s)\n", key->out, v);
 }
 
 /* The kernel: one 1-D NdRange; x, out and the partials are 1-D arrays and
@@ -263,11 +284,15 @@ static void put_final(text *t, const text_key *key) {
  * (t0, t1, t2) -- one axis (n2 == n) is the quick case. */
 static void kernel_text(text *t, const text_key *key, char *name, size_t namelen) {
     bool arg = is_arg(key->op);
-    if (arg) snprintf(name, namelen, "reduce_%s_%s", OPS[key->op].name, key->acc);
-    else snprintf(name, namelen, "reduce_%s_%s_to_%s", OPS[key->op].name, key->acc, key->out);
+    if (arg)
+        snprintf(name, namelen, "reduce_%s_%s", OPS[key->op].name, key->acc);
+    else
+        snprintf(name, namelen, "reduce_%s_%s_to_%s", OPS[key->op].name, key->acc, key->out);
     t->n = 0;
-    put(t, "def %s(item, x, %sout, part, %sbase, Q, sp, sq, n1, n2, t0, t1, t2, n, nsplit, nk, kst, qst, %sident, "
-           "final%s):\n",
+    put(t,
+        "def %s(item, x, %sout, part, %sbase, Q, sp, sq, n1, n2, t0, t1, t2, n, nsplit, nk, kst, "
+        "qst, %sident, "
+        "final%s):\n",
         name, arg ? "xi, " : "", arg ? "parti, " : "", arg ? "" : "count, ", arg ? ", fromp" : "");
     put(t, "    # offload.%s (module/mod_reduce.c)\n", OPS[key->op].name);
     put(t, "    grp = item.get_group()\n"
@@ -291,14 +316,17 @@ static void kernel_text(text *t, const text_key *key, char *name, size_t namelen
     put(t, "        else:\n"
            "            n12 = n1 * n2\n");
     /* several reduced axes: divisions dominate, so no unrolling */
-    put_loop(t, key, 12, "np.uint64(o + (%s // n12) * t0 + ((%s // n2) %% n1) * t1 + (%s %% n2) * t2)", 1);
+    put_loop(t, key, 12,
+             "np.uint64(o + (%s // n12) * t0 + ((%s // n2) %% n1) * t1 + (%s %% n2) * t2)", 1);
     for (int h = unroll / 2; h > 0; h /= 2) /* the accumulators, pairwise */
         for (int j = 0; j < h; j++) {
             char a[16], v[16], i[16], c[16];
             snprintf(a, sizeof a, "a%d", j), snprintf(v, sizeof v, "a%d", j + h);
             snprintf(i, sizeof i, "i%d", j), snprintf(c, sizeof c, "i%d", j + h);
-            if (arg) put_arg_combine(t, key, 4, a, i, v, c);
-            else put_combine(t, key, 4, a, v);
+            if (arg)
+                put_arg_combine(t, key, 4, a, i, v, c);
+            else
+                put_combine(t, key, 4, a, v);
         }
     /* the nk work-items of an output (kst apart) combine in local memory */
     put(t, "    bv = ol.local_array(%d, np.%s)\n    bv[li] = a0\n", GROUP_MAX, key->acc);
@@ -366,7 +394,8 @@ static PyObject *scratch_take(ofl_device *dev, PyObject *dtype, int slot, Py_ssi
 static void scratch_give(ofl_device *dev, PyObject *dtype, int slot, PyObject *a) {
     PyObject *key = scratch_key(dev, dtype, slot);
     PyObject *have = key ? PyDict_GetItemWithError(scratch, key) : NULL;
-    if (key && !PyErr_Occurred() && (!have || ((mod_array *)have)->shape[0] < ((mod_array *)a)->shape[0]))
+    if (key && !PyErr_Occurred() &&
+        (!have || ((mod_array *)have)->shape[0] < ((mod_array *)a)->shape[0]))
         PyDict_SetItem(scratch, key, a);
     PyErr_Clear(); /* losing the cache entry costs only a later allocation */
     Py_XDECREF(key);
@@ -379,7 +408,6 @@ static PyObject *release_scratch(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef release_def = {"_release_reduce_scratch", release_scratch, METH_NOARGS, NULL};
-
 
 /* ---- layouts ---- */
 
@@ -419,7 +447,12 @@ static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
     return n;
 }
 
-enum { GEO_OK, GEO_KEPT, GEO_REDUCED, GEO_STRIDES }; /* what does not fit: > 2 kept, > 3 reduced groups */
+enum {
+    GEO_OK,
+    GEO_KEPT,
+    GEO_REDUCED,
+    GEO_STRIDES
+}; /* what does not fit: > 2 kept, > 3 reduced groups */
 
 /* any_order: the operation does not care in which order elements come
  * (not argmin/argmax), so the reduced axes are walked forwards, largest
@@ -428,8 +461,10 @@ static int plan_geometry(const mod_array *x, const bool *red, bool any_order, ge
     Py_ssize_t isz = x->itemsize, lo = x->offset, hi = x->offset, M = 1, K = 1;
     dims kept = {0}, rd = {0};
     for (int i = 0; i < x->nd; i++) {
-        if (red[i]) K *= x->shape[i];
-        else M *= x->shape[i];
+        if (red[i])
+            K *= x->shape[i];
+        else
+            M *= x->shape[i];
     }
     *g = (geometry){.M = M, .Q = 1, .K = K, .n1 = 1, .n2 = K, .lo = x->offset};
     if (M == 0 || K == 0) return GEO_OK; /* nothing to read */
@@ -437,8 +472,10 @@ static int plan_geometry(const mod_array *x, const bool *red, bool any_order, ge
         if (x->shape[i] == 1) continue; /* its stride means nothing */
         if (x->strides[i] % isz) return GEO_STRIDES;
         Py_ssize_t ext = x->strides[i] * (x->shape[i] - 1);
-        if (ext < 0) lo += ext;
-        else hi += ext;
+        if (ext < 0)
+            lo += ext;
+        else
+            hi += ext;
         dims *d = red[i] ? &rd : &kept;
         d->shape[d->nd] = x->shape[i], d->strides[d->nd++] = x->strides[i] / isz;
     }
@@ -447,7 +484,8 @@ static int plan_geometry(const mod_array *x, const bool *red, bool any_order, ge
     g->base = (x->offset - lo) / isz;
     if (any_order) {
         for (int i = 0; i < rd.nd; i++)
-            if (rd.strides[i] < 0) g->base += rd.strides[i] * (rd.shape[i] - 1), rd.strides[i] = -rd.strides[i];
+            if (rd.strides[i] < 0)
+                g->base += rd.strides[i] * (rd.shape[i] - 1), rd.strides[i] = -rd.strides[i];
         for (int i = 1; i < rd.nd; i++)
             for (int k = i; k > 0 && rd.strides[k] > rd.strides[k - 1]; k--) {
                 Py_ssize_t n = rd.shape[k], st = rd.strides[k];
@@ -462,7 +500,8 @@ static int plan_geometry(const mod_array *x, const bool *red, bool any_order, ge
     if (kept.nd) g->Q = kept.shape[kept.nd - 1], g->sq = kept.strides[kept.nd - 1];
     if (kept.nd == 2) g->sp = kept.strides[0];
     Py_ssize_t r[3] = {1, 1, 1}, t[3] = {0, 0, 0};
-    for (int i = 0; i < rd.nd; i++) r[3 - rd.nd + i] = rd.shape[i], t[3 - rd.nd + i] = rd.strides[i];
+    for (int i = 0; i < rd.nd; i++)
+        r[3 - rd.nd + i] = rd.shape[i], t[3 - rd.nd + i] = rd.strides[i];
     g->n1 = r[1], g->n2 = r[2], g->t0 = t[0], g->t1 = t[1], g->t2 = t[2];
     g->kfast = K > 1;
     for (int i = 0; g->kfast && M > 1 && i < kept.nd; i++)
@@ -489,7 +528,8 @@ static Py_ssize_t pow2_at_least(Py_ssize_t n) {
 static Py_ssize_t group_size(ofl_device *dev) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     size_t most = in->max_work_group_size;
-    if (in->max_work_item_sizes[0] && in->max_work_item_sizes[0] < most) most = in->max_work_item_sizes[0];
+    if (in->max_work_item_sizes[0] && in->max_work_item_sizes[0] < most)
+        most = in->max_work_item_sizes[0];
     Py_ssize_t L = GROUP_MAX;
     while (L > 1 && (size_t)L > most) L /= 2;
     return L;
@@ -497,7 +537,8 @@ static Py_ssize_t group_size(ofl_device *dev) {
 
 /* M outputs of K elements each. may_split: k may be spread over groups
  * (the first pass); the second pass takes its partials in one. */
-static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, bool may_split, red_plan *pl) {
+static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, bool may_split,
+                      red_plan *pl) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     pl->L = group_size(dev);
     pl->kfast = kfast;
@@ -525,7 +566,8 @@ static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, b
         split = (want + blocks - 1) / blocks;
         Py_ssize_t most = K / (pl->nk * MIN_PER_ITEM);
         if (split > most) split = most;
-        if (split > 4 * GROUP_MAX) split = 4 * GROUP_MAX; /* the second pass: one group per output */
+        if (split > 4 * GROUP_MAX)
+            split = 4 * GROUP_MAX; /* the second pass: one group per output */
         if (split < 1) split = 1;
     }
     pl->nsplit = split;
@@ -537,19 +579,34 @@ static PyObject *kernel_for(const text_key *key) {
     char name[96];
     kernel_text(&t, key, name, sizeof name);
     if (t.n >= sizeof t.s - 1)
-        return PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
+        return PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer",
+                            name);
     return mod_gen_kernel_borrowed(name, t.s);
 }
 
 /* One launch over pl, reading g. arrays: (x, out, part) or, for
  * argmin/argmax, (x, xi, out, part, parti). */
-static int launch(const text_key *key, const red_plan *pl, const geometry *g, PyObject *const *arrays,
-                  Py_ssize_t count, PyObject *ident, bool final, bool fromp) {
+static int launch(const text_key *key, const red_plan *pl, const geometry *g,
+                  PyObject *const *arrays, Py_ssize_t count, PyObject *ident, bool final,
+                  bool fromp) {
     PyObject *k = kernel_for(key);
     if (!k) return -1;
     bool arg = is_arg(key->op);
-    Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->n1, g->n2, g->t0, g->t1, g->t2, g->K,
-                         pl->nsplit, pl->nk, pl->kfast ? 1 : pl->nq, pl->kfast ? pl->nk : 1, count};
+    Py_ssize_t nums[] = {g->base,
+                         g->Q,
+                         g->sp,
+                         g->sq,
+                         g->n1,
+                         g->n2,
+                         g->t0,
+                         g->t1,
+                         g->t2,
+                         g->K,
+                         pl->nsplit,
+                         pl->nk,
+                         pl->kfast ? 1 : pl->nq,
+                         pl->kfast ? pl->nk : 1,
+                         count};
     enum { NNUMS = sizeof nums / sizeof nums[0] };
     PyObject *args[5 + NNUMS + 3];
     int n = 0, rc = -1, na = arg ? 5 : 3, nn = arg ? NNUMS - 1 : NNUMS; /* count: mean's divisor */
@@ -577,8 +634,11 @@ static PyObject *view1(mod_array *a, Py_ssize_t n, Py_ssize_t offset) {
 static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, mod_array *out) {
     ofl_device *dev = mod_array_device(x);
     bool arg = is_arg(op);
-    text_key key = {.op = op, .acc = mod_dtype_name(t->acc), .cast = t->cast ? mod_dtype_name(t->cast) : NULL,
-                    .out = mod_dtype_name(t->out), .acc_float = kind_of(t->acc) == 'f'};
+    text_key key = {.op = op,
+                    .acc = mod_dtype_name(t->acc),
+                    .cast = t->cast ? mod_dtype_name(t->cast) : NULL,
+                    .out = mod_dtype_name(t->out),
+                    .acc_float = kind_of(t->acc) == 'f'};
     red_plan pl;
     make_plan(dev, g->M, g->K, g->kfast, true, &pl);
     Py_ssize_t nparts = pl.nsplit > 1 ? g->M * pl.nsplit : 1;
@@ -601,7 +661,8 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     if (pl.nsplit > 1) { /* the partials, nsplit per output, in the accumulator's type */
         text_key key2 = key;
         key2.cast = NULL;
-        geometry g2 = {.M = g->M, .Q = 1, .sp = pl.nsplit, .K = pl.nsplit, .n1 = 1, .n2 = pl.nsplit, .t2 = 1};
+        geometry g2 = {
+            .M = g->M, .Q = 1, .sp = pl.nsplit, .K = pl.nsplit, .n1 = 1, .n2 = pl.nsplit, .t2 = 1};
         red_plan pl2;
         make_plan(dev, g->M, pl.nsplit, true, false, &pl2);
         PyObject *second[5] = {p1, o1, p1};
@@ -622,7 +683,8 @@ out:
 
 /* Reduces the axes red[] of x into out's first M elements (M: the size of
  * the kept axes, whose C order out follows). */
-static int reduce_into(red_op op, const red_types *t, mod_array *x, const bool *red, mod_array *out) {
+static int reduce_into(red_op op, const red_types *t, mod_array *x, const bool *red,
+                       mod_array *out) {
     geometry g;
     int fit = plan_geometry(x, red, !is_arg(op), &g);
     if (fit == GEO_OK) return g.M ? run(op, t, x, &g, out) : 0;
@@ -640,7 +702,8 @@ static int reduce_into(red_op op, const red_types *t, mod_array *x, const bool *
         for (int i = 0, j = 0; i < x->nd; i++)
             if (i != d0) shape[j] = x->shape[i], strides[j] = x->strides[i], sub_red[j++] = red[i];
         for (Py_ssize_t i = 0; i < x->shape[d0]; i++) {
-            PyObject *xs = mod_array_view(x, x->nd - 1, shape, strides, x->offset + i * x->strides[d0]);
+            PyObject *xs =
+                mod_array_view(x, x->nd - 1, shape, strides, x->offset + i * x->strides[d0]);
             PyObject *os = xs ? view1(out, per, out->offset + i * per * out->itemsize) : NULL;
             int rc = os ? reduce_into(op, t, (mod_array *)xs, sub_red, (mod_array *)os) : -1;
             Py_XDECREF(xs);
@@ -682,7 +745,8 @@ static int axis_error(Py_ssize_t axis, int nd) {
 }
 
 static int one_axis(PyObject *o, int nd, int *out) {
-    Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError); /* TypeError for non-integers, as NumPy */
+    Py_ssize_t a =
+        PyNumber_AsSsize_t(o, PyExc_OverflowError); /* TypeError for non-integers, as NumPy */
     if (a == -1 && PyErr_Occurred()) return -1;
     if (a < -nd || a >= nd) return axis_error(a, nd);
     *out = (int)(a < 0 ? a + nd : a);
@@ -715,7 +779,8 @@ static int parse_axes(PyObject *axis, int nd, bool tuples, bool red[MOD_MAXDIMS]
 /* NumPy's errors for reductions of nothing; mean's warning. */
 static int check_empty(red_op op) {
     if (op == RED_MIN || op == RED_MAX) {
-        PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+        PyErr_Format(PyExc_ValueError,
+                     "zero-size array to reduction operation %s which has no identity",
                      OPS[op].numpy_name);
         return -1;
     }
@@ -728,14 +793,16 @@ static int check_empty(red_op op) {
 }
 
 /* op(x, axis, dtype, out, keepdims) */
-static PyObject *reduce(red_op op, PyObject *xo, PyObject *axis, PyObject *dtype_arg, PyObject *out_arg,
-                        int keepdims) {
+static PyObject *reduce(red_op op, PyObject *xo, PyObject *axis, PyObject *dtype_arg,
+                        PyObject *out_arg, int keepdims) {
     if (!mod_array_check(xo))
-        return PyErr_Format(PyExc_TypeError,
-                            "offload.%s takes an offload.ndarray, not %.100s (offload.asarray(x) makes one)",
-                            OPS[op].name, Py_TYPE(xo)->tp_name);
+        return PyErr_Format(
+            PyExc_TypeError,
+            "offload.%s takes an offload.ndarray, not %.100s (offload.asarray(x) makes one)",
+            OPS[op].name, Py_TYPE(xo)->tp_name);
     if (out_arg && out_arg != Py_None)
-        return PyErr_Format(PyExc_TypeError, "offload.%s: out= is not supported; use the returned array",
+        return PyErr_Format(PyExc_TypeError,
+                            "offload.%s: out= is not supported; use the returned array",
                             OPS[op].name);
     mod_array *x = (mod_array *)xo;
     ofl_device *dev = mod_array_device(x);
@@ -754,7 +821,8 @@ static PyObject *reduce(red_op op, PyObject *xo, PyObject *axis, PyObject *dtype
     }
     if (K == 0 && check_empty(op) < 0) return NULL;
     PyObject *out = mod_array_new_empty(dev, t.out, nd, shape);
-    if (out && size_of(nd, shape) > 0 && reduce_into(op, &t, x, red, (mod_array *)out) < 0) Py_CLEAR(out);
+    if (out && size_of(nd, shape) > 0 && reduce_into(op, &t, x, red, (mod_array *)out) < 0)
+        Py_CLEAR(out);
     return out;
 }
 
@@ -767,20 +835,29 @@ static PyObject *parse_and_reduce(red_op op, PyObject *self, PyObject *args, PyO
     static char *without[] = {"a", "axis", "out", "keepdims", NULL};
     bool dt = has_identity(op);
     char fmt[32];
-    snprintf(fmt, sizeof fmt, "%s|O%sO%sp:%s", self ? "" : "O", dt ? "O" : "", is_arg(op) ? "$" : "", OPS[op].name);
+    snprintf(fmt, sizeof fmt, "%s|O%sO%sp:%s", self ? "" : "O", dt ? "O" : "",
+             is_arg(op) ? "$" : "", OPS[op].name);
     char **kwlist = (dt ? with_dtype : without) + (self ? 1 : 0);
     PyObject *x = self, *axis = Py_None, *dtype = Py_None, *out = Py_None;
     int keepdims = 0;
-    int ok = self ? (dt ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &axis, &dtype, &out, &keepdims)
-                        : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &axis, &out, &keepdims))
-                  : (dt ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &x, &axis, &dtype, &out, &keepdims)
-                        : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &x, &axis, &out, &keepdims));
+    int ok =
+        self
+            ? (dt ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &axis, &dtype, &out,
+                                                &keepdims)
+                  : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &axis, &out, &keepdims))
+            : (dt ? PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &x, &axis, &dtype, &out,
+                                                &keepdims)
+                  : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &x, &axis, &out, &keepdims));
     return ok ? reduce(op, x, axis, dtype, out, keepdims) : NULL;
 }
 
-#define REDUCER(op, fname)                                                                                         \
-    static PyObject *f_##fname(PyObject *m, PyObject *a, PyObject *k) { return parse_and_reduce(op, NULL, a, k); } \
-    static PyObject *m_##fname(PyObject *x, PyObject *a, PyObject *k) { return parse_and_reduce(op, x, a, k); }
+#define REDUCER(op, fname)                                                                         \
+    static PyObject *f_##fname(PyObject *m, PyObject *a, PyObject *k) {                            \
+        return parse_and_reduce(op, NULL, a, k);                                                   \
+    }                                                                                              \
+    static PyObject *m_##fname(PyObject *x, PyObject *a, PyObject *k) {                            \
+        return parse_and_reduce(op, x, a, k);                                                      \
+    }
 REDUCER(RED_SUM, sum)
 REDUCER(RED_PROD, prod)
 REDUCER(RED_MIN, min)
@@ -793,22 +870,30 @@ REDUCER(RED_ARGMAX, argmax)
 #define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
     {"sum", KWFUNC(f_sum),
-     "sum(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nSum of the elements over all axes or "
-     "the given ones, on a's device (0-d for a full sum). NumPy's dtypes: bool and integers sum to int64 "
+     "sum(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nSum of the elements "
+     "over all axes or "
+     "the given ones, on a's device (0-d for a full sum). NumPy's dtypes: bool and integers sum to "
+     "int64 "
      "(unsigned: uint64). out= must be None."},
-    {"prod", KWFUNC(f_prod), "prod(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray: product, as sum"},
+    {"prod", KWFUNC(f_prod),
+     "prod(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray: product, as sum"},
     {"min", KWFUNC(f_min),
-     "min(a, axis=None, out=None, keepdims=False) -> ndarray\n\nMinimum, in a's dtype; NaN propagates; "
+     "min(a, axis=None, out=None, keepdims=False) -> ndarray\n\nMinimum, in a's dtype; NaN "
+     "propagates; "
      "ValueError for an empty reduction."},
-    {"max", KWFUNC(f_max), "max(a, axis=None, out=None, keepdims=False) -> ndarray: maximum, as min"},
+    {"max", KWFUNC(f_max),
+     "max(a, axis=None, out=None, keepdims=False) -> ndarray: maximum, as min"},
     {"mean", KWFUNC(f_mean),
-     "mean(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nArithmetic mean; float64 for "
+     "mean(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nArithmetic mean; "
+     "float64 for "
      "integer inputs; NaN (with a RuntimeWarning) for an empty reduction."},
     {"argmin", KWFUNC(f_argmin),
-     "argmin(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray\n\nIndex of the first minimum (in C "
+     "argmin(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray\n\nIndex of the first "
+     "minimum (in C "
      "order for axis=None); the first NaN if there is one."},
     {"argmax", KWFUNC(f_argmax),
-     "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first maximum, as argmin"},
+     "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first "
+     "maximum, as argmin"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -834,7 +919,8 @@ PyMethodDef mod_reduce_methods[] = {
 int mod_reduce_add_functions(PyObject *module) {
     if (!scratch) {
         if (!(scratch = PyDict_New())) return -1;
-        if (mod_atexit(&release_def) < 0) return -1; /* the scratch arrays free their device memory */
+        if (mod_atexit(&release_def) < 0)
+            return -1; /* the scratch arrays free their device memory */
     }
     return PyModule_AddFunctions(module, functions);
 }

@@ -28,10 +28,11 @@ static ofl_device *first_of(int backend, int type) {
 
 static void test_grammar(void) {
     static const char *good[] = {
-        "gpu", "cpu", "cuda", "opencl", "opencl:cpu", "cuda:gpu:0", "gpu:1", "gpu,cpu",
-        "1", "0", "gpu:0", "opencl:0", "cuda:0", " GPU : 0 ", "OpenCL:CPU:0", "accel",
-        "accelerator:0", "custom", "cuda:cpu", "opencl:gpu:2, cpu ,0", "gpu:999999",
-        "Cuda:Gpu",
+        "gpu",        "cpu",           "cuda",    "opencl",    "opencl:cpu",
+        "cuda:gpu:0", "gpu:1",         "gpu,cpu", "1",         "0",
+        "gpu:0",      "opencl:0",      "cuda:0",  " GPU : 0 ", "OpenCL:CPU:0",
+        "accel",      "accelerator:0", "custom",  "cuda:cpu",  "opencl:gpu:2, cpu ,0",
+        "gpu:999999", "Cuda:Gpu",
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         ofl_error err = {0};
@@ -67,8 +68,7 @@ static void test_grammar(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ofl_error err = {0};
         int rc = ofl_filter_check(bad[i][0], &err);
-        if (rc != OFL_ERR_BAD_FILTER)
-            fprintf(stderr, "  bad filter \"%s\" accepted\n", bad[i][0]);
+        if (rc != OFL_ERR_BAD_FILTER) fprintf(stderr, "  bad filter \"%s\" accepted\n", bad[i][0]);
         CHECK(rc == OFL_ERR_BAD_FILTER);
         CHECK(err.code == OFL_ERR_BAD_FILTER);
         CHECK_HAS(err.msg, bad[i][1]);
@@ -107,7 +107,9 @@ static void test_devices(void) {
         CHECK(in->max_mem_alloc_size > 0 && in->max_mem_alloc_size <= in->global_mem_size);
         CHECK_HAS(list, in->filter);
         /* GPUs, then CPUs, then others; CUDA before OpenCL within GPUs */
-        int rank = (in->type == OFL_GPU ? 0 : in->type == OFL_CPU ? 2 : 4) +
+        int rank = (in->type == OFL_GPU   ? 0
+                    : in->type == OFL_CPU ? 2
+                                          : 4) +
                    (in->backend == OFL_OPENCL);
         CHECK(rank >= last_rank);
         last_rank = rank;
@@ -119,8 +121,11 @@ static void test_devices(void) {
             index += o->backend == in->backend && o->type == in->type;
         }
         snprintf(expect, sizeof expect, "%s:%s:%d", in->backend == OFL_CUDA ? "cuda" : "opencl",
-                 in->type == OFL_GPU ? "gpu" : in->type == OFL_CPU ? "cpu"
-                 : in->type == OFL_ACCELERATOR ? "accelerator" : "custom", index);
+                 in->type == OFL_GPU           ? "gpu"
+                 : in->type == OFL_CPU         ? "cpu"
+                 : in->type == OFL_ACCELERATOR ? "accelerator"
+                                               : "custom",
+                 index);
         CHECK(strcmp(in->filter, expect) == 0 && in->index == index);
         ofl_device *d = NULL;
         ofl_error err = {0};
@@ -138,11 +143,10 @@ static void test_devices(void) {
         printf("  %s: %s | %s | %s | driver %s | il \"%s\" | %u CUs | wg %zu | "
                "items %zu,%zu,%zu | mem %llu | local %llu | maxalloc %llu | fp64 %d fp16 %d "
                "atom64 %d spir %d | pci \"%s\" | cc %d.%d\n",
-               in->filter, in->name, in->vendor, in->version, in->driver_version,
-               in->il_version, in->max_compute_units, in->max_work_group_size,
-               in->max_work_item_sizes[0], in->max_work_item_sizes[1],
-               in->max_work_item_sizes[2], (unsigned long long)in->global_mem_size,
-               (unsigned long long)in->local_mem_size,
+               in->filter, in->name, in->vendor, in->version, in->driver_version, in->il_version,
+               in->max_compute_units, in->max_work_group_size, in->max_work_item_sizes[0],
+               in->max_work_item_sizes[1], in->max_work_item_sizes[2],
+               (unsigned long long)in->global_mem_size, (unsigned long long)in->local_mem_size,
                (unsigned long long)in->max_mem_alloc_size, in->has_fp64, in->has_fp16,
                in->has_atomic64, in->has_spir, in->pci_bus_id, in->cuda_cc_major,
                in->cuda_cc_minor);
@@ -228,7 +232,10 @@ static void test_default(void) {
         ofl_device *cpu = first_of(0, OFL_CPU);
         if (cpu) CHECK(ofl_default_device(&d, &err) == 0 && d == cpu);
     }
-    if (saved) setenv("OFFLOAD_DEVICE", saved, 1); else unsetenv("OFFLOAD_DEVICE");
+    if (saved)
+        setenv("OFFLOAD_DEVICE", saved, 1);
+    else
+        unsetenv("OFFLOAD_DEVICE");
     free(saved);
 }
 
@@ -369,8 +376,7 @@ static void *worker(void *arg) {
         fill(host, sizeof host, (unsigned)r);
         ok = ofl_alloc(dev, sizeof host, &buf, &err) == 0 &&
              ofl_write(buf, 0, host, sizeof host, &err) == 0 &&
-             ofl_read(buf, 0, back, sizeof back, &err) == 0 &&
-             memcmp(host, back, sizeof host) == 0;
+             ofl_read(buf, 0, back, sizeof back, &err) == 0 && memcmp(host, back, sizeof host) == 0;
         ofl_free(buf);
     }
     return ok ? arg : NULL;

@@ -23,8 +23,7 @@
 #include "jit_backend.h"
 #include "unit.h"
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
@@ -32,8 +31,7 @@ static double now_ms(void)
 
 /* A module from IR text in a fresh context with opaque pointers (what the
  * code generator makes); NULL and a message on a parse error. */
-static LLVMModuleRef parse_ir(LLVMContextRef *ctx, const char *ir)
-{
+static LLVMModuleRef parse_ir(LLVMContextRef *ctx, const char *ir) {
     *ctx = LLVMContextCreate();
 #if LLVM_VERSION_MAJOR < 17
     LLVMContextSetOpaquePointers(*ctx, 1);
@@ -49,42 +47,40 @@ static LLVMModuleRef parse_ir(LLVMContextRef *ctx, const char *ir)
     return m;
 }
 
-static void dispose(LLVMContextRef ctx, LLVMModuleRef m)
-{
-    if (m)
-        LLVMDisposeModule(m);
+static void dispose(LLVMContextRef ctx, LLVMModuleRef m) {
+    if (m) LLVMDisposeModule(m);
     LLVMContextDispose(ctx);
 }
 
-#define SPIR_HEAD                                                                          \
-    "target datalayout = \"e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-" \
-    "v512:512-v1024:1024\"\n"                                                              \
-    "target triple = \"spir64-unknown-unknown\"\n"                                         \
+#define SPIR_HEAD                                                                                  \
+    "target datalayout = \"e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"        \
+    "v512:512-v1024:1024\"\n"                                                                      \
+    "target triple = \"spir64-unknown-unknown\"\n"                                                 \
     "declare spir_func i64 @_Z13get_global_idj(i32)\n"
 
 /* c[i] = sqrt(a[i] + b[i]) for i < n: a Range need not be a multiple of the
  * work-group size, so every kernel has such a tail guard. */
-static const char vadd_ir[] = SPIR_HEAD
-    "declare spir_func float @_Z4sqrtf(float)\n"
-    "define spir_kernel void @vadd(ptr addrspace(1) %a, ptr addrspace(1) %b,\n"
-    "                              ptr addrspace(1) %c, i64 %n) {\n"
-    "entry:\n"
-    "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %ok = icmp slt i64 %i, %n\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %i\n"
-    "  %pb = getelementptr inbounds float, ptr addrspace(1) %b, i64 %i\n"
-    "  %pc = getelementptr inbounds float, ptr addrspace(1) %c, i64 %i\n"
-    "  %x = load float, ptr addrspace(1) %pa\n"
-    "  %y = load float, ptr addrspace(1) %pb\n"
-    "  %s = fadd float %x, %y\n"
-    "  %r = call spir_func float @_Z4sqrtf(float %s)\n"
-    "  store float %r, ptr addrspace(1) %pc\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n";
+static const char vadd_ir[] =
+    SPIR_HEAD "declare spir_func float @_Z4sqrtf(float)\n"
+              "define spir_kernel void @vadd(ptr addrspace(1) %a, ptr addrspace(1) %b,\n"
+              "                              ptr addrspace(1) %c, i64 %n) {\n"
+              "entry:\n"
+              "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %ok = icmp slt i64 %i, %n\n"
+              "  br i1 %ok, label %body, label %done\n"
+              "body:\n"
+              "  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %i\n"
+              "  %pb = getelementptr inbounds float, ptr addrspace(1) %b, i64 %i\n"
+              "  %pc = getelementptr inbounds float, ptr addrspace(1) %c, i64 %i\n"
+              "  %x = load float, ptr addrspace(1) %pa\n"
+              "  %y = load float, ptr addrspace(1) %pb\n"
+              "  %s = fadd float %x, %y\n"
+              "  %r = call spir_func float @_Z4sqrtf(float %s)\n"
+              "  store float %r, ptr addrspace(1) %pc\n"
+              "  br label %done\n"
+              "done:\n"
+              "  ret void\n"
+              "}\n";
 
 /* What the optimiser turns into llvm.smin/smax/umin/abs/fshl, a reduction loop
  * the loop vectoriser would turn into llvm.vector.reduce, a bool (i8) loop, a
@@ -237,113 +233,110 @@ static const char patterns_ir[] = SPIR_HEAD
 /* A block placed before the block that dominates it: legal LLVM IR that the
  * optimiser leaves alone (the calls keep a and b apart), invalid SPIR-V
  * unless the backend orders the blocks. */
-static const char order_ir[] = SPIR_HEAD
-    "declare spir_func void @_Z7barrierj(i32)\n"
-    "declare spir_func void @_Z9mem_fencej(i32)\n"
-    "define spir_kernel void @order(ptr addrspace(1) %p, i64 %n) {\n"
-    "entry:\n"
-    "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %c0 = icmp slt i64 %i, %n\n"
-    "  br i1 %c0, label %a, label %b\n"
-    "a:\n"
-    "  call spir_func void @_Z7barrierj(i32 1)\n"
-    "  br label %cond\n"
-    "b:\n"
-    "  call spir_func void @_Z9mem_fencej(i32 1)\n"
-    "  br label %cond\n"
-    "then:\n"
-    "  store volatile float 3.0, ptr addrspace(1) %p\n"
-    "  br label %join\n"
-    "cond:\n"
-    "  %v = load volatile float, ptr addrspace(1) %p\n"
-    "  %c1 = fcmp ogt float %v, 1.5\n"
-    "  br i1 %c1, label %then, label %join\n"
-    "join:\n"
-    "  ret void\n"
-    "}\n";
+static const char order_ir[] =
+    SPIR_HEAD "declare spir_func void @_Z7barrierj(i32)\n"
+              "declare spir_func void @_Z9mem_fencej(i32)\n"
+              "define spir_kernel void @order(ptr addrspace(1) %p, i64 %n) {\n"
+              "entry:\n"
+              "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %c0 = icmp slt i64 %i, %n\n"
+              "  br i1 %c0, label %a, label %b\n"
+              "a:\n"
+              "  call spir_func void @_Z7barrierj(i32 1)\n"
+              "  br label %cond\n"
+              "b:\n"
+              "  call spir_func void @_Z9mem_fencej(i32 1)\n"
+              "  br label %cond\n"
+              "then:\n"
+              "  store volatile float 3.0, ptr addrspace(1) %p\n"
+              "  br label %join\n"
+              "cond:\n"
+              "  %v = load volatile float, ptr addrspace(1) %p\n"
+              "  %c1 = fcmp ogt float %v, 1.5\n"
+              "  br i1 %c1, label %then, label %join\n"
+              "join:\n"
+              "  ret void\n"
+              "}\n";
 
-#define PTX_HEAD                                                                   \
-    "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"          \
-    "target triple = \"nvptx64-nvidia-cuda\"\n"                                   \
-    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"                              \
-    "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"                            \
+#define PTX_HEAD                                                                                   \
+    "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"                          \
+    "target triple = \"nvptx64-nvidia-cuda\"\n"                                                    \
+    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"                                               \
+    "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"                                             \
     "declare i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
 
 /* y[i] = sin(x[i]) + sqrt(x[i]) (float), z[i] = pow(z[i], 1.5) (double), i < n. */
-static const char ptx_math_ir[] = PTX_HEAD
-    "declare float @__nv_sinf(float)\n"
-    "declare float @__nv_sqrtf(float)\n"
-    "declare double @__nv_pow(double, double)\n"
-    "define ptx_kernel void @sinpow(ptr addrspace(1) %x, ptr addrspace(1) %y,\n"
-    "                               ptr addrspace(1) %z, i64 %n) {\n"
-    "entry:\n"
-    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-    "  %b = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
-    "  %d = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
-    "  %bd = mul i32 %b, %d\n"
-    "  %i32 = add i32 %bd, %t\n"
-    "  %i = zext i32 %i32 to i64\n"
-    "  %ok = icmp slt i64 %i, %n\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %i\n"
-    "  %py = getelementptr inbounds float, ptr addrspace(1) %y, i64 %i\n"
-    "  %pz = getelementptr inbounds double, ptr addrspace(1) %z, i64 %i\n"
-    "  %v = load float, ptr addrspace(1) %px\n"
-    "  %s = call float @__nv_sinf(float %v)\n"
-    "  %q = call float @__nv_sqrtf(float %v)\n"
-    "  %sq = fadd float %s, %q\n"
-    "  store float %sq, ptr addrspace(1) %py\n"
-    "  %w = load double, ptr addrspace(1) %pz\n"
-    "  %p = call double @__nv_pow(double %w, double 1.5)\n"
-    "  store double %p, ptr addrspace(1) %pz\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n";
+static const char ptx_math_ir[] =
+    PTX_HEAD "declare float @__nv_sinf(float)\n"
+             "declare float @__nv_sqrtf(float)\n"
+             "declare double @__nv_pow(double, double)\n"
+             "define ptx_kernel void @sinpow(ptr addrspace(1) %x, ptr addrspace(1) %y,\n"
+             "                               ptr addrspace(1) %z, i64 %n) {\n"
+             "entry:\n"
+             "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %b = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
+             "  %d = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
+             "  %bd = mul i32 %b, %d\n"
+             "  %i32 = add i32 %bd, %t\n"
+             "  %i = zext i32 %i32 to i64\n"
+             "  %ok = icmp slt i64 %i, %n\n"
+             "  br i1 %ok, label %body, label %done\n"
+             "body:\n"
+             "  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %i\n"
+             "  %py = getelementptr inbounds float, ptr addrspace(1) %y, i64 %i\n"
+             "  %pz = getelementptr inbounds double, ptr addrspace(1) %z, i64 %i\n"
+             "  %v = load float, ptr addrspace(1) %px\n"
+             "  %s = call float @__nv_sinf(float %v)\n"
+             "  %q = call float @__nv_sqrtf(float %v)\n"
+             "  %sq = fadd float %s, %q\n"
+             "  store float %sq, ptr addrspace(1) %py\n"
+             "  %w = load double, ptr addrspace(1) %pz\n"
+             "  %p = call double @__nv_pow(double %w, double 1.5)\n"
+             "  store double %p, ptr addrspace(1) %pz\n"
+             "  br label %done\n"
+             "done:\n"
+             "  ret void\n"
+             "}\n";
 
 /* No libdevice; marked a kernel the older way (nvvm.annotations), with a
  * device function that must be inlined and dropped. */
-static const char ptx_plain_ir[] = PTX_HEAD
-    "define float @twice(float %v) {\n"
-    "  %r = fmul float %v, 2.0\n"
-    "  ret float %r\n"
-    "}\n"
-    "define void @scale(ptr addrspace(1) %x, i32 %n) {\n"
-    "entry:\n"
-    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-    "  %b = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
-    "  %d = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
-    "  %bd = mul i32 %b, %d\n"
-    "  %i = add i32 %bd, %t\n"
-    "  %ok = icmp slt i32 %i, %n\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %p = getelementptr inbounds float, ptr addrspace(1) %x, i32 %i\n"
-    "  %v = load float, ptr addrspace(1) %p\n"
-    "  %r = call float @twice(float %v)\n"
-    "  store float %r, ptr addrspace(1) %p\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n"
-    "!nvvm.annotations = !{!0}\n"
-    "!0 = !{ptr @scale, !\"kernel\", i32 1}\n";
+static const char ptx_plain_ir[] =
+    PTX_HEAD "define float @twice(float %v) {\n"
+             "  %r = fmul float %v, 2.0\n"
+             "  ret float %r\n"
+             "}\n"
+             "define void @scale(ptr addrspace(1) %x, i32 %n) {\n"
+             "entry:\n"
+             "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+             "  %b = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
+             "  %d = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
+             "  %bd = mul i32 %b, %d\n"
+             "  %i = add i32 %bd, %t\n"
+             "  %ok = icmp slt i32 %i, %n\n"
+             "  br i1 %ok, label %body, label %done\n"
+             "body:\n"
+             "  %p = getelementptr inbounds float, ptr addrspace(1) %x, i32 %i\n"
+             "  %v = load float, ptr addrspace(1) %p\n"
+             "  %r = call float @twice(float %v)\n"
+             "  store float %r, ptr addrspace(1) %p\n"
+             "  br label %done\n"
+             "done:\n"
+             "  ret void\n"
+             "}\n"
+             "!nvvm.annotations = !{!0}\n"
+             "!0 = !{ptr @scale, !\"kernel\", i32 1}\n";
 
 /* ---------------------------------------------------------------- OpenCL */
 
 /* The first OpenCL device that takes SPIR 1.2 (cl_khr_spir); 0 if none. */
-static int spir_device(cl_platform_id *plat, cl_device_id *dev)
-{
+static int spir_device(cl_platform_id *plat, cl_device_id *dev) {
     cl_platform_id ps[8];
     cl_uint np = 0;
-    if (clGetPlatformIDs(8, ps, &np) != CL_SUCCESS)
-        return 0;
+    if (clGetPlatformIDs(8, ps, &np) != CL_SUCCESS) return 0;
     for (cl_uint p = 0; p < np && p < 8; p++) {
         cl_device_id ds[8];
         cl_uint nd = 0;
-        if (clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 8, ds, &nd) != CL_SUCCESS)
-            continue;
+        if (clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 8, ds, &nd) != CL_SUCCESS) continue;
         for (cl_uint d = 0; d < nd && d < 8; d++) {
             char ext[8192] = "";
             clGetDeviceInfo(ds[d], CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
@@ -358,8 +351,7 @@ static int spir_device(cl_platform_id *plat, cl_device_id *dev)
 }
 
 /* Builds SPIR 1.2 bitcode as the runtime does; the program on success. */
-static cl_program build_spir(cl_context ctx, cl_device_id dev, const jit_blob *bc, double *ms)
-{
+static cl_program build_spir(cl_context ctx, cl_device_id dev, const jit_blob *bc, double *ms) {
     const unsigned char *bin = bc->data;
     size_t size = bc->size;
     cl_int st = CL_SUCCESS, bst = CL_SUCCESS;
@@ -382,8 +374,7 @@ static cl_program build_spir(cl_context ctx, cl_device_id dev, const jit_blob *b
 }
 
 /* Runs vadd over n = 1000 (not a multiple of any work-group size). */
-static void run_vadd(cl_context ctx, cl_device_id dev, cl_program prog)
-{
+static void run_vadd(cl_context ctx, cl_device_id dev, cl_program prog) {
     enum { N = 1000 };
     static float a[N], b[N], c[N];
     for (int i = 0; i < N; i++) {
@@ -395,8 +386,7 @@ static void run_vadd(cl_context ctx, cl_device_id dev, cl_program prog)
     cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &st);
     cl_kernel k = clCreateKernel(prog, "vadd", &st);
     CHECK(st == CL_SUCCESS);
-    if (!q || !k)
-        goto out_k;
+    if (!q || !k) goto out_k;
     cl_mem da = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof a, a, &st);
     cl_mem db = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof b, b, &st);
     /* One element more than n: the guard must leave it alone. */
@@ -413,45 +403,38 @@ static void run_vadd(cl_context ctx, cl_device_id dev, cl_program prog)
     CHECK(st == CL_SUCCESS);
     int bad = 0;
     for (int i = 0; i < N - 1; i++)
-        if (fabsf(c[i] - sqrtf(a[i] + b[i])) > 1e-5f * (1.0f + c[i]))
-            bad++;
+        if (fabsf(c[i] - sqrtf(a[i] + b[i])) > 1e-5f * (1.0f + c[i])) bad++;
     CHECK(bad == 0);
     CHECK(c[N - 1] == -1.0f);
     clReleaseMemObject(da);
     clReleaseMemObject(db);
     clReleaseMemObject(dc);
 out_k:
-    if (k)
-        clReleaseKernel(k);
-    if (q)
-        clReleaseCommandQueue(q);
+    if (k) clReleaseKernel(k);
+    if (q) clReleaseCommandQueue(q);
 }
 
 /* ---------------------------------------------------------------- SPIR-V */
 
-static int has_bitcode_magic(const jit_blob *b)
-{
+static int has_bitcode_magic(const jit_blob *b) {
     const unsigned char *p = b->data;
     return b->size > 4 && p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE;
 }
 
-static void test_spirv_vadd(void)
-{
+static void test_spirv_vadd(void) {
     char err[2048] = "";
     LLVMContextRef ctx;
     double t0 = now_ms();
     LLVMModuleRef m = parse_ir(&ctx, vadd_ir);
     double t_parse = now_ms() - t0;
     CHECK(m != NULL);
-    if (!m)
-        return dispose(ctx, m);
+    if (!m) return dispose(ctx, m);
 
     jit_blob spv = {0}, text = {0}, bc = {0};
     t0 = now_ms();
     int rc = jit_emit_spirv(m, &spv, err, sizeof err);
     double t_emit = now_ms() - t0;
-    if (rc)
-        fprintf(stderr, "jit_emit_spirv: %s\n", err);
+    if (rc) fprintf(stderr, "jit_emit_spirv: %s\n", err);
     CHECK(rc == 0);
     CHECK(spv.size > 20 && spv.size % 4 == 0);
     CHECK(spv.data && ((uint32_t *)spv.data)[0] == 0x07230203);
@@ -474,8 +457,7 @@ static void test_spirv_vadd(void)
     t0 = now_ms();
     rc = jit_spirv_to_spir12(&spv, &bc, err, sizeof err);
     double t_spir = now_ms() - t0;
-    if (rc)
-        fprintf(stderr, "jit_spirv_to_spir12: %s\n", err);
+    if (rc) fprintf(stderr, "jit_spirv_to_spir12: %s\n", err);
     CHECK(rc == 0);
     CHECK(has_bitcode_magic(&bc));
 
@@ -501,8 +483,7 @@ static void test_spirv_vadd(void)
             run_vadd(cctx, dev, prog);
             clReleaseProgram(prog);
         }
-        if (cctx)
-            clReleaseContext(cctx);
+        if (cctx) clReleaseContext(cctx);
     } else if (rc == 0) {
         printf("  skipped: no OpenCL device with cl_khr_spir to build SPIR 1.2 on\n");
     }
@@ -528,14 +509,12 @@ static void test_spirv_vadd(void)
 
 /* The optimiser must leave nothing the translator refuses, and nothing that
  * comes back from SPIR-V as IR that PoCL refuses. */
-static void test_spirv_patterns(void)
-{
+static void test_spirv_patterns(void) {
     char err[2048] = "";
     LLVMContextRef ctx;
     LLVMModuleRef m = parse_ir(&ctx, patterns_ir);
     CHECK(m != NULL);
-    if (!m)
-        return dispose(ctx, m);
+    if (!m) return dispose(ctx, m);
     CHECK(jit_optimize(m, err, sizeof err) == 0);
     char *ir = LLVMPrintModuleToString(m);
     CHECK(!strstr(ir, "llvm.vector.reduce"));
@@ -549,17 +528,15 @@ static void test_spirv_patterns(void)
     double t0 = now_ms();
     int rc = jit_emit_spirv(m, &spv, err, sizeof err);
     double t_emit = now_ms() - t0;
-    if (rc)
-        fprintf(stderr, "jit_emit_spirv(patterns): %s\n", err);
+    if (rc) fprintf(stderr, "jit_emit_spirv(patterns): %s\n", err);
     CHECK(rc == 0);
     t0 = now_ms();
     rc = rc ? rc : jit_spirv_to_spir12(&spv, &bc, err, sizeof err);
     double t_spir = now_ms() - t0;
-    if (rc)
-        fprintf(stderr, "patterns: %s\n", err);
+    if (rc) fprintf(stderr, "patterns: %s\n", err);
     CHECK(rc == 0 && has_bitcode_magic(&bc));
-    printf("  spir64 patterns (5 kernels): SPIR-V %.2f ms (%zu bytes), SPIR 1.2 %.2f ms\n",
-           t_emit, spv.size, t_spir);
+    printf("  spir64 patterns (5 kernels): SPIR-V %.2f ms (%zu bytes), SPIR 1.2 %.2f ms\n", t_emit,
+           spv.size, t_spir);
 
     cl_platform_id plat;
     cl_device_id dev;
@@ -573,31 +550,25 @@ static void test_spirv_patterns(void)
         static const char *const names[] = {"minmax", "rowsum", "priv", "divrem", "atomics"};
         for (size_t i = 0; prog && i < sizeof names / sizeof names[0]; i++) {
             cl_kernel k = clCreateKernel(prog, names[i], &st);
-            if (st != CL_SUCCESS)
-                fprintf(stderr, "clCreateKernel(%s): %d\n", names[i], st);
+            if (st != CL_SUCCESS) fprintf(stderr, "clCreateKernel(%s): %d\n", names[i], st);
             CHECK(st == CL_SUCCESS);
-            if (k)
-                clReleaseKernel(k);
+            if (k) clReleaseKernel(k);
         }
-        if (prog)
-            clReleaseProgram(prog);
-        if (cctx)
-            clReleaseContext(cctx);
+        if (prog) clReleaseProgram(prog);
+        if (cctx) clReleaseContext(cctx);
     }
     jit_blob_free(&spv);
     jit_blob_free(&bc);
     dispose(ctx, m);
 }
 
-static void test_spirv_block_order(void)
-{
+static void test_spirv_block_order(void) {
     char err[2048] = "";
     LLVMContextRef ctx;
     LLVMModuleRef m = parse_ir(&ctx, order_ir);
     jit_blob spv = {0}, bc = {0};
     int rc = m ? jit_emit_spirv(m, &spv, err, sizeof err) : -1;
-    if (rc)
-        fprintf(stderr, "jit_emit_spirv(order): %s\n", err);
+    if (rc) fprintf(stderr, "jit_emit_spirv(order): %s\n", err);
     CHECK(rc == 0);
     CHECK(rc == 0 && jit_spirv_to_spir12(&spv, &bc, err, sizeof err) == 0);
     jit_blob_free(&spv);
@@ -605,8 +576,7 @@ static void test_spirv_block_order(void)
     dispose(ctx, m);
 }
 
-static void test_spirv_invalid(void)
-{
+static void test_spirv_invalid(void) {
     char err[1024] = "";
     /* A header, then OpCapability with a word count that runs off the end. */
     uint32_t words[] = {0x07230203, 0x00010000, 0, 10, 0, (5u << 16) | 17u, 6};
@@ -623,9 +593,9 @@ static void test_spirv_invalid(void)
 
     /* A well-formed module with no entry point and a Shader capability is
      * valid SPIR-V, but not for OpenCL. */
-    uint32_t shader[] = {0x07230203, 0x00010000, 0, 1, 0,
-                         (2u << 16) | 17u, 1,          /* OpCapability Shader */
-                         (3u << 16) | 14u, 0, 1};      /* OpMemoryModel Logical GLSL450 */
+    uint32_t shader[] = {0x07230203,       0x00010000, 0, 1, 0,
+                         (2u << 16) | 17u, 1,              /* OpCapability Shader */
+                         (3u << 16) | 14u, 0,          1}; /* OpMemoryModel Logical GLSL450 */
     jit_blob sh = {shader, sizeof shader};
     err[0] = '\0';
     CHECK(jit_spirv_validate(&sh, err, sizeof err) != 0);
@@ -665,40 +635,38 @@ static void test_spirv_invalid(void)
  * vectorizer, they become a <4 x double> compare bitcast to i4, which the
  * translator cannot take (it exits the process). The optimiser must leave them
  * scalar; and what SPIR-V lacks must be an error, not a dead process. */
-static const char compare_chain_ir[] = SPIR_HEAD
-    "define spir_kernel void @k(ptr addrspace(1) %a, ptr addrspace(1) %b) {\n"
-    "entry:\n"
-    "  %id = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %pa = getelementptr double, ptr addrspace(1) %a, i64 %id\n"
-    "  %x = load double, ptr addrspace(1) %pa\n"
-    "  %c0 = fcmp ogt double %x, 0.0\n"
-    "  br i1 %c0, label %l1, label %out\n"
-    "l1:\n"
-    "  %c1 = fcmp ogt double %x, 0.01\n"
-    "  br i1 %c1, label %l2, label %out\n"
-    "l2:\n"
-    "  %c2 = fcmp ogt double %x, 0.02\n"
-    "  br i1 %c2, label %l3, label %out\n"
-    "l3:\n"
-    "  %c3 = fcmp ogt double %x, 0.03\n"
-    "  br i1 %c3, label %yes, label %out\n"
-    "yes:\n"
-    "  %pb = getelementptr double, ptr addrspace(1) %b, i64 %id\n"
-    "  store double 1.0, ptr addrspace(1) %pb\n"
-    "  br label %out\n"
-    "out:\n"
-    "  ret void\n"
-    "}\n";
+static const char compare_chain_ir[] =
+    SPIR_HEAD "define spir_kernel void @k(ptr addrspace(1) %a, ptr addrspace(1) %b) {\n"
+              "entry:\n"
+              "  %id = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %pa = getelementptr double, ptr addrspace(1) %a, i64 %id\n"
+              "  %x = load double, ptr addrspace(1) %pa\n"
+              "  %c0 = fcmp ogt double %x, 0.0\n"
+              "  br i1 %c0, label %l1, label %out\n"
+              "l1:\n"
+              "  %c1 = fcmp ogt double %x, 0.01\n"
+              "  br i1 %c1, label %l2, label %out\n"
+              "l2:\n"
+              "  %c2 = fcmp ogt double %x, 0.02\n"
+              "  br i1 %c2, label %l3, label %out\n"
+              "l3:\n"
+              "  %c3 = fcmp ogt double %x, 0.03\n"
+              "  br i1 %c3, label %yes, label %out\n"
+              "yes:\n"
+              "  %pb = getelementptr double, ptr addrspace(1) %b, i64 %id\n"
+              "  store double 1.0, ptr addrspace(1) %pb\n"
+              "  br label %out\n"
+              "out:\n"
+              "  ret void\n"
+              "}\n";
 
-static void test_spirv_illegal(void)
-{
+static void test_spirv_illegal(void) {
     char err[1024] = "";
     LLVMContextRef ctx;
     LLVMModuleRef m = parse_ir(&ctx, compare_chain_ir);
     jit_blob spv = {0};
     int rc = m ? jit_emit_spirv(m, &spv, err, sizeof err) : -1;
-    if (rc)
-        fprintf(stderr, "jit_emit_spirv(compare chain): %s\n", err);
+    if (rc) fprintf(stderr, "jit_emit_spirv(compare chain): %s\n", err);
     CHECK(rc == 0);
     jit_blob_free(&spv);
     dispose(ctx, m);
@@ -740,8 +708,7 @@ static void test_spirv_illegal(void)
 
 /* ---------------------------------------------------------------- PTX */
 
-static const char *find_ptxas(void)
-{
+static const char *find_ptxas(void) {
     static char path[4096];
     const char *env = getenv("PATH");
     if (env) {
@@ -758,16 +725,13 @@ static const char *find_ptxas(void)
     const char *home = getenv("CUDA_HOME"); /* `make check` may point it at pip's toolkit */
     if (home && *home) {
         snprintf(path, sizeof path, "%s/bin/ptxas", home);
-        if (access(path, X_OK) == 0)
-            return path;
+        if (access(path, X_OK) == 0) return path;
     }
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-        return "/usr/local/cuda/bin/ptxas";
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return "/usr/local/cuda/bin/ptxas";
     return NULL;
 }
 
-static void ptxas_check(const jit_blob *ptx, const char *what)
-{
+static void ptxas_check(const jit_blob *ptx, const char *what) {
     const char *ptxas = find_ptxas();
     if (!ptxas) {
         printf("  skipped: no ptxas to assemble the %s PTX\n", what);
@@ -776,8 +740,7 @@ static void ptxas_check(const jit_blob *ptx, const char *what)
     char file[] = "/tmp/offload-test-XXXXXX.ptx";
     int fd = mkstemps(file, 4);
     CHECK(fd >= 0);
-    if (fd < 0)
-        return;
+    if (fd < 0) return;
     CHECK(write(fd, ptx->data, ptx->size) == (ssize_t)ptx->size);
     close(fd);
     static const char *const archs[] = {"sm_80", "sm_90"};
@@ -792,8 +755,7 @@ static void ptxas_check(const jit_blob *ptx, const char *what)
     unlink(file);
 }
 
-static void test_ptx_sm(void)
-{
+static void test_ptx_sm(void) {
     CHECK(jit_ptx_sm(80) == 80);
     CHECK(jit_ptx_sm(75) == 75);
     CHECK(jit_ptx_sm(86) == 86);
@@ -810,8 +772,7 @@ static void test_ptx_sm(void)
 #endif
 }
 
-static void test_ptx_plain(void)
-{
+static void test_ptx_plain(void) {
     char err[2048] = "";
     LLVMContextRef ctx;
     LLVMModuleRef m = parse_ir(&ctx, ptx_plain_ir);
@@ -820,29 +781,25 @@ static void test_ptx_plain(void)
     double t0 = now_ms();
     int rc = m ? jit_emit_ptx(m, 80, &ptx, err, sizeof err) : -1;
     double t = now_ms() - t0;
-    if (rc)
-        fprintf(stderr, "jit_emit_ptx(plain): %s\n", err);
+    if (rc) fprintf(stderr, "jit_emit_ptx(plain): %s\n", err);
     CHECK(rc == 0);
     CHECK(ptx.data && strlen(ptx.data) == ptx.size);
     CHECK_HAS(ptx.data, ".entry scale");
     CHECK_HAS(ptx.data, ".target sm_80");
     CHECK(ptx.data && !strstr(ptx.data, "twice")); /* inlined and dropped */
     printf("  nvptx64 without libdevice: optimise+PTX %.2f ms (%zu bytes)\n", t, ptx.size);
-    if (rc == 0)
-        ptxas_check(&ptx, "plain");
+    if (rc == 0) ptxas_check(&ptx, "plain");
     jit_blob_free(&ptx);
     dispose(ctx, m);
 }
 
-static void test_ptx_libdevice(void)
-{
+static void test_ptx_libdevice(void) {
     char err[2048] = "";
     for (int round = 0; round < 2; round++) {
         LLVMContextRef ctx;
         LLVMModuleRef m = parse_ir(&ctx, ptx_math_ir);
         CHECK(m != NULL);
-        if (!m)
-            return dispose(ctx, m);
+        if (!m) return dispose(ctx, m);
         jit_blob ptx = {0};
         double t0 = now_ms();
         int rc = jit_emit_ptx(m, 80, &ptx, err, sizeof err);
@@ -851,8 +808,7 @@ static void test_ptx_libdevice(void)
             printf("  skipped: %s\n", err);
             return dispose(ctx, m);
         }
-        if (rc)
-            fprintf(stderr, "jit_emit_ptx(math): %s\n", err);
+        if (rc) fprintf(stderr, "jit_emit_ptx(math): %s\n", err);
         CHECK(rc == 0);
         CHECK_HAS(ptx.data, ".entry sinpow");
         CHECK_HAS(ptx.data, ".target sm_80");
@@ -864,8 +820,7 @@ static void test_ptx_libdevice(void)
         CHECK(ptx.data && !strstr(ptx.data, "sqrt.approx"));
         printf("  nvptx64 with libdevice (%s): link+optimise+PTX %.2f ms (%zu bytes)\n",
                round ? "from memory" : "first, reads the file", t, ptx.size);
-        if (rc == 0 && round == 0)
-            ptxas_check(&ptx, "libdevice");
+        if (rc == 0 && round == 0) ptxas_check(&ptx, "libdevice");
         jit_blob_free(&ptx);
 
         /* The same module again for sm_90 and 120: what the mapping gives. */
@@ -884,8 +839,7 @@ static void test_ptx_libdevice(void)
 }
 
 /* Contexts are per compile; several threads compile at once in the kernel. */
-static void *compile_both(void *arg)
-{
+static void *compile_both(void *arg) {
     int *ok = arg;
     char err[1024];
     LLVMContextRef ctx;
@@ -910,21 +864,18 @@ static void *compile_both(void *arg)
     return NULL;
 }
 
-static void test_threads(void)
-{
+static void test_threads(void) {
     enum { T = 4 };
     pthread_t th[T];
     int ok[T] = {0};
-    for (int i = 0; i < T; i++)
-        pthread_create(&th[i], NULL, compile_both, &ok[i]);
+    for (int i = 0; i < T; i++) pthread_create(&th[i], NULL, compile_both, &ok[i]);
     for (int i = 0; i < T; i++) {
         pthread_join(th[i], NULL);
         CHECK(ok[i]);
     }
 }
 
-int main(void)
-{
+int main(void) {
     printf("jit backend (LLVM %d):\n", LLVM_VERSION_MAJOR);
     test_spirv_vadd();
     test_spirv_patterns();

@@ -34,15 +34,14 @@
 #include "unit.h"
 
 /* Sized so every path built from them provably fits in PATH_MAX. */
-static char root[1024];       /* the mkdtemp directory */
-static char xdg[1040];        /* root/xdg: XDG_CACHE_HOME */
-static char home[1040];       /* root/home: HOME */
-static char dir[1056];        /* xdg/offload: where entries must go */
+static char root[1024]; /* the mkdtemp directory */
+static char xdg[1040];  /* root/xdg: XDG_CACHE_HOME */
+static char home[1040]; /* root/home: HOME */
+static char dir[1056];  /* xdg/offload: where entries must go */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static void entry_file(const void *key, size_t keylen, char *out, size_t n)
-{
+static void entry_file(const void *key, size_t keylen, char *out, size_t n) {
     unsigned char md[32];
     unsigned int len = 0;
     char hex[65];
@@ -50,37 +49,30 @@ static void entry_file(const void *key, size_t keylen, char *out, size_t n)
         fprintf(stderr, "EVP_Digest failed\n");
         abort();
     }
-    for (int i = 0; i < 32; i++)
-        sprintf(hex + 2 * i, "%02x", md[i]);
+    for (int i = 0; i < 32; i++) sprintf(hex + 2 * i, "%02x", md[i]);
     snprintf(out, n, "%s/%s.oflc", dir, hex);
 }
 
-static int exists(const char *path)
-{
+static int exists(const char *path) {
     struct stat st;
     return lstat(path, &st) == 0;
 }
 
 /* Entries in the cache directory other than . and ..; -1 when it can't be read. */
-static int count_files(void)
-{
+static int count_files(void) {
     DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : -1;
+    if (!d) return errno == ENOENT ? 0 : -1;
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            n++;
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
     closedir(d);
     return n;
 }
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
+static unsigned char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     rewind(f);
@@ -94,53 +86,43 @@ static unsigned char *slurp(const char *path, size_t *n)
     return buf;
 }
 
-static int spit(const char *path, const void *buf, size_t n)
-{
+static int spit(const char *path, const void *buf, size_t n) {
     FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
+    if (!f) return -1;
     int rc = fwrite(buf, 1, n, f) == n ? 0 : -1;
     return fclose(f) == 0 ? rc : -1;
 }
 
 /* Load and compare with want/wantlen; 1 on a hit with exactly those bytes. */
-static int load_is(const char *key, const void *want, size_t wantlen)
-{
+static int load_is(const char *key, const void *want, size_t wantlen) {
     void *data = NULL;
     size_t size = 12345;
-    if (jit_cache_load(key, strlen(key), &data, &size) != 1)
-        return 0;
+    if (jit_cache_load(key, strlen(key), &data, &size) != 1) return 0;
     int ok = data != NULL && size == wantlen && (wantlen == 0 || memcmp(data, want, wantlen) == 0);
     free(data);
     return ok;
 }
 
-static int misses(const char *key)
-{
+static int misses(const char *key) {
     void *data = NULL;
     size_t size = 0;
     int rc = jit_cache_load(key, strlen(key), &data, &size);
-    if (rc == 1)
-        free(data);
+    if (rc == 1) free(data);
     return rc == 0;
 }
 
-static int store(const char *key, const void *data, size_t size)
-{
+static int store(const char *key, const void *data, size_t size) {
     return jit_cache_store(key, strlen(key), data, size);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    if (flag == FTW_D || flag == FTW_DP || flag == FTW_DNR)
-        chmod(path, 0700);
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    if (flag == FTW_D || flag == FTW_DP || flag == FTW_DNR) chmod(path, 0700);
     return remove(path);
 }
 
 /* ---- tests ------------------------------------------------------------------ */
 
-static void test_enabled(void)
-{
+static void test_enabled(void) {
     unsetenv("OFFLOAD_CACHE");
     CHECK(jit_cache_enabled());
     static const char *off[] = {"0", "off", "OFF", "Off", "no", "NO", "false", "False", "FALSE"};
@@ -160,8 +142,7 @@ static void test_enabled(void)
     unsetenv("OFFLOAD_CACHE");
 }
 
-static void test_dir(void)
-{
+static void test_dir(void) {
     char buf[PATH_MAX], want[PATH_MAX];
     CHECK_STR(jit_cache_dir(buf, sizeof buf), dir);
     CHECK(jit_cache_dir(buf, sizeof buf) == buf);
@@ -200,9 +181,9 @@ static void test_dir(void)
     CHECK(jit_cache_dir(NULL, 0) != NULL);
 }
 
-static void test_roundtrip(void)
-{
-    static const char payload[] = "\x7f" "ELF device code\0with a NUL inside";
+static void test_roundtrip(void) {
+    static const char payload[] = "\x7f"
+                                  "ELF device code\0with a NUL inside";
     size_t n = sizeof payload - 1;
     CHECK(misses("roundtrip"));
     CHECK(store("roundtrip", payload, n) == 0);
@@ -240,8 +221,7 @@ static void test_roundtrip(void)
     CHECK(jit_cache_clear() == 1);
 }
 
-static void test_keys(void)
-{
+static void test_keys(void) {
     CHECK(store("key A", "payload A", 9) == 0);
     CHECK(store("key B", "payload B!", 10) == 0);
     CHECK(load_is("key A", "payload A", 9));
@@ -267,13 +247,11 @@ static void test_keys(void)
     CHECK(misses("key A"));
 }
 
-static void test_large(void)
-{
+static void test_large(void) {
     size_t n = 3u << 20;
     unsigned char *big = malloc(n);
     CHECK(big && RAND_bytes(big, (int)n) == 1);
-    if (!big)
-        return;
+    if (!big) return;
     CHECK(store("large", big, n) == 0);
     CHECK(load_is("large", big, n));
     char path[PATH_MAX];
@@ -284,8 +262,7 @@ static void test_large(void)
     CHECK(jit_cache_clear() == 1);
 }
 
-static void test_empty(void)
-{
+static void test_empty(void) {
     CHECK(store("empty payload", NULL, 0) == 0);
     CHECK(store("empty payload 2", "", 0) == 0);
     void *d = NULL;
@@ -307,20 +284,17 @@ static void test_empty(void)
 
 /* Store, then flip a bit at off (from the end when negative) or truncate to
  * truncate_to bytes (when >= 0): the load must miss and remove the file. */
-static void corrupt_case(const char *what, long off, int truncate_to)
-{
+static void corrupt_case(const char *what, long off, int truncate_to) {
     const char *key = "corrupt me";
     unsigned char payload[1000];
-    for (size_t i = 0; i < sizeof payload; i++)
-        payload[i] = (unsigned char)(i * 7);
+    for (size_t i = 0; i < sizeof payload; i++) payload[i] = (unsigned char)(i * 7);
     CHECK(store(key, payload, sizeof payload) == 0);
     char path[PATH_MAX];
     entry_file(key, strlen(key), path, sizeof path);
     size_t fn = 0;
     unsigned char *f = slurp(path, &fn);
     CHECK(f != NULL);
-    if (!f)
-        return;
+    if (!f) return;
     if (truncate_to >= 0) {
         CHECK(truncate(path, truncate_to) == 0);
     } else {
@@ -330,8 +304,7 @@ static void corrupt_case(const char *what, long off, int truncate_to)
     }
     free(f);
     int missed = misses(key), gone = !exists(path);
-    if (!missed || !gone)
-        fprintf(stderr, "  %s: missed=%d removed=%d\n", what, missed, gone);
+    if (!missed || !gone) fprintf(stderr, "  %s: missed=%d removed=%d\n", what, missed, gone);
     CHECK(missed);
     CHECK(gone);
     /* and the next store heals it */
@@ -340,8 +313,7 @@ static void corrupt_case(const char *what, long off, int truncate_to)
     CHECK(jit_cache_clear() == 1);
 }
 
-static void test_corrupt(void)
-{
+static void test_corrupt(void) {
     corrupt_case("magic", 0, -1);
     corrupt_case("key length", 12, -1);
     corrupt_case("key", 22, -1);
@@ -372,8 +344,7 @@ static void test_corrupt(void)
 
 /* A sound file under the wrong name (what a SHA-256 collision would look like)
  * is a miss but not corrupt: it stays. */
-static void test_collision(void)
-{
+static void test_collision(void) {
     CHECK(store("owner", "owner's code", 12) == 0);
     char a[PATH_MAX], b[PATH_MAX];
     entry_file("owner", 5, a, sizeof a);
@@ -392,16 +363,14 @@ static void test_collision(void)
 
 /* Another format version with a valid checksum: a miss, left in place (a newer
  * offload may share the directory), replaced by the next store. */
-static void test_version(void)
-{
+static void test_version(void) {
     CHECK(store("versioned", "v1 code", 7) == 0);
     char path[PATH_MAX];
     entry_file("versioned", 9, path, sizeof path);
     size_t n = 0;
     unsigned char *f = slurp(path, &n);
     CHECK(f != NULL);
-    if (!f)
-        return;
+    if (!f) return;
     f[8] = 99;
     unsigned int len = 0;
     CHECK(EVP_Digest(f, n - 32, f + n - 32, &len, EVP_sha256(), NULL));
@@ -414,8 +383,7 @@ static void test_version(void)
     CHECK(jit_cache_clear() == 1);
 }
 
-static void test_disabled(void)
-{
+static void test_disabled(void) {
     CHECK(store("kept", "kept", 4) == 0);
     static const char *off[] = {"0", "off", "No", "FALSE"};
     for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
@@ -434,8 +402,7 @@ static void test_disabled(void)
     CHECK(count_files() == 0);
 }
 
-static void test_unwritable(void)
-{
+static void test_unwritable(void) {
     /* XDG_CACHE_HOME is a regular file: the directory can't be made (root too) */
     char file[PATH_MAX];
     snprintf(file, sizeof file, "%s/not-a-dir", root);
@@ -480,24 +447,19 @@ static void test_unwritable(void)
  * so a reader can tell a complete payload from a mix of two. */
 static size_t shape_size(int w, int k) { return 100 + (size_t)w * 30011 + (size_t)k * 7919; }
 
-static unsigned char *shape(int w, int k, size_t *n)
-{
+static unsigned char *shape(int w, int k, size_t *n) {
     *n = shape_size(w, k);
     unsigned char *p = malloc(*n);
-    if (!p)
-        abort();
+    if (!p) abort();
     p[0] = (unsigned char)w;
     p[1] = (unsigned char)k;
-    for (size_t j = 2; j < *n; j++)
-        p[j] = (unsigned char)(j * 31 + (size_t)w * 7 + (size_t)k * 13);
+    for (size_t j = 2; j < *n; j++) p[j] = (unsigned char)(j * 31 + (size_t)w * 7 + (size_t)k * 13);
     return p;
 }
 
 /* 1 when data/size is exactly one of the payloads a writer stores. */
-static int is_whole(const unsigned char *data, size_t size)
-{
-    if (size < 2 || data[0] >= WRITERS || data[1] >= SHAPES)
-        return 0;
+static int is_whole(const unsigned char *data, size_t size) {
+    if (size < 2 || data[0] >= WRITERS || data[1] >= SHAPES) return 0;
     size_t n;
     unsigned char *want = shape(data[0], data[1], &n);
     int ok = n == size && memcmp(want, data, n) == 0;
@@ -506,20 +468,17 @@ static int is_whole(const unsigned char *data, size_t size)
 }
 
 /* 0 when every load this round saw a whole payload and every store succeeded. */
-static int hammer(int w, const char *key, int rounds)
-{
+static int hammer(int w, const char *key, int rounds) {
     int bad = 0;
     for (int r = 0; r < rounds; r++) {
         size_t n;
         unsigned char *p = shape(w, r % SHAPES, &n);
-        if (jit_cache_store(key, strlen(key), p, n) != 0)
-            bad++;
+        if (jit_cache_store(key, strlen(key), p, n) != 0) bad++;
         free(p);
         void *d = NULL;
         size_t dn = 0;
         if (jit_cache_load(key, strlen(key), &d, &dn) == 1) {
-            if (!is_whole(d, dn))
-                bad++;
+            if (!is_whole(d, dn)) bad++;
             free(d);
         } else {
             bad++; /* somebody's complete entry is always there once one store is done */
@@ -528,28 +487,24 @@ static int hammer(int w, const char *key, int rounds)
     return bad;
 }
 
-static void test_processes(void)
-{
+static void test_processes(void) {
     const char *key = "shared by processes";
     pid_t kids[WRITERS];
     fflush(NULL);
     for (int w = 0; w < WRITERS; w++) {
         kids[w] = fork();
         CHECK(kids[w] >= 0);
-        if (kids[w] == 0)
-            _exit(hammer(w, key, ROUNDS) ? 1 : 0);
+        if (kids[w] == 0) _exit(hammer(w, key, ROUNDS) ? 1 : 0);
     }
     int running = WRITERS, hits = 0, half = 0;
     int status[WRITERS];
-    for (int w = 0; w < WRITERS; w++)
-        status[w] = -1;
+    for (int w = 0; w < WRITERS; w++) status[w] = -1;
     while (running > 0) {
         void *d = NULL;
         size_t n = 0;
         if (jit_cache_load(key, strlen(key), &d, &n) == 1) {
             hits++;
-            if (!is_whole(d, n))
-                half++;
+            if (!is_whole(d, n)) half++;
             free(d);
         }
         for (int w = 0; w < WRITERS; w++) {
@@ -569,8 +524,7 @@ static void test_processes(void)
                     status[w]);
         CHECK(WIFEXITED(status[w]) && WEXITSTATUS(status[w]) == 0);
     }
-    if (half)
-        fprintf(stderr, "  parent saw %d partial payloads in %d hits\n", half, hits);
+    if (half) fprintf(stderr, "  parent saw %d partial payloads in %d hits\n", half, hits);
     CHECK(half == 0);
     void *d = NULL;
     size_t n = 0;
@@ -584,8 +538,7 @@ struct worker {
     int w, bad;
 };
 
-static void *thread_main(void *arg)
-{
+static void *thread_main(void *arg) {
     struct worker *wk = arg;
     char own[32];
     snprintf(own, sizeof own, "thread %d", wk->w);
@@ -593,8 +546,7 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void test_threads(void)
-{
+static void test_threads(void) {
     pthread_t th[WRITERS];
     struct worker wk[WRITERS];
     for (int w = 0; w < WRITERS; w++) {
@@ -611,13 +563,11 @@ static void test_threads(void)
 
 /* ---- clear -------------------------------------------------------------------- */
 
-static void tmp_path(char *out, size_t n, long pid)
-{
+static void tmp_path(char *out, size_t n, long pid) {
     snprintf(out, n, "%s/%064d.%ld.0123456789abcdef.tmp", dir, 0, pid);
 }
 
-static void test_clear(void)
-{
+static void test_clear(void) {
     CHECK(jit_cache_clear() == 0); /* empty: nothing to count */
     for (int i = 0; i < 5; i++) {
         char key[32];
@@ -629,8 +579,7 @@ static void test_clear(void)
     /* a temp file whose writer is dead: a child that has exited and been reaped */
     fflush(NULL);
     pid_t dead = fork();
-    if (dead == 0)
-        _exit(0);
+    if (dead == 0) _exit(0);
     CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
     char stale[PATH_MAX], live[PATH_MAX], old[PATH_MAX];
     tmp_path(stale, sizeof stale, (long)dead);
@@ -660,10 +609,10 @@ static void test_clear(void)
     CHECK(jit_cache_clear() == 0);
 }
 
-int main(void)
-{
+int main(void) {
     const char *tmpdir = getenv("TMPDIR");
-    snprintf(root, sizeof root, "%s/offload-cache-test-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    snprintf(root, sizeof root, "%s/offload-cache-test-XXXXXX",
+             tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(root)) {
         perror("mkdtemp");
         return 1;

@@ -42,19 +42,23 @@ static void test_binary_kind(void) {
     for (size_t i = 0; i < ndevs; i++) {
         const ofl_device_info *in = ofl_device_get_info(devs[i]);
         ofl_binary_kind k = ofl_device_binary_kind(devs[i]);
-        if (in->backend == OFL_CUDA) CHECK(k == OFL_BIN_PTX);
-        else if (strstr(in->il_version, "SPIR-V")) CHECK(k == OFL_BIN_SPIRV);
-        else if (in->has_spir) CHECK(k == OFL_BIN_SPIR12);
-        else CHECK(k == OFL_BIN_NONE);
+        if (in->backend == OFL_CUDA)
+            CHECK(k == OFL_BIN_PTX);
+        else if (strstr(in->il_version, "SPIR-V"))
+            CHECK(k == OFL_BIN_SPIRV);
+        else if (in->has_spir)
+            CHECK(k == OFL_BIN_SPIR12);
+        else
+            CHECK(k == OFL_BIN_NONE);
     }
 }
 
 /* ---- SPIR 1.2 bitcode from IR text, with the LLVM 15 tools ---- */
 
-#define SPIR_HEAD                                                                          \
-    "target datalayout = \"e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-" \
-    "v512:512-v1024:1024-n8:16:32:64\"\n"                                                  \
-    "target triple = \"spir64-unknown-unknown\"\n"                                         \
+#define SPIR_HEAD                                                                                  \
+    "target datalayout = \"e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"        \
+    "v512:512-v1024:1024-n8:16:32:64\"\n"                                                          \
+    "target triple = \"spir64-unknown-unknown\"\n"                                                 \
     "declare spir_func i64 @_Z13get_global_idj(i32)\n"
 
 /* Three kernels, each with the tail guard every JIT'd kernel has (a Range
@@ -63,71 +67,70 @@ static void test_binary_kind(void) {
  *   axpy(y, x, a, n):    y[i] = a * x[i] + y[i]        a: a float by value
  *   fill2d(out, w, h):   out[j*w + i] = 1000*j + i     i, j: ids 0 and 1 */
 static const char kernels_ir[] =
-    SPIR_HEAD
-    "define spir_kernel void @vadd(ptr addrspace(1) %a, ptr addrspace(1) %b,\n"
-    "                              ptr addrspace(1) %c, i32 %n) {\n"
-    "entry:\n"
-    "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %n64 = sext i32 %n to i64\n"
-    "  %ok = icmp slt i64 %i, %n64\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %i\n"
-    "  %pb = getelementptr inbounds float, ptr addrspace(1) %b, i64 %i\n"
-    "  %pc = getelementptr inbounds float, ptr addrspace(1) %c, i64 %i\n"
-    "  %x = load float, ptr addrspace(1) %pa, align 4\n"
-    "  %y = load float, ptr addrspace(1) %pb, align 4\n"
-    "  %s = fadd float %x, %y\n"
-    "  store float %s, ptr addrspace(1) %pc, align 4\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n"
-    "define spir_kernel void @axpy(ptr addrspace(1) %y, ptr addrspace(1) %x, float %a,\n"
-    "                              i32 %n) {\n"
-    "entry:\n"
-    "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %n64 = sext i32 %n to i64\n"
-    "  %ok = icmp slt i64 %i, %n64\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %i\n"
-    "  %py = getelementptr inbounds float, ptr addrspace(1) %y, i64 %i\n"
-    "  %vx = load float, ptr addrspace(1) %px, align 4\n"
-    "  %vy = load float, ptr addrspace(1) %py, align 4\n"
-    "  %ax = fmul float %a, %vx\n"
-    "  %r = fadd float %ax, %vy\n"
-    "  store float %r, ptr addrspace(1) %py, align 4\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n"
-    "define spir_kernel void @fill2d(ptr addrspace(1) %out, i32 %w, i32 %h) {\n"
-    "entry:\n"
-    "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
-    "  %j = call spir_func i64 @_Z13get_global_idj(i32 1)\n"
-    "  %w64 = sext i32 %w to i64\n"
-    "  %h64 = sext i32 %h to i64\n"
-    "  %okx = icmp slt i64 %i, %w64\n"
-    "  %oky = icmp slt i64 %j, %h64\n"
-    "  %ok = and i1 %okx, %oky\n"
-    "  br i1 %ok, label %body, label %done\n"
-    "body:\n"
-    "  %row = mul i64 %j, %w64\n"
-    "  %k = add i64 %row, %i\n"
-    "  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %k\n"
-    "  %j32 = trunc i64 %j to i32\n"
-    "  %i32 = trunc i64 %i to i32\n"
-    "  %v1 = mul i32 %j32, 1000\n"
-    "  %v = add i32 %v1, %i32\n"
-    "  store i32 %v, ptr addrspace(1) %p, align 4\n"
-    "  br label %done\n"
-    "done:\n"
-    "  ret void\n"
-    "}\n"
-    "!opencl.ocl.version = !{!0}\n"
-    "!opencl.spir.version = !{!0}\n"
-    "!0 = !{i32 1, i32 2}\n";
+    SPIR_HEAD "define spir_kernel void @vadd(ptr addrspace(1) %a, ptr addrspace(1) %b,\n"
+              "                              ptr addrspace(1) %c, i32 %n) {\n"
+              "entry:\n"
+              "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %n64 = sext i32 %n to i64\n"
+              "  %ok = icmp slt i64 %i, %n64\n"
+              "  br i1 %ok, label %body, label %done\n"
+              "body:\n"
+              "  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %i\n"
+              "  %pb = getelementptr inbounds float, ptr addrspace(1) %b, i64 %i\n"
+              "  %pc = getelementptr inbounds float, ptr addrspace(1) %c, i64 %i\n"
+              "  %x = load float, ptr addrspace(1) %pa, align 4\n"
+              "  %y = load float, ptr addrspace(1) %pb, align 4\n"
+              "  %s = fadd float %x, %y\n"
+              "  store float %s, ptr addrspace(1) %pc, align 4\n"
+              "  br label %done\n"
+              "done:\n"
+              "  ret void\n"
+              "}\n"
+              "define spir_kernel void @axpy(ptr addrspace(1) %y, ptr addrspace(1) %x, float %a,\n"
+              "                              i32 %n) {\n"
+              "entry:\n"
+              "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %n64 = sext i32 %n to i64\n"
+              "  %ok = icmp slt i64 %i, %n64\n"
+              "  br i1 %ok, label %body, label %done\n"
+              "body:\n"
+              "  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %i\n"
+              "  %py = getelementptr inbounds float, ptr addrspace(1) %y, i64 %i\n"
+              "  %vx = load float, ptr addrspace(1) %px, align 4\n"
+              "  %vy = load float, ptr addrspace(1) %py, align 4\n"
+              "  %ax = fmul float %a, %vx\n"
+              "  %r = fadd float %ax, %vy\n"
+              "  store float %r, ptr addrspace(1) %py, align 4\n"
+              "  br label %done\n"
+              "done:\n"
+              "  ret void\n"
+              "}\n"
+              "define spir_kernel void @fill2d(ptr addrspace(1) %out, i32 %w, i32 %h) {\n"
+              "entry:\n"
+              "  %i = call spir_func i64 @_Z13get_global_idj(i32 0)\n"
+              "  %j = call spir_func i64 @_Z13get_global_idj(i32 1)\n"
+              "  %w64 = sext i32 %w to i64\n"
+              "  %h64 = sext i32 %h to i64\n"
+              "  %okx = icmp slt i64 %i, %w64\n"
+              "  %oky = icmp slt i64 %j, %h64\n"
+              "  %ok = and i1 %okx, %oky\n"
+              "  br i1 %ok, label %body, label %done\n"
+              "body:\n"
+              "  %row = mul i64 %j, %w64\n"
+              "  %k = add i64 %row, %i\n"
+              "  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %k\n"
+              "  %j32 = trunc i64 %j to i32\n"
+              "  %i32 = trunc i64 %i to i32\n"
+              "  %v1 = mul i32 %j32, 1000\n"
+              "  %v = add i32 %v1, %i32\n"
+              "  store i32 %v, ptr addrspace(1) %p, align 4\n"
+              "  br label %done\n"
+              "done:\n"
+              "  ret void\n"
+              "}\n"
+              "!opencl.ocl.version = !{!0}\n"
+              "!opencl.spir.version = !{!0}\n"
+              "!0 = !{i32 1, i32 2}\n";
 
 /* The tool's path: its versioned name on PATH, else LLVM 15's own folder. */
 static bool find_tool(const char *name, const char *fallback, char *out, size_t len) {
@@ -164,8 +167,9 @@ static void *make_spir12(size_t *size, char *why, size_t whylen) {
     char as[128], spirv[128];
     if (!find_tool("llvm-as-15", "/usr/lib/llvm-15/bin/llvm-as", as, sizeof as) ||
         !find_tool("llvm-spirv-15", "/usr/lib/llvm-15/bin/llvm-spirv", spirv, sizeof spirv)) {
-        snprintf(why, whylen, "llvm-as-15 or llvm-spirv-15 not found (packages llvm-15, "
-                              "llvm-spirv-15)");
+        snprintf(why, whylen,
+                 "llvm-as-15 or llvm-spirv-15 not found (packages llvm-15, "
+                 "llvm-spirv-15)");
         return NULL;
     }
     char dir[] = "/tmp/ofl_test_launch.XXXXXX";
@@ -216,8 +220,8 @@ static ofl_program *build(const target *t, const char *entry) {
 
 static ofl_arg buf_arg(const ofl_buffer *b) { return (ofl_arg){b, NULL, 0}; }
 
-#define N 1000     /* not a multiple of any work-group size the runtime picks */
-#define PAD 1100   /* c's length: what lies past n shows a missing tail guard */
+#define N 1000   /* not a multiple of any work-group size the runtime picks */
+#define PAD 1100 /* c's length: what lies past n shows a missing tail guard */
 
 static bool vadd_ok(ofl_buffer *c, const char *how) {
     static float out[PAD];
@@ -459,8 +463,10 @@ static void test_opencl(void) {
     ofl_device *dev = NULL, *other = NULL;
     for (size_t i = 0; i < ndevs; i++) {
         if (ofl_device_binary_kind(devs[i]) != OFL_BIN_SPIR12) continue;
-        if (!dev) dev = devs[i];
-        else if (!other) other = devs[i];
+        if (!dev)
+            dev = devs[i];
+        else if (!other)
+            other = devs[i];
     }
     if (!dev) {
         printf("skip: OpenCL launches (no device takes SPIR 1.2 bitcode)\n");
@@ -696,8 +702,10 @@ static void test_cuda(void) {
     ofl_device *dev = NULL, *other = NULL;
     for (size_t i = 0; i < ndevs; i++) {
         if (ofl_device_binary_kind(devs[i]) != OFL_BIN_PTX) continue;
-        if (!dev) dev = devs[i];
-        else if (!other) other = devs[i];
+        if (!dev)
+            dev = devs[i];
+        else if (!other)
+            other = devs[i];
     }
     /* a CPU device's array is another device's too */
     for (size_t i = 0; i < ndevs && !other; i++)

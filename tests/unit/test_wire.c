@@ -19,23 +19,19 @@ static const char HDR[] = "{\"msg_id\":\"1\",\"msg_type\":\"kernel_info_request\
 /* hmac.new(b"secret-key", HDR + b"{}" + b"{}" + b"{}", hashlib.sha256).hexdigest() */
 static const char HDR_SIG[] = "d24613c901272087168eb7a17b371d2f54d14044dca08737846f4baf86191b6a";
 
-static krn_signer *new_signer(const char *key)
-{
+static krn_signer *new_signer(const char *key) {
     char err[256] = "";
     krn_signer *s = krn_signer_new(key[0] ? "hmac-sha256" : "", key, strlen(key), err, sizeof err);
-    if (!s)
-        fprintf(stderr, "krn_signer_new failed: %s\n", err);
+    if (!s) fprintf(stderr, "krn_signer_new failed: %s\n", err);
     return s;
 }
 
 /* ------------------------------------------------------------------ signing */
 
-static void test_sign_known_vectors(void)
-{
+static void test_sign_known_vectors(void) {
     krn_signer *s = new_signer(KEY);
     CHECK(s != NULL);
-    if (!s)
-        return;
+    if (!s) return;
     CHECK(krn_signer_enabled(s));
     krn_bytes parts[4] = {B(HDR), B("{}"), B("{}"), B("{}")};
     char sig[KRN_SIG_HEX_LEN + 1];
@@ -49,16 +45,14 @@ static void test_sign_known_vectors(void)
     char err[256] = "";
     krn_signer *jefe = krn_signer_new("hmac-sha256", "Jefe", 4, err, sizeof err);
     CHECK(jefe != NULL);
-    if (!jefe)
-        return;
+    if (!jefe) return;
     krn_bytes rfc[4] = {B("what do ya "), B("want "), B("for nothing?"), B("")};
     krn_sign(jefe, rfc, sig);
     CHECK_STR(sig, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
     krn_signer_free(jefe);
 }
 
-static void test_sign_covers_parts_in_order(void)
-{
+static void test_sign_covers_parts_in_order(void) {
     /* HMAC covers the concatenation in order: swapping two parts changes it. */
     krn_signer *s = new_signer(KEY);
     if (!s) {
@@ -77,8 +71,7 @@ static void test_sign_covers_parts_in_order(void)
     krn_signer_free(s);
 }
 
-static void test_verify(void)
-{
+static void test_verify(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -95,12 +88,12 @@ static void test_verify(void)
     wrong[KRN_SIG_HEX_LEN - 1] = wrong[KRN_SIG_HEX_LEN - 1] == 'a' ? 'b' : 'a';
     CHECK(!krn_verify(s, parts, wrong, strlen(wrong)));
 
-    CHECK(!krn_verify(s, parts, "", 0));                              /* missing */
-    CHECK(!krn_verify(s, parts, HDR_SIG, KRN_SIG_HEX_LEN - 1));       /* short prefix */
-    CHECK(!krn_verify(s, parts, HDR_SIG, 10));                        /* shorter */
+    CHECK(!krn_verify(s, parts, "", 0));                        /* missing */
+    CHECK(!krn_verify(s, parts, HDR_SIG, KRN_SIG_HEX_LEN - 1)); /* short prefix */
+    CHECK(!krn_verify(s, parts, HDR_SIG, 10));                  /* shorter */
     char longer[KRN_SIG_HEX_LEN + 3];
     snprintf(longer, sizeof longer, "%s00", HDR_SIG);
-    CHECK(!krn_verify(s, parts, longer, strlen(longer)));             /* too long */
+    CHECK(!krn_verify(s, parts, longer, strlen(longer))); /* too long */
 
     /* Right signature, other content. */
     krn_bytes other[4] = {B(HDR), B("{}"), B("{}"), B("{\"code\":\"1\"}")};
@@ -120,13 +113,11 @@ static void test_verify(void)
     krn_signer_free(s);
 }
 
-static void test_empty_key_disables_signing(void)
-{
+static void test_empty_key_disables_signing(void) {
     char err[256] = "";
     krn_signer *s = krn_signer_new("", "", 0, err, sizeof err);
     CHECK(s != NULL);
-    if (!s)
-        return;
+    if (!s) return;
     CHECK(!krn_signer_enabled(s));
     krn_bytes parts[4] = {B(HDR), B("{}"), B("{}"), B("{}")};
     char sig[KRN_SIG_HEX_LEN + 1];
@@ -145,8 +136,7 @@ static void test_empty_key_disables_signing(void)
     }
 }
 
-static void test_unsupported_scheme(void)
-{
+static void test_unsupported_scheme(void) {
     char err[256] = "";
     krn_signer *s = krn_signer_new("hmac-md5", KEY, strlen(KEY), err, sizeof err);
     CHECK(s == NULL);
@@ -165,19 +155,15 @@ typedef struct {
 
 static void raw_build(raw_msg *m, const krn_signer *s, const char **ids, size_t nids,
                       const char *header, const char *parent, const char *metadata,
-                      const char *content, const char **bufs, size_t nbufs)
-{
+                      const char *content, const char **bufs, size_t nbufs) {
     m->n = 0;
-    for (size_t i = 0; i < nids; i++)
-        m->f[m->n++] = B(ids[i]);
+    for (size_t i = 0; i < nids; i++) m->f[m->n++] = B(ids[i]);
     m->f[m->n++] = B(KRN_DELIMITER);
     krn_bytes parts[4] = {B(header), B(parent), B(metadata), B(content)};
     krn_sign(s, parts, m->sig);
     m->f[m->n++] = B(m->sig);
-    for (int i = 0; i < 4; i++)
-        m->f[m->n++] = parts[i];
-    for (size_t i = 0; i < nbufs; i++)
-        m->f[m->n++] = B(bufs[i]);
+    for (int i = 0; i < 4; i++) m->f[m->n++] = parts[i];
+    for (size_t i = 0; i < nbufs; i++) m->f[m->n++] = B(bufs[i]);
 }
 
 static const char EXEC_HDR[] =
@@ -185,8 +171,7 @@ static const char EXEC_HDR[] =
     "000000Z\",\"msg_type\":\"execute_request\",\"version\":\"5.4\"}";
 static const char EXEC_CONTENT[] = "{\"code\":\"print(1)\",\"silent\":false}";
 
-static void test_parse_well_formed(void)
-{
+static void test_parse_well_formed(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -195,8 +180,8 @@ static void test_parse_well_formed(void)
     const char *ids[] = {"client-A", "router-B"};
     const char *bufs[] = {"raw-buffer-bytes"};
     raw_msg m;
-    raw_build(&m, s, ids, 2, EXEC_HDR, "{\"msg_id\":\"parent-1\"}", "{\"k\":\"v\"}",
-              EXEC_CONTENT, bufs, 1);
+    raw_build(&m, s, ids, 2, EXEC_HDR, "{\"msg_id\":\"parent-1\"}", "{\"k\":\"v\"}", EXEC_CONTENT,
+              bufs, 1);
     krn_msg msg;
     char err[256] = "";
     krn_wire_status st = krn_wire_parse(m.f, m.n, s, &msg, err, sizeof err);
@@ -229,8 +214,7 @@ static void test_parse_well_formed(void)
     krn_signer_free(s);
 }
 
-static void test_parse_no_identities_no_buffers(void)
-{
+static void test_parse_no_identities_no_buffers(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -248,8 +232,7 @@ static void test_parse_no_identities_no_buffers(void)
     krn_signer_free(s);
 }
 
-static void test_parse_no_delimiter(void)
-{
+static void test_parse_no_delimiter(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -266,8 +249,7 @@ static void test_parse_no_delimiter(void)
     krn_signer_free(s);
 }
 
-static void test_parse_too_few_frames(void)
-{
+static void test_parse_too_few_frames(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -291,8 +273,7 @@ static void test_parse_too_few_frames(void)
     krn_signer_free(s);
 }
 
-static void test_parse_bad_signature(void)
-{
+static void test_parse_bad_signature(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -339,8 +320,7 @@ static void test_parse_bad_signature(void)
     }
 }
 
-static void test_parse_bad_header(void)
-{
+static void test_parse_bad_header(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -350,8 +330,8 @@ static void test_parse_bad_header(void)
         "{not json",
         "[1,2,3]",
         "\"a string\"",
-        "{\"msg_id\":\"1\"}",                        /* no msg_type */
-        "{\"msg_type\":\"execute_request\"}",         /* no msg_id */
+        "{\"msg_id\":\"1\"}",                              /* no msg_type */
+        "{\"msg_type\":\"execute_request\"}",              /* no msg_id */
         "{\"msg_id\":1,\"msg_type\":\"execute_request\"}", /* msg_id not a string */
         "{\"msg_id\":\"1\",\"msg_type\":null}",
         "",
@@ -372,8 +352,7 @@ static void test_parse_bad_header(void)
 }
 
 static void check_bad_json(const krn_signer *s, const char *parent, const char *metadata,
-                           const char *content, const char *what)
-{
+                           const char *content, const char *what) {
     const char *ids[] = {"the-client"};
     raw_msg m;
     raw_build(&m, s, ids, 1, EXEC_HDR, parent, metadata, content, NULL, 0);
@@ -381,8 +360,7 @@ static void check_bad_json(const krn_signer *s, const char *parent, const char *
     char err[256] = "";
     krn_wire_status st = krn_wire_parse(m.f, m.n, s, &msg, err, sizeof err);
     CHECK(st == KRN_WIRE_BAD_JSON);
-    if (st != KRN_WIRE_BAD_JSON)
-        fprintf(stderr, "  %s gave status %d\n", what, (int)st);
+    if (st != KRN_WIRE_BAD_JSON) fprintf(stderr, "  %s gave status %d\n", what, (int)st);
     CHECK(err[0] != '\0');
     /* The header (and identities) are kept so that an error reply can be sent. */
     CHECK(json_is_object(msg.header));
@@ -395,8 +373,7 @@ static void check_bad_json(const krn_signer *s, const char *parent, const char *
     krn_msg_clear(&msg);
 }
 
-static void test_parse_bad_json_keeps_header(void)
-{
+static void test_parse_bad_json_keeps_header(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -411,8 +388,7 @@ static void test_parse_bad_json_keeps_header(void)
     krn_signer_free(s);
 }
 
-static void test_parse_invalid_utf8(void)
-{
+static void test_parse_invalid_utf8(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -432,15 +408,14 @@ static void test_parse_invalid_utf8(void)
               "x = '\xc3\xa9\xe2\x82\xac'");
     krn_msg_clear(&msg);
     /* Invalid UTF-8 in the header is a bad header. */
-    raw_build(&m, s, NULL, 0, "{\"msg_id\":\"\xff\",\"msg_type\":\"execute_request\"}", "{}",
-              "{}", "{}", NULL, 0);
+    raw_build(&m, s, NULL, 0, "{\"msg_id\":\"\xff\",\"msg_type\":\"execute_request\"}", "{}", "{}",
+              "{}", NULL, 0);
     CHECK(krn_wire_parse(m.f, m.n, s, &msg, err, sizeof err) == KRN_WIRE_BAD_HEADER);
     krn_msg_clear(&msg);
     krn_signer_free(s);
 }
 
-static void test_parse_embedded_nul(void)
-{
+static void test_parse_embedded_nul(void) {
     /* A NUL byte inside a frame must not truncate parsing silently into success. */
     krn_signer *s = new_signer(KEY);
     if (!s) {
@@ -461,14 +436,11 @@ static void test_parse_embedded_nul(void)
 
 /* ------------------------------------------------------------------ encoding */
 
-static bool is_uuid4(const char *u)
-{
-    if (strlen(u) != 36)
-        return false;
+static bool is_uuid4(const char *u) {
+    if (strlen(u) != 36) return false;
     for (int i = 0; i < 36; i++) {
         if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (u[i] != '-')
-                return false;
+            if (u[i] != '-') return false;
         } else if (!isxdigit((unsigned char)u[i]) || isupper((unsigned char)u[i])) {
             return false;
         }
@@ -476,21 +448,16 @@ static bool is_uuid4(const char *u)
     return u[14] == '4' && strchr("89ab", u[19]) != NULL;
 }
 
-static bool is_iso_date(const char *d)
-{
+static bool is_iso_date(const char *d) {
     /* YYYY-MM-DDTHH:MM:SS.ffffffZ: UTC, six fractional digits, explicit Z. */
     size_t n = strlen(d);
-    if (n != 26 && n != 27)
-        return false;
-    if (d[n - 1] != 'Z')
-        return false;
+    if (n != 26 && n != 27) return false;
+    if (d[n - 1] != 'Z') return false;
     static const char pat[] = "dddd-dd-ddTdd:dd:dd.ddddddZ";
-    if (n != sizeof pat - 1)
-        return false;
+    if (n != sizeof pat - 1) return false;
     for (size_t i = 0; i < n; i++) {
         if (pat[i] == 'd') {
-            if (!isdigit((unsigned char)d[i]))
-                return false;
+            if (!isdigit((unsigned char)d[i])) return false;
         } else if (d[i] != pat[i]) {
             return false;
         }
@@ -501,8 +468,7 @@ static bool is_iso_date(const char *d)
     return month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23;
 }
 
-static void test_uuid4(void)
-{
+static void test_uuid4(void) {
     char a[37], b[37];
     for (int i = 0; i < 200; i++) {
         krn_uuid4(a);
@@ -519,13 +485,11 @@ static void test_uuid4(void)
     CHECK(!is_uuid4("00000000-0000-0000-0000-000000000000")); /* the checker itself works */
 }
 
-static void test_iso_now(void)
-{
+static void test_iso_now(void) {
     char d[32];
     krn_iso_now(d);
     CHECK(is_iso_date(d));
-    if (!is_iso_date(d))
-        fprintf(stderr, "  not an ISO date: %s\n", d);
+    if (!is_iso_date(d)) fprintf(stderr, "  not an ISO date: %s\n", d);
     CHECK(strlen(d) == 27);
     CHECK(d[strlen(d) - 1] == 'Z');
     CHECK(strncmp(d, "20", 2) == 0);
@@ -533,8 +497,7 @@ static void test_iso_now(void)
     CHECK(!is_iso_date("2024-01-01T00:00:00.000Z"));   /* 3 fractional digits */
 }
 
-static void test_header(void)
-{
+static void test_header(void) {
     krn_signer *s = new_signer(KEY);
     krn_session sess = {.username = "tester", .signer = s};
     krn_uuid4(sess.session);
@@ -556,8 +519,7 @@ static void test_header(void)
     krn_signer_free(s);
 }
 
-static void test_encode_parse_round_trip(void)
-{
+static void test_encode_parse_round_trip(void) {
     krn_signer *s = new_signer(KEY);
     if (!s) {
         CHECK(0);
@@ -581,8 +543,7 @@ static void test_encode_parse_round_trip(void)
     }
     CHECK(fr.n == 2 + 6);
     krn_bytes f[16];
-    for (size_t i = 0; i < fr.n && i < 16; i++)
-        f[i] = (krn_bytes){fr.data[i], fr.len[i]};
+    for (size_t i = 0; i < fr.n && i < 16; i++) f[i] = (krn_bytes){fr.data[i], fr.len[i]};
     CHECK(fr.len[2] == strlen(KRN_DELIMITER) && memcmp(fr.data[2], KRN_DELIMITER, fr.len[2]) == 0);
     CHECK(fr.len[3] == KRN_SIG_HEX_LEN);
     /* The signature frame verifies over the four parts. */
@@ -633,8 +594,7 @@ static void test_encode_parse_round_trip(void)
     krn_signer_free(s);
 }
 
-static void test_encode_defaults_and_unsigned(void)
-{
+static void test_encode_defaults_and_unsigned(void) {
     char e[256] = "";
     krn_signer *off = krn_signer_new("", "", 0, e, sizeof e);
     krn_session sess = {.username = NULL, .signer = off};
@@ -650,8 +610,7 @@ static void test_encode_defaults_and_unsigned(void)
         CHECK(fr.len[3] == 2 && memcmp(fr.data[3], "{}", 2) == 0); /* parent {} */
         CHECK(fr.len[4] == 2 && memcmp(fr.data[4], "{}", 2) == 0); /* metadata {} */
         krn_bytes f[6];
-        for (size_t i = 0; i < 6; i++)
-            f[i] = (krn_bytes){fr.data[i], fr.len[i]};
+        for (size_t i = 0; i < 6; i++) f[i] = (krn_bytes){fr.data[i], fr.len[i]};
         krn_msg msg;
         char err[256] = "";
         CHECK(krn_wire_parse(f, 6, off, &msg, err, sizeof err) == KRN_WIRE_OK);
@@ -674,8 +633,7 @@ static void test_encode_defaults_and_unsigned(void)
     krn_signer_free(off);
 }
 
-int main(void)
-{
+int main(void) {
     test_sign_known_vectors();
     test_sign_covers_parts_in_order();
     test_verify();
