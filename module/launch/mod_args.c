@@ -102,28 +102,41 @@ PyObject *mod_arg_dtype_borrowed(jit_dtype d) {
     return dtype_objs[d];
 }
 
+/* p, or a zeroed block of n items of size each where p holds fewer than n. */
+static void *room(void *p, size_t have, size_t n, size_t size) {
+    return n <= have ? memset(p, 0, n * size) : PyMem_Calloc(n ? n : 1, size);
+}
+
+static void unroom(void *p, const void *inline_storage) {
+    if (p != inline_storage) PyMem_Free(p);
+}
+
 void mod_args_clear(mod_args *a) {
     for (Py_ssize_t i = 0; a->copied && i < a->n; i++)
         if (a->copied[i]) Py_DECREF(a->objs[i]);
-    PyMem_Free(a->types);
-    PyMem_Free(a->objs);
-    PyMem_Free(a->copied);
-    PyMem_Free(a->packed);
-    PyMem_Free(a->words);
-    memset(a, 0, sizeof *a);
+    unroom(a->types, a->in.types);
+    unroom(a->objs, a->in.objs);
+    unroom(a->copied, a->in.copied);
+    unroom(a->packed, a->in.packed);
+    unroom(a->words, a->in.words);
+    a->types = NULL, a->objs = NULL, a->copied = NULL, a->packed = NULL, a->words = NULL;
+    a->n = 0, a->ncopied = 0, a->npacked = 0;
 }
 
+#define ROOM(a, field, n)                                                                          \
+    room((a)->in.field, sizeof(a)->in.field / sizeof *(a)->in.field, (n), sizeof *(a)->in.field)
+
 int mod_args_init(mod_args *a, PyObject *const *args, Py_ssize_t n) {
-    memset(a, 0, sizeof *a);
+    a->types = NULL, a->objs = NULL, a->copied = NULL, a->packed = NULL, a->words = NULL;
+    a->n = 0, a->ncopied = 0, a->npacked = 0, a->dev = NULL, a->given = args;
     if (n > MAX_ARGS) {
         PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
         return -1;
     }
-    a->given = args;
     a->n = n;
-    a->types = PyMem_Calloc((size_t)n + 1, sizeof *a->types);
-    a->objs = PyMem_Calloc((size_t)n + 1, sizeof *a->objs);
-    a->copied = PyMem_Calloc((size_t)n + 1, sizeof *a->copied);
+    a->types = ROOM(a, types, (size_t)n);
+    a->objs = ROOM(a, objs, (size_t)n);
+    a->copied = ROOM(a, copied, (size_t)n);
     if (!a->types || !a->objs || !a->copied) {
         mod_args_clear(a);
         PyErr_NoMemory();
@@ -222,8 +235,8 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
     size_t nwords = (size_t)range->ndim;
     for (Py_ssize_t i = 0; i < a->n; i++)
         nwords += a->types[i].kind == JT_ARRAY ? 2 + 2 * (size_t)((mod_array *)a->objs[i])->nd : 1;
-    a->words = PyMem_Calloc(nwords, sizeof *a->words);
-    a->packed = PyMem_Calloc(nwords + 2, sizeof *a->packed);
+    a->words = ROOM(a, words, nwords);
+    a->packed = ROOM(a, packed, nwords + 2);
     if (!a->words || !a->packed) {
         PyErr_NoMemory();
         return -1;
