@@ -281,7 +281,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool) -> list:
     exact_dtypes=False evaluates with every float32 widened to float64, a second
     opinion used to tell precision effects from wrong values."""
     f32 = np.float32 if exact_dtypes else np.float64
-    ns = {"math": math, "np": np if exact_dtypes else _NP64}
+    ns = {"math": math, "np": np if exact_dtypes else _NP64, "int": _int64}
     exec(compile(src, f"<fuzz {name}>", "exec"), ns)
     fn = ns[name]
     a = np.array(inputs["a"], np.float64)
@@ -298,6 +298,16 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool) -> list:
         except (ArithmeticError, ValueError, RuntimeWarning, OverflowError, FloatingPointError):
             res.append(None)
     return res
+
+
+def _int64(x):
+    """int() as a kernel has it: an int64. A float beyond that range has no
+    int64 value (Python's exact big int cannot be the device's answer), so the
+    reference gives none there, as where Python raises."""
+    r = int(x)
+    if not -(2**63) <= r < 2**63:
+        raise OverflowError(f"int({x!r}) is beyond int64")
+    return r
 
 
 class _NP64:
