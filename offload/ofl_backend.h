@@ -62,6 +62,11 @@ typedef struct {
      * record the launch's device time into it. */
     int (*launch)(ofl_program *prog, unsigned ndim, const size_t global[3], const size_t local[3],
                   const ofl_arg *args, size_t nargs, ofl_event *ev, ofl_error *err);
+    /* Host memory as a buffer the device uses in place where it can (NULL:
+     * the backend cannot), and making the device's writes to it visible to
+     * the host; lock held, queue drained. */
+    int (*wrap_host)(ofl_device *dev, void *host, size_t bytes, ofl_buffer *buf, ofl_error *err);
+    int (*sync_host)(ofl_buffer *buf, size_t off, size_t n, ofl_error *err);
 } ofl_backend_ops;
 
 typedef struct ofl_cuda_compiler ofl_cuda_compiler; /* ofl_cuda_compiler.h */
@@ -115,6 +120,7 @@ struct ofl_buffer {
     ofl_device *dev;
     size_t size;         /* as asked; a zero-size buffer holds one byte underneath */
     bool foreign;        /* ofl_buffer_wrap: the memory is someone else's, never freed here */
+    void *host;          /* ofl_buffer_wrap_host: the host memory it stands for, else NULL */
     bool queue_ordered;  /* freeing it waits for nothing: the queue's earlier work still sees
                             it (OpenCL's release; CUDA's stream-ordered pool), set by alloc */
     unsigned generation; /* dev->generation at allocation */
@@ -230,6 +236,12 @@ void ofl_cancel_device(ofl_device *dev);
 /* Each fills list with its devices in the driver's order; note gets a short
  * reason when the backend has none ("no CUDA driver (...)"), else "". */
 void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen);
+/* ofl_icd.c: appends to ps[0..np) (at most max) the platforms of OpenCL
+ * runtimes installed under the prefixes ofl_set_runtime_prefixes named, those
+ * not there already; returns the new count. A runtime that does not load adds
+ * a sentence to note. */
+cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char *note,
+                              size_t notelen);
 void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
 extern const ofl_backend_ops ofl_opencl_ops, ofl_cuda_ops;
 

@@ -97,6 +97,37 @@ int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer 
     return 0;
 }
 
+int ofl_buffer_wrap_host(ofl_device *dev, void *host, size_t bytes, ofl_buffer **out,
+                         ofl_error *err) {
+    *out = NULL;
+    if (!dev) return ofl_fail(err, OFL_ERR_INVALID, "no device given");
+    if (!dev->ops->wrap_host || dev->info.type != OFL_CPU)
+        return ofl_fail(err, OFL_ERR_INVALID,
+                        "%s (%s): only an OpenCL CPU device uses host memory in place",
+                        dev->info.filter, dev->info.name);
+    if (!host || !bytes)
+        return ofl_fail(err, OFL_ERR_INVALID, "%s: no host memory to use", dev->info.filter);
+    ofl_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf) return ofl_fail(err, OFL_ERR_OUT_OF_MEMORY, "out of host memory wrapping a buffer");
+    buf->dev = dev;
+    buf->size = bytes;
+    buf->host = host; /* queue_ordered stays false: ofl_free waits before the memory goes */
+    int rc = ofl_device_lock(dev, err);
+    if (rc == 0) {
+        buf->generation = dev->generation;
+        rc = dev->ops->wrap_host(dev, host, bytes, buf, err);
+        ofl_device_unlock(dev);
+    }
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    return 0;
+}
+
+void *ofl_buffer_host(const ofl_buffer *buf) { return buf ? buf->host : NULL; }
+
 /* With the lock held, before a blocking transfer: queued kernels finish
  * first, interruptibly (the driver's blocking call would wait for them with
  * no ear for an interrupt, however long they run). */
@@ -133,6 +164,17 @@ int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error 
     if ((rc = check_current(src, err)) == 0 && (rc = drain(src->dev, err)) == 0)
         rc = src->dev->ops->read(src, offset, dst, bytes, err);
     ofl_device_unlock(src->dev);
+    return rc;
+}
+
+int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error *err) {
+    if (!buf || !buf->host) return ofl_fail(err, OFL_ERR_INVALID, "sync: no host-memory buffer");
+    int rc = check_range(buf, offset, bytes, "sync", err);
+    if (rc || bytes == 0) return rc;
+    if ((rc = ofl_device_lock(buf->dev, err)) != 0) return rc;
+    if ((rc = check_current(buf, err)) == 0 && (rc = drain(buf->dev, err)) == 0)
+        rc = buf->dev->ops->sync_host(buf, offset, bytes, err);
+    ofl_device_unlock(buf->dev);
     return rc;
 }
 

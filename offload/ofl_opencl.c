@@ -248,15 +248,19 @@ static ofl_device *describe(cl_platform_id p, cl_device_id d, const char *platfo
 }
 
 void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen) {
+    enum { MAX_PLATFORMS = 64 };
+    cl_platform_id ps[MAX_PLATFORMS];
     cl_uint np = 0;
-    cl_int rc = clGetPlatformIDs(0, NULL, &np);
     note[0] = '\0';
-    if (rc != CL_SUCCESS || np == 0) {
-        snprintf(note, notelen, "no OpenCL platform (no driver registered in /etc/OpenCL/vendors)");
+    if (clGetPlatformIDs(MAX_PLATFORMS, ps, &np) != CL_SUCCESS) np = 0;
+    np = np > MAX_PLATFORMS ? MAX_PLATFORMS : np;
+    np = ofl_icd_add_platforms(ps, np, MAX_PLATFORMS, note, notelen);
+    if (np == 0) {
+        if (!note[0])
+            snprintf(note, notelen,
+                     "no OpenCL platform (no driver registered in /etc/OpenCL/vendors)");
         return;
     }
-    cl_platform_id *ps = calloc(np, sizeof *ps);
-    if (!ps || clGetPlatformIDs(np, ps, NULL) != CL_SUCCESS) np = 0;
     size_t before = list->n;
     for (cl_uint i = 0; i < np; i++) {
         char name[256], version[128];
@@ -274,8 +278,7 @@ void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen) {
         }
         free(ds);
     }
-    free(ps);
-    if (list->n == before)
+    if (list->n == before && !note[0])
         snprintf(note, notelen, "OpenCL platforms found, but they list no devices");
 }
 
@@ -308,9 +311,9 @@ static void open_cancel(ofl_device *dev) {
 static int cl_open(ofl_device *dev, ofl_error *err) {
     cl_int rc;
     cl_device_id d = dev->h.cl.id;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->h.cl.platform,
-                                     0};
-    cl_context ctx = clCreateContext(props, 1, &d, NULL, NULL, &rc);
+    /* No CL_CONTEXT_PLATFORM: the device names its platform, and Debian's
+     * ocl-icd refuses a platform it did not list itself (ofl_icd.c's). */
+    cl_context ctx = clCreateContext(NULL, 1, &d, NULL, NULL, &rc);
     if (!ctx) return cl_fail(err, dev, "clCreateContext", rc);
     cl_command_queue q;
     if (dev->h.cl.platform_version >= 200) {
@@ -357,6 +360,30 @@ static int transfer_fail(ofl_error *err, const ofl_buffer *buf, const char *call
                     "(this OpenCL driver allocates lazily): %s failed with %s",
                     buf->dev->info.filter, buf->dev->info.name,
                     ofl_size_str(buf->size, sz, sizeof sz), call, cl_error_name(rc));
+}
+
+/* CL_MEM_USE_HOST_PTR: a CPU device computes in the host's memory itself
+ * (PoCL and Intel's runtime do for memory aligned as they like it; otherwise
+ * they keep a copy, which cl_sync_host's map brings back). */
+static int cl_wrap_host(ofl_device *dev, void *host, size_t bytes, ofl_buffer *buf,
+                        ofl_error *err) {
+    cl_int rc;
+    buf->h.mem =
+        clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &rc);
+    return buf->h.mem ? 0 : cl_fail(err, dev, "clCreateBuffer(CL_MEM_USE_HOST_PTR)", rc);
+}
+
+/* A blocking map makes the host memory hold what the device wrote (a no-op
+ * where the device used it in place); the unmap hands it back. Only the
+ * given span: the rest of the buffer may be bytes the host has reused. */
+static int cl_sync_host(ofl_buffer *buf, size_t off, size_t n, ofl_error *err) {
+    cl_int rc;
+    cl_command_queue q = buf->dev->h.cl.queue;
+    void *p = clEnqueueMapBuffer(q, buf->h.mem, CL_TRUE, CL_MAP_READ, off, n, 0, NULL, NULL, &rc);
+    if (!p) return transfer_fail(err, buf, "clEnqueueMapBuffer", rc);
+    rc = clEnqueueUnmapMemObject(q, buf->h.mem, p, 0, NULL, NULL);
+    if (rc == CL_SUCCESS) rc = clFinish(q);
+    return rc == CL_SUCCESS ? 0 : transfer_fail(err, buf, "clEnqueueUnmapMemObject", rc);
 }
 
 static int cl_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_error *err) {
@@ -596,5 +623,5 @@ const ofl_backend_ops ofl_opencl_ops = {
     "opencl",  cl_open,          cl_alloc,         cl_free,  cl_write,
     cl_read,   cl_copy,          cl_synchronize,   cl_mark,  cl_event_wait,
     cl_poll,   cl_event_elapsed, cl_event_release, cl_build, cl_program_release,
-    cl_launch,
+    cl_launch, cl_wrap_host,     cl_sync_host,
 };

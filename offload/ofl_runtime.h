@@ -64,6 +64,12 @@ typedef struct {
 
 /* ---- devices ---- */
 
+/* Install prefixes (':'-separated) where pip may have put OpenCL runtimes
+ * (the .icd files of PREFIX/etc/OpenCL/vendors, PREFIX/lib): discovery lists their
+ * platforms beside the ICD loader's, unless OCL_ICD_VENDORS or
+ * OCL_ICD_FILENAMES is set. Call before the first discovery (ofl_icd.c). */
+void ofl_set_runtime_prefixes(const char *prefixes);
+
 /* All devices, in order: GPUs first (CUDA, then OpenCL), then CPUs, then others.
  * Discovery happens at the first call; *why_none explains an empty list
  * ("no OpenCL platform (install pocl-opencl-icd ...) and no CUDA driver"); with
@@ -120,6 +126,18 @@ uint64_t ofl_buffer_address(const ofl_buffer *buf);
  * has no address -- else OFL_ERR_INVALID. Opens the device at first use. */
 int ofl_buffer_wrap(ofl_device *dev, uint64_t address, size_t bytes, ofl_buffer **out,
                     ofl_error *err);
+
+/* Host memory (bytes > 0) as a buffer of an OpenCL CPU device, which
+ * computes in it in place where the driver can (CL_MEM_USE_HOST_PTR; Intel's
+ * runtime needs the start page-aligned and the size a multiple of 64, else it
+ * keeps a copy); any other device: OFL_ERR_INVALID. The memory must outlive
+ * the buffer: ofl_free waits for queued work first. After kernels wrote
+ * through it, ofl_buffer_sync_host waits for them (interruptibly) and makes
+ * the host memory of that span hold what they wrote (no other byte). */
+int ofl_buffer_wrap_host(ofl_device *dev, void *host, size_t bytes, ofl_buffer **out,
+                         ofl_error *err);
+int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error *err);
+void *ofl_buffer_host(const ofl_buffer *buf); /* the memory wrap_host was given, else NULL */
 
 int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);
 int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err);

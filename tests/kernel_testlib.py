@@ -91,14 +91,15 @@ class Kernel:
 
 def start_kernel(log_path: Path, extra_env: dict | None = None, **launch_kw) -> Kernel:
     """Start a kernel of the spec under test, its stderr going to log_path.
-    launch_kw go to KernelManager.start_kernel (e.g. cwd)."""
+    launch_kw go to KernelManager.start_kernel (e.g. cwd). A None in extra_env
+    removes that variable."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab", buffering=0)
     kwargs: dict[str, Any] = {"stderr": log, **launch_kw}
     if extra_env:
         env = dict(os.environ)
         env.update(extra_env)
-        kwargs["env"] = env
+        kwargs["env"] = {k: v for k, v in env.items() if v is not None}
     try:
         km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, **kwargs)
     except BaseException:

@@ -40,9 +40,10 @@ def report(msgs) -> str:
 
 
 def test_cell_runs_loops_on_the_device_and_reports(kcs):
+    # strided NumPy arrays: copied even to a CPU device (contiguous ones are used in place there)
     msgs = ok(kcs, "%%offload\n"
-                   "a = rng.random(1000)\n"
-                   "b = np.full(1000, np.nan)\n"
+                   "a = rng.random(2000)[::2]\n"
+                   "b = np.full(2000, np.nan)[::2]\n"
                    "for i in prange(a.shape[0]):\n"
                    "    b[i] = math.sin(a[i]) * 2\n"
                    "print('after the loop')\n")
@@ -65,6 +66,20 @@ def test_cell_runs_loops_on_the_device_and_reports(kcs):
     printed = order.index("print")
     assert "ran the loop" in order[printed - 1] and "copied 'b' back" not in order[printed - 1]
     assert "copied 'b' back" in order[-1]
+
+
+def test_cpu_device_uses_numpy_arrays_in_place(kcs):
+    """On a CPU device a contiguous NumPy array is the device's memory: no copy either way."""
+    msgs = ok(kcs, "%%offload\n"
+                   "a = rng.random(1000)\n"
+                   "b = np.full(1000, np.nan)\n"
+                   "for i in prange(a.shape[0]):\n"
+                   "    b[i] = math.sin(a[i]) * 2\n")
+    assert ok(kcs, "assert np.allclose(b, np.sin(a) * 2), b") is not None
+    out = report(msgs)
+    assert f"offload: device {CPU_FILTER}" in out
+    assert "'a' used in place by" in out and "'b' used in place by" in out, out
+    assert "copied" not in out, out
 
 
 def test_report_names_the_loops_ranges(kcs):

@@ -190,8 +190,9 @@ def test_scalars_are_read_at_launch():
 def test_loop_context_copies_once_and_reports():
     src = "for i in prange(a.shape[0]):\n    b[i] = a[i] + 1\nfor i in prange(a.shape[0]):\n    b[i] *= 2\n"
     code = ol._compile_cell(src, "<t>", 1)
-    a = rng().random(64)
-    b = np.full(64, np.nan)
+    # strided: copied even to a CPU device (test_cpu_in_place.py: contiguous ones are not)
+    a = rng().random(128)[::2]
+    b = np.full(128, np.nan)[::2]
     with ol.LoopContext(verbose=True) as ctx:
         exec(code, {"prange": prange, "a": a, "b": b})
         assert np.isnan(b).all()  # copied back at the end of the context, not before

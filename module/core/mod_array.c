@@ -19,6 +19,7 @@
  * through the host. Every device transfer runs with the GIL released. */
 #include "mod_core.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,53 @@ static PyObject *upload(PyObject *arr, ofl_device *dev) {
 }
 
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev) { return upload(host, dev); }
+
+/* A CPU device addresses the host's memory: a writable C-contiguous NumPy
+ * array of a supported dtype is used where it lies (its owner kept alive by
+ * the device array) rather than copied there and back. Read-only arrays are
+ * copied, so that no kernel can write into memory the process may not. */
+int mod_array_in_place(PyObject *host, ofl_device *dev, PyObject **out) {
+    *out = NULL;
+    if (ofl_device_get_info(dev)->type != OFL_CPU || !mod_is_numpy_array(host)) return 0;
+    PyObject *dtype = mod_dtype_from_array(host);
+    Py_buffer view;
+    if (!dtype || mod_np_buffer(host, &view, true) < 0) {
+        Py_XDECREF(dtype);
+        PyErr_Clear(); /* not ours to use in place: a copy will say what is wrong, if anything */
+        return 0;
+    }
+    /* The buffer spans from the array's page to its end rounded to 64 bytes
+     * (what Intel's runtime takes in place; neither bound leaves the array's
+     * first or last page); the array sits at an offset inside it, and only
+     * its own bytes are ever written back (mod_array_sync_host). */
+    uintptr_t start = (uintptr_t)view.buf, base = start & ~(uintptr_t)4095;
+    size_t span = (((size_t)(start - base) + (size_t)view.len + 63) & ~(size_t)63);
+    int rc = 0;
+    ofl_buffer *buf = NULL;
+    ofl_error err;
+    if (view.len > 0 && view.ndim <= MOD_MAXDIMS &&
+        ofl_buffer_wrap_host(dev, (void *)base, span, &buf, &err) == 0) {
+        Py_ssize_t strides[MOD_MAXDIMS];
+        for (int d = view.ndim - 1; d >= 0; d--)
+            strides[d] = d == view.ndim - 1 ? view.itemsize : strides[d + 1] * view.shape[d + 1];
+        *out = mod_array_wrap(buf, host, dtype, view.ndim, view.shape, strides,
+                              (Py_ssize_t)(start - base));
+        rc = *out ? 1 : -1;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(dtype);
+    return rc;
+}
+
+int mod_array_sync_host(mod_array *a) {
+    ofl_error err;
+    size_t bytes = (size_t)(array_size(a) * a->itemsize); /* C-contiguous: mod_array_in_place's */
+    if (ofl_buffer_sync_host(a->mem->buf, (size_t)a->offset, bytes, &err) == 0) return 0;
+    mod_raise(&err);
+    return -1;
+}
+
+bool mod_array_is_in_place(mod_array *a) { return ofl_buffer_host(a->mem->buf) != NULL; }
 
 /* The default floating dtype of a device, as dpctl: float64 where it computes in it. */
 static PyObject *default_float_borrowed(ofl_device *dev) {

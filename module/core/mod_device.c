@@ -427,6 +427,8 @@ static void text_listing(sbuf *b, int verbosity) {
             }
         }
     }
+    /* what was found but cannot serve (a runtime missing a library, no CUDA driver) */
+    if (verbosity >= 1 && why && *why) sb_printf(b, "\nNot listed: %s\n", why);
 }
 
 /* Attribute names break at their underscores, so long headers need not widen
@@ -567,6 +569,11 @@ static void html_listing(sbuf *b, int verbosity) {
     sb_printf(b, "<table class=\"offload-lsplatform\">\n");
     (verbosity >= 2 ? html_turned : html_rows)(b, list, n, def, ids, nattrs);
     sb_printf(b, "</table>\n");
+    if (verbosity >= 1 && why && *why) {
+        sb_printf(b, "<p><b>Not listed:</b> ");
+        sb_html(b, why);
+        sb_printf(b, "</p>\n");
+    }
 }
 
 static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity) {
@@ -628,6 +635,39 @@ static PyMethodDef device_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Appends str(obj) to the ':'-list in buf unless it is there already. */
+static void add_prefix(char *buf, size_t len, PyObject *obj) {
+    const char *s = obj && PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
+    if (!s || !*s || strchr(s, ':')) return;
+    size_t used = strlen(buf), n = strlen(s);
+    for (const char *p = buf; (p = strstr(p, s)) != NULL; p += n)
+        if ((p == buf || p[-1] == ':') && (p[n] == ':' || p[n] == '\0')) return;
+    if (used + n + 2 <= len) snprintf(buf + used, len - used, "%s%s", used ? ":" : "", s);
+}
+
+/* Tells the runtime where pip puts a wheel's data files (intel-opencl-rt's
+ * libraries) for this Python: its scheme's data path (/usr/local on Debian's
+ * python3), its prefixes and the user base. Nothing found is not an error. */
+static void set_runtime_prefixes(void) {
+    char buf[4096] = "";
+    PyObject *sysconfig = PyImport_ImportModule("sysconfig");
+    PyObject *data = sysconfig ? PyObject_CallMethod(sysconfig, "get_path", "s", "data") : NULL;
+    add_prefix(buf, sizeof buf, data);
+    Py_XDECREF(data);
+    Py_XDECREF(sysconfig);
+    PyErr_Clear();
+    add_prefix(buf, sizeof buf, PySys_GetObject("prefix")); /* borrowed */
+    add_prefix(buf, sizeof buf, PySys_GetObject("base_prefix"));
+    PyObject *modules = PySys_GetObject("modules");
+    PyObject *site_mod = modules ? PyDict_GetItemString(modules, "site") : NULL; /* borrowed */
+    PyObject *user = site_mod ? PyObject_GetAttrString(site_mod, "USER_BASE") : NULL;
+    add_prefix(buf, sizeof buf, user);
+    Py_XDECREF(user);
+    PyErr_Clear();
+    ofl_set_runtime_prefixes(buf);
+}
+
 int mod_device_add_functions(PyObject *module) {
+    set_runtime_prefixes();
     return PyModule_AddFunctions(module, device_functions);
 }

@@ -177,7 +177,9 @@ int mod_args_place(mod_args *a) {
 int mod_args_upload(mod_args *a) {
     for (Py_ssize_t i = 0; i < a->n; i++) {
         if (a->types[i].kind != JT_ARRAY || mod_array_check(a->given[i])) continue;
-        if (!(a->objs[i] = mod_array_from_host(a->given[i], a->dev))) {
+        int in_place = mod_array_in_place(a->given[i], a->dev, &a->objs[i]);
+        if (in_place == 0) a->objs[i] = mod_array_from_host(a->given[i], a->dev);
+        if (!a->objs[i]) {
             a->objs[i] = a->given[i];
             return -1;
         }
@@ -277,8 +279,14 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
 
 int mod_args_download(mod_args *a, const char *kernel_name) {
     if (!a->ncopied) return 0;
+    int ncopied = 0;
     for (Py_ssize_t i = 0; i < a->n; i++) {
         if (!a->copied[i]) continue;
+        if (mod_array_is_in_place((mod_array *)a->objs[i])) {
+            if (mod_array_sync_host((mod_array *)a->objs[i]) < 0) return -1;
+            continue;
+        }
+        ncopied++;
         PyObject *host = mod_array_asnumpy((mod_array *)a->objs[i]);
         int rc = host ? PyObject_SetItem(a->given[i], Py_Ellipsis, host) : -1;
         Py_XDECREF(host);
@@ -288,9 +296,10 @@ int mod_args_download(mod_args *a, const char *kernel_name) {
             PyErr_Clear();
         }
     }
-    PySys_FormatStderr(
-        "offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
-        "keeps data on the device\n",
-        a->ncopied, a->ncopied == 1 ? "" : "s", kernel_name, ofl_device_get_info(a->dev)->filter);
+    if (ncopied)
+        PySys_FormatStderr(
+            "offload: %d NumPy argument%s of %s copied to %s and back; offload.asarray(...) "
+            "keeps data on the device\n",
+            ncopied, ncopied == 1 ? "" : "s", kernel_name, ofl_device_get_info(a->dev)->filter);
     return 0;
 }

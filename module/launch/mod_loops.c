@@ -296,11 +296,13 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
     }
     announce(c, dev);
     double t0 = now();
-    PyObject *d = mod_array_from_host(host, dev);
+    PyObject *d = NULL;
+    int in_place = mod_array_in_place(host, dev, &d); /* a CPU device: nothing to copy */
+    if (in_place == 0) d = mod_array_from_host(host, dev);
     if (!d) return NULL;
     ofl_error err;
     int rc = 0;
-    if (c->verbose) { /* so the time is the copy's */
+    if (c->verbose && !in_place) { /* so the time is the copy's */
         Py_BEGIN_ALLOW_THREADS
         rc = ofl_synchronize(dev, &err);
         Py_END_ALLOW_THREADS
@@ -317,6 +319,12 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
         return NULL;
     }
     Py_DECREF(e);
+    if (in_place) {
+        say(c, "offload: '%s' used in place by %s (a CPU device: no copy)", PyUnicode_AsUTF8(name),
+            ofl_device_get_info(dev)->filter);
+        record(c, "{s:s,s:O,s:n}", "kind", "in place", "name", name, "bytes", nbytes(host));
+        return d;
+    }
     char size[32];
     double b = (double)nbytes(host);
     format_bytes(b, size, sizeof size);
@@ -333,8 +341,13 @@ static int finish(mod_loopctx *c) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->copies) && rc == 0; i++) {
         PyObject *e = PyList_GET_ITEM(c->copies, i);
         if (PyList_GET_ITEM(e, 2) != Py_True) continue;
+        mod_array *dev_arr = (mod_array *)PyList_GET_ITEM(e, 1);
+        if (mod_array_is_in_place(dev_arr)) { /* the kernels wrote the host's memory */
+            rc = mod_array_sync_host(dev_arr);
+            continue;
+        }
         double t0 = now();
-        PyObject *host = mod_array_asnumpy((mod_array *)PyList_GET_ITEM(e, 1));
+        PyObject *host = mod_array_asnumpy(dev_arr);
         rc = host ? PyObject_SetItem(PyList_GET_ITEM(e, 0), Py_Ellipsis, host) : -1;
         Py_XDECREF(host);
         double s = now() - t0;

@@ -1,0 +1,147 @@
+"""Intel's OpenCL CPU runtime installed with pip into the kernel's Python
+(`pip install intel-opencl-rt intel-cmplr-lib-rt`, as scripts/setup does on
+x86-64): the kernel still starts, lists it beside PoCL with no environment
+variable, and compiles for it through SPIR-V given as IL. A runtime that
+lacks its libraries is named, with the package to install, by
+`%lsplatform -v`, and the kernel lives.
+
+The wheel puts a Khronos libOpenCL.so.1 beside libpython (a pyenv or venv
+prefix's lib/), whose own libraries (libsvml, ...) the dynamic loader cannot
+find there: a kernel binary whose run path named that directory did not start.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from kernel_testlib import BUILDDIR, describe, execute, start_kernel, strip_ansi
+from offload_fixtures import PYDIR
+
+PLATFORM = "Intel(R) OpenCL"
+
+
+def kernel_python() -> str:
+    """The interpreter the kernel embeds (configure's PYTHON_EXECUTABLE)."""
+    for line in (BUILDDIR / "Makefile").read_text().splitlines():
+        if line.startswith("PYTHON_EXECUTABLE = "):
+            return line.split("=", 1)[1].strip()
+    return sys.executable
+
+
+def runtime_library() -> Path | None:
+    """libintelocl.so as pip installed it for the kernel's Python, or None."""
+    code = ("import importlib.metadata as m, pathlib\n"
+            "try:\n"
+            "    fs = m.distribution('intel-opencl-rt').files\n"
+            "except m.PackageNotFoundError:\n"
+            "    fs = []\n"
+            "print(next((pathlib.Path(f.locate()).resolve() for f in fs if f.name == 'libintelocl.so'), ''))")
+    out = subprocess.run([kernel_python(), "-c", code], capture_output=True, text=True).stdout.strip()
+    return Path(out) if out else None
+
+
+LIB = runtime_library()
+needs_runtime = pytest.mark.skipif(
+    LIB is None, reason="intel-opencl-rt is not installed in the kernel's Python "
+    "(scripts/setup installs it on x86-64 unless OFFLOAD_SKIP_INTEL=1)")
+
+
+def env_without_icd_settings() -> dict:
+    return {"OCL_ICD_VENDORS": None, "OCL_ICD_FILENAMES": None, "OFFLOAD_DEVICE": None}
+
+
+@pytest.fixture(scope="module")
+def plain_kernel(tmp_path_factory):
+    k = start_kernel(tmp_path_factory.mktemp("intel") / "kernel.stderr",
+                     extra_env=env_without_icd_settings())
+    yield k
+    k.shutdown()
+
+
+@needs_runtime
+def test_kernel_starts_and_lists_both_cpu_platforms(plain_kernel):
+    reply, msgs = execute(plain_kernel.kc, "%lsplatform -vv")
+    assert reply["content"]["status"] == "ok", describe(reply, msgs)
+    text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
+                              for m in msgs if m["msg_type"] == "display_data"))
+    assert PLATFORM in text, text
+    assert "Portable Computing Language" in text, f"the system's ICDs must stay visible:\n{text}"
+    assert "SPIR-V_1.0" in text, text
+
+
+@needs_runtime
+def test_wheel_loader_beside_libpython_does_not_stop_the_kernel(plain_kernel):
+    """What made the kernel fail to start: the run path must not lead to the wheel's loader."""
+    libdir = Path(sysconfig.get_config_var("LIBDIR") or "")
+    exe = BUILDDIR / "kernel" / "offload-kernel"
+    runpath = subprocess.run(["readelf", "-d", str(exe)], capture_output=True, text=True).stdout
+    assert f"{libdir}:" not in runpath and f"{libdir}]" not in runpath, runpath
+    maps = Path(f"/proc/{plain_kernel.pid}/maps").read_text()
+    loaders = {line.split()[-1] for line in maps.splitlines() if "libOpenCL.so" in line}
+    assert loaders and not any(str(LIB.parent) in p for p in loaders), loaders
+
+
+@needs_runtime
+def test_a_kernel_runs_on_the_intel_device_through_il(plain_kernel):
+    code = """
+import numpy as np, offload as ol
+dev = [d for d in ol.get_devices(device_type="cpu") if d.il_version][0]
+@ol.kernel
+def axpb(item, x, y):
+    i = item.get_id(0)
+    y[i] = x[i] * 4 + 1
+x = np.random.default_rng().random(1000, dtype=np.float32)
+y = ol.full(1000, np.nan, dtype=np.float32, device=dev)
+axpb[ol.Range(1000)](ol.asarray(x, device=dev), y)
+assert np.array_equal(ol.asnumpy(y), x * np.float32(4) + np.float32(1))
+print(dev.filter_string)
+"""
+    reply, msgs = execute(plain_kernel.kc, code)
+    assert reply["content"]["status"] == "ok", describe(reply, msgs)
+    reply, msgs = execute(plain_kernel.kc, "%kernels")
+    text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
+                              for m in msgs if m["msg_type"] == "display_data"))
+    row = next(line for line in text.splitlines() if line.startswith("axpb"))
+    assert " spirv " in row and "spir1.2" not in row, text
+
+
+def test_incomplete_runtime_names_the_missing_package(tmp_path):
+    """A runtime whose compiler libraries are missing: %lsplatform -v says which package to install."""
+    if LIB is None:
+        pytest.skip("intel-opencl-rt is not installed in the kernel's Python (OFFLOAD_SKIP_INTEL=1 or not x86-64)")
+    venv = tmp_path / "venv"
+    subprocess.run([kernel_python(), "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True)
+    lib = venv / "lib"
+    vendors = venv / "etc" / "OpenCL" / "vendors"
+    vendors.mkdir(parents=True)
+    # the wheel's own .icd names conda's placeholder prefix, as pip leaves it
+    (vendors / "intel-cpu.icd").write_text("/opt/anaconda1anaconda2anaconda3/lib/libintelocl.so\n")
+    compiler_libs = ("libsvml", "libimf", "libirng", "libintlc", "libirc")
+    for f in LIB.parent.iterdir():
+        if f.name.startswith(compiler_libs) or not f.name.startswith("lib"):
+            continue
+        if f.name.startswith("libintelocl"):
+            try:
+                os.link(f.resolve(), lib / f.name)  # $ORIGIN must be this directory
+            except OSError:
+                import shutil
+                shutil.copy2(f.resolve(), lib / f.name)
+        else:
+            (lib / f.name).symlink_to(f.resolve())
+    env = {k: v for k, v in os.environ.items() if k not in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES")}
+    env["PYTHONPATH"] = str(PYDIR)
+    p = subprocess.run([str(venv / "bin" / "python"), "-c",
+                        "import offload as ol; ol.lsplatform(1); print(len(ol.get_devices()))"],
+                       env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"{lib / 'libintelocl.so'} cannot load" in p.stdout, p.stdout
+    assert "is missing (pip install intel-cmplr-lib-rt" in p.stdout, p.stdout
+    assert "Portable Computing Language" in p.stdout, p.stdout
