@@ -186,6 +186,30 @@ static void jit_drop_freeze(LLVMModuleRef m) {
             }
 }
 
+/* Codegen clears an id's sign bit (ids are below 2^63) so that the optimiser
+ * drops the negative-index wrap-around of whatever derives from it. Once it
+ * has, the mask is a no-op, but one that hides from the device compiler that
+ * neighbouring work-items' ids are consecutive: Intel's CPU runtime then
+ * turns a[i] into gathers and scatters (2-3x slower than PoCL). So it goes. */
+static void jit_unmask_ids(LLVMModuleRef m) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+                LLVMValueRef next = LLVMGetNextInstruction(i), id = NULL, mask = NULL;
+                if (LLVMGetInstructionOpcode(i) == LLVMAnd)
+                    id = LLVMGetOperand(i, 0), mask = LLVMGetOperand(i, 1);
+                LLVMValueRef callee = id && LLVMIsACallInst(id) ? LLVMGetCalledValue(id) : NULL;
+                size_t len = 0;
+                const char *name = callee ? LLVMGetValueName2(callee, &len) : "";
+                if (callee && strcmp(name, "_Z13get_global_idj") == 0 && LLVMIsAConstantInt(mask) &&
+                    LLVMConstIntGetZExtValue(mask) == (unsigned long long)INT64_MAX) {
+                    LLVMReplaceAllUsesWith(i, id);
+                    LLVMInstructionEraseFromParent(i);
+                }
+                i = next;
+            }
+}
+
 static int jit_block_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t) * (LLVMBasicBlockRef const *)a;
     uintptr_t y = (uintptr_t) * (LLVMBasicBlockRef const *)b;
@@ -280,6 +304,7 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
     }
     if (spir) {
         jit_drop_freeze(m);
+        jit_unmask_ids(m);
         for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
             if (jit_rpo_blocks(f)) {
                 snprintf(err, errlen, "out of memory ordering basic blocks");

@@ -409,12 +409,24 @@ static size_t pow2_ceil(size_t n) {
     return p;
 }
 
-/* The runtime's work-group sizes. Both start from 256 work-items (enough to
- * hide latency on a GPU, few enough to run anywhere; on PoCL's CPU device one
- * work-group is one task, so larger 1-D groups cut its per-group overhead),
- * shaped for the dimensions, never larger than the global size, and give the
- * threads a short dimension leaves over to dimension 0, the fastest. */
+/* The runtime's work-group sizes. GPUs get 256 work-items (enough to hide
+ * latency, few enough to run anywhere). On a CPU device a work-group is one
+ * task that the compiler runs as a vector loop: larger groups cut the
+ * per-task overhead (Intel's runtime: 4.0 -> 3.3 ms for x*4+1 over 2^24
+ * float32 going from 256 to 8192), as long as every core still gets a few
+ * groups. Shaped for the dimensions, never larger than the global size, and
+ * the threads a short dimension leaves over go to dimension 0, the fastest. */
 #define GROUP 256
+#define CPU_GROUP_MOST 8192
+
+static size_t group_size(const ofl_device_info *in, unsigned ndim, const size_t g[3]) {
+    if (in->type != OFL_CPU) return GROUP;
+    size_t total = 1;
+    for (unsigned d = 0; d < ndim; d++) total = total > SIZE_MAX / g[d] ? SIZE_MAX : total * g[d];
+    size_t tasks = 4 * (size_t)(in->max_compute_units ? in->max_compute_units : 1);
+    size_t x = pow2_floor(total / tasks ? total / tasks : 1);
+    return x < GROUP ? GROUP : x > CPU_GROUP_MOST ? CPU_GROUP_MOST : x;
+}
 
 static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3], size_t l[3]) {
     const ofl_device_info *in = &prog->dev->info;
@@ -434,7 +446,7 @@ static void pick_local(const ofl_program *prog, unsigned ndim, const size_t g[3]
         if (l[d] == 0) l[d] = 1;
         rest *= l[d];
     }
-    size_t x = GROUP / rest;
+    size_t x = group_size(in, ndim, g) / rest;
     /* CUDA schedules warps of 32 threads: keep x a whole number of them, and a
      * small global in x costs one warp, not a group of 256 */
     if (cuda)

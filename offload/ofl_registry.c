@@ -59,6 +59,16 @@ static void apply_without(void) {
         }
 }
 
+/* The order among OpenCL devices of a type, and so the default CPU: those
+ * that take SPIR-V as it is (an IL version: Intel's runtimes) before those
+ * that take it translated to SPIR 1.2 (PoCL). Measured on 2 cores with
+ * Intel's CPU runtime 2026.2 beside PoCL 3.1: a launch 3-5 us against
+ * ~100 us, a first build 0.1-0.2 s against 0.5-0.9 s, kernels at par
+ * (BENCHMARKS.md, bench_cpu.py). */
+static bool takes_il_late(const ofl_device *dev) {
+    return dev->info.backend == OFL_OPENCL && !dev->info.il_version[0];
+}
+
 static void discover(void) {
     ofl_devlist cu = {0}, cl = {0};
     ofl_cuda_discover(&cu, note_cu, sizeof note_cu);
@@ -76,11 +86,11 @@ static void discover(void) {
     devices = calloc(cu.n + cl.n + 1, sizeof *devices);
     static const ofl_device_type order[] = {OFL_GPU, OFL_CPU, OFL_ACCELERATOR, OFL_CUSTOM};
     for (size_t t = 0; devices && t < 4; t++) {
-        const ofl_devlist *lists[] = {&cu, &cl};
-        for (size_t l = 0; l < 2; l++) {
+        const ofl_devlist *lists[] = {&cu, &cl, &cl};
+        for (size_t l = 0; l < 3; l++) {
             for (size_t i = 0; i < lists[l]->n; i++) {
                 ofl_device *dev = lists[l]->v[i];
-                if (dev->info.type != order[t]) continue;
+                if (dev->info.type != order[t] || takes_il_late(dev) != (l == 2)) continue;
                 int index = 0;
                 for (size_t j = 0; j < ndevices; j++)
                     index += devices[j]->info.backend == dev->info.backend &&
