@@ -9,7 +9,9 @@ test FAILURE with a clear message, never a skip.
 Tests use fixtures from here by importing them into their module:
     from offload_fixtures import ol, cpu  # noqa: F401  (fixtures)
 
-The CI device is PoCL's CPU device, `opencl:cpu:0`. PoCL can be asked for two
+CI has two CPU platforms: Intel's OpenCL CPU runtime (pip; it takes SPIR-V as IL, so it is
+`opencl:cpu:0`, the default) and PoCL (SPIR 1.2, `opencl:cpu:1`); device tests run on
+every device a run sees (device_filters). PoCL can be asked for two
 CPU devices (POCL_DEVICES="pthread pthread"), which gives tests two distinct
 devices on one machine: placement errors, cross-device copies, `cpu:1`.
 An empty directory in OCL_ICD_VENDORS hides every OpenCL platform.
@@ -47,8 +49,9 @@ def find_ptxas() -> str | None:
         if p and os.access(p, os.X_OK):
             return p
     return None
-# Two PoCL CPU devices: opencl:cpu:0 and opencl:cpu:1.
-TWO_CPUS_ENV = {"POCL_DEVICES": "pthread pthread"}
+# Two PoCL CPU devices: opencl:cpu:0 and opencl:cpu:1 -- and no other platform: the
+# system's ICD files only, which leaves out a pip-installed runtime (Intel's).
+TWO_CPUS_ENV = {"POCL_DEVICES": "pthread pthread", "OCL_ICD_VENDORS": "/etc/OpenCL/vendors"}
 
 
 def extension_path() -> Path | None:
@@ -306,8 +309,11 @@ SEED = int(os.environ.get("OFFLOAD_TEST_SEED") or secrets.randbits(32))
 
 
 def device_filters(ol_module) -> list[str]:
-    """The devices a device test runs on: PoCL's CPU, and the first CUDA GPU where offload finds one."""
-    return [CPU_FILTER] + (["cuda:gpu:0"] if ol_module.get_devices(backend="cuda") else [])
+    """The devices a device test runs on: every device this run sees -- on CI both CPU
+    platforms, PoCL (SPIR 1.2 from our SPIR-V) and Intel's runtime (the SPIR-V itself) --
+    and CPU_FILTER always, whose absence then fails the test with the devices listed."""
+    found = [d.filter_string for d in ol_module.get_devices()]
+    return found if CPU_FILTER in found else [CPU_FILTER] + found
 
 
 def device_fixture(ol_module):

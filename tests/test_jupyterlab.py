@@ -90,7 +90,7 @@ CELLS = {
     SETUP: "import numpy as np\n"
            "from offload import prange\n"
            "a = np.arange(100000.0)\n"
-           "b = np.empty_like(a)",
+           "b = np.empty(200000)[::2]  # strided: copied back even from a CPU device",
     OFFLOAD: "%%offload\n"
              "for i in prange(a.size):\n"
              "    b[i] = 2*a[i]",
