@@ -2,6 +2,7 @@
  * pipeline, and SPIR-V emission (translator shim in jit_spirv.cpp, validator
  * in jit_spirv_tools.c). PTX lives in jit_ptx.c, the LLVM target set-up both
  * use in jit_machine.c. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,59 @@ static void jit_unmask_ids(LLVMModuleRef m) {
             }
 }
 
+/* llvm.umin.i1 and its kin as the and/or they are on bools (the signed
+ * ones see true as -1); NULL for any other call. */
+static LLVMValueRef bool_min_max(LLVMBuilderRef b, LLVMValueRef call) {
+    LLVMValueRef callee = LLVMGetCalledValue(call);
+    size_t len = 0;
+    const char *name = callee ? LLVMGetValueName2(callee, &len) : "";
+    bool and_ = strcmp(name, "llvm.umin.i1") == 0 || strcmp(name, "llvm.smax.i1") == 0;
+    bool or_ = strcmp(name, "llvm.umax.i1") == 0 || strcmp(name, "llvm.smin.i1") == 0;
+    if (!and_ && !or_) return NULL;
+    LLVMValueRef x = LLVMGetOperand(call, 0), y = LLVMGetOperand(call, 1);
+    return and_ ? LLVMBuildAnd(b, x, y, "") : LLVMBuildOr(b, x, y, "");
+}
+
+/* The optimiser narrows an order compare of two widened bools (zext i1 to
+ * i8, then icmp ule, or umin) to one of the bools themselves, which SPIR-V
+ * forbids (OpULessThan wants integers; the translator makes llvm.umin.i1
+ * one). Compares are widened again, min and max become and and or. */
+static void jit_widen_bool_compares(LLVMModuleRef m) {
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i8 = LLVMInt8TypeInContext(ctx);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+                LLVMValueRef next = LLVMGetNextInstruction(i);
+                if (LLVMIsACallInst(i) && LLVMTypeOf(i) == i1) {
+                    LLVMPositionBuilderBefore(b, i);
+                    LLVMValueRef v = bool_min_max(b, i);
+                    if (v) {
+                        LLVMReplaceAllUsesWith(i, v);
+                        LLVMInstructionEraseFromParent(i);
+                    }
+                    i = next;
+                    continue;
+                }
+                LLVMIntPredicate p =
+                    LLVMGetInstructionOpcode(i) == LLVMICmp ? LLVMGetICmpPredicate(i) : LLVMIntEQ;
+                if (p != LLVMIntEQ && p != LLVMIntNE && LLVMTypeOf(LLVMGetOperand(i, 0)) == i1) {
+                    bool sign = p == LLVMIntSGT || p == LLVMIntSGE || p == LLVMIntSLT ||
+                                p == LLVMIntSLE; /* a signed i1 true is -1 */
+                    LLVMPositionBuilderBefore(b, i);
+                    LLVMValueRef x = LLVMGetOperand(i, 0), y = LLVMGetOperand(i, 1);
+                    x = sign ? LLVMBuildSExt(b, x, i8, "") : LLVMBuildZExt(b, x, i8, "");
+                    y = sign ? LLVMBuildSExt(b, y, i8, "") : LLVMBuildZExt(b, y, i8, "");
+                    LLVMValueRef wide = LLVMBuildICmp(b, p, x, y, "");
+                    LLVMReplaceAllUsesWith(i, wide);
+                    LLVMInstructionEraseFromParent(i);
+                }
+                i = next;
+            }
+    LLVMDisposeBuilder(b);
+}
+
 static int jit_block_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t) * (LLVMBasicBlockRef const *)a;
     uintptr_t y = (uintptr_t) * (LLVMBasicBlockRef const *)b;
@@ -305,6 +359,7 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
     if (spir) {
         jit_drop_freeze(m);
         jit_unmask_ids(m);
+        jit_widen_bool_compares(m);
         for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
             if (jit_rpo_blocks(f)) {
                 snprintf(err, errlen, "out of memory ordering basic blocks");

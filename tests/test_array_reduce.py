@@ -158,6 +158,32 @@ def test_every_function_every_dtype(device, rng, op, dtype):
                       keepdims=keepdims)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_contiguous_runs(device, rng, dtype):
+    """What CPU devices reduce in their own form (runs of at least 4096 contiguous elements
+    per output, in blocks of 128, split over a few work-items): every operation and dtype,
+    whole arrays and rows, lengths that leave ragged blocks and runs."""
+    for op in OPS:
+        for shape, axis in (((4096,), None), ((70001,), None), ((3, 9000), 1), ((2, 3, 5000), -1)):
+            a = random_data(rng, op, dtype, shape)
+            check(op, ol.asarray(a, device=device), a, device, f"{op}({dtype} {shape}, axis={axis})",
+                  axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nan_and_inf_deep_in_long_runs(device, rng, dtype):
+    """A NaN anywhere wins min and max (NumPy's rule), whichever block and run it is in; an
+    infinity wins where there is no NaN."""
+    n = 50000
+    for at in (0, 127, 128, 4095, 20000, n - 1):
+        for value in (np.nan, np.inf, -np.inf):
+            a = rng.standard_normal(n).astype(dtype)
+            a[at] = value
+            x = ol.asarray(a, device=device)
+            for op in ("min", "max", "sum"):
+                check(op, x, a, device, f"{op} with {value} at {at}")
+
+
 @pytest.mark.parametrize("n", [1, 2, 7, 255, 256, 257, 1000, 4097, 8193, 65537])
 def test_sizes_around_the_group_size(device, rng, n):
     for op in OPS:

@@ -12,8 +12,8 @@ find there: a kernel binary whose run path named that directory did not start.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_testlib import BUILDDIR, describe, execute, start_kernel, strip_ansi
+from kernel_testlib import BUILDDIR, describe, execute, start_kernel, stream_text, strip_ansi
 from offload_fixtures import PYDIR
 
 PLATFORM = "Intel(R) OpenCL"
@@ -90,26 +90,30 @@ def test_wheel_loader_beside_libpython_does_not_stop_the_kernel(plain_kernel):
 
 @needs_runtime
 def test_a_kernel_runs_on_the_intel_device_through_il(plain_kernel):
+    """The same kernel on both CPU platforms; %kernels says which path each took:
+    SPIR-V given as IL to Intel's runtime (the default CPU), SPIR 1.2 to PoCL."""
     code = """
 import numpy as np, offload as ol
-dev = [d for d in ol.get_devices(device_type="cpu") if d.il_version][0]
 @ol.kernel
 def axpb(item, x, y):
     i = item.get_id(0)
     y[i] = x[i] * 4 + 1
-x = np.random.default_rng().random(1000, dtype=np.float32)
-y = ol.full(1000, np.nan, dtype=np.float32, device=dev)
-axpb[ol.Range(1000)](ol.asarray(x, device=dev), y)
-assert np.array_equal(ol.asnumpy(y), x * np.float32(4) + np.float32(1))
-print(dev.filter_string)
+for dev in ol.get_devices(device_type="cpu"):
+    x = np.random.default_rng().random(1000, dtype=np.float32)
+    y = ol.full(1000, np.nan, dtype=np.float32, device=dev)
+    axpb[ol.Range(1000)](ol.asarray(x, device=dev), y)
+    assert np.array_equal(ol.asnumpy(y), x * np.float32(4) + np.float32(1)), dev
+print(ol.default_device().filter_string, [d.filter_string for d in ol.get_devices(device_type="cpu") if d.il_version])
 """
     reply, msgs = execute(plain_kernel.kc, code)
     assert reply["content"]["status"] == "ok", describe(reply, msgs)
+    default, il_devices = stream_text(msgs).split(" ", 1)
+    assert il_devices == "['opencl:cpu:0']" and default == "opencl:cpu:0", stream_text(msgs)
     reply, msgs = execute(plain_kernel.kc, "%kernels")
     text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
                               for m in msgs if m["msg_type"] == "display_data"))
-    row = next(line for line in text.splitlines() if line.startswith("axpb"))
-    assert " spirv " in row and "spir1.2" not in row, text
+    targets = sorted(re.findall(r"opencl:cpu:\d+ spir\S*", text))
+    assert "opencl:cpu:0 spirv" in targets and "opencl:cpu:1 spir1.2" in targets, text
 
 
 def test_incomplete_runtime_names_the_missing_package(tmp_path):

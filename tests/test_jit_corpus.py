@@ -395,3 +395,27 @@ def test_source_edited_on_disk_is_read_again(ol, tmp_path):
         a = ol.asarray(x, device=CPU_FILTER)
         mod.scale[ol.Range(6)](a)
         np.testing.assert_array_equal(ol.asnumpy(a), x * factor)
+
+
+def test_order_of_widened_bools(ol, device):
+    """min/max/<= of bools widened to uint8: LLVM narrows them back to compares and
+    llvm.umin of i1, which SPIR-V forbids (OpULessThan wants integers) -- found by the
+    CPU reduction of bool arrays; the backend widens them again."""
+
+    @ol.kernel
+    def k(item, x, out):
+        i = item.get_id(0)
+        a = np.uint8(x[i])
+        v = np.uint8(x[i + 1])
+        lo = a if a <= v else v
+        hi = max(a, v)
+        out[i] = np.uint8(lo != 0) * 4 + np.uint8(hi != 0) * 2 + np.uint8(a < v)
+
+    rng = np.random.default_rng(jc.SEED)
+    x = rng.random(1001) < 0.5
+    out = np.full(1000, 0x5A, np.uint8)
+    d_out = ol.asarray(out, device=device)
+    k[ol.Range(1000)](ol.asarray(x, device=device), d_out)
+    a, v = x[:-1].astype(np.uint8), x[1:].astype(np.uint8)
+    want = (np.minimum(a, v) != 0) * 4 + (np.maximum(a, v) != 0) * 2 + (a < v)
+    np.testing.assert_array_equal(ol.asnumpy(d_out), want.astype(np.uint8))

@@ -1,5 +1,6 @@
 """prange loops in @offload.jit functions (and offload._compile_cell, what
-%%offload cells use), run on PoCL's CPU device, checked against NumPy on fresh
+%%offload cells use), run on every device a run sees (NumPy arrays go to the
+default device, which each test sets in turn), checked against NumPy on fresh
 random data with poisoned outputs; reductions (+=, *=, min, max) of several
 dtypes; multi-dimensional and stepped ranges; the CompileErrors with their
 line and column."""
@@ -12,10 +13,18 @@ import textwrap
 import numpy as np
 import pytest
 
-from offload_fixtures import load_offload
+from offload_fixtures import device_filters, load_offload
 
 ol = load_offload()
 prange = ol.prange
+
+
+@pytest.fixture(autouse=True, params=device_filters(ol))
+def on_each_device(request):
+    before = ol.default_device()
+    ol.set_default_device(request.param)
+    yield request.param
+    ol.set_default_device(before)
 
 
 def rng():
