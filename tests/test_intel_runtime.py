@@ -107,7 +107,7 @@ print(ol.default_device().filter_string, [d.filter_string for d in ol.get_device
 """
     reply, msgs = execute(plain_kernel.kc, code)
     assert reply["content"]["status"] == "ok", describe(reply, msgs)
-    default, il_devices = stream_text(msgs).split(" ", 1)
+    default, il_devices = stream_text(msgs).strip().split(" ", 1)
     assert il_devices == "['opencl:cpu:0']" and default == "opencl:cpu:0", stream_text(msgs)
     reply, msgs = execute(plain_kernel.kc, "%kernels")
     text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
