@@ -214,6 +214,14 @@ static bool is_barrier(const jit_node *n) {
            jit_builtins[n->v.ref.id].gen == GEN_BARRIER;
 }
 
+/* What keeps a loop's body from being generated twice (see short_loop):
+ * inner loops (the copies would multiply) and scratch arrays (one per site). */
+static bool stops_versioning(const jit_node *n) {
+    return n->kind == S_FOR || n->kind == S_WHILE ||
+           (n->kind == N_REF && n->v.ref.kind == REF_BUILTIN &&
+            jit_builtins[n->v.ref.id].gen == GEN_SCRATCH);
+}
+
 /* What keeps a loop from being unrolled (see unroll_copies). */
 static bool stops_unrolling(const jit_node *n) {
     return n->kind == S_FOR || n->kind == S_WHILE || n->kind == S_BREAK || n->kind == S_CONTINUE ||
@@ -1708,6 +1716,29 @@ static int stmt(cg *c, jit_node *n) {
             LLVMValueRef whole =
                 LLVMBuildSub(b, count, LLVMBuildURem(b, count, LLVMConstInt(t, copies, 0), ""), "");
             if (range_loop(c, n, t, ctr, whole, start, step, copies, false) < 0) return -1;
+        }
+        if (copies == 1 && c->m->cancel_checks && c->cancel_flag &&
+            count_nodes(n, stops_versioning, 0) == 1) {
+            /* An innermost loop shorter than the cancel check's period would
+             * never read the flag, yet the check's branch and early exit keep
+             * a CPU compiler from vectorising it (Intel's runtime: a pairwise
+             * distance 1.9x slower): such a loop runs in a copy without it. */
+            LLVMBasicBlockRef shrt = block(c, "for.short"), lng = block(c, "for.long"),
+                              join = block(c, "for.join");
+            LLVMBuildCondBr(
+                b, LLVMBuildICmp(b, LLVMIntULT, count, LLVMConstInt(t, CANCEL_EVERY_FOR, 0), ""),
+                shrt, lng);
+            LLVMPositionBuilderAtEnd(b, shrt);
+            c->m->cancel_checks = false;
+            int rc = range_loop(c, n, t, ctr, count, start, step, 1, false);
+            c->m->cancel_checks = true;
+            if (rc < 0) return -1;
+            LLVMBuildBr(b, join);
+            LLVMPositionBuilderAtEnd(b, lng);
+            if (range_loop(c, n, t, ctr, count, start, step, 1, false) < 0) return -1;
+            LLVMBuildBr(b, join);
+            LLVMPositionBuilderAtEnd(b, join);
+            return 0;
         }
         return range_loop(c, n, t, ctr, count, start, step, 1, copies > 1);
     }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -16,6 +17,11 @@
 static pthread_once_t jit_targets_once = PTHREAD_ONCE_INIT;
 
 static void jit_init_targets(void) {
+    /* IndVarSimplify would replace a loop's exit value by its closed form
+     * (a sum of i over a range is a quadratic, computed in 65 bits), which
+     * SPIR-V cannot express; the loop's own value serves as well. */
+    const char *const argv[] = {"offload", "-replexitval=never"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
