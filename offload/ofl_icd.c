@@ -84,8 +84,8 @@ static void icd_library(const char *prefix, const char *icd, char *out, size_t o
         return;
     }
     const char *base = strrchr(line, '/');
-    snprintf(out, outlen, "%s/lib/%s", prefix, base ? base + 1 : line);
-    if (access(out, R_OK) != 0) out[0] = '\0';
+    int n = snprintf(out, outlen, "%s/lib/%s", prefix, base ? base + 1 : line);
+    if (n < 0 || (size_t)n >= outlen || access(out, R_OK) != 0) out[0] = '\0';
 }
 
 static bool seen_before(char (*paths)[PATH_MAX], size_t n, const char *path) {
@@ -126,8 +126,8 @@ cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char 
     for (char *save = NULL, *prefix = strtok_r(list, ":", &save); opened && prefix;
          prefix = strtok_r(NULL, ":", &save)) {
         char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s/etc/OpenCL/vendors", prefix);
-        DIR *d = opendir(dir);
+        int n = snprintf(dir, sizeof dir, "%s/etc/OpenCL/vendors", prefix);
+        DIR *d = n > 0 && (size_t)n < sizeof dir ? opendir(dir) : NULL;
         for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
             size_t len = strlen(e->d_name);
             if (len < 5 || strcmp(e->d_name + len - 4, ".icd") != 0) continue;
