@@ -438,6 +438,22 @@ static int cl_sync_host(ofl_buffer *buf, size_t off, size_t n, ofl_error *err) {
     return rc == CL_SUCCESS ? 0 : transfer_fail(err, buf, "clEnqueueUnmapMemObject", rc);
 }
 
+/* A CPU device's memory is the host's: a map hands out its address, and
+ * memcpy in this thread runs at the machine's speed, where PoCL's own read
+ * into pageable memory managed 0.9 GB/s (asnumpy of 128 MB: 150 ms, now 15
+ * as np.copy). Writes stay the runtime's: both copy with several threads,
+ * faster than one memcpy (ol.asarray of 128 MB: 7-9 ms against 12). */
+static int cl_map_read(ofl_buffer *buf, size_t off, void *to, size_t n, ofl_error *err) {
+    cl_int rc;
+    cl_command_queue q = buf->dev->h.cl.queue;
+    void *p = clEnqueueMapBuffer(q, buf->h.mem, CL_TRUE, CL_MAP_READ, off, n, 0, NULL, NULL, &rc);
+    if (!p) return transfer_fail(err, buf, "clEnqueueMapBuffer", rc);
+    memcpy(to, p, n);
+    rc = clEnqueueUnmapMemObject(q, buf->h.mem, p, 0, NULL, NULL);
+    if (rc == CL_SUCCESS) rc = clFinish(q);
+    return rc ? transfer_fail(err, buf, "clEnqueueUnmapMemObject", rc) : 0;
+}
+
 static int cl_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_error *err) {
     cl_int rc =
         clEnqueueWriteBuffer(dst->dev->h.cl.queue, dst->h.mem, CL_TRUE, off, n, src, 0, NULL, NULL);
@@ -445,6 +461,7 @@ static int cl_write(ofl_buffer *dst, size_t off, const void *src, size_t n, ofl_
 }
 
 static int cl_read(ofl_buffer *src, size_t off, void *dst, size_t n, ofl_error *err) {
+    if (src->dev->info.type == OFL_CPU) return cl_map_read(src, off, dst, n, err);
     cl_int rc =
         clEnqueueReadBuffer(src->dev->h.cl.queue, src->h.mem, CL_TRUE, off, n, dst, 0, NULL, NULL);
     return rc ? transfer_fail(err, src, "clEnqueueReadBuffer", rc) : 0;
