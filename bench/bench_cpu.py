@@ -109,6 +109,17 @@ def np_array_ops(reps):
     return out
 
 
+def ol_transfers_ms(ol, dev, reps):
+    """ol.asarray to the device and ol.asnumpy back of 2^25 float32 (128 MiB), against
+    NumPy's own copy of the same array: a CPU device's memory is the host's."""
+    h = np.random.default_rng(3).random(1 << 25, dtype=np.float32)
+    sync = lambda: ol.synchronize(dev)  # noqa: E731
+    x = ol.asarray(h, device=dev)
+    return {"asarray": med(timed(lambda: ol.asarray(h, device=dev), sync, max(3, reps // 3))),
+            "asnumpy": med(timed(lambda: ol.asnumpy(x), sync, max(3, reps // 3))),
+            "np.copy": med(timed(lambda: h.copy(), lambda: None, max(3, reps // 3)))}
+
+
 def ol_launch_us(ol, dev, reps):
     k = ol.kernel(bj.ol_vadd)
     a = ol.zeros(1024, dtype=np.float32, device=dev)
@@ -284,6 +295,7 @@ def main():
             r["kernels_nocheck"][name] = ol_kernel_ms(ol, d, name, args.reps, False)
         r["array_ops"] = ol_array_ops(ol, d, args.reps)
         r["launch_us"] = ol_launch_us(ol, d, args.reps)
+        r["transfers_ms"] = ol_transfers_ms(ol, d, args.reps)
         r["new_kernel_ms"] = ol_new_kernel_ms(ol, d, f"{fs.replace(':', '_')}_{time.time_ns()}")
         r["loop_ms"] = ol_loop_ms(ol, d, args.reps)
     res["numpy"] = np_array_ops(args.reps)
@@ -330,6 +342,11 @@ def main():
         ["new saxpy kernel, definition -> result, warm process (ms)"]
         + [f(res["offload"][d.filter_string]["new_kernel_ms"], 1) for d in devs]
         + [f(nd.get("new_kernel_ms"), 1), "-"],
+        ["ol.asarray of 2^25 float32 (128 MiB) (ms)"]
+        + [f(res["offload"][d.filter_string]["transfers_ms"]["asarray"]) for d in devs]
+        + ["-", "np.copy " + f(res["offload"][devs[0].filter_string]["transfers_ms"]["np.copy"])],
+        ["ol.asnumpy of the same (ms)"]
+        + [f(res["offload"][d.filter_string]["transfers_ms"]["asnumpy"]) for d in devs] + ["-", "-"],
         ["@ol.jit prange loop y = x*4+1 on NumPy arrays, 2^24 (ms)"]
         + [f(res["offload"][d.filter_string]["loop_ms"]) for d in devs]
         + ["-", f(res["numpy"]["x * 4 + 1, 2^24"])],
