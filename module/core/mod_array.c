@@ -340,8 +340,9 @@ PyObject *mod_array_from_host(PyObject *host, ofl_device *dev) { return upload(h
 /* A CPU device addresses the host's memory: a writable C-contiguous NumPy
  * array of a supported dtype is used where it lies (its owner kept alive by
  * the device array) rather than copied there and back. Read-only arrays are
- * copied, so that no kernel can write into memory the process may not. */
-int mod_array_in_place(PyObject *host, ofl_device *dev, PyObject **out) {
+ * copied, so that no kernel can write into memory the process may not.
+ * 1 with *out, 0 when host cannot be used in place, -1 with an exception. */
+static int over_host(PyObject *host, ofl_device *dev, PyObject **out) {
     *out = NULL;
     if (ofl_device_get_info(dev)->type != OFL_CPU || !mod_is_numpy_array(host)) return 0;
     PyObject *dtype = mod_dtype_from_array(host);
@@ -372,6 +373,13 @@ int mod_array_in_place(PyObject *host, ofl_device *dev, PyObject **out) {
     PyBuffer_Release(&view);
     Py_DECREF(dtype);
     return rc;
+}
+
+PyObject *mod_array_for_device(PyObject *host, ofl_device *dev, bool *in_place) {
+    PyObject *a = NULL;
+    int rc = over_host(host, dev, &a);
+    *in_place = rc == 1;
+    return rc == 0 ? mod_array_from_host(host, dev) : a;
 }
 
 int mod_array_sync_host(mod_array *a) {

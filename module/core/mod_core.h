@@ -151,12 +151,12 @@ PyObject *mod_array_view(mod_array *a, int nd, const Py_ssize_t *shape, const Py
                          Py_ssize_t offset);
 /* A new device array holding a copy of host (anything numpy.asarray takes). */
 PyObject *mod_array_from_host(PyObject *host, ofl_device *dev);
-/* On a CPU device, a writable C-contiguous NumPy array as a device array over
- * its own memory (*out, new reference): 1; 0 when it cannot be (then copy it);
- * -1 with an exception. mod_array_sync_host waits for the device's work and
- * makes that memory hold what kernels wrote; mod_array_is_in_place tells such
- * an array. */
-int mod_array_in_place(PyObject *host, ofl_device *dev, PyObject **out);
+/* host on dev for a launch: on a CPU device a writable C-contiguous NumPy
+ * array becomes a device array over its own memory (*in_place), anything else
+ * a copy (mod_array_from_host); NULL with an exception. mod_array_sync_host
+ * waits for the device's work and makes such memory hold what kernels wrote;
+ * mod_array_is_in_place tells such an array. */
+PyObject *mod_array_for_device(PyObject *host, ofl_device *dev, bool *in_place);
 int mod_array_sync_host(mod_array *a);
 bool mod_array_is_in_place(mod_array *a);
 /* A C-contiguous NumPy array of a supported dtype holding obj (converted to

@@ -177,9 +177,8 @@ int mod_args_place(mod_args *a) {
 int mod_args_upload(mod_args *a) {
     for (Py_ssize_t i = 0; i < a->n; i++) {
         if (a->types[i].kind != JT_ARRAY || mod_array_check(a->given[i])) continue;
-        int in_place = mod_array_in_place(a->given[i], a->dev, &a->objs[i]);
-        if (in_place == 0) a->objs[i] = mod_array_from_host(a->given[i], a->dev);
-        if (!a->objs[i]) {
+        bool in_place;
+        if (!(a->objs[i] = mod_array_for_device(a->given[i], a->dev, &in_place))) {
             a->objs[i] = a->given[i];
             return -1;
         }

@@ -296,9 +296,8 @@ static PyObject *device_copy(mod_loopctx *c, PyObject *host, ofl_device *dev, bo
     }
     announce(c, dev);
     double t0 = now();
-    PyObject *d = NULL;
-    int in_place = mod_array_in_place(host, dev, &d); /* a CPU device: nothing to copy */
-    if (in_place == 0) d = mod_array_from_host(host, dev);
+    bool in_place; /* a CPU device: nothing to copy */
+    PyObject *d = mod_array_for_device(host, dev, &in_place);
     if (!d) return NULL;
     ofl_error err;
     int rc = 0;
