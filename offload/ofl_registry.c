@@ -62,9 +62,9 @@ static void apply_without(void) {
 /* The order among OpenCL devices of a type, and so the default CPU: those
  * that take SPIR-V as it is (an IL version: Intel's runtimes) before those
  * that take it translated to SPIR 1.2 (PoCL). Measured on 2 cores with
- * Intel's CPU runtime 2026.2 beside PoCL 3.1: a launch 3-5 us against
- * ~100 us, a first build 0.1-0.2 s against 0.5-0.9 s, kernels at par
- * (BENCHMARKS.md, bench_cpu.py). */
+ * Intel's CPU runtime 2026.2 beside PoCL 3.1: a launch + wait 11-16 us
+ * against 117-132 us, a new kernel 20-26 ms against 38-350 ms, streaming
+ * kernels and sums at par (BENCHMARKS.md, bench_cpu.py). */
 static bool takes_il_late(const ofl_device *dev) {
     return dev->info.backend == OFL_OPENCL && !dev->info.il_version[0];
 }
