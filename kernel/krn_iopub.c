@@ -300,7 +300,7 @@ static int ms_until_flush(void) {
 
 static void *iopub_main(void *arg) {
     (void)arg;
-    while (!io.stopping) {
+    while (!__atomic_load_n(&io.stopping, __ATOMIC_ACQUIRE)) {
         zmq_pollitem_t items[5] = {
             {io.pull, 0, ZMQ_POLLIN, 0},          {io.xpub, 0, ZMQ_POLLIN, 0},
             {NULL, io.wake_fd, ZMQ_POLLIN, 0},    {NULL, io.pipe_rd[1], ZMQ_POLLIN, 0},
@@ -403,7 +403,7 @@ int krn_iopub_capture_fds(char *err, size_t errlen) {
 void krn_iopub_stop(void) {
     if (!io.running) return;
     krn_iopub_flush();
-    io.stopping = 1;
+    __atomic_store_n(&io.stopping, 1, __ATOMIC_RELEASE);
     uint64_t one = 1;
     if (write(io.wake_fd, &one, sizeof one) < 0)
         krn_log(KRN_LOG_DEBUG, "wake write: %s", strerror(errno));
