@@ -63,10 +63,11 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD
     PyObject *pyfunc;
-    jit_func *jf;    /* parsed at the first compile */
-    int boundscheck; /* 1: every launch checks indices; 0: none does; -1: as the device
-                        says (default_boundscheck) */
-    spec **specs;    /* owned, each owned; only appended to (with the GIL) */
+    jit_func *jf;     /* parsed at the first compile */
+    int boundscheck;  /* 1: every launch checks indices; 0: none does; -1: as the device
+                         says (default_boundscheck) */
+    bool runs_to_end; /* no cancel checks (mod_kernel_runs_to_end) */
+    spec **specs;     /* owned, each owned; only appended to (with the GIL) */
     int nspecs, last;
     pthread_mutex_t lock; /* with built: waits for a spec another thread builds */
     pthread_cond_t built;
@@ -185,13 +186,13 @@ static int build_program(spec *s, ofl_program **prog) {
 /* Kernels take the cancel flag (JIT_CANCEL) unless OFFLOAD_CANCEL=0, which
  * exists to measure what the checks cost (bench/bench_safety.py): without
  * them an interrupt still returns control, but the kernel runs on. */
-static bool cancel_checks(void) {
+static bool cancel_checks(const mod_kernel *k) {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("OFFLOAD_CANCEL");
         on = !(e && !strcmp(e, "0"));
     }
-    return on;
+    return on && !k->runs_to_end;
 }
 
 /* Publishes a spec's new state to the threads waiting for it (a claim, to
@@ -262,7 +263,7 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     jit_error err;
     /* every launched kernel can be cancelled (an interrupt during a wait) */
     unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) |
-                     (cancel_checks() ? JIT_CANCEL : 0);
+                     (cancel_checks(k) ? JIT_CANCEL : 0);
     ofl_program *prog = NULL;
     if (ensure_parsed(k) < 0) goto fail;
     if (mod_args_check_count(a, k->jf) < 0) goto fail;
@@ -467,7 +468,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
      * other thread can reload s->prog under this launch (mod_kernel threads) */
     if (bounds && !(record = bounds_record_new(a.dev))) goto out;
     spec *s = specialise(k, &a, range->ndim, range->nd, bounds);
-    if (!s || mod_args_pack(&a, range, record, cancel_checks()) < 0) goto out;
+    if (!s || mod_args_pack(&a, range, record, cancel_checks(k)) < 0) goto out;
     size_t global[3], local[3];
     for (int d = 0; d < range->ndim; d++) {
         /* the last dimension is the fastest; an empty Range still launches one guarded work item
@@ -1060,6 +1061,8 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
 }
 
 void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
+
+void mod_kernel_runs_to_end(PyObject *kernel) { ((mod_kernel *)kernel)->runs_to_end = true; }
 
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args,
                             Py_ssize_t nargs, bool want_event) {

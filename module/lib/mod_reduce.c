@@ -358,16 +358,23 @@ static void kernel_text(text *t, const text_key *key, char *name, size_t namelen
  * vector loop: the tree above, with its barriers and local memory, runs
  * there one work-item at a time (a float32 sum of 2**24 took 27-60 ms where
  * NumPy takes 3). So where an output's elements lie contiguous, a CPU
- * reduces them with a few work-items (four per core, each output split
- * into at most that many runs of at least CPU_MIN_RUN elements), each in a
- * work-group of its own (Intel's runtime otherwise vectorises across the
- * work-items, gathering), walking its run in blocks of CPU_ROWS x CPU_LANES
- * elements: CPU_LANES accumulators that the device compiler turns into one
- * vector, combined at the end of each block into the work-item's total. A
- * float32 sum adds within a block in float32 (16 elements per accumulator)
- * and the blocks in float64: 2.5-2.7 ms for 2**24 on both CPU platforms,
- * and closer to the exact sum than NumPy's pairwise float32 sum. Runs of an
- * output then meet in the tree kernel's second pass. */
+ * reduces them in a few runs (four per core, each output split into at most
+ * that many runs of at least CPU_MIN_RUN elements), walked in blocks of
+ * CPU_ROWS x CPU_LANES elements, each run in a work-group of its own. How a
+ * block becomes vector code depends on the device's compiler:
+ * - Intel's CPU runtime vectorises across the work-items of a group, never
+ *   within one (16 accumulators in one work-item stay 16 scalar registers:
+ *   vmaxss, 2.6 ms for a float32 max of 2**24). There a run is a group of
+ *   CPU_LANES work-items, lane l taking the block's elements l, l + 16, ...:
+ *   neighbouring lanes read neighbouring elements, one vector load per row
+ *   (the same max: 1.8-2.3 ms, NumPy 1.8-2.2).
+ * - PoCL runs a group's work-items as a loop that LLVM vectorises, and does
+ *   poorly with the form above (8 ms); there a run is one work-item with
+ *   CPU_LANES accumulators, one per column of the block, which its
+ *   vectoriser turns into one vector (a float32 max of 2**24: 0.8-2.2 ms).
+ * A float32 sum adds within a block in float32 and the blocks in float64:
+ * closer to the exact sum than NumPy's pairwise float32 sum. The runs'
+ * partials then meet in the tree kernel's second pass. */
 #define CPU_LANES 16
 #define CPU_ROWS 8
 #define CPU_MIN_RUN 4096
@@ -380,52 +387,78 @@ static const char *block_type(const text_key *key) {
                                                                               : key->acc;
 }
 
-static void cpu_kernel_text(text *t, const text_key *key, char *name, size_t namelen) {
+/* Work-items per run: CPU_LANES where the device vectorises across work-items. */
+static int cpu_lanes(ofl_device *dev) {
+    return strstr(ofl_device_get_info(dev)->platform, "Portable Computing Language") ? 1
+                                                                                     : CPU_LANES;
+}
+
+/* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
+ * elements per output, contiguous from o. Each run leaves `lanes` partials,
+ * or with one run of one work-item, when final, the result. */
+static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name, size_t namelen) {
     text_key blk = *key;
     blk.acc = block_type(key);
-    snprintf(name, namelen, "reduce_cpu_%s_%s_to_%s%s%s", OPS[key->op].name, key->acc, key->out,
-             blk.acc != key->acc ? "_in_blocks_of_" : "", blk.acc != key->acc ? blk.acc : "");
+    const int B = CPU_LANES * CPU_ROWS; /* elements per block */
+    snprintf(name, namelen, "reduce_cpu%s_%s_%s_to_%s%s%s", lanes > 1 ? "_lanes" : "",
+             OPS[key->op].name, key->acc, key->out, blk.acc != key->acc ? "_in_blocks_of_" : "",
+             blk.acc != key->acc ? blk.acc : "");
     t->n = 0;
     put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, S, ident, count, final):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
     put(t,
-        "    w = item.get_global_id(0)\n"
-        "    m = w // S\n"
-        "    s = w %% S\n"
+        "    l = item.get_local_id(0)\n"
+        "    r = item.get_group().get_group_id(0)\n"
+        "    m = r // S\n"
         "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
         "    c = (K + S - 1) // S\n"
         "    c = (c + %d) // %d * %d\n"
-        "    k = s * c\n"
+        "    k = (r %% S) * c\n"
         "    hi = min(k + c, K)\n"
-        "    total = ident\n",
-        CPU_LANES * CPU_ROWS - 1, CPU_LANES * CPU_ROWS, CPU_LANES * CPU_ROWS);
-    put(t, "    while k + %d < hi:\n", CPU_LANES * CPU_ROWS - 1);
+        "    total = ident\n"
+        "    while k + %d < hi:\n",
+        B - 1, B, B, B - 1);
     char var[16], idx[64];
-    for (int r = 0; r < CPU_ROWS; r++)
-        for (int u = 0; u < CPU_LANES; u++) {
-            snprintf(idx, sizeof idx, "np.uint64(o + k + %d)", r * CPU_LANES + u);
-            snprintf(var, sizeof var, r ? "v%d" : "a%d", u);
-            put_load(t, &blk, 8, var, idx);
-            if (r) put_step(t, &blk, 8, u);
+    if (lanes > 1) { /* lane l: the block's column l */
+        for (int row = 0; row < CPU_ROWS; row++) {
+            snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
+            put_load(t, &blk, 8, row ? "v0" : "a0", idx);
+            if (row) put_combine(t, &blk, 8, "a0", "v0");
         }
-    for (int h = CPU_LANES / 2; h > 0; h /= 2)
-        for (int j = 0; j < h; j++) {
-            char a[16], v[16];
-            snprintf(a, sizeof a, "a%d", j), snprintf(v, sizeof v, "a%d", j + h);
-            put_combine(t, &blk, 8, a, v);
-        }
+    } else { /* CPU_LANES accumulators, one per column, then pairwise */
+        for (int row = 0; row < CPU_ROWS; row++)
+            for (int u = 0; u < CPU_LANES; u++) {
+                snprintf(idx, sizeof idx, "np.uint64(o + k + %d)", row * CPU_LANES + u);
+                snprintf(var, sizeof var, row ? "v%d" : "a%d", u);
+                put_load(t, &blk, 8, var, idx);
+                if (row) put_step(t, &blk, 8, u);
+            }
+        for (int h = CPU_LANES / 2; h > 0; h /= 2)
+            for (int j = 0; j < h; j++) {
+                char a[16], v[16];
+                snprintf(a, sizeof a, "a%d", j), snprintf(v, sizeof v, "a%d", j + h);
+                put_combine(t, &blk, 8, a, v);
+            }
+    }
     put(t, "        v0 = np.%s(a0)\n", key->acc);
     put_combine(t, key, 8, "total", "v0");
-    put(t, "        k += %d\n", CPU_LANES * CPU_ROWS);
-    put(t, "    while k < hi:\n");
+    put(t,
+        "        k += %d\n"
+        "    k += l\n"
+        "    while k < hi:\n",
+        B);
     put_load(t, key, 8, "v0", "np.uint64(o + k)");
     put_combine(t, key, 8, "total", "v0");
-    put(t, "        k += 1\n"
-           "    if final:\n"
-           "        ");
+    put(t,
+        "        k += %d\n"
+        "    if final:\n"
+        "        ",
+        lanes);
     put_final(t, key, "total");
-    put(t, "    else:\n"
-           "        part[m * S + s] = total\n");
+    put(t,
+        "    else:\n"
+        "        part[r * %d + l] = total\n",
+        lanes);
 }
 
 /* ---- scratch: partials kept per (device, dtype, slot) for the process ----
@@ -711,18 +744,20 @@ static bool cpu_form(ofl_device *dev, red_op op, const geometry *g) {
            g->t2 == 1 && g->K >= CPU_MIN_RUN;
 }
 
-/* The CPU form's launch: S runs for each of g->M outputs, a work-group each. */
-static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, PyObject *x,
+/* The CPU form's launch: S runs of `lanes` work-items for each of g->M
+ * outputs, a work-group each. */
+static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, int lanes, PyObject *x,
                       PyObject *out, PyObject *part, PyObject *ident) {
     text t;
     char name[128];
-    cpu_kernel_text(&t, key, name, sizeof name);
+    cpu_kernel_text(&t, key, lanes, name, sizeof name);
     if (t.n >= sizeof t.s - 1) {
         PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
         return -1;
     }
     PyObject *k = mod_gen_kernel_borrowed(name, t.s);
     if (!k) return -1;
+    mod_kernel_runs_to_end(k);
     Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->K, S};
     enum { NNUMS = sizeof nums / sizeof nums[0] };
     PyObject *args[3 + NNUMS + 3] = {x, out, part};
@@ -733,8 +768,8 @@ static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, PyOb
     if (!count) goto out;
     args[n++] = ident;
     args[n++] = count;
-    args[n++] = S == 1 ? Py_True : Py_False;
-    mod_shape range = {.ndim = 1, .nd = true, .size = {g->M * S}, .local = {1}};
+    args[n++] = S * lanes == 1 ? Py_True : Py_False;
+    mod_shape range = {.ndim = 1, .nd = true, .size = {g->M * S * lanes}, .local = {lanes}};
     PyObject *r = mod_kernel_launch(k, &range, args, n, false);
     rc = r ? 0 : -1;
     Py_XDECREF(r);
@@ -761,12 +796,15 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
                     .acc_float = kind_of(t->acc) == 'f'};
     red_plan pl;
     bool cpu = cpu_form(dev, op, g);
+    int lanes = cpu ? cpu_lanes(dev) : 1;
+    Py_ssize_t runs = 1; /* the CPU form's runs per output */
     make_plan(dev, g->M, g->K, g->kfast, true, &pl);
     if (cpu) { /* runs per output: fill the cores, each run CPU_MIN_RUN long at least */
         const ofl_device_info *in = ofl_device_get_info(dev);
         Py_ssize_t want = 4 * (Py_ssize_t)(in->max_compute_units ? in->max_compute_units : 1);
         Py_ssize_t S = (want + g->M - 1) / g->M, most = g->K / CPU_MIN_RUN;
-        pl.nsplit = S < most ? S : most < 1 ? 1 : most;
+        runs = S < most ? S : most < 1 ? 1 : most;
+        pl.nsplit = runs * lanes; /* partials per output */
     }
     Py_ssize_t nparts = pl.nsplit > 1 ? g->M * pl.nsplit : 1;
     PyObject *i64 = mod_dtype_find_borrowed('i', 8);
@@ -784,7 +822,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     /* arguments a launch does not use still need an array of their type: the partials */
     PyObject *first[5] = {x1, o1, p1};
     if (arg) first[1] = pi1, first[2] = o1, first[3] = p1, first[4] = pi1;
-    int first_rc = cpu ? launch_cpu(&key, g, pl.nsplit, x1, o1, p1, ident)
+    int first_rc = cpu ? launch_cpu(&key, g, runs, lanes, x1, o1, p1, ident)
                        : launch(&key, &pl, g, first, g->K, ident, pl.nsplit == 1, false);
     if (first_rc < 0) goto out;
     if (pl.nsplit > 1) { /* the partials, nsplit per output, in the accumulator's type */
