@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ofl_backend.h"
 
@@ -374,14 +375,46 @@ static void pool_drain(ofl_device *dev) {
     dev->h.cl.pooled = 0;
 }
 
+static void CL_CALLBACK free_host_memory(cl_mem mem, void *host) {
+    (void)mem;
+    free(host);
+}
+
+/* A new buffer. On a CPU device its memory is host memory either way; taken
+ * from malloc (CL_MEM_USE_HOST_PTR) it is faulted in by the first writer,
+ * as NumPy's is, where both runtimes' own made the first write of 128 MiB
+ * cost 54-71 ms (np.copy: 12-22 ms). The runtime calls free_host_memory once
+ * it is done with the memory. */
+static cl_mem new_buffer(ofl_device *dev, size_t bytes, cl_int *rc) {
+    if (dev->info.type != OFL_CPU)
+        return clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, rc);
+    /* both CPU runtimes use page-aligned memory in place; huge pages, as NumPy
+     * asks for its arrays of 4 MiB and more, fault in 512 times fewer */
+    enum { PAGE = 4096, HUGE = 2 << 20 };
+    bool huge = bytes >= 2 * (size_t)HUGE;
+    void *host = NULL;
+    if (posix_memalign(&host, huge ? HUGE : PAGE, bytes)) {
+        *rc = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(host, bytes / HUGE * HUGE, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+    cl_mem mem =
+        clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, rc);
+    if (mem && (*rc = clSetMemObjectDestructorCallback(mem, free_host_memory, host)) != CL_SUCCESS)
+        clReleaseMemObject(mem), mem = NULL; /* nothing used it yet */
+    if (!mem) free(host);
+    return mem;
+}
+
 static int cl_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *err) {
     cl_int rc = CL_SUCCESS;
     buf->h.mem = pool_take(dev, bytes);
-    if (!buf->h.mem)
-        buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (!buf->h.mem) buf->h.mem = new_buffer(dev, bytes, &rc);
     if (!buf->h.mem && is_oom(rc) && dev->h.cl.pooled) { /* the pool's memory first */
         pool_drain(dev);
-        buf->h.mem = clCreateBuffer(dev->h.cl.ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+        buf->h.mem = new_buffer(dev, bytes, &rc);
     }
     buf->queue_ordered =
         true; /* the memory outlives the release until queued commands using it finish */
