@@ -359,6 +359,23 @@ def test_tiles_from_the_environment(device, rng, monkeypatch):
             a @ b
 
 
+def test_cpu_form_where_the_device_vectorises_across_work_items():
+    """Intel's CPU runtime makes vectors across a group's work-items: there matmul takes
+    its CPU form (a column per work-item, no tiles), except for a b walked by columns,
+    which the tiles read in runs. PoCL, which vectorises within a work-item, keeps
+    the tiles. Both forms are checked against NumPy by every test above."""
+    cpus = [d for d in ol.get_devices() if d.device_type == "cpu"]
+    if not cpus:
+        pytest.skip("no CPU device")
+    for d in cpus:
+        lanes = "Portable Computing Language" not in d.platform
+        src, local = ol._matmul_source("float32", d)
+        assert src.startswith("def matmul_cpu_float32(") == lanes, (d, src[:60])
+        assert (tuple(local) == (1, 16)) == lanes, (d, local)
+        src, _ = ol._matmul_source("float32", d, b_by_col=True)
+        assert src.startswith("def matmul_float32("), (d, src[:60])
+
+
 # ============================================================================
 # The CUDA kernel's PTX (no GPU needed)
 

@@ -8,6 +8,8 @@
  * text's globals are `np` (numpy), `math` and `ol` (offload). */
 #include "mod_lib.h"
 
+#include <string.h>
+
 static PyObject *generated; /* dict: source text -> Kernel, until exit */
 
 /* A Kernel over the function `name` that source defines. Its file name is
@@ -78,6 +80,11 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
     mod_shape range = {.ndim = ndim};
     for (int d = 0; d < ndim; d++) range.size[d] = size[d];
     return mod_kernel_launch(k, &range, args, nargs, false);
+}
+
+bool mod_gen_cpu_lanes(ofl_device *dev) {
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    return in->type == OFL_CPU && !strstr(in->platform, "Portable Computing Language");
 }
 
 /* At exit: generated kernels go with everything else, so they release their

@@ -24,6 +24,11 @@ PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
 /* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
 PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
                          PyObject *const *args, Py_ssize_t nargs);
+/* Whether dev is a CPU device whose compiler makes vector code across the
+ * work-items of a group, never within one work-item (Intel's CPU runtime;
+ * measured, see mod_reduce.c's CPU form), so that texts for it give
+ * neighbouring work-items neighbouring elements. PoCL vectorises within. */
+bool mod_gen_cpu_lanes(ofl_device *dev);
 
 /* ---- mod_ops.c: element-wise operators and functions ---- */
 

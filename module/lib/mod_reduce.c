@@ -387,12 +387,6 @@ static const char *block_type(const text_key *key) {
                                                                               : key->acc;
 }
 
-/* Work-items per run: CPU_LANES where the device vectorises across work-items. */
-static int cpu_lanes(ofl_device *dev) {
-    return strstr(ofl_device_get_info(dev)->platform, "Portable Computing Language") ? 1
-                                                                                     : CPU_LANES;
-}
-
 /* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
  * elements per output, contiguous from o. Each run leaves `lanes` partials,
  * or with one run of one work-item, when final, the result. */
@@ -796,7 +790,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
                     .acc_float = kind_of(t->acc) == 'f'};
     red_plan pl;
     bool cpu = cpu_form(dev, op, g);
-    int lanes = cpu ? cpu_lanes(dev) : 1;
+    int lanes = cpu && mod_gen_cpu_lanes(dev) ? CPU_LANES : 1;
     Py_ssize_t runs = 1; /* the CPU form's runs per output */
     make_plan(dev, g->M, g->K, g->kfast, true, &pl);
     if (cpu) { /* runs per output: fill the cores, each run CPU_MIN_RUN long at least */
