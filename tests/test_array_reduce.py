@@ -173,14 +173,17 @@ def test_long_contiguous_runs(device, rng, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_nan_and_inf_deep_in_long_runs(device, rng, dtype):
     """A NaN anywhere wins min and max (NumPy's rule), whichever block and run it is in; an
-    infinity wins where there is no NaN."""
+    infinity wins where there is no NaN; argmin and argmax give the first NaN's index (a
+    second NaN follows in another lane of the same block, and in a later run)."""
     n = 50000
     for at in (0, 127, 128, 4095, 20000, n - 1):
         for value in (np.nan, np.inf, -np.inf):
             a = rng.standard_normal(n).astype(dtype)
             a[at] = value
+            if at + 1 < n:
+                a[at + 1 :: 9001] = value
             x = ol.asarray(a, device=device)
-            for op in ("min", "max", "sum"):
+            for op in ("min", "max", "sum", "argmin", "argmax"):
                 check(op, x, a, device, f"{op} with {value} at {at}")
 
 

@@ -387,6 +387,50 @@ static const char *block_type(const text_key *key) {
                                                                               : key->acc;
 }
 
+/* argmin/argmax in the CPU form, on devices that vectorise across
+ * work-items only (lanes): each lane keeps (value, index) of its column,
+ * visiting its elements in order, and leaves them as partials for the tree
+ * kernel's second pass, which picks the best and, among equals, the first. */
+static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) {
+    const int B = CPU_LANES * CPU_ROWS;
+    put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, S, ident):\n", name);
+    put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
+    put(t,
+        "    l = item.get_local_id(0)\n"
+        "    r = item.get_group().get_group_id(0)\n"
+        "    m = r // S\n"
+        "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
+        "    c = (K + S - 1) // S\n"
+        "    c = (c + %d) // %d * %d\n"
+        "    k = (r %% S) * c\n"
+        "    hi = min(k + c, K)\n"
+        "    total = ident\n"
+        "    ti = 9223372036854775807\n"
+        "    while k + %d < hi:\n",
+        B - 1, B, B, B - 1);
+    char idx[64];
+    for (int row = 0; row < CPU_ROWS; row++) {
+        snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
+        put_load(t, key, 8, row ? "v0" : "a0", idx);
+        put(t, "        %s = k + %d + l\n", row ? "c0" : "i0", row * CPU_LANES);
+        if (row) put_arg_combine(t, key, 8, "a0", "i0", "v0", "c0");
+    }
+    put_arg_combine(t, key, 8, "total", "ti", "a0", "i0");
+    put(t,
+        "        k += %d\n"
+        "    k += l\n"
+        "    while k < hi:\n",
+        B);
+    put_load(t, key, 8, "v0", "np.uint64(o + k)");
+    put(t, "        c0 = k\n");
+    put_arg_combine(t, key, 8, "total", "ti", "v0", "c0");
+    put(t,
+        "        k += %d\n"
+        "    part[r * %d + l] = total\n"
+        "    parti[r * %d + l] = ti\n",
+        CPU_LANES, CPU_LANES, CPU_LANES);
+}
+
 /* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
  * elements per output, contiguous from o. Each run leaves `lanes` partials,
  * or with one run of one work-item, when final, the result. */
@@ -398,6 +442,10 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
              OPS[key->op].name, key->acc, key->out, blk.acc != key->acc ? "_in_blocks_of_" : "",
              blk.acc != key->acc ? blk.acc : "");
     t->n = 0;
+    if (is_arg(key->op)) {
+        cpu_arg_kernel_text(t, key, name);
+        return;
+    }
     put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, S, ident, count, final):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
     put(t,
@@ -731,17 +779,19 @@ out:
     return rc;
 }
 
-/* Whether the CPU form serves: a CPU device, no argmin/argmax, and each
- * output's elements contiguous and many. */
+/* Whether the CPU form serves: a CPU device (argmin/argmax: one that
+ * vectorises across work-items), and each output's elements contiguous
+ * and many. */
 static bool cpu_form(ofl_device *dev, red_op op, const geometry *g) {
-    return ofl_device_get_info(dev)->type == OFL_CPU && !is_arg(op) && g->n2 == g->K &&
-           g->t2 == 1 && g->K >= CPU_MIN_RUN;
+    return ofl_device_get_info(dev)->type == OFL_CPU && (!is_arg(op) || mod_gen_cpu_lanes(dev)) &&
+           g->n2 == g->K && g->t2 == 1 && g->K >= CPU_MIN_RUN;
 }
 
 /* The CPU form's launch: S runs of `lanes` work-items for each of g->M
- * outputs, a work-group each. */
-static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, int lanes, PyObject *x,
-                      PyObject *out, PyObject *part, PyObject *ident) {
+ * outputs, a work-group each. arrays: (x, out, part), or (x, part, parti)
+ * for argmin/argmax, which always leave partials. */
+static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, int lanes,
+                      PyObject *const *arrays, PyObject *ident) {
     text t;
     char name[128];
     cpu_kernel_text(&t, key, lanes, name, sizeof name);
@@ -752,24 +802,23 @@ static int launch_cpu(const text_key *key, const geometry *g, Py_ssize_t S, int 
     PyObject *k = mod_gen_kernel_borrowed(name, t.s);
     if (!k) return -1;
     mod_kernel_runs_to_end(k);
-    Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->K, S};
+    bool arg = is_arg(key->op);
+    /* the numbers, then (not for argmin/argmax) count, mean's divisor */
+    Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->K, S, g->K};
     enum { NNUMS = sizeof nums / sizeof nums[0] };
-    PyObject *args[3 + NNUMS + 3] = {x, out, part};
-    int n = 3, rc = -1;
-    for (int i = 0; i < NNUMS; i++)
-        if (!(args[n++] = PyLong_FromSsize_t(nums[i]))) goto out;
-    PyObject *count = PyLong_FromSsize_t(g->K);
-    if (!count) goto out;
-    args[n++] = ident;
-    args[n++] = count;
-    args[n++] = S * lanes == 1 ? Py_True : Py_False;
+    PyObject *num[NNUMS] = {NULL};
+    int nn = arg ? NNUMS - 1 : NNUMS, rc = -1;
+    for (int i = 0; i < nn; i++)
+        if (!(num[i] = PyLong_FromSsize_t(nums[i]))) goto out;
+    PyObject *args[] = {arrays[0], arrays[1], arrays[2], num[0],
+                        num[1],    num[2],    num[3],    num[4],
+                        num[5],    ident,     num[6],    S * lanes == 1 ? Py_True : Py_False};
     mod_shape range = {.ndim = 1, .nd = true, .size = {g->M * S * lanes}, .local = {lanes}};
-    PyObject *r = mod_kernel_launch(k, &range, args, n, false);
+    PyObject *r = mod_kernel_launch(k, &range, args, arg ? 10 : 12, false);
     rc = r ? 0 : -1;
     Py_XDECREF(r);
-    Py_DECREF(count);
 out:
-    for (int i = 3; i < 3 + NNUMS && i < n; i++) Py_XDECREF(args[i]);
+    for (int i = 0; i < NNUMS; i++) Py_XDECREF(num[i]);
     return rc;
 }
 
@@ -816,7 +865,8 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     /* arguments a launch does not use still need an array of their type: the partials */
     PyObject *first[5] = {x1, o1, p1};
     if (arg) first[1] = pi1, first[2] = o1, first[3] = p1, first[4] = pi1;
-    int first_rc = cpu ? launch_cpu(&key, g, runs, lanes, x1, o1, p1, ident)
+    PyObject *cpu_arrays[3] = {x1, arg ? p1 : o1, arg ? pi1 : p1};
+    int first_rc = cpu ? launch_cpu(&key, g, runs, lanes, cpu_arrays, ident)
                        : launch(&key, &pl, g, first, g->K, ident, pl.nsplit == 1, false);
     if (first_rc < 0) goto out;
     if (pl.nsplit > 1) { /* the partials, nsplit per output, in the accumulator's type */
