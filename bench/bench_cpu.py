@@ -77,36 +77,39 @@ def ol_kernel_ms(ol, dev, name, reps, boundscheck):
     return med(ts), err
 
 
-def ol_array_ops(ol, dev, reps):
+# (label, operation) over 1-D arrays x, y of 2^22 and 2^24 float32, then over a
+# 2048 x 2048 float32 matrix m, then a 1024^2 product; the same code runs on offload
+# arrays and NumPy's.
+VECTOR_OPS = [("x * 4 + 1", lambda x, y: x * 4 + 1), ("x + y", lambda x, y: x + y),
+              ("x.sum()", lambda x, y: x.sum()), ("x.max()", lambda x, y: x.max()),
+              ("x.argmax()", lambda x, y: x.argmax())]
+MATRIX_OPS = [("m.sum(axis=0), 2048^2", lambda m: m.sum(axis=0)),
+              ("m.sum(axis=1), 2048^2", lambda m: m.sum(axis=1))]
+
+
+def array_ops(to_dev, sync, reps):
+    """Medians (ms) of every VECTOR_OPS and MATRIX_OPS row; to_dev puts a NumPy array
+    where the operations run (the identity for NumPy itself)."""
     out = {}
     rng = np.random.default_rng(1)
     for n in (1 << 22, 1 << 24):
-        hx, hy = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-        x, y = ol.asarray(hx, device=dev), ol.asarray(hy, device=dev)
-        sync = lambda: ol.synchronize(dev)  # noqa: E731
-        out[f"x * 4 + 1, 2^{n.bit_length() - 1}"] = med(timed(lambda: x * 4 + 1, sync, reps))
-        out[f"x + y, 2^{n.bit_length() - 1}"] = med(timed(lambda: x + y, sync, reps))
-        out[f"x.sum(), 2^{n.bit_length() - 1}"] = med(timed(lambda: x.sum(), sync, reps))
-        out[f"x.max(), 2^{n.bit_length() - 1}"] = med(timed(lambda: x.max(), sync, reps))
-    a = ol.asarray(rng.random((1024, 1024), dtype=np.float32), device=dev)
-    out["a @ b, 1024^2"] = med(timed(lambda: a @ a, lambda: ol.synchronize(dev), max(3, reps // 4)))
+        x, y = to_dev(rng.random(n, dtype=np.float32)), to_dev(rng.random(n, dtype=np.float32))
+        for label, op in VECTOR_OPS:
+            out[f"{label}, 2^{n.bit_length() - 1}"] = med(timed(lambda: op(x, y), sync, reps))
+    m = to_dev(rng.random((2048, 2048), dtype=np.float32))
+    for label, op in MATRIX_OPS:
+        out[label] = med(timed(lambda: op(m), sync, reps))
+    a = to_dev(rng.random((1024, 1024), dtype=np.float32))
+    out["a @ b, 1024^2"] = med(timed(lambda: a @ a, sync, max(3, reps // 4)))
     return out
+
+
+def ol_array_ops(ol, dev, reps):
+    return array_ops(lambda h: ol.asarray(h, device=dev), lambda: ol.synchronize(dev), reps)
 
 
 def np_array_ops(reps):
-    out = {}
-    rng = np.random.default_rng(1)
-    nop = lambda: None  # noqa: E731
-    for n in (1 << 22, 1 << 24):
-        x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-        e = n.bit_length() - 1
-        out[f"x * 4 + 1, 2^{e}"] = med(timed(lambda: x * 4 + 1, nop, reps))
-        out[f"x + y, 2^{e}"] = med(timed(lambda: x + y, nop, reps))
-        out[f"x.sum(), 2^{e}"] = med(timed(lambda: x.sum(), nop, reps))
-        out[f"x.max(), 2^{e}"] = med(timed(lambda: x.max(), nop, reps))
-    a = rng.random((1024, 1024), dtype=np.float32)
-    out["a @ b, 1024^2"] = med(timed(lambda: a @ a, nop, max(3, reps // 4)))
-    return out
+    return array_ops(lambda h: h, lambda: None, reps)
 
 
 def ol_transfers_ms(ol, dev, reps):

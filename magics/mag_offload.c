@@ -4,7 +4,9 @@
  * display, shown at the first step and updated in place: the steps' lines,
  * then a summary table. Lines printed beside it would land above and below
  * it as the cell's own output interleaves. --boundscheck makes the context
- * launch every loop with index checks. */
+ * launch every loop with index checks; --records NAME leaves the steps'
+ * records (the context's list of dicts) in the variable NAME, as %%capture
+ * leaves its output, so that a notebook can chart them. */
 #include "mag_impl.h"
 
 #include <stdbool.h>
@@ -12,12 +14,14 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: %%%%offload [--device FILTER] [--quiet] [--show llvm|spirv|ptx] [--boundscheck]";
+    "usage: %%%%offload [--device FILTER] [--quiet] [--show llvm|spirv|ptx] [--boundscheck] "
+    "[--records NAME]";
 
 typedef struct {
     char device[128];
     bool quiet, boundscheck;
     char show[16];
+    char records[128]; /* a variable name, or "" */
 } options;
 
 /* "--device F" and "--device=F" */
@@ -41,6 +45,17 @@ static int parse(const char *args, options *o) {
                 return PyErr_Format(mag_UsageError, "--show takes llvm, spirv or ptx, not '%s'",
                                     value),
                        -1;
+        } else if (!strcmp(t, "--records")) {
+            if (!value) value = strtok_r(NULL, " \t", &save);
+            PyObject *name = value ? PyUnicode_FromString(value) : NULL;
+            int ok = name && PyUnicode_IsIdentifier(name);
+            Py_XDECREF(name);
+            PyErr_Clear();
+            if (!ok)
+                return PyErr_Format(mag_UsageError, "--records needs a variable name, not '%s'; %s",
+                                    value ? value : "", usage),
+                       -1;
+            snprintf(o->records, sizeof o->records, "%s", value);
         } else if (!strcmp(t, "--boundscheck") && !value) {
             o->boundscheck = true;
         } else {
@@ -215,6 +230,15 @@ static PyObject *on_record(PyObject *self, PyObject *records) {
 
 static PyMethodDef on_record_def = {"offload_summary", on_record, METH_O, NULL};
 
+/* --quiet --records: the context records every step, and this hook says each
+ * was shown, so that nothing is. */
+static PyObject *keep_quiet(PyObject *self, PyObject *records) {
+    (void)self, (void)records;
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef keep_quiet_def = {"offload_records_only", keep_quiet, METH_O, NULL};
+
 static PyObject *running_cell; /* set by the kernel around each cell; owned */
 
 void mag_set_cell_filename(PyObject *filename) { Py_XSETREF(running_cell, Py_XNewRef(filename)); }
@@ -241,17 +265,20 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
                          : NULL;
     PyObject *state = NULL, *hook = NULL, *ctx = NULL, *result = NULL;
     if (!code) goto out;
+    bool verbose = !o.quiet || o.records[0];
     if (!o.quiet) {
         static unsigned long cells;
         PyObject *id = PyUnicode_FromFormat("offload-summary-%d-%lu", (int)getpid(), ++cells);
         state = id ? Py_BuildValue("[NO]", id, Py_False) : NULL;
         hook = state ? PyCFunction_New(&on_record_def, state) : NULL;
         if (!hook) goto out;
+    } else if (verbose && !(hook = PyCFunction_New(&keep_quiet_def, NULL))) {
+        goto out;
     }
     PyObject *ctor = PyObject_GetAttrString(offload, "LoopContext");
     PyObject *kw =
         Py_BuildValue("{s:z,s:O,s:O,s:z,s:O}", "device", o.device[0] ? o.device : NULL, "verbose",
-                      o.quiet ? Py_False : Py_True, "on_record", hook ? hook : Py_None, "show",
+                      verbose ? Py_True : Py_False, "on_record", hook ? hook : Py_None, "show",
                       o.show[0] ? o.show : NULL, "boundscheck", o.boundscheck ? Py_True : Py_False);
     PyObject *none = PyTuple_New(0);
     ctx = ctor && kw && none ? PyObject_Call(ctor, none, kw) : NULL;
@@ -275,6 +302,13 @@ PyObject *mag_offload(PyObject *ns, const char *args, const char *body) {
         result = Py_NewRef(Py_None);
     }
     Py_XDECREF(ran);
+    if (o.records[0]) { /* also after an error: the steps that ran say where it stopped */
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *records = PyObject_GetAttrString(ctx, "records");
+        if (!records || PyDict_SetItemString(ns, o.records, records) < 0) Py_CLEAR(result);
+        Py_XDECREF(records);
+        if (type) PyErr_Restore(type, value, tb); /* the cell's error outranks ours */
+    }
 out:
     Py_XDECREF(offload);
     Py_XDECREF(filename);

@@ -1,17 +1,21 @@
 """Every notebook under notebooks/ runs top to bottom on the offload kernel
 (the README's quick start shows the tour; this keeps it from rotting).
 
-The workshop notebooks (01-05) are lessons: markdown between code cells, an
-exercise followed by its worked solution, and NumPy checks that assert the
-results, so that a regression in offload fails the notebook here. They are
-stored without outputs. 02 is also run with two PoCL CPU devices, so that its
-ExecutionPlacementError branch runs too, and every workshop runs on a device
-that pretends to lack float64 and 64-bit atomics, as many GPUs do.
+The workshop notebooks (01-07) are lessons (conventions in notebooks/README.md):
+an opening cell with objectives, prerequisites and minutes; markdown between code
+cells; exercises whose answer key lies between BEGIN/END SOLUTION markers, each
+followed by a check cell; and NumPy checks that assert the results, so that a
+regression in offload fails the notebook here. They are stored without outputs.
+02 is also run with two PoCL CPU devices, so that its ExecutionPlacementError
+branch runs too, and every workshop runs on a device that pretends to lack
+float64 and 64-bit atomics, as many GPUs do. tests/test_workshop.py checks the
+student copies and the rest of the kit, reusing the runs of executed_key().
 """
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -28,7 +32,10 @@ WORKSHOPS = [
     "03-range-kernels.ipynb",
     "04-nd-range-local-memory.ipynb",
     "05-timing-done-right.ipynb",
+    "06-offload-loops.ipynb",
+    "07-capstone-kmeans.ipynb",
 ]
+NOTEBOOK_TIMEOUT = 600  # seconds per test that runs a whole notebook (cells: 120 s each)
 
 
 def run_notebook(path: Path, tmp_path: Path, **start_kernel_kwargs) -> nbformat.NotebookNode:
@@ -39,6 +46,31 @@ def run_notebook(path: Path, tmp_path: Path, **start_kernel_kwargs) -> nbformat.
     return nb
 
 
+_executed: dict = {}
+
+
+def executed_key(path: Path) -> nbformat.NotebookNode:
+    """The notebook at path run once per test session (allow_errors: every cell runs, and
+    errors are left in the outputs for the caller to report). test_notebooks.py and
+    test_workshop.py share these runs, to keep the suite's time down."""
+    path = Path(path)
+    if path not in _executed:
+        nb = nbformat.read(path, as_version=4)
+        with tempfile.TemporaryDirectory(prefix="nb-run-") as cwd:
+            NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120, allow_errors=True,
+                           resources={"metadata": {"path": cwd}}).execute()
+        _executed[path] = nb
+    return _executed[path]
+
+
+def errors_in(nb) -> list[str]:
+    """'cell N: Ename: evalue' and the traceback of every error output, for assertion messages."""
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    return [f"cell {i}: {o.ename}: {o.evalue}\n" + ansi.sub("", "\n".join(o.traceback))
+            for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            for o in cell.outputs if o.output_type == "error"]
+
+
 def outputs_of(nb) -> list:
     return [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
 
@@ -47,12 +79,13 @@ def stdout_of(nb) -> str:
     return "".join(o.text for o in outputs_of(nb) if o.output_type == "stream" and o.name == "stdout")
 
 
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_without_errors(path, tmp_path):
-    nb = run_notebook(path, tmp_path)
-    outputs = outputs_of(nb)
-    assert outputs, "the notebook ran but produced no output at all"
-    assert not [o for o in outputs if o.output_type == "error"]
+def test_notebook_runs_without_errors(path):
+    nb = executed_key(path)
+    assert outputs_of(nb), "the notebook ran but produced no output at all"
+    errors = errors_in(nb)
+    assert not errors, "\n\n".join(errors)
 
 
 def test_there_is_a_tour():
@@ -71,23 +104,48 @@ def test_notebook_is_stored_clean(path):
     assert not dirty, f"cells {dirty} were stored with outputs; clear them (Edit > Clear All Outputs)"
 
 
+def tags(cell) -> list:
+    return cell.get("metadata", {}).get("tags", [])
+
+
 @pytest.mark.parametrize("name", WORKSHOPS)
 def test_workshop_notebook_is_a_lesson(name):
     path = NOTEBOOK_DIR / name
     assert path.exists(), f"workshop notebook {name} is missing"
     nb = nbformat.read(path, as_version=4)
-    kinds = [c.cell_type for c in nb.cells]
-    assert kinds[0] == "markdown" and nb.cells[0].source.startswith("# "), "a lesson starts with its title"
+    cells = nb.cells
+    kinds = [c.cell_type for c in cells]
+    number = int(name[:2])
+    assert kinds[0] == "markdown" and cells[0].source.startswith(f"# Workshop {number} — "), \
+        f"a lesson starts with its title, '# Workshop {number} — Title'"
+    opening = cells[0].source
+    for label in (r"\*\*Objectives\*\*", r"\*\*Prerequisites\*\*", r"\*\*Time\*\*: \d+ minutes$"):
+        assert re.search(rf"^{label}", opening, re.M), f"the opening cell needs {label}"
     assert kinds.count("markdown") >= 8 and kinds.count("code") >= 8, kinds
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
     assert "import offload" in code
     assert len(re.findall(r"\bassert\b|np\.testing\.assert_", code)) >= 3, "results are checked, so regressions fail"
-    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    exercises = len(re.findall(r"^### Exercise", markdown, re.M))
-    assert exercises >= 1, "a workshop has exercises"
-    assert len(re.findall(r"\*\*Solution\.\*\*", markdown)) == exercises, "each exercise has a worked solution"
+
+    headings = [i for i, c in enumerate(cells)
+                if c.cell_type == "markdown" and re.match(r"### Exercise \d+ — ", c.source)]
+    assert headings, "a workshop has exercises ('### Exercise N — title')"
+    checks = [i for i, c in enumerate(cells) if "checks" in tags(c)]
+    assert len(checks) == 1 and checks[0] < headings[0], "one cell tagged 'checks', before the first exercise"
+    for i in headings:
+        ex, chk = cells[i + 1], cells[i + 2] if i + 2 < len(cells) else None
+        assert ex.cell_type == "code" and "exercise" in tags(ex), \
+            f"cell {i + 1}: the exercise's code cell, tagged 'exercise'"
+        assert re.search(r"^\s*# BEGIN SOLUTION\s*$.*^\s*# END SOLUTION\s*$", ex.source, re.M | re.S), \
+            f"cell {i + 1}: the answer key lies between '# BEGIN SOLUTION' and '# END SOLUTION'"
+        assert chk is not None and "check" in tags(chk) and re.search(r"\bcheck_\w+\(", chk.source), \
+            f"cell {i + 2}: a cell tagged 'check' calls check_...() after each exercise"
+    assert len([c for c in cells if "exercise" in tags(c)]) == len(headings), "one exercise cell per exercise"
+    for c in cells:
+        if c.cell_type == "markdown" and "**Solution.**" in c.source:
+            assert "solution" in tags(c), "a '**Solution.**' cell is tagged 'solution' (student copies drop it)"
 
 
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
 def test_compute_follows_data_with_two_devices(tmp_path):
     """With two devices 02 shows a real ExecutionPlacementError (PoCL gives two CPU
     devices with POCL_DEVICES); with one it explains instead."""
@@ -102,10 +160,12 @@ def test_compute_follows_data_with_two_devices(tmp_path):
     assert re.search(r"ok on Device\(\S+:1\)", out), "axpy_like ran on the second device too"
 
 
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
 @pytest.mark.parametrize("name", WORKSHOPS)
 def test_workshop_runs_without_fp64_and_atomic64(name, tmp_path):
     """Workshops are for any GPU, also ones without float64 or 64-bit atomics
     (many Intel GPUs): OFFLOAD_WITHOUT makes the CPU device pretend to be one."""
+    assert (NOTEBOOK_DIR / name).exists(), f"workshop notebook {name} is missing"
     env = dict(os.environ, OFFLOAD_WITHOUT="fp64,atomic64")
     nb = run_notebook(NOTEBOOK_DIR / name, tmp_path, env=env)
     assert not [o for o in outputs_of(nb) if o.output_type == "error"]

@@ -3,7 +3,7 @@ prange loops run on PoCL's CPU device against NumPy on fresh random data with
 poisoned outputs; the live report (device, copies, compiles, launches, then a
 summary table) as one display that is shown and then updated in place, with
 nothing printed beside it; --device, --quiet,
---show; errors (CompileError at the cell's line, unknown options, a wrong
+--show, --records; errors (CompileError at the cell's line, unknown options, a wrong
 device filter, arrays on two devices) leave the kernel alive."""
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ def test_bad_options_and_device_filter(kernel: Kernel, kcs):
     assert "unknown option '--frobnicate'" in evalue
     ename, evalue, _ = error(kcs, "%%offload --show asm\npass\n")
     assert "--show takes llvm, spirv or ptx" in evalue
+    ename, evalue, _ = error(kcs, "%%offload --records 2x\npass\n")
+    assert "--records needs a variable name, not '2x'" in evalue
     ename, evalue, _ = error(kcs, "%%offload --device cuda:gpu:7\npass\n")
     assert ename in ("DeviceNotFoundError", "ValueError") and "cuda:gpu:7" in evalue
     kernel.assert_alive("bad %%offload options")
@@ -195,6 +197,27 @@ def test_a_python_error_in_the_cell_still_copies_back(kcs):
                                   "raise KeyError('later')\n")
     assert ename == "KeyError"
     ok(kcs, "assert (z == 7).all(), z")
+
+
+def test_records_are_left_in_a_variable(kcs):
+    """--records NAME leaves the steps' records for a chart, also when the cell fails
+    (the steps that ran say where it stopped), and also with --quiet."""
+    msgs = ok(kcs, "%%offload --quiet --records steps\n"
+                   "v = np.full(4096, np.nan)\n"
+                   "for i in prange(4096):\n"
+                   "    v[i] = 2 * i\n")
+    assert not of_type(msgs, "display_data") and stream_text(msgs) == "", "--quiet showed something"
+    ok(kcs, "assert (v == 2 * np.arange(4096)).all()\n"
+            "kinds = [r['kind'] for r in steps]\n"
+            "assert 'launch' in kinds, kinds\n"
+            "assert all(r['ms'] >= 0 for r in steps if r['kind'] == 'launch'), steps\n")
+    ename, _, _ = error(kcs, "%%offload --records=failed\n"
+                             "w = np.zeros(8)\n"
+                             "for i in prange(8):\n"
+                             "    w[i] = 1\n"
+                             "raise KeyError('later')\n")
+    assert ename == "KeyError"
+    ok(kcs, "assert any(r['kind'] == 'launch' for r in failed), failed")
 
 
 def test_jit_function_in_the_kernel(kcs):
