@@ -170,6 +170,29 @@ def test_long_contiguous_runs(device, rng, dtype):
                   axis=axis)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_across_outputs(device, rng, dtype):
+    """What CPU devices reduce across outputs (one reduced axis farther apart than the
+    outputs: tiles of neighbouring outputs walk it together): tile widths that do not
+    divide the outputs, outputs strided or one element apart, runs split over k, NaN."""
+    cases = [((3000, 37), 0), ((40, 1000), 0), ((513, 300), 0), ((20000, 16), 0),
+             ((2, 7, 129), 1)]
+    for op in OPS:
+        for shape, axis in cases:
+            a = random_data(rng, op, dtype, shape)
+            check(op, ol.asarray(a, device=device), a, device, f"{op}({dtype} {shape}, axis={axis})",
+                  axis=axis)
+            v = a[:, ::3]  # outputs three elements apart
+            check(op, ol.asarray(a, device=device)[:, ::3], v, device,
+                  f"{op}({dtype} {shape}[:, ::3], axis={axis})", axis=axis)
+    if dtype.startswith("float"):
+        a = rng.standard_normal((500, 300)).astype(dtype)
+        a[499, 0] = a[3, 299] = np.nan
+        a[250, 150] = np.inf
+        for op in ("min", "max", "sum", "argmin", "argmax"):
+            check(op, ol.asarray(a, device=device), a, device, f"{op} across outputs with NaN", axis=0)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_nan_and_inf_deep_in_long_runs(device, rng, dtype):
     """A NaN anywhere wins min and max (NumPy's rule), whichever block and run it is in; an
@@ -399,6 +422,8 @@ def test_dtype_argument(device, rng):
         ("mean", i8, np.float32),
         ("mean", i8, np.int16),
         ("mean", f.astype(np.float32), np.float64),
+        # long enough for a CPU device's own form: float64 asked for is float64 throughout
+        ("sum", rng.uniform(-1000, 1000, 100_000).astype(np.float32), np.float64),
     ]
     for op, a, dt in cases:
         x = ol.asarray(a, device=device)
