@@ -392,6 +392,35 @@ static const char *block_type(const text_key *key) {
                : key->acc;
 }
 
+/* The CPU form's work-item in a run: lane l of run r % S of output m, whose
+ * elements from o are its k range [k, hi) (whole blocks, but the run's last),
+ * and total, its accumulator. */
+static void put_run_start(text *t) {
+    const int B = CPU_LANES * CPU_ROWS;
+    put(t,
+        "    l = item.get_local_id(0)\n"
+        "    r = item.get_group().get_group_id(0)\n"
+        "    m = r // S\n"
+        "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
+        "    c = (K + S - 1) // S\n"
+        "    c = (c + %d) // %d * %d\n"
+        "    k = (r %% S) * c\n"
+        "    hi = min(k + c, K)\n"
+        "    total = ident\n",
+        B - 1, B, B);
+}
+
+/* The end of a block, then the loop over the run's last elements (fewer than
+ * a block), lane l taking l, l + lanes, ...: v0 is each. */
+static void put_run_tail(text *t, const text_key *key) {
+    put(t,
+        "        k += %d\n"
+        "    k += l\n"
+        "    while k < hi:\n",
+        CPU_LANES * CPU_ROWS);
+    put_load(t, key, 8, "v0", "np.uint64(o + k)");
+}
+
 /* (a, i) takes (v, c) where c comes after i: when v is better, or v is the
  * first NaN, or (from_ident) a is still the identity, which an element equal
  * to it must replace. Selects, not branches (put_combine says why). */
@@ -418,19 +447,11 @@ static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) 
     const int B = CPU_LANES * CPU_ROWS;
     put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
+    put_run_start(t);
     put(t,
-        "    l = item.get_local_id(0)\n"
-        "    r = item.get_group().get_group_id(0)\n"
-        "    m = r // S\n"
-        "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-        "    c = (K + S - 1) // S\n"
-        "    c = (c + %d) // %d * %d\n"
-        "    k = (r %% S) * c\n"
-        "    hi = min(k + c, K)\n"
-        "    total = ident\n"
         "    ti = 9223372036854775807\n"
         "    while k + %d < hi:\n",
-        B - 1, B, B, B - 1);
+        B - 1);
     char idx[64];
     for (int row = 0; row < CPU_ROWS; row++) {
         snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
@@ -439,12 +460,7 @@ static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) 
         if (row) put_arg_combine_in_order(t, key, 8, "a0", "i0", "v0", "c0", false);
     }
     put_arg_combine_in_order(t, key, 8, "total", "ti", "a0", "i0", true);
-    put(t,
-        "        k += %d\n"
-        "    k += l\n"
-        "    while k < hi:\n",
-        B);
-    put_load(t, key, 8, "v0", "np.uint64(o + k)");
+    put_run_tail(t, key);
     put(t, "        c0 = k\n");
     put_arg_combine_in_order(t, key, 8, "total", "ti", "v0", "c0", true);
     put(t,
@@ -471,18 +487,8 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
     }
     put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
-    put(t,
-        "    l = item.get_local_id(0)\n"
-        "    r = item.get_group().get_group_id(0)\n"
-        "    m = r // S\n"
-        "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-        "    c = (K + S - 1) // S\n"
-        "    c = (c + %d) // %d * %d\n"
-        "    k = (r %% S) * c\n"
-        "    hi = min(k + c, K)\n"
-        "    total = ident\n"
-        "    while k + %d < hi:\n",
-        B - 1, B, B, B - 1);
+    put_run_start(t);
+    put(t, "    while k + %d < hi:\n", B - 1);
     char var[16], idx[64];
     if (lanes > 1) { /* lane l: the block's column l */
         for (int row = 0; row < CPU_ROWS; row++) {
@@ -507,12 +513,7 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
     }
     put(t, "        v0 = np.%s(a0)\n", key->acc);
     put_combine(t, key, 8, "total", "v0");
-    put(t,
-        "        k += %d\n"
-        "    k += l\n"
-        "    while k < hi:\n",
-        B);
-    put_load(t, key, 8, "v0", "np.uint64(o + k)");
+    put_run_tail(t, key);
     put_combine(t, key, 8, "total", "v0");
     put(t,
         "        k += %d\n"
