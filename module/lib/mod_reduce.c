@@ -146,7 +146,7 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
 /* ---- kernel text ---- */
 
 typedef struct {
-    char s[16384];
+    char s[65536]; /* the CPU argmin/argmax text for PoCL is about 30 KB */
     size_t n;
 } text;
 
@@ -438,12 +438,12 @@ static void put_arg_combine_in_order(text *t, const text_key *key, int ind, cons
         c, i);
 }
 
-/* argmin/argmax in the CPU form, on devices that vectorise across
- * work-items only (lanes): each lane keeps (value, index) of its column,
- * visiting its elements in order (so a tie keeps the earlier), and leaves
- * them as partials for the tree kernel's second pass, which picks the best
- * and, among equals, the first. */
-static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) {
+/* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
+ * accumulator pair of the one work-item) keeps (value, index), visiting its
+ * elements in order (so a tie keeps the earlier); the run leaves its best
+ * as partials for the tree kernel's second pass, which picks the best and,
+ * among equals, the first. */
+static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const char *name) {
     const int B = CPU_LANES * CPU_ROWS;
     put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
@@ -452,13 +452,28 @@ static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) 
         "    ti = 9223372036854775807\n"
         "    while k + %d < hi:\n",
         B - 1);
-    char idx[64];
-    for (int row = 0; row < CPU_ROWS; row++) {
-        snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
-        put_load(t, key, 8, row ? "v0" : "a0", idx);
-        put(t, "        %s = k + %d + l\n", row ? "c0" : "i0", row * CPU_LANES);
-        if (row) put_arg_combine_in_order(t, key, 8, "a0", "i0", "v0", "c0", false);
-    }
+    /* lanes: lane l takes the block's column l; else one work-item takes every
+     * column u in its own (a_u, i_u), and the columns meet at the block's end */
+    int cols = lanes > 1 ? 1 : CPU_LANES;
+    char idx[64], a[16], i[16], v[16], c[16];
+    for (int row = 0; row < CPU_ROWS; row++)
+        for (int u = 0; u < cols; u++) {
+            int at = row * CPU_LANES + u;
+            snprintf(a, sizeof a, "a%d", u), snprintf(i, sizeof i, "i%d", u);
+            snprintf(v, sizeof v, "v%d", u), snprintf(c, sizeof c, "c%d", u);
+            snprintf(idx, sizeof idx,
+                     lanes > 1 ? "np.uint64(o + k + %d + l)" : "np.uint64(o + k + %d)", at);
+            put_load(t, key, 8, row ? v : a, idx);
+            put(t, lanes > 1 ? "        %s = k + %d + l\n" : "        %s = k + %d\n", row ? c : i,
+                at);
+            if (row) put_arg_combine_in_order(t, key, 8, a, i, v, c, false);
+        }
+    for (int h = cols / 2; h > 0; h /= 2) /* columns: any order, so ties go by index */
+        for (int j = 0; j < h; j++) {
+            snprintf(a, sizeof a, "a%d", j), snprintf(i, sizeof i, "i%d", j);
+            snprintf(v, sizeof v, "a%d", j + h), snprintf(c, sizeof c, "i%d", j + h);
+            put_arg_combine(t, key, 8, a, i, v, c);
+        }
     put_arg_combine_in_order(t, key, 8, "total", "ti", "a0", "i0", true);
     put_run_tail(t, key);
     put(t, "        c0 = k\n");
@@ -467,7 +482,7 @@ static void cpu_arg_kernel_text(text *t, const text_key *key, const char *name) 
         "        k += %d\n"
         "    part[r * %d + l] = total\n"
         "    parti[r * %d + l] = ti\n",
-        CPU_LANES, CPU_LANES, CPU_LANES);
+        lanes, lanes, lanes);
 }
 
 /* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
@@ -482,7 +497,7 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
              blk.acc != key->acc ? blk.acc : "");
     t->n = 0;
     if (is_arg(key->op)) {
-        cpu_arg_kernel_text(t, key, name);
+        cpu_arg_kernel_text(t, key, lanes, name);
         return;
     }
     put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n", name);
@@ -855,12 +870,11 @@ out:
     return rc;
 }
 
-/* Whether the CPU form serves: a CPU device (argmin/argmax: one that
- * vectorises across work-items), and each output's elements contiguous
- * and many. */
+/* Whether the CPU form serves: a CPU device, and each output's elements
+ * contiguous and many. */
 static bool cpu_form(ofl_device *dev, red_op op, const geometry *g) {
-    return ofl_device_get_info(dev)->type == OFL_CPU && (!is_arg(op) || mod_gen_cpu_lanes(dev)) &&
-           g->n2 == g->K && g->t2 == 1 && g->K >= CPU_LANES * CPU_ROWS;
+    return ofl_device_get_info(dev)->type == OFL_CPU && g->n2 == g->K && g->t2 == 1 &&
+           g->K >= CPU_LANES * CPU_ROWS;
 }
 
 /* Whether the CPU form across outputs serves: one reduced axis and one kept
@@ -962,7 +976,9 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
         runs = S < most ? S : most < 1 ? 1 : most;
         pl.nsplit = cols ? runs : runs * lanes; /* partials per output */
     }
-    Py_ssize_t nparts = pl.nsplit > 1 ? g->M * pl.nsplit : 1;
+    /* argmin/argmax's CPU form always leaves partials, for the second pass */
+    bool second = pl.nsplit > 1 || (cpu && arg);
+    Py_ssize_t nparts = second ? g->M * pl.nsplit : 1;
     PyObject *i64 = mod_dtype_find_borrowed('i', 8);
     PyObject *ident = identity_scalar(op, t->acc);
     PyObject *part = ident ? scratch_take(dev, t->acc, 0, nparts) : NULL;
@@ -982,7 +998,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     int first_rc = cpu || cols ? launch_cpu(&key, g, cols, runs, lanes, cpu_arrays, ident)
                                : launch(&key, &pl, g, first, g->K, ident, pl.nsplit == 1, false);
     if (first_rc < 0) goto out;
-    if (pl.nsplit > 1) { /* the partials, nsplit per output, in the accumulator's type */
+    if (second) { /* the partials, nsplit per output, in the accumulator's type */
         text_key key2 = key;
         key2.cast = NULL;
         geometry g2 = {
