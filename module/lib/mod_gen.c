@@ -11,6 +11,7 @@
 #include <string.h>
 
 static PyObject *generated; /* dict: source text -> Kernel, until exit */
+static PyObject *keyed;     /* dict: a caller's key -> the same Kernels, until exit */
 
 /* A Kernel over the function `name` that source defines. Its file name is
  * registered with linecache, so inspect (and the JIT, and error carets)
@@ -82,6 +83,15 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
     return mod_kernel_launch(k, &range, args, nargs, false);
 }
 
+PyObject *mod_gen_kernel_by_key_borrowed(const char *key) {
+    PyObject *k = PyDict_GetItemString(keyed, key); /* a str key: no error to clear */
+    return k;
+}
+
+int mod_gen_remember(const char *key, PyObject *kernel) {
+    return PyDict_SetItemString(keyed, key, kernel);
+}
+
 bool mod_gen_cpu_lanes(ofl_device *dev) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     return in->type == OFL_CPU && !strstr(in->platform, "Portable Computing Language");
@@ -97,6 +107,7 @@ static PyObject *release_generated(PyObject *self, PyObject *unused) {
     ofl_synchronize_launched(
         &err); /* a failure was the work's to report; nothing to do with it now */
     Py_END_ALLOW_THREADS
+    PyDict_Clear(keyed);
     PyDict_Clear(generated);
     Py_RETURN_NONE;
 }
@@ -105,6 +116,6 @@ static PyMethodDef release_def = {"_release_generated", release_generated, METH_
 
 int mod_gen_init(void) {
     if (generated) return 0;
-    if (!(generated = PyDict_New())) return -1;
+    if (!(generated = PyDict_New()) || !(keyed = PyDict_New())) return -1;
     return mod_atexit(&release_def);
 }

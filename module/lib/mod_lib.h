@@ -24,6 +24,12 @@ PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
 /* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
 PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
                          PyObject *const *args, Py_ssize_t nargs);
+/* The same Kernels by a caller's short key, which must name everything its
+ * text depends on: a caller with long texts (reductions: 5-30 KB) looks its
+ * kernel up before writing the text again (a third of a small reduction's
+ * host time was vsnprintf). NULL, without an error, when not remembered. */
+PyObject *mod_gen_kernel_by_key_borrowed(const char *key);
+int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
 /* Whether dev is a CPU device whose compiler makes vector code across the
  * work-items of a group, never within one work-item (Intel's CPU runtime;
  * measured, see mod_reduce.c's CPU form), so that texts for it give

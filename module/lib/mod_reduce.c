@@ -819,14 +819,31 @@ static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, b
     pl->groups = blocks * split;
 }
 
-static PyObject *kernel_for(const text_key *key) {
-    text t;
-    char name[96];
-    kernel_text(&t, key, name, sizeof name);
-    if (t.n >= sizeof t.s - 1)
-        return PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer",
-                            name);
-    return mod_gen_kernel_borrowed(name, t.s);
+/* The kernel of a form (FORM_*) for key: remembered by a short key naming
+ * all the text depends on, written and compiled at the first call. */
+enum { FORM_TREE, FORM_CPU_ROWS, FORM_CPU_COLS };
+
+static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, bool unit) {
+    char memo[160];
+    snprintf(memo, sizeof memo, "reduce %d %d %s %s %s %s %d %d %d", form, (int)key->op, key->in,
+             key->acc, key->cast ? key->cast : "-", key->out, lanes, width, (int)unit);
+    PyObject *k = mod_gen_kernel_by_key_borrowed(memo);
+    if (k) return k;
+    text *t = PyMem_Malloc(sizeof *t);
+    if (!t) return PyErr_NoMemory();
+    char name[128];
+    if (form == FORM_CPU_COLS)
+        cpu_cols_kernel_text(t, key, lanes, width, unit, name, sizeof name);
+    else if (form == FORM_CPU_ROWS)
+        cpu_kernel_text(t, key, lanes, name, sizeof name);
+    else
+        kernel_text(t, key, name, sizeof name);
+    if (t->n >= sizeof t->s - 1)
+        PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
+    else if ((k = mod_gen_kernel_borrowed(name, t->s)) && mod_gen_remember(memo, k) < 0)
+        k = NULL;
+    PyMem_Free(t);
+    return k;
 }
 
 /* One launch over pl, reading g. arrays: (x, out, part) or, for
@@ -834,7 +851,7 @@ static PyObject *kernel_for(const text_key *key) {
 static int launch(const text_key *key, const red_plan *pl, const geometry *g,
                   PyObject *const *arrays, Py_ssize_t count, PyObject *ident, bool final,
                   bool fromp) {
-    PyObject *k = kernel_for(key);
+    PyObject *k = kernel_of(key, FORM_TREE, 1, 0, false);
     if (!k) return -1;
     bool arg = is_arg(key->op);
     Py_ssize_t nums[] = {g->base,
@@ -901,18 +918,9 @@ static int cols_width(int lanes, Py_ssize_t M) {
  * always leave partials. */
 static int launch_cpu(const text_key *key, const geometry *g, bool cols, Py_ssize_t S, int lanes,
                       PyObject *const *arrays, PyObject *ident) {
-    text t;
-    char name[128];
-    int width = cols_width(lanes, g->M);
-    if (cols)
-        cpu_cols_kernel_text(&t, key, lanes, width, g->sq == 1, name, sizeof name);
-    else
-        cpu_kernel_text(&t, key, lanes, name, sizeof name);
-    if (t.n >= sizeof t.s - 1) {
-        PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
-        return -1;
-    }
-    PyObject *k = mod_gen_kernel_borrowed(name, t.s);
+    int width = cols ? cols_width(lanes, g->M) : 0;
+    PyObject *k =
+        kernel_of(key, cols ? FORM_CPU_COLS : FORM_CPU_ROWS, lanes, width, cols && g->sq == 1);
     if (!k) return -1;
     mod_kernel_runs_to_end(k);
     bool arg = is_arg(key->op);
