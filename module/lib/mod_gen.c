@@ -84,8 +84,7 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
 }
 
 PyObject *mod_gen_kernel_by_key_borrowed(const char *key) {
-    PyObject *k = PyDict_GetItemString(keyed, key); /* a str key: no error to clear */
-    return k;
+    return PyDict_GetItemString(keyed, key); /* hashing a str key raises nothing */
 }
 
 int mod_gen_remember(const char *key, PyObject *kernel) {
