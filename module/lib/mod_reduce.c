@@ -443,15 +443,14 @@ static void put_arg_combine_in_order(text *t, const text_key *key, int ind, cons
  * elements in order (so a tie keeps the earlier); the run leaves its best
  * as partials for the tree kernel's second pass, which picks the best and,
  * among equals, the first. */
-static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const char *name) {
-    const int B = CPU_LANES * CPU_ROWS;
-    put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
-    put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
-    put_run_start(t);
-    put(t,
-        "    ti = 9223372036854775807\n"
-        "    while k + %d < hi:\n",
-        B - 1);
+/* The loop over a run's whole blocks at indent ind, for argmin/argmax.
+ * fast: comparisons that ignore NaN, and seen_nan set when an element is
+ * NaN (the caller then walks the run again the slow way): a plain vector
+ * compare an element, where keeping the first NaN took three. */
+static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, bool fast) {
+    text_key plain = *key;
+    plain.acc_float = false; /* comparisons as for integers: no NaN clause */
+    put(t, "%*swhile k + %d < hi:\n", ind, "", CPU_LANES * CPU_ROWS - 1);
     /* lanes: lane l takes the block's column l; else one work-item takes every
      * column u in its own (a_u, i_u), and the columns meet at the block's end */
     int cols = lanes > 1 ? 1 : CPU_LANES;
@@ -463,19 +462,41 @@ static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const c
             snprintf(v, sizeof v, "v%d", u), snprintf(c, sizeof c, "c%d", u);
             snprintf(idx, sizeof idx,
                      lanes > 1 ? "np.uint64(o + k + %d + l)" : "np.uint64(o + k + %d)", at);
-            put_load(t, key, 8, row ? v : a, idx);
-            put(t, lanes > 1 ? "        %s = k + %d + l\n" : "        %s = k + %d\n", row ? c : i,
-                at);
-            if (row) put_arg_combine_in_order(t, key, 8, a, i, v, c, false);
+            put_load(t, key, ind + 4, row ? v : a, idx);
+            put(t, lanes > 1 ? "%*s%s = k + %d + l\n" : "%*s%s = k + %d\n", ind + 4, "",
+                row ? c : i, at);
+            if (fast)
+                put(t, "%*sseen_nan = seen_nan | (%s != %s)\n", ind + 4, "", row ? v : a,
+                    row ? v : a);
+            if (row) put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, a, i, v, c, false);
         }
     for (int h = cols / 2; h > 0; h /= 2) /* columns: any order, so ties go by index */
         for (int j = 0; j < h; j++) {
             snprintf(a, sizeof a, "a%d", j), snprintf(i, sizeof i, "i%d", j);
             snprintf(v, sizeof v, "a%d", j + h), snprintf(c, sizeof c, "i%d", j + h);
-            put_arg_combine(t, key, 8, a, i, v, c);
+            put_arg_combine(t, key, ind + 4, a, i, v, c);
         }
-    put_arg_combine_in_order(t, key, 8, "total", "ti", "a0", "i0", true);
-    put_run_tail(t, key);
+    put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, "total", "ti", "a0", "i0", true);
+    put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
+}
+
+static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const char *name) {
+    put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
+    put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
+    put_run_start(t);
+    put(t, "    ti = 9223372036854775807\n");
+    bool fast = lanes > 1 && key->acc_float; /* PoCL made the flag scalar (see min/max) */
+    if (fast) put(t, "    k0 = k\n    seen_nan = False\n");
+    put_arg_blocks(t, key, lanes, 4, fast);
+    if (fast) { /* a NaN: the run again, keeping the first NaN */
+        put(t, "    if seen_nan:\n"
+               "        k = k0\n"
+               "        total = ident\n"
+               "        ti = 9223372036854775807\n");
+        put_arg_blocks(t, key, lanes, 8, false);
+    }
+    put(t, "    k += l\n    while k < hi:\n");
+    put_load(t, key, 8, "v0", "np.uint64(o + k)");
     put(t, "        c0 = k\n");
     put_arg_combine_in_order(t, key, 8, "total", "ti", "v0", "c0", true);
     put(t,
