@@ -283,7 +283,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
     transcendental math functions answer that many ulps off, a third."""
     f32 = np.float32 if exact_dtypes else np.float64
     ns = {"math": _NudgedMath(ulps) if ulps else math, "np": np if exact_dtypes else _NP64,
-          "int": _int64}
+          "int": _int64, "max": _typed(max), "min": _typed(min)}
     exec(compile(src, f"<fuzz {name}>", "exec"), ns)
     fn = ns[name]
     a = np.array(inputs["a"], np.float64)
@@ -301,6 +301,18 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
         except (ArithmeticError, ValueError, RuntimeWarning, OverflowError, FloatingPointError):
             res.append(None)
     return res
+
+
+def _typed(pick):
+    """max/min as a kernel types them: the arguments' NumPy 2 promotion, whichever
+    wins. Python's builtin returns the winner itself, so max(np.float32(-1.0), 1e6)
+    would be a Python float where the kernel has a float32."""
+    def typed(*args):
+        r = pick(*args)
+        if any(isinstance(v, np.generic) for v in args):
+            return np.result_type(*args).type(r)
+        return r
+    return typed
 
 
 def _int64(x):
