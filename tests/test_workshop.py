@@ -25,16 +25,12 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from kernel_testlib import KERNEL_NAME
-from test_notebooks import NOTEBOOK_DIR, NOTEBOOK_TIMEOUT, errors_in, executed_key
+from test_notebooks import NOTEBOOK_DIR, NOTEBOOK_TIMEOUT, errors_in, executed_key, tags
 
 ROOT = NOTEBOOK_DIR.parent
 SCRIPT = ROOT / "scripts" / "workshop"
 KEYS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]-*.ipynb"))
 ALIVE = "kernel still alive after the checks"
-
-
-def tags(cell) -> list:
-    return cell.get("metadata", {}).get("tags", [])
 
 
 def workshop(*args, notebooks: Path | None = None, timeout: int = 120) -> subprocess.CompletedProcess:

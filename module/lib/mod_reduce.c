@@ -438,11 +438,6 @@ static void put_arg_combine_in_order(text *t, const text_key *key, int ind, cons
         c, i);
 }
 
-/* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
- * accumulator pair of the one work-item) keeps (value, index), visiting its
- * elements in order (so a tie keeps the earlier); the run leaves its best
- * as partials for the tree kernel's second pass, which picks the best and,
- * among equals, the first. */
 /* The loop over a run's whole blocks at indent ind, for argmin/argmax.
  * fast: comparisons that ignore NaN, and seen_nan set when an element is
  * NaN (the caller then walks the run again the slow way): a plain vector
@@ -480,6 +475,11 @@ static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, boo
     put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
 }
 
+/* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
+ * accumulator pair of the one work-item) keeps (value, index), visiting its
+ * elements in order (so a tie keeps the earlier); the run leaves its best
+ * as partials for the tree kernel's second pass, which picks the best and,
+ * among equals, the first. */
 static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const char *name) {
     put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
     put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
@@ -851,7 +851,9 @@ static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, b
 }
 
 /* The kernel of a form (FORM_*) for key: remembered by a short key naming
- * all the text depends on, written and compiled at the first call. */
+ * all the text depends on, written and compiled at the first call. The CPU
+ * forms' loops are bounded by the array: they run to the end (no cancel
+ * checks, mod_kernel_runs_to_end). */
 enum { FORM_TREE, FORM_CPU_ROWS, FORM_CPU_COLS };
 
 static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, bool unit) {
@@ -874,6 +876,7 @@ static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, 
     else if ((k = mod_gen_kernel_borrowed(name, t->s)) && mod_gen_remember(memo, k) < 0)
         k = NULL;
     PyMem_Free(t);
+    if (k && form != FORM_TREE) mod_kernel_runs_to_end(k); /* before its first launch */
     return k;
 }
 
@@ -920,7 +923,7 @@ out:
 
 /* Whether the CPU form serves: a CPU device, and each output's elements
  * contiguous and many. */
-static bool cpu_form(ofl_device *dev, red_op op, const geometry *g) {
+static bool cpu_form(ofl_device *dev, const geometry *g) {
     return ofl_device_get_info(dev)->type == OFL_CPU && g->n2 == g->K && g->t2 == 1 &&
            g->K >= CPU_LANES * CPU_ROWS;
 }
@@ -953,7 +956,6 @@ static int launch_cpu(const text_key *key, const geometry *g, bool cols, Py_ssiz
     PyObject *k =
         kernel_of(key, cols ? FORM_CPU_COLS : FORM_CPU_ROWS, lanes, width, cols && g->sq == 1);
     if (!k) return -1;
-    mod_kernel_runs_to_end(k);
     bool arg = is_arg(key->op);
     /* the numbers, then (not for argmin/argmax) count, mean's divisor */
     Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->K, g->t2, S, g->K};
@@ -1002,7 +1004,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
                     .out = mod_dtype_name(t->out),
                     .acc_float = kind_of(t->acc) == 'f'};
     red_plan pl;
-    bool cpu = cpu_form(dev, op, g), cols = !cpu && cpu_cols_form(dev, op, g);
+    bool cpu = cpu_form(dev, g), cols = !cpu && cpu_cols_form(dev, op, g);
     int lanes = (cpu || cols) && mod_gen_cpu_lanes(dev) ? CPU_LANES : 1;
     Py_ssize_t runs = 1; /* a CPU form's runs per output */
     make_plan(dev, g->M, g->K, g->kfast, true, &pl);
