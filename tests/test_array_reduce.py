@@ -173,8 +173,9 @@ def test_long_contiguous_runs(device, rng, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
 def test_across_outputs(device, rng, dtype):
     """What CPU devices reduce across outputs (one reduced axis farther apart than the
-    outputs: tiles of neighbouring outputs walk it together): tile widths that do not
-    divide the outputs, outputs strided or one element apart, runs split over k, NaN."""
+    outputs: runs of rows added into rows of partials where outputs are one element apart,
+    else tiles of neighbouring outputs walking it together): widths that do not divide the
+    lanes or tiles, outputs strided or one element apart, runs split over k, NaN."""
     cases = [((3000, 37), 0), ((40, 1000), 0), ((513, 300), 0), ((20000, 16), 0),
              ((2, 7, 129), 1)]
     for op in OPS:
