@@ -99,11 +99,12 @@ struct ofl_device {
             cl_context ctx;
             cl_command_queue queue;
             cl_event drain; /* the marker poll(NULL) waits for; NULL: none queued */
-            /* released buffers kept for reuse (ofl_opencl.c says why) */
+            /* released buffers kept for reuse, oldest first (ofl_opencl.c says why) */
             struct {
                 cl_mem mem;
                 size_t size;
             } pool[16];
+            int npool;
             size_t pooled; /* their bytes */
         } cl;
         struct {

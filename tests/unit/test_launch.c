@@ -459,6 +459,29 @@ static void check_axpy(const target *t) {
     ofl_program_release(p);
 }
 
+/* The pool of released OpenCL buffers: bounded, the oldest let go when it
+ * is full, the newest of a size handed out again. */
+static void check_pool(ofl_device *dev) {
+    enum { NBUF = 20, KIB = 1024 };
+    ofl_buffer *b[NBUF];
+    ofl_error err;
+    for (int i = 0; i < NBUF; i++) CHECK(ofl_alloc(dev, (size_t)(256 + i) * KIB, &b[i], &err) == 0);
+    void *last = b[NBUF - 1]->h.mem;
+    for (int i = 0; i < NBUF; i++) ofl_free(b[i]);
+    CHECK(dev->h.cl.npool == 16);
+    size_t sum = 0;
+    for (int i = 0; i < dev->h.cl.npool; i++) sum += dev->h.cl.pool[i].size;
+    CHECK(sum == dev->h.cl.pooled);
+    CHECK(dev->h.cl.pool[0].size == (size_t)(256 + NBUF - 16) * KIB); /* the 4 oldest went */
+    ofl_buffer *again = NULL, *old = NULL;
+    CHECK(ofl_alloc(dev, (size_t)(256 + NBUF - 1) * KIB, &again, &err) == 0);
+    CHECK(again->h.mem == last);
+    CHECK(ofl_alloc(dev, 256 * KIB, &old, &err) == 0); /* not from the pool: it left */
+    CHECK(dev->h.cl.npool == 15);
+    ofl_free(again);
+    ofl_free(old);
+}
+
 static void test_opencl(void) {
     ofl_device *dev = NULL, *other = NULL;
     for (size_t i = 0; i < ndevs; i++) {
@@ -487,6 +510,7 @@ static void test_opencl(void) {
     check_vadd(&t, other);
     check_axpy(&t);
     check_fill2d(&t);
+    check_pool(dev);
     free(bin);
 }
 
