@@ -576,7 +576,22 @@ static PyObject *read_scalar(mod_array *a, Py_ssize_t offset) {
     return r;
 }
 
+/* Whether key asks for advanced indexing: an array (ours or NumPy's), a list
+ * or a boolean, alone or in a tuple. Those are lib's (kernels->getitem). */
+static bool is_advanced_item(PyObject *it) {
+    return mod_array_check(it) || mod_is_numpy_array(it) || PyList_Check(it) || PyBool_Check(it) ||
+           (mod_is_numpy_scalar(it) && !PyIndex_Check(it)); /* np.bool_ (np.int64 is an index) */
+}
+
+static bool is_advanced(PyObject *key) {
+    if (!PyTuple_Check(key)) return is_advanced_item(key);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(key); k++)
+        if (is_advanced_item(PyTuple_GET_ITEM(key, k))) return true;
+    return false;
+}
+
 static PyObject *array_subscript(mod_array *a, PyObject *key) {
+    if (is_advanced(key)) return kernels->getitem(a, key);
     layout l;
     int single = index_layout(a, key, &l);
     if (single < 0) return NULL;
@@ -663,6 +678,7 @@ static int array_ass_subscript(mod_array *a, PyObject *key, PyObject *value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    if (is_advanced(key)) return kernels->setitem(a, key, value);
     layout l;
     if (index_layout(a, key, &l) < 0) return -1;
     mod_array *v = view_of(a, &l);

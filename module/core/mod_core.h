@@ -126,6 +126,10 @@ typedef struct {
     PyMethodDef *methods; /* more methods (the reductions), up to a {NULL} entry */
     /* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
     PyObject *(*copy)(mod_array *a, PyObject *dtype);
+    /* a[key] and a[key] = value for keys basic indexing does not take
+     * (arrays, lists, booleans in them: NumPy's advanced indexing). */
+    PyObject *(*getitem)(mod_array *a, PyObject *key);
+    int (*setitem)(mod_array *a, PyObject *key, PyObject *value);
 } mod_array_kernels;
 
 /* Readies ndarray with k's operations (k lives for the process). */

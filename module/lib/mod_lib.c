@@ -12,11 +12,16 @@ const mod_array_kernels mod_lib_array_kernels = {
     .fill_slots = fill_slots,
     .methods = mod_reduce_methods,
     .copy = mod_ops_copy,
+    .getitem = mod_index_getitem,
+    .setitem = mod_index_setitem,
 };
 
 int mod_lib_add_functions(PyObject *module) {
     if (mod_gen_init() < 0 || mod_matmul_add_functions(module) < 0 ||
-        mod_ops_add_functions(module) < 0 || mod_reduce_add_functions(module) < 0)
+        mod_ops_add_functions(module) < 0 || mod_reduce_add_functions(module) < 0 ||
+        mod_namespace_add_functions(module) < 0 || mod_manip_add_functions(module) < 0 ||
+        mod_stats_add_functions(module) < 0 || mod_index_add_functions(module) < 0 ||
+        mod_sort_add_functions(module) < 0)
         return -1;
     return 0;
 }

@@ -55,4 +55,17 @@ PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
 int mod_reduce_add_functions(PyObject *module); /* offload.<name>(a, axis=None, ...) */
 extern PyMethodDef mod_reduce_methods[];        /* the ndarray methods of the same names */
 
+/* ---- the array API's other rooms (issue 22): each adds its functions to
+ * the offload namespace (and its methods or attributes to ndarray) ---- */
+
+int mod_namespace_add_functions(PyObject *module); /* mod_namespace.c: info, dtypes, creation */
+int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack flip ... */
+int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var any all cumulative_* */
+int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
+int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
+/* mod_index.c: a[key] and a[key] = value where key holds arrays, lists or
+ * booleans (NumPy's advanced indexing); ndarray's, through mod_lib_array_kernels. */
+PyObject *mod_index_getitem(mod_array *a, PyObject *key);
+int mod_index_setitem(mod_array *a, PyObject *key, PyObject *value);
+
 #endif
