@@ -43,6 +43,10 @@ void mod_ops_fill_slots(PyTypeObject *type);
 int mod_ops_add_functions(PyObject *module);
 /* A C-contiguous copy of a on its device, in dtype (NULL: a's). */
 PyObject *mod_ops_copy(mod_array *a, PyObject *dtype);
+/* dst[...] = src by kernel on dst's device: src an offload array there
+ * (broadcast to dst's shape, cast by NumPy's same_kind rule, overlap
+ * handled) or a Python/NumPy scalar. 0, or -1 with an exception. */
+int mod_ops_copy_into(mod_array *dst, PyObject *src);
 
 /* ---- mod_matmul.c: matmul and @ (a tiled kernel) ---- */
 

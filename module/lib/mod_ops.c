@@ -753,6 +753,12 @@ PyObject *mod_ops_copy(mod_array *a, PyObject *dtype) {
     return run(&ops[LIB_COPY], &arg, 1, NULL, dtype);
 }
 
+int mod_ops_copy_into(mod_array *dst, PyObject *src) {
+    PyObject *r = run(&ops[LIB_COPY], &src, 1, dst, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 /* ---- functions in the offload namespace ---- */
 
 /* offload.<ufunc>(x[, y]): self is the operation's index. */
