@@ -27,6 +27,9 @@ os.environ["JUPYTER_PATH"] = os.pathsep.join(
 
 DEFAULT_TIMEOUT = 60  # seconds per test unless a test says otherwise
 
+# the vendored array API suite runs as a process of its own (test_array_api_conformance.py)
+collect_ignore = ["array-api-tests"]
+
 try:
     import pytest_timeout  # noqa: F401
 

@@ -67,6 +67,9 @@ int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack 
 int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var any all cumulative_* */
 int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
 int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
+/* mod_dispatch.c: ndarray's __array_ufunc__ and __array_function__, which
+ * send NumPy's calls to module's functions of the same names. */
+int mod_dispatch_init(PyObject *module);
 /* mod_index.c: a[key] and a[key] = value where key holds arrays, lists or
  * booleans (NumPy's advanced indexing); ndarray's, through mod_lib_array_kernels. */
 PyObject *mod_index_getitem(mod_array *a, PyObject *key);
