@@ -399,8 +399,9 @@ static PyObject *sort_along(mod_array *x, int axis, bool descending, bool positi
     move_last(x, axis, shape, strides);
     for (int d = 0; d < nd; d++) N *= shape[d];
     PyObject *dtype = positions ? int64_dtype() : x->dtype;
+    if (N == 0) return mod_array_new_empty(dev, dtype, nd, x->shape);
     PyObject *moved = mod_array_new_empty(dev, dtype, nd, shape);
-    if (!moved || N == 0) return moved;
+    if (!moved) return NULL;
     PyObject *view = mod_array_view(x, nd, shape, strides, x->offset);
     PyObject *c = view ? mod_ops_copy((mod_array *)view, NULL) : NULL;
     PyObject *order = c ? radix_order((mod_array *)c, N, n, descending) : NULL;
@@ -538,7 +539,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x1", "x2", "side", "sorter", NULL};
     PyObject *x1o, *x2o, *sorter_o = Py_None;
     const char *side = "left";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|s$O:searchsorted", kwlist, &x1o, &x2o, &side,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|sO:searchsorted", kwlist, &x1o, &x2o, &side,
                                      &sorter_o))
         return NULL;
     bool right;
@@ -809,7 +810,7 @@ static PyMethodDef functions[] = {
      "ndarray\n\nThe indices that sort x along axis, as sort orders it: equal elements keep "
      "their order, also when descending."},
     {"searchsorted", KWFUNC(f_searchsorted),
-     "searchsorted(x1, x2, /, side='left', *, sorter=None) -> int64 ndarray\n\nWhere to insert "
+     "searchsorted(x1, x2, /, side='left', sorter=None) -> int64 ndarray\n\nWhere to insert "
      "each element of x2 in the sorted 1-D x1 (or x1[sorter]) to keep it sorted: the first "
      "place (side='left') or the last ('right'). Compares in NumPy's common dtype, NaN last. "
      "sorter's indices are not checked."},
