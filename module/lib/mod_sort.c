@@ -37,9 +37,13 @@
 
 #define RADIX_BITS 4
 #define RADIX (1 << RADIX_BITS)
-#define RUN 32           /* elements a work-item counts and scatters */
-#define SCAN_CHUNK 64    /* elements a work-item sums in a scan's first pass */
-#define SCAN_SERIAL 2048 /* at most this many, a scan is one work-item's loop */
+#define RUN 32        /* elements a work-item counts and scatters */
+#define SCAN_CHUNK 64 /* elements a work-item sums in a scan's first pass */
+/* At most this many, a scan is one work-item's loop: cheap on a CPU, where
+ * a launch costs more than thousands of adds; a GPU thread's dependent loads
+ * are slow, so there the chunks recurse down to a few hundred. */
+#define SCAN_SERIAL_CPU 4096
+#define SCAN_SERIAL_GPU 256
 
 /* ---- kernel texts and launches ---- */
 
@@ -143,8 +147,9 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
 /* a[0..m) becomes its exclusive prefix sums: chunks' sums, their scan
  * (recursively), then each chunk's scan from its start. */
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
-    if (m <= SCAN_SERIAL) return scan_serial(a, m);
     ofl_device *dev = mod_array_device(a);
+    bool cpu = ofl_device_get_info(dev)->type == OFL_CPU;
+    if (m <= (cpu ? SCAN_SERIAL_CPU : SCAN_SERIAL_GPU)) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
     if (!sums) return -1;
@@ -673,7 +678,8 @@ done:
 
 enum { U_VALUES, U_COUNTS, U_INVERSE, U_ALL };
 
-static PyObject *result_types[4]; /* the namedtuple classes, for the process */
+/* The namedtuple classes NumPy 2 names its results with, for the process */
+static PyObject *result_types[4];
 
 static PyObject *f_unique(int what, PyObject *xo) {
     static const char *fns[] = {"unique_values", "unique_counts", "unique_inverse", "unique_all"};
@@ -847,13 +853,19 @@ int mod_sort_add_functions(PyObject *module) {
         {"UniqueAllResult", "values indices inverse_indices counts"},
     };
     PyObject *collections = PyImport_ImportModule("collections");
-    if (!collections) return -1;
-    for (int i = 1; i < 4 && collections; i++)
-        if (!result_types[i] && !(result_types[i] = PyObject_CallMethod(
-                                      collections, "namedtuple", "ss", names[i][0], names[i][1])))
-            Py_CLEAR(collections);
-    if (!collections) return -1;
-    Py_DECREF(collections);
+    PyObject *namedtuple = collections ? PyObject_GetAttrString(collections, "namedtuple") : NULL;
+    PyObject *kw = Py_BuildValue("{ss}", "module", "offload");
+    int rc = namedtuple && kw ? 0 : -1;
+    for (int i = 1; i < 4 && rc == 0; i++) {
+        if (result_types[i]) continue;
+        PyObject *args = Py_BuildValue("(ss)", names[i][0], names[i][1]);
+        if (!args || !(result_types[i] = PyObject_Call(namedtuple, args, kw))) rc = -1;
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(collections);
+    Py_XDECREF(namedtuple);
+    Py_XDECREF(kw);
+    if (rc < 0) return -1;
     if (mod_type_add_methods(&mod_ArrayType, methods) < 0) return -1;
     return PyModule_AddFunctions(module, functions);
 }
