@@ -610,11 +610,26 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
             PyErr_SetString(PyExc_TypeError, "sorter must only contain integers");
             goto done;
         }
-        /* a = x1[sorter], in the common dtype */
+        /* a = x1[sorter], in the common dtype. NumPy does not check
+         * sorter's indices; here an index out of range reads x1's nearest
+         * end rather than memory past it (negative ones count from the end) */
         PyObject *sc = mod_ops_copy(s, int64_dtype());
         PyObject *x1c = sc ? mod_ops_copy(x1, dt) : NULL;
         a = x1c ? new_1d(dev, dt, n) : NULL;
-        int rc = a ? gather(a, x1c, sc, n, n, false) : -1;
+        text t = {.n = 0};
+        put(&t, "def searchsorted_sorter(it, out, x, s, n):\n"
+                "    i = it.get_id(0)\n"
+                "    j = s[i]\n"
+                "    if j < 0:\n"
+                "        j += n\n"
+                "    j = min(max(j, 0), n - 1)\n"
+                "    out[i] = x[np.uint64(j)]\n");
+        argv_t av = {.n = 0};
+        arg_obj(&av, a);
+        arg_obj(&av, x1c);
+        arg_obj(&av, sc);
+        arg_int(&av, n);
+        int rc = a ? launch("searchsorted_sorter", &t, n, &av) : (args_clear(&av), -1);
         Py_XDECREF(sc);
         Py_XDECREF(x1c);
         if (rc < 0) goto done;
@@ -819,7 +834,7 @@ static PyMethodDef functions[] = {
      "searchsorted(x1, x2, /, side='left', sorter=None) -> int64 ndarray\n\nWhere to insert "
      "each element of x2 in the sorted 1-D x1 (or x1[sorter]) to keep it sorted: the first "
      "place (side='left') or the last ('right'). Compares in NumPy's common dtype, NaN last. "
-     "sorter's indices are not checked."},
+     "As NumPy, sorter's indices are not checked (one out of range reads x1's nearest end)."},
     {"unique_values", (PyCFunction)f_unique_values, METH_O,
      "unique_values(x, /) -> ndarray\n\nThe sorted distinct elements of x (flattened); each "
      "NaN is distinct."},
