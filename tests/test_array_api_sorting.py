@@ -1,0 +1,368 @@
+"""Sorting, searching and the set functions of the array API 2024.12 (issue 22;
+module/lib/mod_sort.c), checked against NumPy:
+
+- offload.sort / argsort and ndarray.sort() (in place) / argsort(): every dtype,
+  sizes 0, 1, 7 to 100k, many ties (argsort equals np.argsort(kind='stable')),
+  NaN / inf / -0.0 (NaN last), every axis of 2-D and 3-D arrays (negative
+  ones too), axis=None, non-contiguous inputs, descending=True as the array API
+  and array-api-strict define it (the ascending order reversed for values, NaN
+  first; equal elements keep their order), 0-d inputs as NumPy (sort: AxisError;
+  argsort: [0]), NumPy's kind= and order= spellings;
+- offload.searchsorted: both sides, sorter=, NaN, x2 of any shape, mixed dtypes
+  (NumPy's common dtype), scalars;
+- unique_values / unique_counts / unique_inverse / unique_all: NumPy 2's
+  np.unique_all (each NaN distinct, inverse_indices of x's shape, indices the
+  first occurrence);
+- errors: NumPy arrays (TypeError), bad axes (AxisError), bad kind/side
+  (ValueError), operands on two devices (ExecutionPlacementError).
+
+Complex dtypes do not exist in offload yet and are left out. Inputs are fresh
+random data each run; a failing test prints its seed (OFFLOAD_TEST_SEED=<n>).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from offload_fixtures import (  # noqa: F401  (rng: a fixture)
+    DTYPES,
+    SLICES,
+    TWO_CPUS_ENV,
+    check_equal,
+    device_fixture,
+    load_offload,
+    random_array,
+    rng,
+    run_python,
+)
+
+ol = load_offload()
+device = device_fixture(ol)
+
+FLOATS = ["float32", "float64"]
+
+
+def on(device, a):
+    return ol.asarray(a, device=device)
+
+
+def data(rng, dtype, shape, ties=False):
+    """Random data of dtype: the whole range (with NaN, inf, -0.0 for floats),
+    or (ties) a few distinct values, so that equal keys abound."""
+    dt = np.dtype(dtype)
+    if not ties:
+        a = random_array(dtype, shape, seed=int(rng.integers(2**31)))
+        return np.ascontiguousarray(a)
+    n = int(np.prod(shape))
+    if dt.kind == "b":
+        a = rng.integers(0, 2, n).astype(bool)
+    elif dt.kind == "u":
+        a = rng.integers(0, 4, n).astype(dt)
+    elif dt.kind == "i":
+        a = rng.integers(-2, 2, n).astype(dt)
+    else:
+        a = rng.choice(np.array([-1.5, -0.0, 0.0, 2.0, np.inf, np.nan], dt), n)
+    return a.reshape(shape)
+
+
+def desc_sort(a, axis=-1):
+    """The array API's descending sort: array-api-strict's np.flip of the ascending
+    sort, but stable (equal values, -0.0 and 0.0 too, keep their order, as the
+    spec asks of stable=True), so that the bits compare."""
+    return np.take_along_axis(a, desc_argsort(a, axis), axis=axis)
+
+
+def desc_argsort(a, axis=-1):
+    """array-api-strict's descending argsort: equal elements keep their order."""
+    n = a.shape[axis]
+    flipped = np.argsort(np.flip(a, axis=axis), axis=axis, kind="stable")
+    return (n - 1 - np.flip(flipped, axis=axis)).astype(np.int64)
+
+
+def check_sorts(x, a, axis=-1, descending=False):
+    if descending:
+        want_s, want_i = desc_sort(a, axis), desc_argsort(a, axis)
+    else:
+        want_s, want_i = np.sort(a, axis=axis, kind="stable"), np.argsort(a, axis=axis, kind="stable")
+    check_equal(ol.sort(x, axis=axis, descending=descending), want_s, f"sort axis={axis} desc={descending}")
+    check_equal(ol.argsort(x, axis=axis, descending=descending), want_i.astype(np.int64),
+                f"argsort axis={axis} desc={descending}")
+
+
+# ============================================================================ sort, argsort
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 7, 300, 1000])
+def test_sort_1d(device, rng, dtype, n):
+    a = data(rng, dtype, (n,))
+    x = on(device, a)
+    check_sorts(x, a)
+    check_sorts(x, a, descending=True)
+    check_equal(x, a, "sort changed its input")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_argsort_is_stable_with_many_ties(device, rng, dtype):
+    a = data(rng, dtype, (3000,), ties=True)
+    x = on(device, a)
+    check_sorts(x, a)
+    check_sorts(x, a, descending=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nan_inf_and_signed_zeros(device, dtype):
+    a = np.array([np.nan, 1.0, -0.0, -np.inf, 0.0, np.nan, np.inf, -0.0, -1.0, 0.0, -np.nan], dtype)
+    x = on(device, a)
+    check_sorts(x, a)
+    check_sorts(x, a, descending=True)
+    s = ol.sort(x).asnumpy()
+    assert np.isnan(s[-3:]).all() and not np.isnan(s[:-3]).any()
+    s = ol.sort(x, descending=True).asnumpy()
+    assert np.isnan(s[:3]).all() and not np.isnan(s[3:]).any()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_large(device, rng, dtype):
+    a = data(rng, dtype, (100_000,))
+    x = on(device, a)
+    check_equal(ol.sort(x), np.sort(a, kind="stable"), "sort of 100k")
+    check_equal(ol.argsort(x), np.argsort(a, kind="stable"), "argsort of 100k")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "uint64", "bool"])
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_2d_every_axis(device, rng, dtype, axis):
+    a = data(rng, dtype, (37, 50), ties=True)
+    x = on(device, a)
+    check_sorts(x, a, axis=axis)
+    check_sorts(x, a, axis=axis, descending=True)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_3d_every_axis(device, rng, axis):
+    a = data(rng, "int64", (4, 5, 60), ties=True)
+    x = on(device, a)
+    check_sorts(x, a, axis=axis)
+    check_sorts(x, a, axis=axis, descending=True)
+
+
+def test_many_short_rows(device, rng):
+    a = data(rng, "float64", (2000, 3), ties=True)  # row numbers past 2**8: three row passes
+    check_sorts(on(device, a), a)
+    check_sorts(on(device, a), a, axis=0)
+
+
+def test_empty_and_zero_length_axes(device):
+    for shape, axis in [((0,), -1), ((3, 0), -1), ((3, 0), 0), ((0, 4), 0), ((0, 4), 1)]:
+        a = np.zeros(shape, "float32")
+        check_sorts(on(device, a), a, axis=axis)
+
+
+def test_axis_none_flattens(device, rng):
+    a = data(rng, "int32", (6, 7), ties=True)
+    x = on(device, a)
+    check_equal(ol.sort(x, axis=None), np.sort(a, axis=None, kind="stable"))
+    check_equal(ol.argsort(x, axis=None), np.argsort(a, axis=None, kind="stable"))
+
+
+def test_0d(device):
+    a = np.array(2.5)
+    x = on(device, a)
+    with pytest.raises(np.exceptions.AxisError):
+        np.sort(a)
+    with pytest.raises(np.exceptions.AxisError):
+        ol.sort(x)
+    with pytest.raises(np.exceptions.AxisError):
+        x.sort()
+    check_equal(ol.argsort(x), np.argsort(a).astype(np.int64), "argsort of 0-d")
+    check_equal(ol.sort(x, axis=None), np.sort(a, axis=None), "sort of 0-d, axis=None")
+
+
+@pytest.mark.parametrize("sid, base, view", [s for s in SLICES if s[0] not in ("3d[2,3]",)],
+                         ids=[s[0] for s in SLICES if s[0] not in ("3d[2,3]",)])
+def test_non_contiguous(device, rng, sid, base, view):
+    a = rng.integers(-5, 5, base.shape).astype("int64")
+    va = view(a)
+    vx = view(on(device, a))
+    if va.ndim == 0:
+        with pytest.raises(np.exceptions.AxisError):
+            ol.sort(vx)
+        return
+    check_sorts(vx, va)
+    check_sorts(vx, va, axis=0, descending=True)
+
+
+def test_methods(device, rng):
+    a = data(rng, "float32", (9, 40))
+    x = on(device, a)
+    check_equal(x.argsort(), np.argsort(a, kind="stable"), "x.argsort()")
+    check_equal(x.argsort(axis=0, descending=True), desc_argsort(a, 0), "x.argsort(axis=0, descending)")
+    assert x.sort() is None
+    a.sort()
+    check_equal(x, a, "x.sort()")
+    b = data(rng, "int16", (300,), ties=True)
+    y = on(device, b)
+    y[::3].sort(kind="stable")  # in place into a strided view: its base's elements
+    b[::3].sort(kind="stable")
+    check_equal(y, b, "y[::3].sort()")
+    z = on(device, b.reshape(20, 15))
+    z.sort(0)
+    check_equal(z, np.sort(b.reshape(20, 15), 0), "z.sort(0)")
+
+
+def test_kind_order_and_errors(device):
+    a = np.array([3, 1, 2], "int32")
+    x = on(device, a)
+    for kind in ["quicksort", "mergesort", "heapsort", "stable", None]:
+        check_equal(ol.sort(x, kind=kind), np.sort(a, kind=kind))
+        check_equal(ol.argsort(x, kind=kind, stable=True), np.argsort(a, kind=kind))
+    with pytest.raises(ValueError, match="sort kind"):
+        ol.sort(x, kind="bogus")
+    with pytest.raises(ValueError):
+        ol.sort(x, order="f")
+    for bad in (1, -2):
+        with pytest.raises(np.exceptions.AxisError):
+            ol.sort(x, axis=bad)
+        with pytest.raises(np.exceptions.AxisError):
+            ol.argsort(x, axis=bad)
+    with pytest.raises(TypeError, match="asarray"):
+        ol.sort(a)
+    with pytest.raises(TypeError):
+        ol.argsort([3, 1, 2])
+    with pytest.raises(TypeError):
+        ol.sort(x, axis=1.5)
+
+
+# ============================================================================ searchsorted
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_searchsorted(device, rng, dtype):
+    a = np.sort(data(rng, dtype, (200,), ties=True))
+    v = data(rng, dtype, (5, 8), ties=True)
+    xa, xv = on(device, a), on(device, v)
+    for side in ("left", "right"):
+        check_equal(ol.searchsorted(xa, xv, side=side), np.searchsorted(a, v, side=side), side)
+    perm = rng.permutation(len(a))
+    p = a[perm]
+    sorter = np.argsort(p, kind="stable")
+    for side in ("left", "right"):
+        check_equal(ol.searchsorted(on(device, p), xv, side=side, sorter=on(device, sorter)),
+                    np.searchsorted(p, v, side=side, sorter=sorter), f"{side} with sorter")
+
+
+def test_searchsorted_nan_inf(device):
+    a = np.array([-np.inf, -1.0, -0.0, 0.0, 2.0, 2.0, np.inf, np.nan, np.nan])
+    v = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0, 5.0, -7.0])
+    for side in ("left", "right"):
+        check_equal(ol.searchsorted(on(device, a), on(device, v), side=side), np.searchsorted(a, v, side=side))
+
+
+def test_searchsorted_shapes_dtypes_scalars(device, rng):
+    a = np.sort(rng.integers(-50, 50, 100)).astype("int32")
+    xa = on(device, a)
+    v = rng.standard_normal((3, 4, 5)) * 40
+    check_equal(ol.searchsorted(xa, on(device, v)), np.searchsorted(a, v), "int32 in float64")
+    u = rng.integers(0, 60, 9).astype("uint64")
+    check_equal(ol.searchsorted(xa, on(device, u), side="right"), np.searchsorted(a, u, side="right"))
+    check_equal(ol.searchsorted(xa, on(device, np.array(7, "int32"))), np.searchsorted(a, np.array(7, "int32")))
+    check_equal(ol.searchsorted(xa, 7), np.asarray(np.searchsorted(a, 7)), "a Python int")
+    check_equal(ol.searchsorted(xa, on(device, np.zeros((0, 3), "int32"))), np.zeros((0, 3), np.int64))
+    empty = np.zeros(0, "float32")
+    check_equal(ol.searchsorted(on(device, empty), on(device, v.astype("float32"))),
+                np.searchsorted(empty, v.astype("float32")))
+    with pytest.raises(ValueError):
+        ol.searchsorted(on(device, a.reshape(10, 10)), xa)
+    with pytest.raises(ValueError):
+        ol.searchsorted(xa, xa, side="middle")
+    with pytest.raises(TypeError):
+        ol.searchsorted(a, xa)
+    with pytest.raises(TypeError):
+        ol.searchsorted(xa, a)
+    with pytest.raises(ValueError):
+        ol.searchsorted(xa, xa, sorter=on(device, np.arange(5)))
+
+
+# ============================================================================ unique_*
+
+
+def check_unique(x, a):
+    want = np.unique_all(a)
+    got = ol.unique_all(x)
+    assert got._fields == ("values", "indices", "inverse_indices", "counts")
+    for f in want._fields:
+        w = getattr(want, f)
+        check_equal(getattr(got, f), w if f == "values" else w.astype(np.int64), f"unique_all.{f}")
+    for fn, fields in [("unique_counts", ("values", "counts")), ("unique_inverse", ("values", "inverse_indices"))]:
+        got = getattr(ol, fn)(x)
+        assert got._fields == fields
+        for f in fields:
+            w = getattr(want, f)
+            check_equal(getattr(got, f), w if f == "values" else w.astype(np.int64), f"{fn}.{f}")
+    v = ol.unique_values(x).asnumpy()
+    assert v.dtype == a.dtype
+    assert np.array_equal(v, np.sort(np.unique_values(a)), equal_nan=False) or np.array_equal(
+        v, want.values, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unique(device, rng, dtype):
+    a = data(rng, dtype, (300,), ties=True)
+    check_unique(on(device, a), a)
+    b = data(rng, dtype, (7,))
+    check_unique(on(device, b), b)
+
+
+def test_unique_nan_zeros_2d_and_large(device, rng):
+    a = np.array([[3.0, np.nan, 1.0], [np.nan, 3.0, -0.0], [0.0, np.inf, -np.inf]], "float32")
+    x = on(device, a)
+    check_unique(x, a)
+    got = ol.unique_all(x)
+    assert got.inverse_indices.shape == (3, 3)
+    assert np.isnan(got.values.asnumpy()).sum() == 2  # each NaN distinct
+    big = rng.integers(0, 1000, 50_000).astype("int64")
+    check_unique(on(device, big), big)
+    for shape in [(0,), (3, 0)]:
+        e = np.zeros(shape, "float64")
+        check_unique(on(device, e), e)
+    one = np.array(5, "int16")  # 0-d: the flattened array
+    check_unique(on(device, one), one)
+    nonc = big.reshape(250, 200)[::-3, 1::7]
+    check_unique(on(device, big).reshape((250, 200))[::-3, 1::7], nonc)
+
+
+def test_unique_refuses_numpy(device):
+    with pytest.raises(TypeError):
+        ol.unique_values(np.arange(3))
+
+
+# ============================================================================ two devices
+
+
+def test_two_devices_raise_placement_error():
+    r = run_python(
+        """
+        import numpy as np, offload
+        a = offload.asarray(np.arange(6.0), device='cpu:0')
+        b = offload.asarray(np.arange(6.0), device='cpu:1')
+        s = offload.asarray(np.arange(6), device='cpu:1')
+        result['errors'] = {}
+        for name, f in {'searchsorted(a, b)': lambda: offload.searchsorted(a, b),
+                        'searchsorted(a, a, sorter=s)': lambda: offload.searchsorted(a, a, sorter=s)}.items():
+            try:
+                f()
+                result['errors'][name] = None
+            except Exception as e:
+                result['errors'][name] = [type(e).__name__, str(e), isinstance(e, offload.ExecutionPlacementError)]
+        result['sortdev'] = offload.sort(b).device.filter_string
+        result['uniqdev'] = offload.unique_values(b).device.filter_string
+        """,
+        env=TWO_CPUS_ENV,
+    )
+    for name, err in r["errors"].items():
+        assert err is not None, f"{name}: operands on two devices were combined"
+        assert err[2], f"{name}: {err[0]}: {err[1]}"
+        assert "opencl:cpu:0" in err[1] and "opencl:cpu:1" in err[1], err[1]
+    assert r["sortdev"] == "opencl:cpu:1" and r["uniqdev"] == "opencl:cpu:1"
