@@ -196,6 +196,16 @@ def test_masks(device, rng, n, kind):
     check_equal(a, want, "x[mask] = v")
 
 
+def test_mask_longer_than_one_scan_group(device, rng):
+    """More than 256 groups of 1024 elements: each work-item of the scan takes several counts."""
+    n = 300_001
+    x = rng.random(n).astype(np.float32)
+    mask = rng.random(n) < 0.3
+    a, m = host(x, device), host(mask, device)
+    check_equal(a[m], x[mask])
+    check_equal(ol.nonzero(m)[0], np.nonzero(mask)[0])
+
+
 def test_mask_over_groups_2d(device, rng):
     x = random_array("int64", (45, 70), seed=2)
     mask = rng.random((45, 70)) < 0.4
@@ -292,6 +302,23 @@ def test_setitem_values(device, rng):
                 v.tolist() if how == "list" else v)
             a[host(j, device), host(i, device)] = val
             check_equal(a, want, f"{name} {how}")
+
+
+def test_setitem_mask_broadcast(device, rng):
+    x = random_array("int32", (5, 6), seed=3)
+    rows = rng.random(5) < 0.5
+    rows[0] = True
+    row = rng.integers(-9, 9, 6).astype(np.int32)
+    want = x.copy()
+    want[rows] = row
+    a = host(x, device)
+    a[host(rows, device)] = host(row, device)
+    check_equal(a, want)
+    cols = rows.nonzero()[0]
+    col = row[:5, None]  # (5, 1): broadcast along the chosen columns
+    want[:, cols] = col
+    a[:, host(cols, device)] = host(col, device)
+    check_equal(a, want)
 
 
 def test_setitem_casts_as_numpy(device):

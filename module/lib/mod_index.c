@@ -1072,7 +1072,11 @@ static PyObject *f_take(PyObject *self, PyObject *args, PyObject *kw) {
     if (!flat) goto out;
     key = PyTuple_New(axis + 1);
     if (!key) goto out;
-    for (int d = 0; d < axis; d++) PyTuple_SET_ITEM(key, d, PySlice_New(NULL, NULL, NULL));
+    for (int d = 0; d < axis; d++) {
+        PyObject *all = PySlice_New(NULL, NULL, NULL);
+        if (!all) goto out;
+        PyTuple_SET_ITEM(key, d, all);
+    }
     PyTuple_SET_ITEM(key, axis, Py_NewRef(idx));
     r = mod_index_getitem((mod_array *)flat, key);
 out:
@@ -1107,7 +1111,10 @@ static PyObject *f_take_along_axis(PyObject *self, PyObject *args, PyObject *kw)
             return NULL;
         }
         if (!axo) {
-            if (x->nd == 0) return axis_error(-1, 0) < 0 ? NULL : NULL;
+            if (x->nd == 0) {
+                axis_error(-1, 0);
+                return NULL;
+            }
             axis = x->nd - 1;
         } else if (parse_axis(axo, x->nd, &axis) < 0) {
             return NULL;
