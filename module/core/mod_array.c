@@ -465,9 +465,8 @@ typedef struct {
 
 static int index_error(PyObject *item) {
     PyErr_Format(PyExc_IndexError,
-                 "offload arrays support basic indexing only: integers, slices (:), "
-                 "ellipsis (...) and None; got %.100s (for boolean or integer-array "
-                 "indexing use asnumpy(x)[...])",
+                 "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                 "integer or boolean arrays are valid indices; got %.100s",
                  Py_TYPE(item)->tp_name);
     return -1;
 }

@@ -1,20 +1,1210 @@
-/* mod_index: advanced indexing (boolean masks, integer arrays), take, take_along_axis, nonzero (issue 22). To be written. */
+/* mod_index: NumPy's advanced indexing of offload arrays -- x[key] and
+ * x[key] = value where key holds integer arrays, boolean masks or Python
+ * booleans (core's ndarray.__getitem__/__setitem__ hand such keys here,
+ * through mod_lib_array_kernels) -- and offload.take, take_along_axis and
+ * nonzero (added by mod_lib_add_functions).
+ *
+ * Semantics are NumPy's: index arrays (offload arrays of any integer dtype;
+ * lists and NumPy arrays, small and explicit, are uploaded, as CuPy does)
+ * broadcast together; integers beside them count as advanced indices; the
+ * advanced dimensions replace the indexed ones in place when the advanced
+ * indices are adjacent in the key, else they come first; a boolean mask is
+ * its nonzero() (one integer array per axis it covers); True / False add an
+ * axis of length 1 / 0. Negative indices wrap; an index out of range is an
+ * IndexError with NumPy's wording. That check runs on the device -- a kernel
+ * keeps the first offending position of each index array in a flag array --
+ * and is read back at the indexing call, so the IndexError surfaces there
+ * (and nothing was written: setitem checks before it scatters). The result
+ * of x[...] is a new C-contiguous array on x's device; a 0-d result stays a
+ * 0-d array (NumPy returns a scalar).
+ *
+ * Every access is one generated kernel over the result's elements: the
+ * result's dimensions (merged where every operand steps as one) come in a
+ * small int64 array with x's, the value's and each index array's strides,
+ * so one text serves every shape: a text per (operation, number of index
+ * arrays), specialised by the JIT per dtype. Index arrays are used as
+ * C-contiguous int64 (others are converted by a kernel first; uint64 wraps
+ * as NumPy's cast to intp does).
+ *
+ * A mask is compacted on the device: per group of 1024 elements a count
+ * (a tree in local memory), a scan of those counts by one work-group, and a
+ * scatter that ranks each group's elements with a scan in local memory and
+ * writes their coordinates. The total is read back (the result's shape
+ * depends on it). On CPU devices the barriers make these kernels slower
+ * than they could be, but they are correct everywhere.
+ *
+ * x[key] = value: value a scalar (converted as NumPy's x.dtype.type(v):
+ * 300 into int8 raises OverflowError), an offload array on x's device, or a
+ * NumPy array or list (uploaded; converted to x's dtype on the host first,
+ * as NumPy's assignment casts, unsafely). It broadcasts to the indexed
+ * shape; an offload value is cast by the store (NumPy's unsafe casting). With
+ * repeated indices NumPy keeps the last value; here which one lands is
+ * unspecified (as the array API says), since the work-items store in
+ * parallel. */
 #include "mod_lib.h"
 
-PyObject *mod_index_getitem(mod_array *a, PyObject *key) {
-    (void)a;
-    return PyErr_Format(PyExc_IndexError,
-                        "offload arrays support basic indexing only: integers, slices (:), "
-                        "ellipsis (...) and None; got %.100s",
-                        Py_TYPE(key)->tp_name);
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXK (2 * MOD_MAXDIMS) /* index arrays in one key (masks give one per axis) */
+#define GROUP 256              /* work-items per group of the compaction kernels */
+#define PER_ITEM 4             /* mask elements per work-item: GROUP * PER_ITEM per group */
+#define CHUNK (GROUP * PER_ITEM)
+
+/* ---- small helpers ---- */
+
+typedef struct {
+    char s[8192];
+    size_t n;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
+    va_end(ap);
+    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
 }
 
-int mod_index_setitem(mod_array *a, PyObject *key, PyObject *value) {
-    (void)value;
-    return mod_index_getitem(a, key) ? 0 : -1;
+static PyObject *i64(void) { return mod_dtype_find_borrowed('i', 8); }
+
+static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
+    Py_ssize_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    return n;
 }
 
-int mod_index_add_functions(PyObject *module) {
-    (void)module;
+/* NumPy's way of writing a shape in its indexing messages: (2,3), (2,), (). */
+static void shape_str(char *buf, size_t len, int nd, const Py_ssize_t *shape) {
+    size_t u = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < nd && u < len; d++)
+        u +=
+            (size_t)snprintf(buf + u, len - u, "%zd%s", shape[d], nd == 1 || d < nd - 1 ? "," : "");
+    if (u < len) snprintf(buf + u, len - u, ")");
+}
+
+/* A new int64 device array holding v[0..n-1]. */
+static PyObject *upload_i64(const int64_t *v, Py_ssize_t n, ofl_device *dev) {
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)v, n * (Py_ssize_t)sizeof *v);
+    PyObject *args = bytes ? PyTuple_Pack(1, bytes) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", i64()) : NULL;
+    PyObject *host = kw ? mod_np_call("frombuffer", args, kw) : NULL;
+    PyObject *a = host ? mod_array_from_host(host, dev) : NULL;
+    Py_XDECREF(bytes);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(host);
+    return a;
+}
+
+/* Reads n int64 elements of the C-contiguous a from its start (waits for the device). */
+static int read_i64(mod_array *a, Py_ssize_t start, int64_t *out, Py_ssize_t n) {
+    Py_ssize_t strides[1] = {8};
+    PyObject *v = mod_array_view(a, 1, &n, strides, a->offset + start * 8);
+    PyObject *host = v ? mod_array_asnumpy((mod_array *)v) : NULL;
+    Py_XDECREF(v);
+    Py_buffer view;
+    if (!host || mod_np_buffer(host, &view, false) < 0) {
+        Py_XDECREF(host);
+        return -1;
+    }
+    memcpy(out, view.buf, (size_t)n * sizeof *out);
+    PyBuffer_Release(&view);
+    Py_DECREF(host);
     return 0;
 }
+
+/* The 1-D view, in elements, of the memory that holds a: *base is a's
+ * element [0,...,0] in it. NULL (no error) when a is empty. */
+static PyObject *flat_view(mod_array *a, Py_ssize_t *base) {
+    Py_ssize_t lo = a->offset, hi = a->offset;
+    for (int d = 0; d < a->nd; d++) {
+        if (a->shape[d] == 0) return NULL;
+        Py_ssize_t ext = a->strides[d] * (a->shape[d] - 1);
+        if (ext < 0)
+            lo += ext;
+        else
+            hi += ext;
+    }
+    Py_ssize_t n = (hi - lo) / a->itemsize + 1, strides[1] = {a->itemsize};
+    *base = (a->offset - lo) / a->itemsize;
+    return mod_array_view(a, 1, &n, strides, lo);
+}
+
+/* a as a C-contiguous int64 array on its device: a itself (a new
+ * reference) when it is one, else a converted copy. */
+static PyObject *as_index(mod_array *a) {
+    if (a->dtype == i64() && mod_array_is_c_contiguous(a)) return Py_NewRef(a);
+    return mod_ops_copy(a, i64());
+}
+
+static bool is_integer(PyObject *dtype) {
+    const char *n = mod_dtype_name(dtype);
+    return n[0] == 'i' || n[0] == 'u';
+}
+static bool is_bool(PyObject *dtype) { return mod_dtype_name(dtype)[0] == 'b'; }
+
+static int placement_error(const char *what, ofl_device *a, ofl_device *b) {
+    PyErr_Format(mod_ExecutionPlacementError,
+                 "%s: the array lives on %s and the index or value on %s; move one with "
+                 ".to_device(...)",
+                 what, ofl_device_get_info(a)->filter, ofl_device_get_info(b)->filter);
+    return -1;
+}
+
+static PyObject *launch_range(const char *name, const char *src, Py_ssize_t n,
+                              PyObject *const *args, Py_ssize_t nargs) {
+    return mod_gen_launch(name, src, 1, &n, args, nargs);
+}
+
+static PyObject *launch_groups(const char *name, const char *src, Py_ssize_t groups,
+                               PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *k = mod_gen_kernel_borrowed(name, src);
+    if (!k) return NULL;
+    mod_shape range = {.ndim = 1, .nd = true, .size = {groups * GROUP}, .local = {GROUP}};
+    return mod_kernel_launch(k, &range, args, nargs, false);
+}
+
+/* ---- compaction: the coordinates of a's nonzero elements ---- */
+
+/* Group g counts the nonzero elements of m[g * CHUNK, (g + 1) * CHUNK). */
+static const char *count_text(text *t) {
+    t->n = 0;
+    put(t,
+        "def index_nz_count(item, m, counts, n):\n"
+        "    # offload nonzero / x[mask]: per-group counts (module/lib/mod_index.c)\n"
+        "    grp = item.get_group()\n"
+        "    li = item.get_local_id(0)\n"
+        "    g = grp.get_group_id(0)\n"
+        "    c = np.int64(0)\n"
+        "    for e in range(%d):\n"
+        "        j = g * %d + e * %d + li\n"
+        "        if j < n:\n"
+        "            if m[np.uint64(j)] != 0:\n"
+        "                c += 1\n"
+        "    buf = ol.local_array(%d, np.int64)\n"
+        "    buf[li] = c\n"
+        "    ol.group_barrier(grp)\n"
+        "    h = %d\n"
+        "    while h > 0:\n"
+        "        if li < h:\n"
+        "            buf[li] = buf[li] + buf[li + h]\n"
+        "        ol.group_barrier(grp)\n"
+        "        h = h // 2\n"
+        "    if li == 0:\n"
+        "        counts[g] = buf[0]\n",
+        PER_ITEM, CHUNK, GROUP, GROUP, GROUP / 2);
+    return t->s;
+}
+
+/* buf (GROUP int64 in local memory) becomes its inclusive scan (Hillis-Steele). */
+static void put_local_scan(text *t, int ind) {
+    put(t,
+        "%*sh = 1\n"
+        "%*swhile h < %d:\n"
+        "%*s    v = np.int64(0)\n"
+        "%*s    if li >= h:\n"
+        "%*s        v = buf[li - h]\n"
+        "%*s    ol.group_barrier(grp)\n"
+        "%*s    buf[li] = buf[li] + v\n"
+        "%*s    ol.group_barrier(grp)\n"
+        "%*s    h = h * 2\n",
+        ind, "", ind, "", GROUP, ind, "", ind, "", ind, "", ind, "", ind, "", ind, "", ind, "");
+}
+
+/* One group: offs = the exclusive scan of counts[0..G), total[0] = their sum.
+ * Work-item l takes a run of consecutive counts. */
+static const char *scan_text(text *t) {
+    t->n = 0;
+    put(t,
+        "def index_nz_scan(item, counts, offs, total, G):\n"
+        "    # offload nonzero / x[mask]: the groups' offsets (module/lib/mod_index.c)\n"
+        "    grp = item.get_group()\n"
+        "    li = item.get_local_id(0)\n"
+        "    per = (G + %d) // %d\n"
+        "    lo = li * per\n"
+        "    hi = min(lo + per, G)\n"
+        "    s = np.int64(0)\n"
+        "    j = lo\n"
+        "    while j < hi:\n"
+        "        s += counts[np.uint64(j)]\n"
+        "        j += 1\n"
+        "    buf = ol.local_array(%d, np.int64)\n"
+        "    buf[li] = s\n"
+        "    ol.group_barrier(grp)\n",
+        GROUP - 1, GROUP, GROUP);
+    put_local_scan(t, 4);
+    put(t,
+        "    run = buf[li] - s\n"
+        "    j = lo\n"
+        "    while j < hi:\n"
+        "        offs[np.uint64(j)] = run\n"
+        "        run += counts[np.uint64(j)]\n"
+        "        j += 1\n"
+        "    if li == %d:\n"
+        "        total[0] = buf[%d]\n",
+        GROUP - 1, GROUP - 1);
+    return t->s;
+}
+
+/* Group g writes the coordinates (in m's shape, k dims in shp) of its
+ * nonzero elements, in C order from offs[g]: out[d * total + pos] for axis d. */
+static const char *scatter_text(text *t) {
+    t->n = 0;
+    put(t,
+        "def index_nz_scatter(item, m, offs, out, shp, k, n, total):\n"
+        "    # offload nonzero / x[mask]: coordinates (module/lib/mod_index.c)\n"
+        "    grp = item.get_group()\n"
+        "    li = item.get_local_id(0)\n"
+        "    g = grp.get_group_id(0)\n"
+        "    run = offs[g]\n"
+        "    buf = ol.local_array(%d, np.int64)\n"
+        "    for e in range(%d):\n"
+        "        j = g * %d + e * %d + li\n"
+        "        f = np.int64(0)\n"
+        "        if j < n:\n"
+        "            if m[np.uint64(j)] != 0:\n"
+        "                f = np.int64(1)\n"
+        "        buf[li] = f\n"
+        "        ol.group_barrier(grp)\n",
+        GROUP, PER_ITEM, CHUNK, GROUP);
+    put_local_scan(t, 8);
+    put(t,
+        "        if f == 1:\n"
+        "            pos = run + buf[li] - 1\n"
+        "            rem = np.int64(j)\n"
+        "            d = k - 1\n"
+        "            while d >= 0:\n"
+        "                s = shp[np.uint64(d)]\n"
+        "                out[np.uint64(d * total + pos)] = rem %% s\n"
+        "                rem = rem // s\n"
+        "                d -= 1\n"
+        "        run += buf[%d]\n"
+        "        ol.group_barrier(grp)\n",
+        GROUP - 1);
+    return t->s;
+}
+
+/* The coordinates of a's nonzero elements (a != 0, NaN counts), C order:
+ * a new int64 array of shape (max(a.ndim, 1), count). */
+static PyObject *nonzero_rows(mod_array *a) {
+    ofl_device *dev = mod_array_device(a);
+    int k = a->nd > 0 ? a->nd : 1;
+    Py_ssize_t n = size_of(a->nd, a->shape), shape[2] = {k, 0};
+    if (n == 0) return mod_array_new_empty(dev, i64(), 2, shape);
+    PyObject *m = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_ops_copy(a, NULL);
+    Py_ssize_t G = (n + CHUNK - 1) / CHUNK, two = 2 * G + 1, one = 1;
+    PyObject *work = m ? mod_array_new_empty(dev, i64(), 1, &two) : NULL; /* counts offs total */
+    PyObject *mv = NULL, *counts = NULL, *offs = NULL, *total = NULL, *nn = NULL, *GG = NULL;
+    PyObject *out = NULL, *shp = NULL, *kk = NULL, *tt = NULL, *ov = NULL, *r;
+    Py_ssize_t st[1] = {8}, mst[1] = {((mod_array *)a)->itemsize};
+    if (!work) goto done;
+    mod_array *w = (mod_array *)work;
+    mv = mod_array_view((mod_array *)m, 1, &n, mst, ((mod_array *)m)->offset);
+    counts = mod_array_view(w, 1, &G, st, w->offset);
+    offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
+    total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
+    nn = PyLong_FromSsize_t(n);
+    GG = PyLong_FromSsize_t(G);
+    if (!mv || !counts || !offs || !total || !nn || !GG) goto done;
+    text t;
+    PyObject *cargs[] = {mv, counts, nn};
+    if (!(r = launch_groups("index_nz_count", count_text(&t), G, cargs, 3))) goto done;
+    Py_DECREF(r);
+    PyObject *sargs[] = {counts, offs, total, GG};
+    if (!(r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) goto done;
+    Py_DECREF(r);
+    int64_t count;
+    if (read_i64(w, 2 * G, &count, 1) < 0) goto done;
+    shape[1] = (Py_ssize_t)count;
+    if (!(out = mod_array_new_empty(dev, i64(), 2, shape)) || count == 0) goto done;
+    int64_t dims[MOD_MAXDIMS] = {0};
+    for (int d = 0; d < a->nd; d++) dims[d] = a->shape[d];
+    if (a->nd == 0) dims[0] = 1;
+    Py_ssize_t all = k * count;
+    shp = upload_i64(dims, k, dev);
+    kk = PyLong_FromLong(k);
+    tt = PyLong_FromLongLong(count);
+    ov = mod_array_view((mod_array *)out, 1, &all, st, ((mod_array *)out)->offset);
+    if (!shp || !kk || !tt || !ov) goto fail;
+    PyObject *xargs[] = {mv, offs, ov, shp, kk, nn, tt};
+    if (!(r = launch_groups("index_nz_scatter", scatter_text(&t), G, xargs, 7))) goto fail;
+    Py_DECREF(r);
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(m);
+    Py_XDECREF(work);
+    Py_XDECREF(mv);
+    Py_XDECREF(counts);
+    Py_XDECREF(offs);
+    Py_XDECREF(total);
+    Py_XDECREF(nn);
+    Py_XDECREF(GG);
+    Py_XDECREF(shp);
+    Py_XDECREF(kk);
+    Py_XDECREF(tt);
+    Py_XDECREF(ov);
+    return out;
+}
+
+/* Row d of nonzero_rows' (k, count) result: a 1-D int64 view. */
+static PyObject *row_of(mod_array *rows, int d) {
+    Py_ssize_t n = rows->shape[1], st[1] = {8};
+    return mod_array_view(rows, 1, &n, st, rows->offset + (Py_ssize_t)d * n * 8);
+}
+
+/* ---- the plan of one gather or scatter ---- */
+
+/* What x[key] reads: the result's dimensions, each stepping x by xs bytes
+ * and index array k by is[k] elements; then index array k's value v (after
+ * wrapping by an[k]) adds v * as[k] bytes. */
+typedef struct {
+    int nd;
+    Py_ssize_t shape[MOD_MAXDIMS], xs[MOD_MAXDIMS];
+    Py_ssize_t xoff; /* bytes: the element read when every coordinate and index is 0 */
+    int K;
+    PyObject *idx[MAXK]; /* owned: C-contiguous int64 on x's device */
+    Py_ssize_t is[MAXK][MOD_MAXDIMS];
+    Py_ssize_t as[MAXK], an[MAXK];
+    int axis[MAXK];   /* x's axis, for the message */
+    bool check[MAXK]; /* from the user (masks' coordinates are in range by construction) */
+} plan;
+
+static void plan_clear(plan *p) {
+    for (int k = 0; k < p->K; k++) Py_CLEAR(p->idx[k]);
+    p->K = 0;
+}
+
+/* Checks every index array that needs it on the device and reads the flags
+ * back: IndexError naming the first index out of range, as NumPy does. */
+static int check_bounds(mod_array *x, plan *p) {
+    int64_t flags[MAXK];
+    int nchk = 0;
+    for (int k = 0; k < p->K; k++)
+        if (p->check[k]) flags[nchk++] = INT64_MAX;
+    if (nchk == 0) return 0;
+    ofl_device *dev = mod_array_device(x);
+    PyObject *fl = upload_i64(flags, nchk, dev);
+    if (!fl) return -1;
+    static const char src[] = "def index_check(item, idx, n, flags, k):\n"
+                              "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
+                              "    j = item.get_id(0)\n"
+                              "    v = idx[j]\n"
+                              "    if v < -n or v >= n:\n"
+                              "        ol.AtomicRef(flags, k).fetch_min(np.int64(j))\n";
+    int rc = 0;
+    for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
+        if (!p->check[k]) continue;
+        mod_array *ix = (mod_array *)p->idx[k];
+        Py_ssize_t n = size_of(ix->nd, ix->shape), st[1] = {8};
+        PyObject *v = n ? mod_array_view(ix, 1, &n, st, ix->offset) : NULL;
+        PyObject *nn = PyLong_FromSsize_t(p->an[k]), *cc = PyLong_FromLong(c++);
+        PyObject *args[] = {v, nn, fl, cc};
+        PyObject *r = v && nn && cc ? launch_range("index_check", src, n, args, 4) : NULL;
+        if (!r && (n || PyErr_Occurred())) rc = -1;
+        Py_XDECREF(r);
+        Py_XDECREF(v);
+        Py_XDECREF(nn);
+        Py_XDECREF(cc);
+    }
+    if (rc == 0) rc = read_i64((mod_array *)fl, 0, flags, nchk);
+    for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
+        if (!p->check[k]) continue;
+        if (flags[c++] == INT64_MAX) continue;
+        int64_t bad;
+        if (read_i64((mod_array *)p->idx[k], flags[c - 1], &bad, 1) < 0)
+            rc = -1;
+        else {
+            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %zd",
+                         (long long)bad, p->axis[k], p->an[k]);
+            rc = -1;
+        }
+    }
+    Py_DECREF(fl);
+    return rc;
+}
+
+/* The kernel text of a gather (value NULL: out[o] = x[...]) or scatter
+ * (x[...] = v[...], or v itself when scalar) with K index arrays. meta
+ * holds, per merged result dimension d from row 0, W numbers: its length,
+ * x's stride, (the value's stride,) each index array's stride; then per
+ * index array its x stride and length. */
+static const char *access_text(text *t, int K, int mode, char *name, size_t namelen) {
+    /* mode 0: gather, 1: scatter of an array, 2: scatter of a scalar */
+    int W = 2 + (mode == 1) + K;
+    snprintf(name, namelen, "index_%s_%d%s", mode ? "put" : "take", K, mode == 2 ? "_scalar" : "");
+    t->n = 0;
+    put(t, "def %s(item, %s", name, mode ? "x, v" : "out, x");
+    for (int k = 0; k < K; k++) put(t, ", i%d", k);
+    put(t, ", meta, nd, xb%s):\n", mode == 1 ? ", vb" : "");
+    put(t, "    # offload x[indices]%s (module/lib/mod_index.c)\n", mode ? " = v" : "");
+    put(t, "    o = item.get_id(0)\n"
+           "    rem = np.int64(o)\n"
+           "    xo = np.int64(xb)\n");
+    if (mode == 1) put(t, "    vo = np.int64(vb)\n");
+    for (int k = 0; k < K; k++) put(t, "    p%d = np.int64(0)\n", k);
+    put(t,
+        "    d = nd - 1\n"
+        "    while d >= 0:\n"
+        "        r = np.uint64(d * %d)\n"
+        "        s = meta[r]\n"
+        "        c = rem %% s\n"
+        "        rem = rem // s\n"
+        "        xo += c * meta[r + 1]\n",
+        W);
+    int col = 2;
+    if (mode == 1) put(t, "        vo += c * meta[r + %d]\n", col++);
+    for (int k = 0; k < K; k++) put(t, "        p%d += c * meta[r + %d]\n", k, col++);
+    put(t,
+        "        d -= 1\n"
+        "    e = np.uint64(nd * %d)\n",
+        W);
+    for (int k = 0; k < K; k++)
+        put(t,
+            "    w%d = i%d[np.uint64(p%d)]\n"
+            "    if w%d < 0:\n"
+            "        w%d += meta[e + %d]\n"
+            "    xo += w%d * meta[e + %d]\n",
+            k, k, k, k, k, 2 * k + 1, k, 2 * k);
+    if (mode == 0) put(t, "    out[o] = x[np.uint64(xo)]\n");
+    if (mode == 1) put(t, "    x[np.uint64(xo)] = v[np.uint64(vo)]\n");
+    if (mode == 2) put(t, "    x[np.uint64(xo)] = v\n");
+    return t->s;
+}
+
+/* Runs p over x: a gather into the new C-contiguous out (value NULL), or a
+ * scatter of value -- a scalar of x's dtype, or an offload array whose
+ * strides over p's dimensions (bytes, 0 where it broadcasts) are vs. */
+static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mod_array *varr,
+                      const Py_ssize_t *vs) {
+    Py_ssize_t n = size_of(p->nd, p->shape);
+    if (n == 0) return 0;
+    int mode = !out ? (varr ? 1 : 2) : 0;
+    /* merge the dimensions: per d the strides of x, the value and each index, in elements */
+    int nops = 2 + p->K;
+    Py_ssize_t sh[MOD_MAXDIMS], st[MOD_MAXDIMS][2 + MAXK];
+    int nd = 0;
+    for (int d = 0; d < p->nd; d++) {
+        if (p->shape[d] == 1) continue;
+        Py_ssize_t s[2 + MAXK];
+        s[0] = p->xs[d] / x->itemsize;
+        s[1] = varr ? vs[d] / varr->itemsize : 0;
+        for (int k = 0; k < p->K; k++) s[2 + k] = p->is[k][d];
+        bool merge = nd > 0;
+        for (int i = 0; i < nops && merge; i++) merge = st[nd - 1][i] == s[i] * p->shape[d];
+        if (merge) {
+            sh[nd - 1] *= p->shape[d];
+            for (int i = 0; i < nops; i++) st[nd - 1][i] = s[i];
+            continue;
+        }
+        sh[nd] = p->shape[d];
+        memcpy(st[nd], s, sizeof(Py_ssize_t) * (size_t)nops);
+        nd++;
+    }
+    if (nd == 0) {
+        sh[0] = 1;
+        memset(st[0], 0, sizeof st[0]);
+        nd = 1;
+    }
+    int64_t meta[MOD_MAXDIMS * (3 + MAXK) + 2 * MAXK];
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        meta[m++] = sh[d];
+        meta[m++] = st[d][0];
+        if (mode == 1) meta[m++] = st[d][1];
+        for (int k = 0; k < p->K; k++) meta[m++] = st[d][2 + k];
+    }
+    for (int k = 0; k < p->K; k++) meta[m++] = p->as[k] / x->itemsize, meta[m++] = p->an[k];
+    ofl_device *dev = mod_array_device(x);
+    Py_ssize_t xb, vb = 0, ost[1] = {x->itemsize};
+    PyObject *mt = upload_i64(meta, m, dev);
+    PyObject *xv = mt ? flat_view(x, &xb) : NULL;
+    PyObject *vv = NULL, *ov = NULL, *ndo = NULL, *xbo = NULL, *vbo = NULL, *r = NULL;
+    PyObject *iv[MAXK] = {NULL};
+    int rc = -1;
+    if (!xv) goto out;
+    xb += (p->xoff - x->offset) / x->itemsize;
+    if (varr) {
+        vv = flat_view(varr, &vb);
+        if (!vv) goto out;
+    }
+    if (out && !(ov = mod_array_view(out, 1, &n, ost, out->offset))) goto out;
+    for (int k = 0; k < p->K; k++) {
+        mod_array *ix = (mod_array *)p->idx[k];
+        Py_ssize_t in = size_of(ix->nd, ix->shape), ist[1] = {8};
+        if (!(iv[k] = mod_array_view(ix, 1, &in, ist, ix->offset))) goto out;
+    }
+    ndo = PyLong_FromLong(nd);
+    xbo = PyLong_FromSsize_t(xb);
+    vbo = PyLong_FromSsize_t(vb);
+    if (!ndo || !xbo || !vbo) goto out;
+    PyObject *args[4 + MAXK + 3];
+    int a = 0;
+    args[a++] = mode ? xv : ov;
+    args[a++] = mode == 0 ? xv : mode == 1 ? vv : value;
+    for (int k = 0; k < p->K; k++) args[a++] = iv[k];
+    args[a++] = mt;
+    args[a++] = ndo;
+    args[a++] = xbo;
+    if (mode == 1) args[a++] = vbo;
+    text t;
+    char name[64];
+    access_text(&t, p->K, mode, name, sizeof name);
+    r = launch_range(name, t.s, n, args, a);
+    rc = r ? 0 : -1;
+out:
+    Py_XDECREF(r);
+    Py_XDECREF(mt);
+    Py_XDECREF(xv);
+    Py_XDECREF(vv);
+    Py_XDECREF(ov);
+    Py_XDECREF(ndo);
+    Py_XDECREF(xbo);
+    Py_XDECREF(vbo);
+    for (int k = 0; k < MAXK; k++) Py_XDECREF(iv[k]);
+    return rc;
+}
+
+/* ---- keys ---- */
+
+enum { IT_INT, IT_SLICE, IT_NONE, IT_ELLIPSIS, IT_ARRAY, IT_MASK, IT_BOOL };
+
+typedef struct {
+    int kind;
+    PyObject *obj; /* borrowed: the key's item */
+    Py_ssize_t i;  /* IT_INT's value, IT_BOOL's 0 or 1 */
+    PyObject *arr; /* owned: IT_ARRAY's C-contiguous int64, IT_MASK's bool, on x's device */
+} key_item;
+
+static const char invalid_index[] =
+    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
+    "boolean arrays are valid indices";
+
+/* o.dtype.kind of a NumPy array or scalar ('b' 'i' 'u' 'f' ...), 0 with an exception. */
+static char numpy_kind(PyObject *o) {
+    PyObject *dt = PyObject_GetAttrString(o, "dtype");
+    PyObject *kind = dt ? PyObject_GetAttrString(dt, "kind") : NULL;
+    const char *k = kind ? PyUnicode_AsUTF8(kind) : NULL;
+    char c = k ? k[0] : 0;
+    Py_XDECREF(dt);
+    Py_XDECREF(kind);
+    return c;
+}
+
+/* A host array (NumPy's or a list) as an index on dev: IT_MASK, IT_BOOL
+ * (0-d) or IT_ARRAY (as int64; [] is an empty integer index, as NumPy). */
+static int host_index(PyObject *obj, ofl_device *dev, key_item *it) {
+    PyObject *h = PyObject_CallMethod(mod_numpy_borrowed(), "asarray", "O", obj);
+    if (!h) return -1;
+    char k = numpy_kind(h);
+    int rc = -1;
+    if (!k) goto out;
+    bool empty_list = PyList_Check(obj) && PyObject_Length(h) == 0;
+    if (k == 'b' && !empty_list) {
+        if (PyObject_Length(h) < 0) { /* 0-d: a Python bool */
+            PyErr_Clear();
+            int t = PyObject_IsTrue(h);
+            if (t < 0) goto out;
+            it->kind = IT_BOOL;
+            it->i = t;
+            rc = 0;
+            goto out;
+        }
+        it->kind = IT_MASK;
+        it->arr = mod_array_from_host(h, dev);
+    } else if (k == 'i' || k == 'u' || empty_list) {
+        PyObject *c = PyObject_CallMethod(h, "astype", "O", i64());
+        it->kind = IT_ARRAY;
+        it->arr = c ? mod_array_from_host(c, dev) : NULL;
+        Py_XDECREF(c);
+    } else {
+        PyErr_SetString(PyExc_IndexError,
+                        "arrays used as indices must be of integer (or boolean) type");
+        goto out;
+    }
+    rc = it->arr ? 0 : -1;
+out:
+    Py_DECREF(h);
+    return rc;
+}
+
+/* Classifies one item of a key (uploading host arrays, converting index
+ * arrays to int64). */
+static int classify(PyObject *o, ofl_device *dev, key_item *it) {
+    memset(it, 0, sizeof *it);
+    it->obj = o;
+    if (o == Py_Ellipsis) {
+        it->kind = IT_ELLIPSIS;
+        return 0;
+    }
+    if (o == Py_None) {
+        it->kind = IT_NONE;
+        return 0;
+    }
+    if (PySlice_Check(o)) {
+        it->kind = IT_SLICE;
+        return 0;
+    }
+    if (PyBool_Check(o) || (mod_is_numpy_scalar(o) && !PyIndex_Check(o))) {
+        if (!PyBool_Check(o) && numpy_kind(o) != 'b') { /* np.float64(1.0): not an index */
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, invalid_index);
+            return -1;
+        }
+        int t = PyObject_IsTrue(o);
+        if (t < 0) return -1;
+        it->kind = IT_BOOL;
+        it->i = t;
+        return 0;
+    }
+    if (mod_array_check(o)) {
+        mod_array *a = (mod_array *)o;
+        if (mod_array_device(a) != dev)
+            return placement_error("indexing", dev, mod_array_device(a));
+        if (is_bool(a->dtype)) {
+            if (a->nd == 0) { /* a 0-d mask is a Python bool (one element read back) */
+                PyObject *h = mod_array_asnumpy(a);
+                int t = h ? PyObject_IsTrue(h) : -1;
+                Py_XDECREF(h);
+                if (t < 0) return -1;
+                it->kind = IT_BOOL;
+                it->i = t;
+                return 0;
+            }
+            it->kind = IT_MASK;
+            it->arr = Py_NewRef(o);
+            return 0;
+        }
+        if (!is_integer(a->dtype)) {
+            PyErr_SetString(PyExc_IndexError,
+                            "arrays used as indices must be of integer (or boolean) type");
+            return -1;
+        }
+        it->kind = IT_ARRAY;
+        it->arr = as_index(a);
+        return it->arr ? 0 : -1;
+    }
+    if (mod_is_numpy_array(o) || PyList_Check(o)) return host_index(o, dev, it);
+    if (PyIndex_Check(o)) {
+        it->kind = IT_INT;
+        it->i = PyNumber_AsSsize_t(o, PyExc_IndexError);
+        return it->i == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    PyErr_SetString(PyExc_IndexError, invalid_index);
+    return -1;
+}
+
+static int add_index(plan *p, PyObject *idx, Py_ssize_t as, Py_ssize_t an, int axis, bool check) {
+    if (p->K == MAXK) {
+        Py_DECREF(idx);
+        PyErr_Format(PyExc_IndexError, "offload takes at most %d index arrays in one key", MAXK);
+        return -1;
+    }
+    p->idx[p->K] = idx;
+    p->as[p->K] = as, p->an[p->K] = an, p->axis[p->K] = axis, p->check[p->K] = check;
+    p->K++;
+    return 0;
+}
+
+/* The broadcast shape of p's index arrays into (*nb, b); each array's
+ * strides over it into p->is (before placement). */
+static int broadcast_indices(plan *p, int *nb, Py_ssize_t *b) {
+    *nb = 0;
+    for (int k = 0; k < p->K; k++) {
+        mod_array *ix = (mod_array *)p->idx[k];
+        if (ix->nd > *nb) *nb = ix->nd;
+    }
+    if (*nb > MOD_MAXDIMS) {
+        PyErr_Format(PyExc_IndexError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+        return -1;
+    }
+    for (int d = 0; d < *nb; d++) b[d] = 1;
+    for (int k = 0; k < p->K; k++) {
+        mod_array *ix = (mod_array *)p->idx[k];
+        for (int d = 0; d < ix->nd; d++) {
+            Py_ssize_t *s = &b[*nb - ix->nd + d], n = ix->shape[d];
+            if (n == *s || n == 1) continue;
+            if (*s != 1) {
+                char msg[2048] = "shape mismatch: indexing arrays could not be broadcast "
+                                 "together with shapes ";
+                for (int j = 0; j < p->K; j++) {
+                    mod_array *jx = (mod_array *)p->idx[j];
+                    char one[256];
+                    shape_str(one, sizeof one, jx->nd, jx->shape);
+                    size_t u = strlen(msg);
+                    snprintf(msg + u, sizeof msg - u, "%s ", one);
+                }
+                PyErr_SetString(PyExc_IndexError, msg);
+                return -1;
+            }
+            *s = n;
+        }
+    }
+    for (int k = 0; k < p->K; k++) {
+        mod_array *ix = (mod_array *)p->idx[k];
+        Py_ssize_t elems = 1, own[MOD_MAXDIMS];
+        for (int d = ix->nd - 1; d >= 0; d--) own[d] = elems, elems *= ix->shape[d];
+        for (int d = 0; d < *nb; d++) {
+            int id = d - (*nb - ix->nd);
+            p->is[k][d] = id < 0 || ix->shape[id] == 1 ? 0 : own[id];
+        }
+    }
+    return 0;
+}
+
+/* The plan of x[key] (key: what core found advanced). NumPy's rules,
+ * mapping.c's prepare_index and its "consec" for where the advanced
+ * dimensions go. */
+static int plan_key(mod_array *x, PyObject *key, plan *p) {
+    memset(p, 0, sizeof *p);
+    PyObject *one[1] = {key};
+    PyObject **objs = one;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(key)) {
+        objs = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    if (n > 4 * MOD_MAXDIMS) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, but "
+                     "%zd were indexed",
+                     x->nd, n);
+        return -1;
+    }
+    key_item items[4 * MOD_MAXDIMS];
+    ofl_device *dev = mod_array_device(x);
+    int used = 0, ellipses = 0, rc = -1, nitems = 0;
+    for (Py_ssize_t i = 0; i < n; i++, nitems++) {
+        if (classify(objs[i], dev, &items[i]) < 0) goto out;
+        key_item *it = &items[i];
+        if (it->kind == IT_ELLIPSIS) ellipses++;
+        if (it->kind == IT_INT || it->kind == IT_SLICE || it->kind == IT_ARRAY) used++;
+        if (it->kind == IT_MASK) used += ((mod_array *)it->arr)->nd;
+    }
+    if (ellipses > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        goto out;
+    }
+    if (used > x->nd) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, but %d were indexed",
+                     x->nd, used);
+        goto out;
+    }
+    /* walk the key: plain (sliced, new, untouched) dimensions in order, the
+     * advanced ones as index arrays; consec as NumPy's mapiter */
+    int np_ = 0, xd = 0, status = -1, consec = 0, result_dim = 0;
+    Py_ssize_t psh[MOD_MAXDIMS], pst[MOD_MAXDIMS];
+    p->xoff = x->offset;
+    for (int i = 0; i <= nitems; i++) {
+        key_item trailing = {.kind = IT_ELLIPSIS};
+        if (i == nitems && ellipses) break;
+        key_item *it = i < nitems ? &items[i] : &trailing;
+        bool fancy = it->kind == IT_INT || it->kind == IT_ARRAY || it->kind == IT_MASK ||
+                     it->kind == IT_BOOL;
+        if (i < nitems) {
+            if (fancy) {
+                if (status == -1)
+                    consec = result_dim, status = 0;
+                else if (status == 1)
+                    status = 2, consec = 0;
+            } else if (status == 0) {
+                status = 1;
+            }
+        }
+        int add =
+            it->kind == IT_ELLIPSIS ? x->nd - used : it->kind == IT_SLICE || it->kind == IT_NONE;
+        if (np_ + add > MOD_MAXDIMS) {
+            PyErr_Format(PyExc_IndexError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+            goto out;
+        }
+        result_dim += add;
+        switch (it->kind) {
+        case IT_ELLIPSIS:
+            for (int j = 0; j < add; j++, xd++)
+                psh[np_] = x->shape[xd], pst[np_++] = x->strides[xd];
+            break;
+        case IT_NONE: psh[np_] = 1, pst[np_++] = 0; break;
+        case IT_SLICE: {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(it->obj, &start, &stop, &step) < 0) goto out;
+            Py_ssize_t len = PySlice_AdjustIndices(x->shape[xd], &start, &stop, step);
+            if (len == 0) start = 0, step = 1;
+            p->xoff += start * x->strides[xd];
+            psh[np_] = len, pst[np_++] = x->strides[xd] * step;
+            xd++;
+            break;
+        }
+        case IT_INT: {
+            Py_ssize_t size = x->shape[xd], v = it->i;
+            if (v < -size || v >= size) {
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for axis %d with size %zd", v, xd, size);
+                goto out;
+            }
+            p->xoff += (v < 0 ? v + size : v) * x->strides[xd];
+            xd++;
+            break;
+        }
+        case IT_ARRAY:
+            if (add_index(p, Py_NewRef(it->arr), x->strides[xd], x->shape[xd], xd, true) < 0)
+                goto out;
+            xd++;
+            break;
+        case IT_BOOL: { /* a new axis of length 1, indexed by [0] (True) or [] (False) */
+            int64_t zero = 0;
+            PyObject *z = upload_i64(&zero, it->i, dev);
+            if (!z || add_index(p, z, 0, 1, xd, false) < 0) goto out;
+            break;
+        }
+        case IT_MASK: {
+            mod_array *m = (mod_array *)it->arr;
+            for (int d = 0; d < m->nd; d++)
+                if (m->shape[d] != x->shape[xd + d]) {
+                    PyErr_Format(PyExc_IndexError,
+                                 "boolean index did not match indexed array along axis %d; size "
+                                 "of axis is %zd but size of corresponding boolean axis is %zd",
+                                 xd + d, x->shape[xd + d], m->shape[d]);
+                    goto out;
+                }
+            PyObject *rows = nonzero_rows(m);
+            if (!rows) goto out;
+            for (int d = 0; d < m->nd; d++) {
+                PyObject *r = row_of((mod_array *)rows, d);
+                if (!r ||
+                    add_index(p, r, x->strides[xd + d], x->shape[xd + d], xd + d, false) < 0) {
+                    Py_DECREF(rows);
+                    goto out;
+                }
+            }
+            Py_DECREF(rows);
+            xd += m->nd;
+            break;
+        }
+        }
+    }
+    int nb;
+    Py_ssize_t b[MOD_MAXDIMS];
+    if (broadcast_indices(p, &nb, b) < 0) goto out;
+    if (np_ + nb > MOD_MAXDIMS) {
+        PyErr_Format(PyExc_IndexError, "arrays have at most %d dimensions", MOD_MAXDIMS);
+        goto out;
+    }
+    /* the result: plain[:consec], the broadcast index shape, plain[consec:] */
+    Py_ssize_t bis[MAXK][MOD_MAXDIMS];
+    for (int k = 0; k < p->K; k++) memcpy(bis[k], p->is[k], sizeof bis[k]);
+    p->nd = 0;
+    for (int d = 0; d < np_ + nb; d++) {
+        bool adv = d >= consec && d < consec + nb;
+        int src = d < consec ? d : adv ? d - consec : d - nb;
+        p->shape[d] = adv ? b[src] : psh[src];
+        p->xs[d] = adv ? 0 : pst[src];
+        for (int k = 0; k < p->K; k++) p->is[k][d] = adv ? bis[k][src] : 0;
+        p->nd++;
+    }
+    /* as NumPy: no bounds errors when the index arrays broadcast to nothing */
+    rc = size_of(nb, b) == 0 ? 0 : check_bounds(x, p);
+out:
+    for (int i = 0; i < nitems; i++) Py_XDECREF(items[i].arr);
+    if (rc < 0) plan_clear(p);
+    return rc;
+}
+
+/* ---- x[key], x[key] = value ---- */
+
+static PyObject *gather(mod_array *x, plan *p) {
+    PyObject *out = mod_array_new_empty(mod_array_device(x), x->dtype, p->nd, p->shape);
+    if (out && run_access(x, p, (mod_array *)out, NULL, NULL, NULL) < 0) Py_CLEAR(out);
+    return out;
+}
+
+PyObject *mod_index_getitem(mod_array *x, PyObject *key) {
+    plan p;
+    if (plan_key(x, key, &p) < 0) return NULL;
+    PyObject *r = gather(x, &p);
+    plan_clear(&p);
+    return r;
+}
+
+/* x[p] = value, value broadcast to p's shape as NumPy's setitem does. */
+static int scatter(mod_array *x, plan *p, PyObject *value) {
+    ofl_device *dev = mod_array_device(x);
+    if (PyBool_Check(value) || PyLong_Check(value) || PyFloat_Check(value) ||
+        mod_is_numpy_scalar(value)) {
+        PyObject *type = PyObject_GetAttrString(x->dtype, "type");
+        PyObject *v = type ? PyObject_CallOneArg(type, value) : NULL; /* 300 -> int8 raises */
+        Py_XDECREF(type);
+        int rc = v ? run_access(x, p, NULL, v, NULL, NULL) : -1;
+        Py_XDECREF(v);
+        return rc;
+    }
+    PyObject *held = NULL;
+    if (mod_array_check(value)) {
+        mod_array *v = (mod_array *)value;
+        if (mod_array_device(v) != dev) return placement_error("setitem", dev, mod_array_device(v));
+        /* a value sharing x's memory is read before anything is written, as NumPy does */
+        held = v->mem == x->mem ? mod_ops_copy(v, NULL) : Py_NewRef(value);
+    } else {
+        /* host data: converted as NumPy's assignment would (a list's 300 into
+         * int8 raises, an array's wraps), then uploaded */
+        PyObject *h =
+            mod_is_numpy_array(value)
+                ? PyObject_CallMethod(value, "astype", "O", x->dtype)
+                : PyObject_CallMethod(mod_numpy_borrowed(), "asarray", "OO", value, x->dtype);
+        held = h ? mod_array_from_host(h, dev) : NULL;
+        Py_XDECREF(h);
+    }
+    if (!held) return -1;
+    mod_array *v = (mod_array *)held;
+    /* NumPy drops the value's leading length-1 axes beyond the result's */
+    int vnd = v->nd, lead = 0;
+    while (vnd > p->nd && v->shape[lead] == 1) vnd--, lead++;
+    Py_ssize_t vs[MOD_MAXDIMS];
+    bool fits = vnd <= p->nd;
+    for (int d = 0; d < p->nd && fits; d++) {
+        int vd = d - (p->nd - vnd);
+        if (vd < 0) {
+            vs[d] = 0;
+            continue;
+        }
+        Py_ssize_t len = v->shape[lead + vd];
+        fits = len == p->shape[d] || len == 1;
+        vs[d] = len == 1 ? 0 : v->strides[lead + vd];
+    }
+    int rc = -1;
+    if (!fits) {
+        char a[512], b[512];
+        shape_str(a, sizeof a, v->nd, v->shape);
+        shape_str(b, sizeof b, p->nd, p->shape);
+        PyErr_Format(PyExc_ValueError,
+                     "shape mismatch: value array of shape %s could not be broadcast to indexing "
+                     "result of shape %s",
+                     a, b);
+    } else if (size_of(v->nd, v->shape) == 0) {
+        rc = 0; /* nothing to write (the result is empty too) */
+    } else {
+        rc = run_access(x, p, NULL, NULL, v, vs);
+    }
+    Py_DECREF(held);
+    return rc;
+}
+
+int mod_index_setitem(mod_array *x, PyObject *key, PyObject *value) {
+    plan p;
+    if (plan_key(x, key, &p) < 0) return -1;
+    int rc = scatter(x, &p, value);
+    plan_clear(&p);
+    return rc;
+}
+
+/* ---- take, take_along_axis, nonzero ---- */
+
+static mod_array *array_arg(PyObject *o, const char *fn, const char *what) {
+    if (mod_array_check(o)) return (mod_array *)o;
+    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array as %s, not %s%s", fn, what,
+                 Py_TYPE(o)->tp_name,
+                 mod_is_numpy_array(o) || PyList_Check(o)
+                     ? " (call offload.asarray(...) on it first: offload never copies to the "
+                       "device behind your back)"
+                     : "");
+    return NULL;
+}
+
+/* numpy.exceptions.AxisError(axis, ndim): NumPy's own class and message. */
+static int axis_error(Py_ssize_t axis, int ndim) {
+    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
+    PyObject *e = cls ? PyObject_CallFunction(cls, "ni", axis, ndim) : NULL;
+    if (e) PyErr_SetObject(cls, e);
+    Py_XDECREF(mod);
+    Py_XDECREF(cls);
+    Py_XDECREF(e);
+    return -1;
+}
+
+static int parse_axis(PyObject *o, int ndim, int *axis) {
+    Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+    if (a == -1 && PyErr_Occurred()) return -1;
+    if (a < -ndim || a >= ndim) return axis_error(a, ndim);
+    *axis = (int)(a < 0 ? a + ndim : a);
+    return 0;
+}
+
+/* The index array of take/take_along_axis: an integer (or, as NumPy's
+ * casting allows, bool) offload array on x's device. */
+static mod_array *index_arg(mod_array *x, PyObject *o, const char *fn) {
+    mod_array *ix = array_arg(o, fn, "indices");
+    if (!ix) return NULL;
+    if (mod_array_device(ix) != mod_array_device(x)) {
+        placement_error(fn, mod_array_device(x), mod_array_device(ix));
+        return NULL;
+    }
+    if (!is_integer(ix->dtype) && !is_bool(ix->dtype)) {
+        PyErr_Format(PyExc_TypeError,
+                     "offload.%s: indices must be an integer array, not %s (NumPy: cannot cast "
+                     "array data from dtype('%s') to dtype('int64') according to the rule "
+                     "'same_kind')",
+                     fn, mod_dtype_name(ix->dtype), mod_dtype_name(ix->dtype));
+        return NULL;
+    }
+    return ix;
+}
+
+static PyObject *f_take(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "indices", "axis", NULL};
+    PyObject *xo, *io, *axo = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:take", kwlist, &xo, &io, &axo)) return NULL;
+    mod_array *x = array_arg(xo, "take", "x"), *ix = x ? index_arg(x, io, "take") : NULL;
+    if (!ix) return NULL;
+    PyObject *flat = NULL, *key = NULL, *r = NULL;
+    PyObject *idx = as_index(ix); /* bools become 0 and 1, as NumPy's cast */
+    int axis = 0;
+    if (!idx) return NULL;
+    if (axo == Py_None) {
+        flat = PyObject_CallMethod(xo, "reshape", "(i)", -1); /* a view, or a copy if strided */
+    } else if (parse_axis(axo, x->nd, &axis) == 0) {
+        flat = Py_NewRef(xo);
+    }
+    if (!flat) goto out;
+    key = PyTuple_New(axis + 1);
+    if (!key) goto out;
+    for (int d = 0; d < axis; d++) {
+        PyObject *all = PySlice_New(NULL, NULL, NULL);
+        if (!all) goto out;
+        PyTuple_SET_ITEM(key, d, all);
+    }
+    PyTuple_SET_ITEM(key, axis, Py_NewRef(idx));
+    r = mod_index_getitem((mod_array *)flat, key);
+out:
+    Py_XDECREF(idx);
+    Py_XDECREF(flat);
+    Py_XDECREF(key);
+    return r;
+}
+
+static PyObject *f_take_along_axis(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "indices", "axis", NULL};
+    PyObject *xo, *io, *axo = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:take_along_axis", kwlist, &xo, &io, &axo))
+        return NULL;
+    mod_array *x = array_arg(xo, "take_along_axis", "x");
+    mod_array *ix = x ? index_arg(x, io, "take_along_axis") : NULL;
+    if (!ix) return NULL;
+    PyObject *xflat = NULL, *r = NULL;
+    int axis = 0;
+    if (axo == Py_None) { /* NumPy: both flattened */
+        if (ix->nd != 1) {
+            PyErr_SetString(PyExc_ValueError,
+                            "when axis=None, `indices` must have a single dimension.");
+            return NULL;
+        }
+        if (!(xflat = PyObject_CallMethod(xo, "reshape", "(i)", -1))) return NULL;
+        x = (mod_array *)xflat;
+    } else {
+        if (ix->nd != x->nd) {
+            PyErr_SetString(PyExc_ValueError,
+                            "`indices` and `arr` must have the same number of dimensions");
+            return NULL;
+        }
+        if (!axo) {
+            if (x->nd == 0) {
+                axis_error(-1, 0);
+                return NULL;
+            }
+            axis = x->nd - 1;
+        } else if (parse_axis(axo, x->nd, &axis) < 0) {
+            return NULL;
+        }
+    }
+    plan p;
+    memset(&p, 0, sizeof p);
+    PyObject *idx = as_index(ix);
+    if (!idx) goto out;
+    mod_array *ic = (mod_array *)idx;
+    /* the result: x's and indices' shapes broadcast, but indices' length along axis */
+    Py_ssize_t own = 1;
+    p.nd = x->nd;
+    p.xoff = x->offset;
+    for (int d = x->nd - 1; d >= 0; d--) {
+        Py_ssize_t xn = x->shape[d], in = ic->shape[d];
+        if (d != axis && xn != in && xn != 1 && in != 1) {
+            /* NumPy's message, from the fancy index it builds */
+            char msg[2048] = "shape mismatch: indexing arrays could not be broadcast together "
+                             "with shapes ";
+            for (int j = 0; j < x->nd; j++) {
+                Py_ssize_t sh[MOD_MAXDIMS];
+                for (int e = 0; e < x->nd; e++)
+                    sh[e] = j == axis ? ic->shape[e] : e == j ? x->shape[j] : 1;
+                char one[256];
+                shape_str(one, sizeof one, x->nd, sh);
+                size_t u = strlen(msg);
+                snprintf(msg + u, sizeof msg - u, "%s ", one);
+            }
+            PyErr_SetString(PyExc_IndexError, msg);
+            Py_DECREF(idx);
+            goto out;
+        }
+        p.shape[d] = d == axis ? in : xn == 1 ? in : xn;
+        p.xs[d] = d == axis || xn == 1 ? 0 : x->strides[d];
+        p.is[0][d] = in == 1 ? 0 : own;
+        own *= in;
+    }
+    p.K = 1;
+    p.idx[0] = idx;
+    p.as[0] = x->strides[axis], p.an[0] = x->shape[axis], p.axis[0] = axis, p.check[0] = true;
+    if (size_of(p.nd, p.shape) > 0 && check_bounds(x, &p) < 0) goto out;
+    r = gather(x, &p);
+out:
+    plan_clear(&p);
+    Py_XDECREF(xflat);
+    return r;
+}
+
+static PyObject *f_nonzero(PyObject *self, PyObject *xo) {
+    mod_array *x = array_arg(xo, "nonzero", "x");
+    if (!x) return NULL;
+    if (x->nd == 0) {
+        PyErr_SetString(PyExc_ValueError, "Calling nonzero on 0d arrays is not allowed. Use "
+                                          "np.atleast_1d(scalar).nonzero() instead.");
+        return NULL;
+    }
+    PyObject *rows = nonzero_rows(x);
+    PyObject *r = rows ? PyTuple_New(x->nd) : NULL;
+    for (int d = 0; r && d < x->nd; d++) {
+        PyObject *row = row_of((mod_array *)rows, d);
+        if (!row)
+            Py_CLEAR(r);
+        else
+            PyTuple_SET_ITEM(r, d, row);
+    }
+    Py_XDECREF(rows);
+    return r;
+}
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+static PyMethodDef functions[] = {
+    {"take", KW(f_take),
+     "take(x, indices, /, *, axis=None) -> ndarray\n\n"
+     "The elements of x at indices along axis (x flattened when axis is None), as\n"
+     "numpy.take: indices an integer offload array on x's device, negative ones\n"
+     "counting from the end. An index out of range raises IndexError at this call\n"
+     "(checked on the device and read back)."},
+    {"take_along_axis", KW(f_take_along_axis),
+     "take_along_axis(x, indices, /, *, axis=-1) -> ndarray\n\n"
+     "x[..., indices, ...] pairing each index with its position along the other\n"
+     "axes, as numpy.take_along_axis (x and indices broadcast there); indices an\n"
+     "integer offload array with x's number of dimensions. Out of range indices\n"
+     "raise IndexError at this call."},
+    {"nonzero", (PyCFunction)f_nonzero, METH_O,
+     "nonzero(x, /) -> tuple of ndarray\n\n"
+     "The indices of x's nonzero (True, NaN included) elements, one int64 array\n"
+     "per axis, in C order, as numpy.nonzero; computed on x's device (the count is\n"
+     "read back to size the result). A 0-d x raises ValueError, as NumPy 2."},
+    {NULL},
+};
+
+int mod_index_add_functions(PyObject *module) { return PyModule_AddFunctions(module, functions); }
