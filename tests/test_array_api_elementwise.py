@@ -120,6 +120,11 @@ def make(rng, dtype, shape, role="any"):
     return a.reshape(shape)
 
 
+# NumPy's maximum, minimum, fmax, fmin and clip pick either zero of a pair
+# +0.0 / -0.0 (its SIMD loops differ from its scalar ones; the standard leaves it open)
+ANY_ZERO = ("maximum", "minimum", "fmax", "fmin", "clip")
+
+
 def check_result(got, want, device, what, tol=0):
     assert isinstance(got, ol.ndarray), f"{what}: offload returned {type(got).__name__}"
     assert got.device == device, f"{what}: the result lives on {got.device}, the operands on {device}"
@@ -131,7 +136,7 @@ def check_result(got, want, device, what, tol=0):
         # inexact: a few ulps of the result, or of 1 where a sum cancels (logaddexp near 0)
         rtol, atol = (ulps(want.dtype, 4), ulps(want.dtype, 8)) if tol else (ulps(want.dtype, 1), 0)
         np.testing.assert_allclose(g, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
-        zeros = (want == 0) & (g == 0)
+        zeros = (want == 0) & (g == 0) & (not what.startswith(ANY_ZERO))
         np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(want[zeros]), err_msg=f"{what}: signs of zeros")
     else:
         np.testing.assert_array_equal(g, want, err_msg=what, strict=True)
@@ -300,7 +305,7 @@ def test_shapes_and_layouts(device, rng):
     b = make(rng, "float32", (16,))
     x, y = on(device, a), on(device, b)
     views = [("[::2]", lambda v: v[::2]), ("[::-1, ::-3]", lambda v: v[::-1, ::-3]), (".T", lambda v: v.T),
-             ("[3]", lambda v: v[3]), ("[2, 5] (0-d)", lambda v: v[2, 5]), ("[:0]", lambda v: v[:0])]
+             ("[3]", lambda v: v[3]), ("[2:3, 5:6].reshape(()) (0-d)", lambda v: v[2:3, 5:6].reshape(())), ("[:0]", lambda v: v[:0])]
     for vname, v in views:
         for name in ["sinh", "sign", "round", "signbit", "logical_not", "trunc", "reciprocal", "imag"]:
             agree(lambda: npf(name)(v(a)), lambda: getattr(ol, name)(v(x)), device, f"{name}(x{vname})", True)
@@ -309,7 +314,8 @@ def test_shapes_and_layouts(device, rng):
         agree(lambda: npf(name)(a, b), lambda: getattr(ol, name)(x, y), device, f"{name}(matrix, row)", True)
         agree(lambda: npf(name)(a[:, :1], b), lambda: getattr(ol, name)(x[:, :1], y), device, f"{name}(col, row)",
               True)
-        agree(lambda: npf(name)(a[1, 1], a[::-1]), lambda: getattr(ol, name)(x[1, 1], x[::-1]), device,
+        z, zx = a[1:2, 1:2].reshape(()), x[1:2, 1:2].reshape(())
+        agree(lambda: npf(name)(z, a[::-1]), lambda: getattr(ol, name)(zx, x[::-1]), device,
               f"{name}(0-d, matrix[::-1])", True)
     empty = on(device, np.zeros((0, 3), "float64"))
     assert ol.atanh(empty).shape == (0, 3) and ol.atanh(empty).dtype == np.float64
@@ -331,7 +337,7 @@ def test_clip_array_api_form(device, rng, dtype):
         ("clip(x, max=3)", lambda m, x, lo, hi: m.clip(x, max=3)),
         ("clip(x, min=1)", lambda m, x, lo, hi: m.clip(x, min=1)),
         ("clip(x, min=lo, max=hi)", lambda m, x, lo, hi: m.clip(x, min=lo, max=hi)),
-        ("clip(x, lo)", lambda m, x, lo, hi: m.clip(x, lo)),
+        ("clip(x, lo, None)", lambda m, x, lo, hi: m.clip(x, lo, None)),
         ("clip(x, None, hi)", lambda m, x, lo, hi: m.clip(x, None, hi)),
         ("clip(x, a_min=lo, a_max=5)", lambda m, x, lo, hi: m.clip(x, a_min=lo, a_max=5)),
         ("clip(x, min=None, max=None)", lambda m, x, lo, hi: m.clip(x, min=None, max=None)),

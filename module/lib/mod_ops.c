@@ -1,7 +1,10 @@
 /* mod_ops: element-wise work on offload arrays -- ndarray's operators
  * (+ - * / // % ** & | ^ << >>, their reflected and in-place forms, unary
- * - + ~ abs, comparisons) and the functions offload.sqrt ... offload.where,
- * clip, astype, copy -- computed by JIT kernels where the operands live.
+ * - + ~ abs, comparisons) and the functions: every element-wise function of
+ * the array API 2024.12 under its name and NumPy's (offload.sin, offload.acos
+ * and offload.arccos, ...), NumPy's other ufuncs of real numbers (fmax, cbrt,
+ * heaviside, ...), where, clip, round, real, imag, astype, copy -- computed
+ * by JIT kernels where the operands live.
  *
  * NumPy answers every type question: ufunc.resolve_dtypes gives the loop's
  * dtypes (NEP 50: Python scalars are weak), so a kernel casts each array
