@@ -64,11 +64,14 @@ const jit_builtin jit_builtins[] = {
     {"numpy.rint", 1, 1, TY_SAME, GEN_NP_ROUND, "rint"},
     {"numpy.minimum", 2, 2, TY_PROMOTE, GEN_MINIMUM, NULL},
     {"numpy.maximum", 2, 2, TY_PROMOTE, GEN_MAXIMUM, NULL},
-    {"numpy.isfinite", 1, 1, TY_BOOL, GEN_ISFINITE, NULL},
+    {"numpy.isfinite math.isfinite", 1, 1, TY_BOOL, GEN_ISFINITE, NULL},
     {"offload.group_barrier", 1, 1, TY_BARRIER, GEN_BARRIER, NULL},
     {"offload.local_array", 2, 2, TY_LOCAL_ARRAY, GEN_SCRATCH, NULL},
     {"offload.private_array", 2, 2, TY_PRIVATE_ARRAY, GEN_SCRATCH, NULL},
     {"offload.AtomicRef", 2, 2, TY_ATOMIC_REF, GEN_ATOMIC_REF, NULL},
+    {"numpy.signbit", 1, 1, TY_BOOL, GEN_SIGNBIT, NULL},
+    {"math.nextafter numpy.nextafter", 2, 2, TY_FLOAT, GEN_MATH, "nextafter"},
+    {"math.cbrt numpy.cbrt", 1, 1, TY_FLOAT, GEN_MATH, "cbrt"},
 };
 const int jit_nbuiltins = sizeof jit_builtins / sizeof *jit_builtins;
 

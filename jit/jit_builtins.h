@@ -48,6 +48,7 @@ typedef enum {
     GEN_ISNAN,
     GEN_ISINF,
     GEN_ISFINITE,
+    GEN_SIGNBIT, /* the sign bit of a float (of -0.0 and -nan too); x < 0 of an integer */
     GEN_LDEXP,
     GEN_LEN,
     GEN_PRINT,

@@ -789,6 +789,15 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 1, 0);
         return LLVMBuildFCmp(b, LLVMRealOLT, math1(c, "fabs", d0, a[0]),
                              LLVMConstReal(LLVMTypeOf(a[0]), 1.0 / 0.0), "");
+    case GEN_SIGNBIT: {
+        if (!jit_dtype_is_float(d0)) {
+            if (!jit_dtype_is_signed(d0)) return LLVMConstInt(c->m->i1, 0, 0);
+            return LLVMBuildICmp(b, LLVMIntSLT, a[0], LLVMConstInt(LLVMTypeOf(a[0]), 0, 0), "");
+        }
+        LLVMTypeRef it = LLVMIntTypeInContext(c->m->tg.ctx, d0 == JIT_F64 ? 64 : 32);
+        LLVMValueRef bits = LLVMBuildBitCast(b, a[0], it, "");
+        return LLVMBuildICmp(b, LLVMIntSLT, bits, LLVMConstInt(it, 0, 0), "");
+    }
     case GEN_ISNAN:
     case GEN_ISINF: {
         if (!jit_dtype_is_float(d0)) return LLVMConstInt(c->m->i1, 0, 0);

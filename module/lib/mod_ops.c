@@ -1,7 +1,10 @@
 /* mod_ops: element-wise work on offload arrays -- ndarray's operators
  * (+ - * / // % ** & | ^ << >>, their reflected and in-place forms, unary
- * - + ~ abs, comparisons) and the functions offload.sqrt ... offload.where,
- * clip, astype, copy -- computed by JIT kernels where the operands live.
+ * - + ~ abs, comparisons) and the functions: every element-wise function of
+ * the array API 2024.12 under its name and NumPy's (offload.sin, offload.acos
+ * and offload.arccos, ...), NumPy's other ufuncs of real numbers (fmax, cbrt,
+ * heaviside, ...), where, clip, round, real, imag, astype, copy -- computed
+ * by JIT kernels where the operands live.
  *
  * NumPy answers every type question: ufunc.resolve_dtypes gives the loop's
  * dtypes (NEP 50: Python scalars are weak), so a kernel casts each array
@@ -21,8 +24,10 @@
  * offload namespace. */
 #include "mod_lib.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_OPERANDS 4 /* the result and up to three inputs (where, clip) */
@@ -34,6 +39,8 @@ typedef struct {
     int nin;
     const char *expr;
     const char *bool_expr; /* when the loop is bool and expr would not do */
+    const char *int_expr;  /* when the loop is an integer one and expr would not do */
+    const char *typing;    /* the ufunc whose loops type it, when not numpy.<name> */
 } op_def;
 
 /* Indices of ops[]: LIB_, as OP_ names jit_tree.h's operators. */
@@ -75,9 +82,49 @@ enum {
     LIB_MAXIMUM,
     LIB_ISNAN,
     LIB_ISFINITE,
+    LIB_ARCSIN,
+    LIB_ARCCOS,
+    LIB_ARCTAN,
+    LIB_SINH,
+    LIB_COSH,
+    LIB_ARCSINH,
+    LIB_ARCCOSH,
+    LIB_ARCTANH,
+    LIB_EXPM1,
+    LIB_EXP2,
+    LIB_LOG2,
+    LIB_LOG10,
+    LIB_CBRT,
+    LIB_TRUNC,
+    LIB_RINT,
+    LIB_FABS,
+    LIB_ISINF,
+    LIB_SIGNBIT,
+    LIB_SIGN,
+    LIB_SQUARE,
+    LIB_RECIPROCAL,
+    LIB_CONJ,
+    LIB_COPYSIGN,
+    LIB_HYPOT,
+    LIB_NEXTAFTER,
+    LIB_LOGADDEXP,
+    LIB_LOGADDEXP2,
+    LIB_LOGICAL_AND,
+    LIB_LOGICAL_OR,
+    LIB_LOGICAL_XOR,
+    LIB_LOGICAL_NOT,
+    LIB_FMAX,
+    LIB_FMIN,
+    LIB_FMOD,
+    LIB_HEAVISIDE,
+    LIB_DEG2RAD,
+    LIB_RAD2DEG,
+    LIB_FLOAT_POWER,
     LIB_CLIP,
     LIB_WHERE,
     LIB_COPY,
+    LIB_ROUND_UP,   /* round(x, decimals > 0) of floats */
+    LIB_ROUND_DOWN, /* round(x, decimals < 0) of floats */
     LIB_NOPS
 };
 
@@ -119,9 +166,71 @@ static const op_def ops[LIB_NOPS] = {
     [LIB_MAXIMUM] = {"maximum", 2, "np.maximum($0, $1)", "$0 or $1"},
     [LIB_ISNAN] = {"isnan", 1, "np.isnan($0)", NULL},
     [LIB_ISFINITE] = {"isfinite", 1, "np.isfinite($0)", NULL},
+    [LIB_ARCSIN] = {"arcsin", 1, "np.arcsin($0)", NULL},
+    [LIB_ARCCOS] = {"arccos", 1, "np.arccos($0)", NULL},
+    [LIB_ARCTAN] = {"arctan", 1, "np.arctan($0)", NULL},
+    [LIB_SINH] = {"sinh", 1, "np.sinh($0)", NULL},
+    [LIB_COSH] = {"cosh", 1, "np.cosh($0)", NULL},
+    [LIB_ARCSINH] = {"arcsinh", 1, "np.arcsinh($0)", NULL},
+    [LIB_ARCCOSH] = {"arccosh", 1, "np.arccosh($0)", NULL},
+    [LIB_ARCTANH] = {"arctanh", 1, "np.arctanh($0)", NULL},
+    [LIB_EXPM1] = {"expm1", 1, "np.expm1($0)", NULL},
+    [LIB_EXP2] = {"exp2", 1, "np.exp2($0)", NULL},
+    [LIB_LOG2] = {"log2", 1, "np.log2($0)", NULL},
+    [LIB_LOG10] = {"log10", 1, "np.log10($0)", NULL},
+    [LIB_CBRT] = {"cbrt", 1, "np.cbrt($0)", NULL},
+    [LIB_TRUNC] = {"trunc", 1, "np.trunc($0)", NULL},
+    [LIB_RINT] = {"rint", 1, "np.rint($0)", NULL},
+    [LIB_FABS] = {"fabs", 1, "np.fabs($0)", NULL},
+    [LIB_ISINF] = {"isinf", 1, "np.isinf($0)", NULL},
+    [LIB_SIGNBIT] = {"signbit", 1, "np.signbit($0)", NULL},
+    /* NumPy's: NaN stays NaN, -0.0 gives 0.0 */
+    [LIB_SIGN] = {"sign", 1, "(np.int8($0 > 0) - np.int8($0 < 0)) if $0 == $0 else $0", NULL,
+                  "np.int8($0 > 0) - np.int8($0 < 0)"},
+    [LIB_SQUARE] = {"square", 1, "$0 * $0", NULL},
+    /* NumPy's integer loop converts 1.0 / x: 1 and -1 stay, the rest truncate
+     * to 0 (x = 0 gives what the host's conversion of inf gives: 0 here) */
+    [LIB_RECIPROCAL] = {"reciprocal", 1, "1 / $0", NULL, "$0 if abs($0) == 1 else 0"},
+    [LIB_CONJ] = {"conjugate", 1, "$0", NULL},
+    [LIB_COPYSIGN] = {"copysign", 2, "np.copysign($0, $1)", NULL},
+    [LIB_HYPOT] = {"hypot", 2, "np.hypot($0, $1)", NULL},
+    [LIB_NEXTAFTER] = {"nextafter", 2, "np.nextafter($0, $1)", NULL},
+    /* NumPy's npy_logaddexp: equal operands (infinities of one sign too) add
+     * log(2); otherwise the larger plus log1p(exp(-|difference|)), NaN
+     * propagating through np.maximum */
+    [LIB_LOGADDEXP] = {"logaddexp", 2,
+                       "$0 + 0.6931471805599453 if $0 == $1 else "
+                       "np.maximum($0, $1) + np.log1p(np.exp(-abs($0 - $1)))",
+                       NULL},
+    [LIB_LOGADDEXP2] = {"logaddexp2", 2,
+                        "$0 + 1 if $0 == $1 else "
+                        "np.maximum($0, $1) + np.log1p(np.exp2(-abs($0 - $1))) * "
+                        "1.4426950408889634",
+                        NULL},
+    [LIB_LOGICAL_AND] = {"logical_and", 2, "($0 != 0) and ($1 != 0)", NULL},
+    [LIB_LOGICAL_OR] = {"logical_or", 2, "($0 != 0) or ($1 != 0)", NULL},
+    [LIB_LOGICAL_XOR] = {"logical_xor", 2, "($0 != 0) != ($1 != 0)", NULL},
+    [LIB_LOGICAL_NOT] = {"logical_not", 1, "$0 == 0", NULL},
+    /* NaN loses unless both are */
+    [LIB_FMAX] = {"fmax", 2, "$1 if $0 != $0 else ($0 if $1 != $1 else np.maximum($0, $1))",
+                  "$0 or $1"},
+    [LIB_FMIN] = {"fmin", 2, "$1 if $0 != $0 else ($0 if $1 != $1 else np.minimum($0, $1))",
+                  "$0 and $1"},
+    /* C's fmod; integers: the remainder of truncating division, 0 by 0 */
+    [LIB_FMOD] = {"fmod", 2, "math.fmod($0, $1)", NULL,
+                  "0 if $1 == 0 else ($0 % $1 - $1 if ($0 % $1 != 0 and ($0 < 0) != ($1 < 0)) "
+                  "else $0 % $1)"},
+    [LIB_HEAVISIDE] = {"heaviside", 2,
+                       "$1 if $0 == 0 else (0 if $0 < 0 else (1 if $0 > 0 else $0))", NULL},
+    [LIB_DEG2RAD] = {"deg2rad", 1, "$0 * 0.017453292519943295", NULL},
+    [LIB_RAD2DEG] = {"rad2deg", 1, "$0 * 57.29577951308232", NULL},
+    [LIB_FLOAT_POWER] = {"float_power", 2, "$0 ** $1", NULL},
     [LIB_CLIP] = {"clip", 3, "np.minimum(np.maximum($0, $1), $2)", "($0 or $1) and $2"},
     [LIB_WHERE] = {"where", 3, "$1 if $0 else $2", NULL},
     [LIB_COPY] = {"copy", 1, "$0", NULL},
+    /* NumPy's round: by a power of ten (a Python float, weak), rint, back */
+    [LIB_ROUND_UP] = {"round_up", 2, "np.rint($0 * $1) / $1", NULL, NULL, "multiply"},
+    [LIB_ROUND_DOWN] = {"round_down", 2, "np.rint($0 / $1) * $1", NULL, NULL, "multiply"},
 };
 
 /* ---- operands ---- */
@@ -190,6 +299,14 @@ static int check_supported(const char *what, PyObject *dtype) {
     return -1;
 }
 
+static bool is_half(PyObject *dtype) {
+    PyObject *c = PyObject_GetAttrString(dtype, "char");
+    bool half = c && PyUnicode_Check(c) && PyUnicode_CompareWithASCIIString(c, "e") == 0;
+    Py_XDECREF(c);
+    PyErr_Clear();
+    return half;
+}
+
 /* The loop dtypes of a ufunc for the inputs (and the result, when it is an
  * existing array: NumPy's same_kind rule for in-place operators). Fills
  * in[i].loop and *result; NumPy's own TypeError when there is no loop. */
@@ -198,7 +315,8 @@ static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_d
     /* numpy.clip is a function around the ufunc numpy._core.umath.clip */
     PyObject *ufunc = op == &ops[LIB_CLIP] ? PyImport_ImportModule("numpy._core.umath")
                                            : Py_NewRef(mod_numpy_borrowed());
-    Py_XSETREF(ufunc, ufunc ? PyObject_GetAttrString(ufunc, op->name) : NULL);
+    Py_XSETREF(ufunc,
+               ufunc ? PyObject_GetAttrString(ufunc, op->typing ? op->typing : op->name) : NULL);
     if (!ufunc) return -1;
     PyObject *specs = PyTuple_New(nin + 1), *loop = NULL;
     for (int i = 0; specs && i < nin; i++) {
@@ -221,12 +339,17 @@ static int resolve_ufunc(const op_def *op, operand *in, int nin, PyObject *out_d
     Py_XDECREF(specs);
     Py_DECREF(ufunc);
     if (!loop) return -1;
+    /* signbit's loop for bool and 8-bit integers is float16 but its result a
+     * bool: float32 holds those values exactly and gives the same answers */
+    PyObject *lt[MAX_OPERANDS]; /* borrowed: the loop's dtypes */
+    for (int i = 0; i <= nin; i++) lt[i] = PyTuple_GET_ITEM(loop, i);
+    for (int i = 0; i < nin; i++)
+        if (is_half(lt[i]) && !is_half(lt[nin])) lt[i] = mod_dtype_find_borrowed('f', 4);
     int rc = 0;
-    for (int i = 0; i <= nin && rc == 0; i++)
-        rc = check_supported(op->name, PyTuple_GET_ITEM(loop, i));
+    for (int i = 0; i <= nin && rc == 0; i++) rc = check_supported(op->name, lt[i]);
     for (int i = 0; i < nin && rc == 0; i++)
-        if (!(in[i].loop = mod_dtype_new(PyTuple_GET_ITEM(loop, i)))) rc = -1;
-    if (rc == 0) *result = mod_dtype_new(PyTuple_GET_ITEM(loop, nin));
+        if (!(in[i].loop = mod_dtype_new(lt[i]))) rc = -1;
+    if (rc == 0) *result = mod_dtype_new(lt[nin]);
     Py_DECREF(loop);
     return rc == 0 && *result ? 0 : -1;
 }
@@ -400,7 +523,9 @@ static void store_text(const op_def *op, const operand *in, int nin, const char 
     }
     bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") ==
                      0; /* ops with a bool_expr have one loop dtype */
-    const char *expr = bool_loop && op->bool_expr ? op->bool_expr : op->expr;
+    const char *expr = bool_loop && op->bool_expr                  ? op->bool_expr
+                       : op->int_expr && integer_dtype(in[0].loop) ? op->int_expr
+                                                                   : op->expr;
     append(src, src_len, "%sout[%s] = ", indent, index);
     for (const char *p = expr; *p; p++) {
         if (*p == '$' && p[1] >= '0' && p[1] < '0' + nin) {
@@ -556,6 +681,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
             return NULL;
         }
     }
+    if (!dev && out) dev = mod_array_device(out); /* a scalar stored into out */
     if (!dev) {
         operands_clear(in, nin);
         return PyErr_Format(PyExc_TypeError, "offload.%s needs at least one offload array",
@@ -571,8 +697,10 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
     if (op == &ops[LIB_WHERE])
         rc = resolve_where(in, &result_dtype);
     else if (op == &ops[LIB_COPY]) { /* copy and astype: the input's dtype in, any dtype out */
-        in[0].loop = Py_NewRef(in[0].arr->dtype);
-        result_dtype = Py_NewRef(dtype ? dtype : in[0].arr->dtype);
+        /* a scalar stored into out is converted to out's dtype on the host */
+        PyObject *from = in[0].arr ? in[0].arr->dtype : out ? out->dtype : NULL;
+        result_dtype = Py_NewRef(dtype ? dtype : from);
+        in[0].loop = Py_NewRef(in[0].arr ? from : result_dtype);
         rc = 0;
     } else
         rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
@@ -581,8 +709,12 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
     layout l;
     if (rc < 0 || broadcast(in, nin, &l) < 0) goto done;
     if (out) {
-        bool fits =
-            out->nd == l.nd && !memcmp(out->shape, l.shape, sizeof(Py_ssize_t) * (size_t)l.nd);
+        /* the operands' shape must broadcast to out's, which is the launch's */
+        bool fits = out->nd >= l.nd;
+        for (int d = 0; d < l.nd && fits; d++) {
+            Py_ssize_t n = l.shape[d], o = out->shape[out->nd - l.nd + d];
+            fits = n == o || n == 1;
+        }
         if (!fits) {
             PyObject *o = mod_int_tuple(out->nd, out->shape), *b = mod_int_tuple(l.nd, l.shape);
             if (o && b)
@@ -594,6 +726,8 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
             Py_XDECREF(b);
             goto done;
         }
+        l.nd = out->nd;
+        memcpy(l.shape, out->shape, sizeof(Py_ssize_t) * (size_t)out->nd);
         result = Py_NewRef(out);
     } else if (!(result = mod_array_new_empty(dev, result_dtype, l.nd, l.shape))) {
         goto done;
@@ -779,10 +913,34 @@ static PyObject *f_where(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return run(&ops[LIB_WHERE], args, 3, NULL, NULL);
 }
 
+/* clip(x, /, min=None, max=None), NumPy's clip(a, a_min, a_max) too: one
+ * bound given twice (positionally and by keyword, or by both names) is NumPy's
+ * TypeError. */
 static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"a", "a_min", "a_max", NULL};
-    PyObject *x, *lo = Py_None, *hi = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:clip", kwlist, &x, &lo, &hi)) return NULL;
+    static const char *const names[] = {"a_min", "a_max", "min", "max"};
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs < 1 || nargs > 3)
+        return PyErr_Format(PyExc_TypeError, "clip() takes 1 to 3 positional arguments (%zd given)",
+                            nargs);
+    PyObject *x = PyTuple_GET_ITEM(args, 0), *bound[2] = {NULL, NULL};
+    for (int i = 1; i < nargs; i++) bound[i - 1] = PyTuple_GET_ITEM(args, i);
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (kw && PyDict_Next(kw, &pos, &key, &value)) {
+        int k = 0;
+        while (k < 4 && PyUnicode_CompareWithASCIIString(key, names[k]) != 0) k++;
+        if (k == 4)
+            return PyErr_Format(PyExc_TypeError,
+                                "clip() got an unexpected keyword argument '%U' (it takes "
+                                "min= and max=, or NumPy's a_min= and a_max=)",
+                                key);
+        if (bound[k % 2])
+            return PyErr_Format(PyExc_TypeError,
+                                "clip() got the %s bound twice: pass one of a_%s= and %s=",
+                                k % 2 ? "upper" : "lower", names[k % 2 + 2], names[k % 2 + 2]);
+        bound[k % 2] = value;
+    }
+    PyObject *lo = bound[0] ? bound[0] : Py_None, *hi = bound[1] ? bound[1] : Py_None;
     /* as numpy's _clip: a Python int bound beyond an integer array's range is no bound */
     if (mod_array_check(x) && integer_dtype(((mod_array *)x)->dtype)) {
         PyObject *info =
@@ -830,6 +988,52 @@ static PyObject *f_copy(PyObject *self, PyObject *x) {
     return a ? mod_ops_copy(a, NULL) : NULL;
 }
 
+/* round(x, /, decimals=0) as numpy.round: half to even; integers are copied
+ * (by a negative decimals, rounded through float64 as NumPy does); bool's
+ * result would be float16, a TypeError. */
+static PyObject *f_round(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "decimals", NULL};
+    PyObject *x;
+    int decimals = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:round", kwlist, &x, &decimals)) return NULL;
+    if (!mod_array_check(x) || !integer_dtype(((mod_array *)x)->dtype)) {
+        if (decimals == 0) return run(&ops[LIB_RINT], &x, 1, NULL, NULL);
+        PyObject *f = PyFloat_FromDouble(pow(10.0, abs(decimals)));
+        PyObject *xs[2] = {x, f};
+        PyObject *r =
+            f ? run(&ops[decimals > 0 ? LIB_ROUND_UP : LIB_ROUND_DOWN], xs, 2, NULL, NULL) : NULL;
+        Py_XDECREF(f);
+        return r;
+    }
+    mod_array *a = (mod_array *)x;
+    if (decimals >= 0) return mod_ops_copy(a, NULL);
+    PyObject *f = PyFloat_FromDouble(pow(10.0, -decimals));
+    PyObject *d = f ? mod_ops_copy(a, mod_dtype_find_borrowed('f', 8)) : NULL;
+    PyObject *xs[2] = {d, f};
+    PyObject *rounded = d ? run(&ops[LIB_ROUND_DOWN], xs, 2, NULL, NULL) : NULL;
+    PyObject *r = rounded ? mod_ops_copy((mod_array *)rounded, a->dtype) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(d);
+    Py_XDECREF(rounded);
+    return r;
+}
+
+/* real(x) of a real array is x itself, as numpy.real's. */
+static PyObject *f_real(PyObject *self, PyObject *x) {
+    mod_array *a = array_arg(x, "real");
+    return a ? Py_NewRef(x) : NULL;
+}
+
+/* imag(x) of a real array: zeros of its dtype and shape, on its device. */
+static PyObject *f_imag(PyObject *self, PyObject *x) {
+    mod_array *a = array_arg(x, "imag");
+    PyObject *r = a ? mod_array_new_empty(mod_array_device(a), a->dtype, a->nd, a->shape) : NULL;
+    PyObject *zero = PyLong_FromLong(0);
+    if (r && (!zero || mod_ops_copy_into((mod_array *)r, zero) < 0)) Py_CLEAR(r);
+    Py_XDECREF(zero);
+    return r;
+}
+
 static PyObject *f_reshape(PyObject *self, PyObject *args) {
     PyObject *x, *shape;
     if (!PyArg_ParseTuple(args, "OO:reshape", &x, &shape) || !array_arg(x, "reshape")) return NULL;
@@ -841,7 +1045,18 @@ static PyMethodDef functions[] = {
     {"where", FASTCALL(f_where),
      "where(condition, x, y) -> ndarray: x where condition, else y (NumPy's dtype)"},
     {"clip", (PyCFunction)(void (*)(void))f_clip, METH_VARARGS | METH_KEYWORDS,
-     "clip(a, a_min, a_max) -> ndarray: a limited to [a_min, a_max] (NaN propagates, as NumPy)"},
+     "clip(x, /, min=None, max=None) -> ndarray: x limited to [min, max], each bound a scalar or "
+     "an array broadcast against x, None for none; NumPy's a_min= and a_max= too (NaN "
+     "propagates, and the dtype is NumPy's)"},
+    {"round", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
+     "round(x, /, decimals=0) -> ndarray: x rounded to decimals places, halves to even "
+     "(numpy.round)"},
+    {"around", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
+     "around(x, /, decimals=0) -> ndarray: numpy.around, the same as round"},
+    {"real", f_real, METH_O,
+     "real(x, /) -> ndarray: the real part: x itself for a real array (numpy.real)"},
+    {"imag", f_imag, METH_O,
+     "imag(x, /) -> ndarray: the imaginary part: zeros of x's dtype and shape for a real array"},
     {"astype", (PyCFunction)(void (*)(void))f_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(x, dtype, copy=True) -> ndarray: x converted on its device"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
@@ -850,26 +1065,64 @@ static PyMethodDef functions[] = {
     {NULL},
 };
 
-/* The ufuncs offload exposes under NumPy's names (abs is absolute's alias). */
-static PyMethodDef ufunc_defs[LIB_NOPS];
+/* The array API's names and NumPy's other names for the same operations. */
+static const struct {
+    const char *name;
+    int op;
+} aliases[] = {
+    {"abs", LIB_ABS},
+    {"acos", LIB_ARCCOS},
+    {"acosh", LIB_ARCCOSH},
+    {"asin", LIB_ARCSIN},
+    {"asinh", LIB_ARCSINH},
+    {"atan", LIB_ARCTAN},
+    {"atanh", LIB_ARCTANH},
+    {"atan2", LIB_ARCTAN2},
+    {"bitwise_left_shift", LIB_LSHIFT},
+    {"bitwise_right_shift", LIB_RSHIFT},
+    {"bitwise_invert", LIB_INVERT},
+    {"bitwise_not", LIB_INVERT},
+    {"conj", LIB_CONJ},
+    {"pow", LIB_POW},
+    {"true_divide", LIB_TRUEDIV},
+    {"mod", LIB_MOD},
+    {"degrees", LIB_RAD2DEG},
+    {"radians", LIB_DEG2RAD},
+};
+#define NALIASES ((int)(sizeof aliases / sizeof *aliases))
+
+/* The ufuncs offload exposes under NumPy's names, then the aliases; each
+ * with its docstring. */
+static PyMethodDef ufunc_defs[LIB_NOPS + NALIASES];
+static char ufunc_docs[LIB_NOPS + NALIASES][160];
+
+static bool is_ufunc(int i) {
+    return i != LIB_CLIP && i != LIB_WHERE && i != LIB_COPY && i != LIB_ROUND_UP &&
+           i != LIB_ROUND_DOWN;
+}
+
+static int add_ufunc(PyObject *module, int slot, const char *name, int i) {
+    snprintf(ufunc_docs[slot], sizeof ufunc_docs[slot],
+             "%s(%s, /) -> ndarray: numpy.%s element-wise, on the operands' device, with NumPy's "
+             "dtypes and values",
+             name, ops[i].nin == 1 ? "x" : "x1, x2", ops[i].name);
+    ufunc_defs[slot] = (PyMethodDef){name, FASTCALL(f_ufunc), ufunc_docs[slot]};
+    PyObject *index = PyLong_FromLong(i);
+    PyObject *fn = index ? PyCFunction_NewEx(&ufunc_defs[slot], index, NULL) : NULL;
+    Py_XDECREF(index);
+    int rc = fn ? PyModule_AddObjectRef(module, name, fn) : -1;
+    Py_XDECREF(fn);
+    return rc;
+}
 
 int mod_ops_add_functions(PyObject *module) {
     PyObject *none = Py_None;
     if (PyDict_SetItemString(mod_ArrayType.tp_dict, "__array_ufunc__", none) < 0) return -1;
     PyType_Modified(
         &mod_ArrayType); /* NumPy's ufuncs defer to our operators, which refuse to mix */
-    for (int i = 0; i < LIB_NOPS; i++) {
-        if (i == LIB_CLIP || i == LIB_WHERE || i == LIB_COPY) continue;
-        ufunc_defs[i] = (PyMethodDef){ops[i].name, FASTCALL(f_ufunc), NULL};
-        PyObject *index = PyLong_FromLong(i);
-        PyObject *fn = index ? PyCFunction_NewEx(&ufunc_defs[i], index, NULL) : NULL;
-        Py_XDECREF(index);
-        if (!fn || PyModule_AddObjectRef(module, ops[i].name, fn) < 0 ||
-            (i == LIB_ABS && PyModule_AddObjectRef(module, "abs", fn) < 0)) {
-            Py_XDECREF(fn);
-            return -1;
-        }
-        Py_DECREF(fn);
-    }
+    for (int i = 0; i < LIB_NOPS; i++)
+        if (is_ufunc(i) && add_ufunc(module, i, ops[i].name, i) < 0) return -1;
+    for (int k = 0; k < NALIASES; k++)
+        if (add_ufunc(module, LIB_NOPS + k, aliases[k].name, aliases[k].op) < 0) return -1;
     return PyModule_AddFunctions(module, functions);
 }
