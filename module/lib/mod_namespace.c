@@ -400,8 +400,11 @@ static PyObject *triangle(PyObject *args, PyObject *kw, bool lower) {
     } else {
         shape[0] = 1, strides[0] = 0;
         for (int d = 0; d < lead; d++) shape[0] *= s->shape[d];
-        for (int d = lead - 1; d >= 0 && shape[0] > 1; d--)
-            if (s->shape[d] != 1) strides[0] = s->strides[d]; /* the innermost stack axis' */
+        for (int d = lead - 1; d >= 0; d--) /* the merged axis steps as the innermost one */
+            if (s->shape[d] != 1) {
+                strides[0] = s->strides[d];
+                break;
+            }
         for (int d = 0; d < 2; d++)
             shape[1 + d] = s->shape[lead + d], strides[1 + d] = s->strides[lead + d];
     }
