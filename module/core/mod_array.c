@@ -13,10 +13,10 @@
  * of contiguous arrays land straight in a new NumPy array; a strided view
  * reads the byte span that covers it and lets NumPy pick the elements out.
  *
- * Strided copies and dtype casts run as kernels: lib/'s, handed over at
- * import (mod_array_kernels) with the arithmetic and the reductions, so that
- * this file names nothing above core. Fills of non-contiguous views still go
- * through the host. Every device transfer runs with the GIL released. */
+ * Strided copies, dtype casts, fills and assignments run as kernels: lib/'s,
+ * handed over at import (mod_array_kernels) with the arithmetic and the
+ * reductions, so that this file names nothing above core. Every device
+ * transfer runs with the GIL released. */
 #include "mod_core.h"
 
 #include <stdint.h>
@@ -597,13 +597,6 @@ static PyObject *array_subscript(mod_array *a, PyObject *key) {
     return single ? read_scalar(a, l.offset) : (PyObject *)view_of(a, &l);
 }
 
-/* Writes value (scalar, array-like or offload array, broadcast as NumPy does)
- * into the view v. Contiguous views get one write; a strided view reads the
- * bytes that cover it, NumPy patches them, and the whole span is written
- * back -- so bytes between its elements are rewritten with what was read
- * (the same values, unless something else writes them meanwhile: device
- * work is in-order and this runs under the GIL, so only another process or
- * a concurrently queued kernel could, and neither exists yet). */
 /* A C-contiguous NumPy array of the view's own dtype and shape goes up from
  * its buffer as it is: no staging copy (CuPy's set() does the same).
  * 1 done, 0 not this case, -1 error. */
@@ -630,45 +623,54 @@ static int assign_from_buffer(mod_array *v, PyObject *value) {
     return rc;
 }
 
+static bool is_scalar(PyObject *o) {
+    return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) ||
+           mod_is_numpy_scalar(o);
+}
+
+/* value as a NumPy scalar of dtype, converted as NumPy converts on
+ * assignment: 3.7 into int8 is 3, 300 raises OverflowError. */
+static PyObject *scalar_as(PyObject *value, PyObject *dtype) {
+    PyObject *args = PyTuple_Pack(1, value);
+    PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", dtype) : NULL;
+    PyObject *arr = kw ? mod_np_call("asarray", args, kw) : NULL;
+    PyObject *key = arr ? PyTuple_New(0) : NULL;
+    PyObject *r = key ? PyObject_GetItem(arr, key) : NULL; /* arr[()]: the scalar */
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(arr);
+    Py_XDECREF(key);
+    return r;
+}
+
+/* v[...] = value, NumPy's casts and broadcasting, by lib's kernels
+ * (kernels->assign): nothing reads v's memory back to the host. A scalar is
+ * converted on the host and filled in; an offload array on another device
+ * is moved to v's first; host data (NumPy arrays, lists) goes up once --
+ * straight into a contiguous v of its own dtype and shape, else as a
+ * temporary array a kernel then copies in. */
 int mod_array_assign(mod_array *v, PyObject *value) {
-    if (array_size(v) == 0) return 0;
+    if (is_scalar(value)) {
+        PyObject *s = scalar_as(value, v->dtype);
+        int rc = !s ? -1 : array_size(v) ? kernels->assign(v, s) : 0;
+        Py_XDECREF(s);
+        return rc;
+    }
+    if (mod_array_check(value)) {
+        mod_array *s = (mod_array *)value;
+        if (s->mem->dev == v->mem->dev) return kernels->assign(v, value);
+        PyObject *moved = mod_array_copy_to(s, v->mem->dev);
+        int rc = moved ? kernels->assign(v, moved) : -1;
+        Py_XDECREF(moved);
+        return rc;
+    }
     int direct = assign_from_buffer(v, value);
     if (direct) return direct < 0 ? -1 : 0;
-    if (mod_array_check(value)) { /* device to device when layouts allow */
-        mod_array *s = (mod_array *)value;
-        bool same_shape =
-            s->nd == v->nd && memcmp(s->shape, v->shape, (size_t)v->nd * sizeof *v->shape) == 0;
-        if (same_shape && s->dtype == v->dtype && s->mem != v->mem &&
-            mod_array_is_c_contiguous(s) && mod_array_is_c_contiguous(v))
-            return dev_copy(v, v->offset, s, s->offset, array_size(v) * v->itemsize);
-    }
-    Py_ssize_t lo = v->offset, hi = v->offset + array_size(v) * v->itemsize;
-    PyObject *buf, *host;
-    bool contiguous = mod_array_is_c_contiguous(v);
-    if (contiguous) {
-        buf = np_empty(v->nd, v->shape, v->dtype);
-        host = buf ? Py_NewRef(buf) : NULL;
-    } else {
-        array_span(v, &lo, &hi);
-        buf = np_bytes(hi - lo);
-        Py_buffer view;
-        if (!buf || mod_np_buffer(buf, &view, true) < 0) {
-            Py_XDECREF(buf);
-            return -1;
-        }
-        int rc = dev_read(v, lo, view.buf, view.len);
-        PyBuffer_Release(&view);
-        host = rc < 0 ? NULL : np_strided(v, buf, v->offset - lo);
-    }
-    /* host[...] = value: NumPy casts and broadcasts */
-    int rc = host ? PyObject_SetItem(host, Py_Ellipsis, value) : -1;
-    Py_buffer view;
-    if (rc == 0 && (rc = mod_np_buffer(buf, &view, false)) == 0) {
-        rc = dev_write(v, lo, view.buf, view.len);
-        PyBuffer_Release(&view);
-    }
+    PyObject *host = mod_host_array(value, v->dtype);
+    PyObject *up = host ? upload(host, v->mem->dev) : NULL;
+    int rc = up ? kernels->assign(v, up) : -1;
     Py_XDECREF(host);
-    Py_XDECREF(buf);
+    Py_XDECREF(up);
     return rc;
 }
 
@@ -749,20 +751,46 @@ static PyObject *array_str(mod_array *a) {
     return r;
 }
 
-/* bool(x), int(x), float(x), operator.index(x): NumPy's rules, on a host copy */
-static PyObject *via_host(mod_array *a, PyObject *(*convert)(PyObject *)) {
-    PyObject *host = mod_array_asnumpy(a);
-    PyObject *r = host ? convert(host) : NULL;
-    Py_XDECREF(host);
+/* bool(x), int(x), float(x), complex(x), operator.index(x): NumPy 2's rules,
+ * which need at most one element -- only that element is read. */
+static PyObject *one_element(mod_array *a, bool any_shape, bool integer) {
+    const char *name = mod_dtype_name(a->dtype);
+    bool integral = !strncmp(name, "int", 3) || !strncmp(name, "uint", 4);
+    if (integer && (!integral || a->nd != 0))
+        return PyErr_Format(PyExc_TypeError,
+                            "only integer scalar arrays can be converted to a scalar index");
+    if (!any_shape && a->nd != 0)
+        return PyErr_Format(PyExc_TypeError,
+                            "only 0-dimensional arrays can be converted to Python scalars");
+    Py_ssize_t n = array_size(a);
+    if (n != 1)
+        return PyErr_Format(PyExc_ValueError,
+                            n ? "The truth value of an array with more than one element is "
+                                "ambiguous. Use a.any() or a.all()"
+                              : "The truth value of an empty array is ambiguous. Use `array.size "
+                                "> 0` to check that an array is not empty.");
+    Py_ssize_t offset = a->offset; /* the one element: its index is 0 on every axis */
+    return read_scalar(a, offset);
+}
+static PyObject *convert(mod_array *a, PyObject *(*to)(PyObject *), bool integer) {
+    PyObject *e = one_element(a, false, integer);
+    PyObject *r = e ? to(e) : NULL;
+    Py_XDECREF(e);
     return r;
 }
-static PyObject *array_int(mod_array *a) { return via_host(a, PyNumber_Long); }
-static PyObject *array_float(mod_array *a) { return via_host(a, PyNumber_Float); }
-static PyObject *array_index(mod_array *a) { return via_host(a, PyNumber_Index); }
+static PyObject *array_int(mod_array *a) { return convert(a, PyNumber_Long, false); }
+static PyObject *array_float(mod_array *a) { return convert(a, PyNumber_Float, false); }
+static PyObject *array_index(mod_array *a) { return convert(a, PyNumber_Index, true); }
 static int array_bool(mod_array *a) {
-    PyObject *host = mod_array_asnumpy(a);
-    int r = host ? PyObject_IsTrue(host) : -1;
-    Py_XDECREF(host);
+    PyObject *e = one_element(a, true, false);
+    int r = e ? PyObject_IsTrue(e) : -1;
+    Py_XDECREF(e);
+    return r;
+}
+static PyObject *m_complex(mod_array *a, PyObject *unused) {
+    PyObject *e = one_element(a, false, false);
+    PyObject *r = e ? PyObject_CallOneArg((PyObject *)&PyComplex_Type, e) : NULL;
+    Py_XDECREF(e);
     return r;
 }
 
@@ -785,6 +813,17 @@ static PyObject *get_T(mod_array *a, void *c) {
     return (PyObject *)view_of(a, &l);
 }
 
+/* The array API's matrix transpose: the last two axes swapped, a view. */
+static PyObject *get_mT(mod_array *a, void *c) {
+    if (a->nd < 2)
+        return PyErr_Format(PyExc_ValueError, "matrix transpose with ndim < 2 is undefined");
+    layout l = {.nd = a->nd, .offset = a->offset};
+    for (int i = 0; i < a->nd; i++) l.shape[i] = a->shape[i], l.strides[i] = a->strides[i];
+    l.shape[a->nd - 2] = a->shape[a->nd - 1], l.strides[a->nd - 2] = a->strides[a->nd - 1];
+    l.shape[a->nd - 1] = a->shape[a->nd - 2], l.strides[a->nd - 1] = a->strides[a->nd - 2];
+    return (PyObject *)view_of(a, &l);
+}
+
 static PyGetSetDef array_getset[] = {
     {"shape", (getter)get_shape, NULL, "tuple of dimensions", NULL},
     {"dtype", (getter)get_dtype, NULL, "element type (a numpy.dtype)", NULL},
@@ -796,6 +835,7 @@ static PyGetSetDef array_getset[] = {
     {"device", (getter)get_device, NULL, "the Device the data lives on", NULL},
     {"usm_type", (getter)get_usm_type, NULL, "'device': memory of the device, not shared", NULL},
     {"T", (getter)get_T, NULL, "view with the axes reversed", NULL},
+    {"mT", (getter)get_mT, NULL, "view with the last two axes swapped (stacks of matrices)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -907,19 +947,47 @@ static PyObject *m_reshape(mod_array *a, PyObject *args) {
     return r;
 }
 
-/* astype(dtype, copy=True): a kernel on the array's device. */
+/* astype(dtype, /, *, copy=True, device=None): converted by a kernel on the
+ * array's device, then moved; the array itself when nothing changes and
+ * copy is false. */
 static PyObject *m_astype(mod_array *a, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"dtype", "copy", NULL};
-    PyObject *spec, *copy = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:astype", kwlist, &spec, &copy)) return NULL;
+    static char *kwlist[] = {"dtype", "copy", "device", NULL};
+    PyObject *spec, *copy = Py_True, *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O:astype", kwlist, &spec, &copy, &device))
+        return NULL;
     int c = PyObject_IsTrue(copy);
-    PyObject *dtype = c < 0 ? NULL : mod_dtype_new(spec);
+    ofl_device *dev = a->mem->dev;
+    if (c < 0 || (device != Py_None && mod_device_resolve(device, &dev) < 0)) return NULL;
+    PyObject *dtype = mod_dtype_new(spec);
     if (!dtype) return NULL;
-    PyObject *r = dtype != a->dtype ? mod_array_cast_to(a, dtype, a->mem->dev)
-                  : c               ? mod_array_copy_to(a, a->mem->dev)
-                                    : Py_NewRef(a);
+    PyObject *r = dtype != a->dtype         ? mod_array_cast_to(a, dtype, dev)
+                  : c || dev != a->mem->dev ? mod_array_copy_to(a, dev)
+                                            : Py_NewRef(a);
     Py_DECREF(dtype);
     return r;
+}
+
+/* fill(value): NumPy's method -- every element set to a scalar, by kernel. */
+static PyObject *m_fill(mod_array *a, PyObject *value) {
+    PyObject *v = NULL;
+    if (mod_array_check(value) ? ((mod_array *)value)->nd == 0 : is_scalar(value))
+        v = Py_NewRef(value);
+    else if (mod_is_numpy_array(value)) { /* a 0-d one: its scalar */
+        PyObject *key = PyTuple_New(0);
+        v = key ? PyObject_GetItem(value, key) : NULL;
+        Py_XDECREF(key);
+        if (!v && PyErr_ExceptionMatches(PyExc_IndexError)) PyErr_Clear();
+        if (v && !is_scalar(v)) Py_CLEAR(v);
+    }
+    if (!v) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "setting an array element with a sequence.");
+        return NULL;
+    }
+    int rc = mod_array_assign(a, v);
+    Py_DECREF(v);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef array_methods[] = {
@@ -933,7 +1001,13 @@ static PyMethodDef array_methods[] = {
     {"reshape", (PyCFunction)m_reshape, METH_VARARGS,
      "reshape(*shape) -> ndarray: a view (a copy first when not C-contiguous)"},
     {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
-     "astype(dtype, copy=True) -> ndarray on the same device"},
+     "astype(dtype, /, copy=True, *, device=None) -> ndarray\n\nThe array converted to dtype "
+     "on its device (then moved to device, if given); itself when nothing changes and copy is "
+     "False."},
+    {"fill", (PyCFunction)m_fill, METH_O,
+     "fill(value) -> None: sets every element to the scalar value (cast as NumPy casts it)"},
+    {"__complex__", (PyCFunction)m_complex, METH_NOARGS,
+     "__complex__() -> complex: the element of a 0-d array"},
     {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS,
      "__array__(dtype=None, copy=None) -> numpy.ndarray (always a copy)"},
     {NULL, NULL, 0, NULL},

@@ -130,6 +130,10 @@ typedef struct {
      * (arrays, lists, booleans in them: NumPy's advanced indexing). */
     PyObject *(*getitem)(mod_array *a, PyObject *key);
     int (*setitem)(mod_array *a, PyObject *key, PyObject *value);
+    /* dst[...] = src: src an offload array on dst's device (broadcast to
+     * dst's shape and cast, as NumPy assigns) or a NumPy scalar of dst's
+     * dtype (a fill). */
+    int (*assign)(mod_array *dst, PyObject *src);
 } mod_array_kernels;
 
 /* Readies ndarray with k's operations (k lives for the process). */
@@ -172,7 +176,8 @@ PyObject *mod_array_copy_to(mod_array *a, ofl_device *dev);
 PyObject *mod_array_cast_to(mod_array *a, PyObject *dtype, ofl_device *dev);
 /* Writes elem (itemsize bytes) into every element of a C-contiguous array. */
 int mod_array_fill(mod_array *a, const void *elem);
-/* v[...] = value: a scalar, array-like or offload array, broadcast as NumPy does. */
+/* v[...] = value: a scalar, array-like or offload array, broadcast and cast
+ * as NumPy does, by kernel (kernels->assign). */
 int mod_array_assign(mod_array *v, PyObject *value);
 /* Shape from one argument (an int or a sequence of ints). */
 int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape);

@@ -33,44 +33,17 @@ static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped) {
     return host;
 }
 
-/* Fills a fresh array with value (cast to its dtype as numpy.full does);
- * steals a on failure. */
-static PyObject *fill_with(PyObject *a, PyObject *value) {
-    mod_array *arr = (mod_array *)a;
-    PyObject *args = PyTuple_Pack(1, value);
-    PyObject *kw = args ? Py_BuildValue("{sO}", "dtype", arr->dtype) : NULL;
-    PyObject *elem = kw ? mod_np_call("asarray", args, kw) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    int rc = -1;
-    if (elem) {
-        PyObject *ndim = PyObject_GetAttrString(elem, "ndim");
-        long n = ndim ? PyLong_AsLong(ndim) : -1;
-        Py_XDECREF(ndim);
-        if (n == 0) {
-            Py_buffer view;
-            if (mod_np_buffer(elem, &view, false) == 0) {
-                rc = mod_array_fill(arr, view.buf);
-                PyBuffer_Release(&view);
-            }
-        } else if (n > 0) { /* an array fill value broadcasts, as in NumPy */
-            rc = mod_array_assign(arr, elem);
-        }
-        Py_DECREF(elem);
-    }
-    if (rc < 0) Py_CLEAR(a);
-    return a;
-}
-
 enum { UNINITIALISED, ZEROS, ONES, FULL };
 
-/* Fills a fresh array (or NULL) as kind says; value for FULL. Steals a on failure. */
+/* Fills a fresh array (or NULL) as kind says, by kernel on its device: value
+ * for FULL, cast to the dtype as numpy.full casts it (an array value
+ * broadcasts). Steals a on failure. */
 static PyObject *fill_as(PyObject *a, int kind, PyObject *value) {
-    static const char zero[16];
-    if (a && kind == ZEROS && mod_array_fill((mod_array *)a, zero) < 0)
-        Py_CLEAR(a);
-    else if (a && (kind == ONES || kind == FULL))
-        a = fill_with(a, kind == ONES ? Py_True : value); /* 1 in the dtype, as NumPy casts it */
+    if (!a || kind == UNINITIALISED) return a;
+    PyObject *v = kind == ZEROS  ? Py_False
+                  : kind == ONES ? Py_True
+                                 : value; /* 0 and 1 in any dtype */
+    if (mod_array_assign((mod_array *)a, v) < 0) Py_CLEAR(a);
     return a;
 }
 
@@ -116,7 +89,7 @@ static PyObject *f_full(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *dtype = dtype_arg == Py_None ? value_dtype(value, dev) : mod_dtype_new(dtype_arg);
     PyObject *a = dtype ? mod_array_new_empty(dev, dtype, nd, shape) : NULL;
     Py_XDECREF(dtype);
-    return a ? fill_with(a, value) : NULL;
+    return fill_as(a, FULL, value);
 }
 
 /* arange(start, /, stop=None, step=1, dtype=None, device=None): NumPy's arange, uploaded. */

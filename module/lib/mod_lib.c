@@ -14,6 +14,7 @@ const mod_array_kernels mod_lib_array_kernels = {
     .copy = mod_ops_copy,
     .getitem = mod_index_getitem,
     .setitem = mod_index_setitem,
+    .assign = mod_namespace_assign,
 };
 
 int mod_lib_add_functions(PyObject *module) {

@@ -74,5 +74,8 @@ int mod_dispatch_init(PyObject *module);
  * booleans (NumPy's advanced indexing); ndarray's, through mod_lib_array_kernels. */
 PyObject *mod_index_getitem(mod_array *a, PyObject *key);
 int mod_index_setitem(mod_array *a, PyObject *key, PyObject *value);
+/* mod_namespace.c: dst[...] = src by kernel (fills and assignments);
+ * ndarray's, through mod_lib_array_kernels.assign. */
+int mod_namespace_assign(mod_array *dst, PyObject *src);
 
 #endif
