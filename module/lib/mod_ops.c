@@ -971,18 +971,6 @@ static mod_array *array_arg(PyObject *x, const char *fn) {
     return NULL;
 }
 
-static PyObject *f_astype(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"x", "dtype", "copy", NULL};
-    PyObject *x, *spec, *copy = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:astype", kwlist, &x, &spec, &copy) ||
-        !array_arg(x, "astype"))
-        return NULL;
-    PyObject *method = PyObject_GetAttrString(x, "astype");
-    PyObject *r = method ? PyObject_CallFunctionObjArgs(method, spec, copy, NULL) : NULL;
-    Py_XDECREF(method);
-    return r;
-}
-
 static PyObject *f_copy(PyObject *self, PyObject *x) {
     mod_array *a = array_arg(x, "copy");
     return a ? mod_ops_copy(a, NULL) : NULL;
@@ -1057,8 +1045,6 @@ static PyMethodDef functions[] = {
      "real(x, /) -> ndarray: the real part: x itself for a real array (numpy.real)"},
     {"imag", f_imag, METH_O,
      "imag(x, /) -> ndarray: the imaginary part: zeros of x's dtype and shape for a real array"},
-    {"astype", (PyCFunction)(void (*)(void))f_astype, METH_VARARGS | METH_KEYWORDS,
-     "astype(x, dtype, copy=True) -> ndarray: x converted on its device"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
     {"reshape", f_reshape, METH_VARARGS,
      "reshape(x, shape) -> ndarray: a view (a copy first when x is strided)"},
