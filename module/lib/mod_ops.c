@@ -830,12 +830,6 @@ static PyObject *f_copy(PyObject *self, PyObject *x) {
     return a ? mod_ops_copy(a, NULL) : NULL;
 }
 
-static PyObject *f_reshape(PyObject *self, PyObject *args) {
-    PyObject *x, *shape;
-    if (!PyArg_ParseTuple(args, "OO:reshape", &x, &shape) || !array_arg(x, "reshape")) return NULL;
-    return PyObject_CallMethod(x, "reshape", "(O)", shape);
-}
-
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 static PyMethodDef functions[] = {
     {"where", FASTCALL(f_where),
@@ -845,8 +839,6 @@ static PyMethodDef functions[] = {
     {"astype", (PyCFunction)(void (*)(void))f_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(x, dtype, copy=True) -> ndarray: x converted on its device"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
-    {"reshape", f_reshape, METH_VARARGS,
-     "reshape(x, shape) -> ndarray: a view (a copy first when x is strided)"},
     {NULL},
 };
 
