@@ -69,10 +69,10 @@ fail:
 
 /* numpy.exceptions.AxisError(axis, ndim): NumPy's own class and message
  * (a ValueError and an IndexError). */
-static int axis_error(Py_ssize_t axis, int nd) {
+static int axis_error(Py_ssize_t axis, int nd, const char *prefix) {
     PyObject *mod = PyImport_ImportModule("numpy.exceptions");
     PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    PyObject *exc = cls ? PyObject_CallFunction(cls, "ni", axis, nd) : NULL;
+    PyObject *exc = cls ? PyObject_CallFunction(cls, "niz", axis, nd, prefix) : NULL;
     if (exc) PyErr_SetObject(cls, exc);
     Py_XDECREF(mod);
     Py_XDECREF(cls);
@@ -80,25 +80,28 @@ static int axis_error(Py_ssize_t axis, int nd) {
     return -1;
 }
 
-/* An axis in [-nd, nd) as a non-negative index; a bool or float is a TypeError. */
-static int one_axis(PyObject *o, int nd, int *out) {
+/* An axis in [-nd, nd) as a non-negative index; a bool or float is a
+ * TypeError. prefix (or NULL) starts the AxisError's message, as NumPy's. */
+static int axis_in(PyObject *o, int nd, int *out, const char *prefix) {
     if (PyBool_Check(o) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "an axis must be an integer, not %s", Py_TYPE(o)->tp_name);
         return -1;
     }
     Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError);
     if (a == -1 && PyErr_Occurred()) return -1;
-    if (a < -nd || a >= nd) return axis_error(a, nd);
+    if (a < -nd || a >= nd) return axis_error(a, nd, prefix);
     *out = (int)(a < 0 ? a + nd : a);
     return 0;
 }
 
+static int one_axis(PyObject *o, int nd, int *out) { return axis_in(o, nd, out, NULL); }
+
 /* An integer or a sequence of them as axes of an nd-dimensional array into
  * axes[0..*n-1]; a repeat raises ValueError(dup) unless dup is NULL. */
-static int axis_list(PyObject *o, int nd, int *axes, int *n, const char *dup) {
+static int axis_list(PyObject *o, int nd, int *axes, int *n, const char *dup, const char *prefix) {
     if (PyIndex_Check(o) || PyBool_Check(o)) {
         *n = 1;
-        return one_axis(o, nd, axes);
+        return axis_in(o, nd, axes, prefix);
     }
     PyObject *seq = PySequence_Fast(o, "axis must be an integer or a tuple of integers");
     if (!seq) return -1;
@@ -109,7 +112,7 @@ static int axis_list(PyObject *o, int nd, int *axes, int *n, const char *dup) {
         rc = -1;
     }
     for (Py_ssize_t i = 0; i < k && rc == 0; i++) {
-        rc = one_axis(PySequence_Fast_GET_ITEM(seq, i), nd, &axes[i]);
+        rc = axis_in(PySequence_Fast_GET_ITEM(seq, i), nd, &axes[i], prefix);
         for (Py_ssize_t j = 0; j < i && rc == 0 && dup; j++)
             if (axes[j] == axes[i]) {
                 PyErr_SetString(PyExc_ValueError, dup);
@@ -148,6 +151,14 @@ static void tuple_put(PyObject **t, Py_ssize_t i, PyObject *item) {
         Py_XDECREF(item);
 }
 
+/* A shape as NumPy's messages write it: "(2,3,4)", "(3,)". */
+static PyObject *compact_shape(int nd, const Py_ssize_t *shape) {
+    PyObject *t = mod_int_tuple(nd, shape), *r = t ? PyObject_Repr(t) : NULL;
+    Py_XDECREF(t);
+    if (r) Py_SETREF(r, PyObject_CallMethod(r, "replace", "ss", " ", ""));
+    return r;
+}
+
 /* ---- views ---- */
 
 /* x seen with the shape broadcast to (nd, shape): NumPy's rules, stride 0
@@ -176,11 +187,11 @@ static PyObject *broadcast_view(mod_array *x, int nd, const Py_ssize_t *shape) {
         PyErr_SetString(PyExc_ValueError,
                         "input operand has more dimensions than allowed by the axis remapping");
     else {
-        PyObject *a = mod_int_tuple(x->nd, x->shape), *b = mod_int_tuple(nd, shape);
+        PyObject *a = compact_shape(x->nd, x->shape), *b = compact_shape(nd, shape);
         if (a && b)
             PyErr_Format(PyExc_ValueError,
                          "operands could not be broadcast together with remapped shapes "
-                         "[original->remapped]: %R and requested shape %R",
+                         "[original->remapped]: %U  and requested shape %U",
                          a, b);
         Py_XDECREF(a);
         Py_XDECREF(b);
@@ -287,7 +298,7 @@ static PyObject *f_expand_dims(PyObject *self, PyObject *args, PyObject *kw) {
         }
         if (a->nd + n > MOD_MAXDIMS)
             return PyErr_Format(PyExc_ValueError, "arrays have at most %d dimensions", MOD_MAXDIMS);
-        if (axis_list(axis, a->nd + (int)n, axes, &k, "repeated axis") < 0) return NULL;
+        if (axis_list(axis, a->nd + (int)n, axes, &k, "repeated axis", NULL) < 0) return NULL;
     }
     return expand(a, axes, k);
 }
@@ -302,7 +313,7 @@ static PyObject *f_flip(PyObject *self, PyObject *args, PyObject *kw) {
     mod_array *a = (mod_array *)x;
     if (axis == Py_None)
         for (k = 0; k < a->nd; k++) axes[k] = k;
-    else if (axis_list(axis, a->nd, axes, &k, "repeated axis") < 0)
+    else if (axis_list(axis, a->nd, axes, &k, "repeated axis", NULL) < 0)
         return NULL;
     Py_ssize_t strides[MOD_MAXDIMS], offset = a->offset;
     memcpy(strides, a->strides, sizeof(Py_ssize_t) * (size_t)a->nd);
@@ -330,7 +341,7 @@ static PyObject *permute(mod_array *x, PyObject *axes_arg) {
     Py_ssize_t n = PyIndex_Check(axes_arg) ? 1 : PyObject_Length(axes_arg);
     if (n < 0) return NULL;
     if (n != x->nd) return PyErr_Format(PyExc_ValueError, "axes don't match array");
-    if (axis_list(axes_arg, x->nd, perm, &k, "repeated axis in transpose") < 0) return NULL;
+    if (axis_list(axes_arg, x->nd, perm, &k, "repeated axis in transpose", NULL) < 0) return NULL;
     return permuted(x, perm);
 }
 
@@ -361,7 +372,7 @@ static PyObject *f_swapaxes(PyObject *self, PyObject *args, PyObject *kw) {
         !array_arg(x, "swapaxes"))
         return NULL;
     mod_array *a = (mod_array *)x;
-    if (one_axis(a1, a->nd, &i) < 0 || one_axis(a2, a->nd, &j) < 0) return NULL;
+    if (axis_in(a1, a->nd, &i, "axis1") < 0 || axis_in(a2, a->nd, &j, "axis2") < 0) return NULL;
     for (int d = 0; d < a->nd; d++) perm[d] = d;
     perm[i] = j, perm[j] = i;
     return permuted(a, perm);
@@ -375,8 +386,9 @@ static PyObject *f_moveaxis(PyObject *self, PyObject *args, PyObject *kw) {
         !array_arg(x, "moveaxis"))
         return NULL;
     mod_array *a = (mod_array *)x;
-    if (axis_list(src_arg, a->nd, src, &ns, "repeated axis in `source` argument") < 0 ||
-        axis_list(dst_arg, a->nd, dst, &nd_, "repeated axis in `destination` argument") < 0)
+    if (axis_list(src_arg, a->nd, src, &ns, "repeated axis in `source` argument", "source") < 0 ||
+        axis_list(dst_arg, a->nd, dst, &nd_, "repeated axis in `destination` argument",
+                  "destination") < 0)
         return NULL;
     if (ns != nd_)
         return PyErr_Format(PyExc_ValueError, "`source` and `destination` arguments must have "
@@ -408,7 +420,7 @@ static PyObject *f_squeeze(PyObject *self, PyObject *args, PyObject *kw) {
     if (axis == Py_None) {
         for (int d = 0; d < a->nd; d++) drop[d] = a->shape[d] == 1;
     } else {
-        if (axis_list(axis, a->nd, axes, &k, "duplicate value in 'axis'") < 0) return NULL;
+        if (axis_list(axis, a->nd, axes, &k, "duplicate value in 'axis'", NULL) < 0) return NULL;
         for (int i = 0; i < k; i++) {
             if (a->shape[axes[i]] != 1)
                 return PyErr_Format(PyExc_ValueError, "cannot select an axis to squeeze out "
@@ -432,7 +444,8 @@ static PyObject *f_unstack(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     mod_array *a = (mod_array *)x;
     if (a->nd == 0) return PyErr_Format(PyExc_ValueError, "Input array must be at least 1-d.");
-    if (axis_arg && one_axis(axis_arg, a->nd, &axis) < 0) return NULL;
+    /* "source": NumPy's message, from the moveaxis inside its unstack */
+    if (axis_arg && axis_in(axis_arg, a->nd, &axis, "source") < 0) return NULL;
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], n = a->shape[axis];
     for (int d = 0, k = 0; d < a->nd; d++)
         if (d != axis) shape[k] = a->shape[d], strides[k++] = a->strides[d];
@@ -495,19 +508,19 @@ static int reshape_shape(const mod_array *x, int nd, Py_ssize_t *shape) {
             known *= shape[d];
         }
     }
-    if (unknown >= 0 && known > 0 && size % known == 0) {
-        shape[unknown] = size / known;
-        known = size;
+    if (unknown < 0 ? known == size : known > 0 && size % known == 0) {
+        if (unknown >= 0) shape[unknown] = size / known;
+        return 0;
     }
-    if (known == size && (unknown < 0 || known > 0)) return 0;
+    /* NumPy's wording: "(5,newaxis,7)", a leading newaxis left out */
     PyObject *parts = PyList_New(0);
-    for (int d = 0; parts && d < nd; d++) {
+    for (int d = unknown == 0 ? 1 : 0; parts && d < nd; d++) {
         PyObject *s =
             d == unknown ? PyUnicode_FromString("newaxis") : PyUnicode_FromFormat("%zd", shape[d]);
         if (!s || PyList_Append(parts, s) < 0) Py_CLEAR(parts);
         Py_XDECREF(s);
     }
-    PyObject *sep = PyUnicode_FromString(", ");
+    PyObject *sep = PyUnicode_FromString(",");
     PyObject *joined = parts && sep ? PyUnicode_Join(sep, parts) : NULL;
     if (joined)
         PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape (%U%s)", size,
@@ -758,7 +771,7 @@ static PyObject *f_roll(PyObject *self, PyObject *args, PyObject *kw) {
         axes[0] = 0;
     } else {
         src = Py_NewRef(x);
-        if (axis_list(axis_arg, a->nd, axes, &k, NULL) < 0) goto done;
+        if (axis_list(axis_arg, a->nd, axes, &k, NULL, NULL) < 0) goto done;
     }
     if (!src) goto done;
     mod_array *s = (mod_array *)src;
@@ -1074,7 +1087,7 @@ static PyObject *f_repeat(PyObject *self, PyObject *args, PyObject *kw) {
         if (r->nd > 1)
             return PyErr_Format(PyExc_ValueError, "repeat: repeats must be 0-d or 1-d, not %d-d",
                                 r->nd);
-    } else if (PyBool_Check(reps) || PyIndex_Check(reps)) {
+    } else if (!mod_is_numpy_array(reps) && (PyBool_Check(reps) || PyIndex_Check(reps))) {
         times = PyNumber_AsSsize_t(reps, PyExc_OverflowError);
         if (times == -1 && PyErr_Occurred()) return NULL;
         if (times < 0) return PyErr_Format(PyExc_ValueError, "negative dimensions are not allowed");
