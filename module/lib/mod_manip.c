@@ -165,13 +165,14 @@ static PyObject *compact_shape(int nd, const Py_ssize_t *shape) {
  * where x's dimension is 1 (or absent) and the target's is not. */
 static PyObject *broadcast_view(mod_array *x, int nd, const Py_ssize_t *shape) {
     Py_ssize_t strides[MOD_MAXDIMS];
-    bool ok = nd >= x->nd;
-    for (int d = 0; d < nd && ok; d++) {
+    for (int d = 0; d < nd; d++)
         if (shape[d] < 0) {
             PyErr_SetString(PyExc_ValueError,
                             "all elements of broadcast shape must be non-negative");
             return NULL;
         }
+    bool ok = nd >= x->nd;
+    for (int d = 0; d < nd && ok; d++) {
         int xd = d - (nd - x->nd);
         if (xd < 0)
             strides[d] = 0;
