@@ -911,42 +911,6 @@ int mod_parse_shape(PyObject *obj, int *nd, Py_ssize_t *shape) {
     return 0;
 }
 
-/* reshape(*shape): a view of a C-contiguous array; others are copied first. */
-static PyObject *m_reshape(mod_array *a, PyObject *args) {
-    int nd;
-    Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], known = 1;
-    if (mod_parse_shape(PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args, &nd,
-                        shape) < 0)
-        return NULL;
-    int unknown = -1;
-    for (int i = 0; i < nd; i++) {
-        if (shape[i] == -1 && unknown < 0)
-            unknown = i;
-        else if (shape[i] < 0)
-            return PyErr_Format(PyExc_ValueError, "reshape: invalid dimension %zd", shape[i]);
-        else
-            known *= shape[i];
-    }
-    Py_ssize_t size = array_size(a);
-    if (unknown >= 0 && known > 0 && size % known == 0) shape[unknown] = size / known, known = size;
-    if (known != size || (unknown >= 0 && shape[unknown] < 0)) {
-        PyObject *t = mod_int_tuple(nd, shape);
-        if (t)
-            PyErr_Format(PyExc_ValueError, "cannot reshape array of size %zd into shape %R", size,
-                         t);
-        Py_XDECREF(t);
-        return NULL;
-    }
-    PyObject *owner =
-        mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_array_copy_to(a, a->mem->dev);
-    if (!owner) return NULL;
-    mod_array *src = (mod_array *)owner;
-    c_strides(nd, shape, a->itemsize, strides);
-    PyObject *r = (PyObject *)view_new(src->mem, a->dtype, nd, shape, strides, src->offset);
-    Py_DECREF(owner);
-    return r;
-}
-
 /* astype(dtype, /, *, copy=True, device=None): converted by a kernel on the
  * array's device, then moved; the array itself when nothing changes and
  * copy is false. */
@@ -998,8 +962,6 @@ static PyMethodDef array_methods[] = {
      "to_device(device, /, *, stream=None) -> ndarray\n\nThe array on another device (itself if "
      "already there)."},
     {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "tolist() -> nested lists of Python scalars"},
-    {"reshape", (PyCFunction)m_reshape, METH_VARARGS,
-     "reshape(*shape) -> ndarray: a view (a copy first when not C-contiguous)"},
     {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(dtype, /, copy=True, *, device=None) -> ndarray\n\nThe array converted to dtype "
      "on its device (then moved to device, if given); itself when nothing changes and copy is "

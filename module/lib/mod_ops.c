@@ -1022,12 +1022,6 @@ static PyObject *f_imag(PyObject *self, PyObject *x) {
     return r;
 }
 
-static PyObject *f_reshape(PyObject *self, PyObject *args) {
-    PyObject *x, *shape;
-    if (!PyArg_ParseTuple(args, "OO:reshape", &x, &shape) || !array_arg(x, "reshape")) return NULL;
-    return PyObject_CallMethod(x, "reshape", "(O)", shape);
-}
-
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 static PyMethodDef functions[] = {
     {"where", FASTCALL(f_where),
@@ -1046,8 +1040,6 @@ static PyMethodDef functions[] = {
     {"imag", f_imag, METH_O,
      "imag(x, /) -> ndarray: the imaginary part: zeros of x's dtype and shape for a real array"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
-    {"reshape", f_reshape, METH_VARARGS,
-     "reshape(x, shape) -> ndarray: a view (a copy first when x is strided)"},
     {NULL},
 };
 
