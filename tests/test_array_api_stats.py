@@ -80,7 +80,7 @@ def check(got, want, what="", rtol=None, atol=0.0):
 # ----------------------------------------------------------------------------
 # any, all, count_nonzero
 
-AXES = [None, 0, -1, (0, 2), (-1, 0, 1)]
+AXES = [None, -1, (0, 2)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -92,10 +92,10 @@ def test_any_all_count_nonzero(device, rng, dtype):
     a[2, 3] = 1 if a.dtype.kind != "b" else True
     x = on(device, a)
     for axis in AXES:
-        for keepdims in (False, True):
-            for f in ("any", "all", "count_nonzero"):
-                got = getattr(ol, f)(x, axis=axis, keepdims=keepdims)
-                check(got, getattr(np, f)(a, axis=axis, keepdims=keepdims), f"{f} {axis} {keepdims}")
+        keepdims = axis == (0, 2)
+        for f in ("any", "all", "count_nonzero"):
+            got = getattr(ol, f)(x, axis=axis, keepdims=keepdims)
+            check(got, getattr(np, f)(a, axis=axis, keepdims=keepdims), f"{f} {axis} {keepdims}")
     check(x.any(axis=1), a.any(axis=1), "x.any")
     check(x.all(0, keepdims=True), a.all(0, keepdims=True), "x.all")
     ones = on(device, np.ones((3, 4), dtype))
@@ -148,7 +148,7 @@ def test_var_std(device, rng, dtype):
     x = on(device, a)
     rtol = 1e-5 if dtype == "float32" else 1e-11
     for axis in AXES:
-        for corr in (0, 1, 2.5):
+        for corr in (0, 2.5):
             for f in ("var", "std"):
                 check(getattr(ol, f)(x, axis=axis, correction=corr), getattr(np, f)(a, axis=axis, ddof=corr),
                       f"{f} {axis} {corr}", rtol=rtol, atol=1e-12)
@@ -204,11 +204,13 @@ SCAN_SHAPES = [((17,), 0), ((3, 300), 1), ((3, 300), 0), ((4, 5, 6), 1), ((4, 5,
                ((3, 0), 1), ((0, 4), 1)]
 
 
-def scan_tol(a, prod):
-    """float rtol/atol: the scan regroups additions; NumPy's are sequential."""
+def scan_tol(a):
+    """float rtol/atol: the scan regroups additions, NumPy's are sequential; so
+    a partial sum near 0 is held to a bound from the sum of magnitudes."""
     if a.dtype.kind != "f":
         return None, 0.0
-    return (3e-5, 1e-5) if a.dtype == np.float32 else (1e-12, 1e-12)
+    eps = 4 * np.finfo(a.dtype).eps
+    return 8 * eps, eps * float(np.sum(np.abs(a.astype(np.float64))))
 
 
 @pytest.fixture(params=["auto", "runs", "blocks"])
@@ -218,22 +220,32 @@ def form(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_cumulative(device, rng, form, dtype):
-    for shape, axis in SCAN_SHAPES:
+def cumulative_cases(device, rng, dtype, shapes):
+    for shape, axis in shapes:
         a = data(rng, dtype, shape)
         p = data(rng, dtype, shape, small=True)  # products: small factors (floats near 1)
         if p.dtype.kind == "f":
             p = (1 + p / 8).astype(dtype)
         x, y = on(device, a), on(device, p)
+        rtol, atol = scan_tol(a)
+        prtol = {"float32": 1e-4, "float64": 1e-12}.get(dtype)  # products: relative errors add
         for inc in (False, True):
-            rtol, atol = scan_tol(a, False)
             check(ol.cumulative_sum(x, axis=axis, include_initial=inc),
                   np.cumulative_sum(a, axis=axis, include_initial=inc), f"sum {shape} {axis} {inc}", rtol, atol)
             check(ol.cumulative_prod(y, axis=axis, include_initial=inc),
-                  np.cumulative_prod(p, axis=axis, include_initial=inc), f"prod {shape} {axis} {inc}", rtol, atol)
+                  np.cumulative_prod(p, axis=axis, include_initial=inc), f"prod {shape} {axis} {inc}", prtol)
         check(ol.cumsum(x), np.cumsum(a), f"cumsum flat {shape}", rtol, atol)
-        check(y.cumprod(axis), p.cumprod(axis), f"x.cumprod {shape}", rtol, atol)
+        check(y.cumprod(axis), p.cumprod(axis), f"x.cumprod {shape}", prtol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cumulative(device, rng, dtype):
+    cumulative_cases(device, rng, dtype, SCAN_SHAPES)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "float32"])
+def test_cumulative_forms(device, rng, form, dtype):
+    cumulative_cases(device, rng, dtype, [((3, 3000), 1), ((4, 5, 6), 1), ((3, 0), 1)])
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float32", "float64"])
