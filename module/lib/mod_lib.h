@@ -68,7 +68,7 @@ PyObject *mod_reduce_named(const char *name, PyObject *x, PyObject *axis, PyObje
 
 int mod_namespace_add_functions(PyObject *module); /* mod_namespace.c: info, dtypes, creation */
 int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack flip ... */
-int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var any all cumulative_* */
+int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var cumulative_* diff */
 int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
 int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
 /* mod_index.c: a[key] and a[key] = value where key holds arrays, lists or

@@ -1,5 +1,6 @@
 /* mod_reduce: reductions of offload arrays -- offload.sum prod min max mean
- * argmin argmax and the ndarray methods of the same names, with NumPy 2's
+ * argmin argmax any all count_nonzero and the ndarray methods of the same
+ * names (count_nonzero has none, as NumPy), with NumPy 2's
  * arguments, result dtypes, errors and NaN rules. The functions are added
  * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
  * through mod_lib_array_kernels.

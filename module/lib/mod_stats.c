@@ -571,16 +571,14 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
     for (int i = ax + 1; i < nd; i++) inner *= shape[i];
     shape[ax] = K + inc;
     PyObject *out = mod_array_new_empty(mod_array_device(x), odt, nd, shape);
-    PyObject *xc = NULL;
-    if (out && size > 0 && !mod_array_is_c_contiguous(x))
-        xc = mod_ops_copy(x, NULL); /* strides: one copy, then C order */
+    /* strides: one C-contiguous copy first (the kernels take the layout as numbers) */
+    bool strided = size > 0 && !mod_array_is_c_contiguous(x);
+    PyObject *xc = out && strided ? mod_ops_copy(x, NULL) : NULL;
     scan_key key = {
         .prod = prod, .acc = mod_dtype_name(odt), .boolean = mod_dtype_name(odt)[0] == 'b'};
-    if (out && (size == 0 || mod_array_is_c_contiguous(x) || xc) &&
-        scan_into(&key, xc ? (mod_array *)xc : x, (mod_array *)out, outer * inner, K, inner, inc) <
-            0)
+    if (out && ((strided && !xc) || scan_into(&key, xc ? (mod_array *)xc : x, (mod_array *)out,
+                                              outer * inner, K, inner, inc) < 0))
         Py_CLEAR(out);
-    if (out && size > 0 && !mod_array_is_c_contiguous(x) && !xc) Py_CLEAR(out);
     Py_XDECREF(xc);
     Py_XDECREF(want);
     return out;
