@@ -54,17 +54,21 @@ int mod_matmul_add_functions(PyObject *module); /* offload.matmul */
 /* ndarray's nb_matrix_multiply: a @ b with an offload array on either side. */
 PyObject *mod_matmul_operator(PyObject *a, PyObject *b);
 
-/* ---- mod_reduce.c: sum prod min max mean argmin argmax ---- */
+/* ---- mod_reduce.c: sum prod min max mean argmin argmax any all count_nonzero ---- */
 
 int mod_reduce_add_functions(PyObject *module); /* offload.<name>(a, axis=None, ...) */
 extern PyMethodDef mod_reduce_methods[];        /* the ndarray methods of the same names */
+/* offload.<name>(x, axis=axis, dtype=dtype, keepdims=keepdims) for the other
+ * rooms (mod_stats: var is a mean and a sum); dtype may be NULL. */
+PyObject *mod_reduce_named(const char *name, PyObject *x, PyObject *axis, PyObject *dtype,
+                           bool keepdims);
 
 /* ---- the array API's other rooms (issue 22): each adds its functions to
  * the offload namespace (and its methods or attributes to ndarray) ---- */
 
 int mod_namespace_add_functions(PyObject *module); /* mod_namespace.c: info, dtypes, creation */
 int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack flip ... */
-int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var any all cumulative_* */
+int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var cumulative_* diff */
 int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
 int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
 /* mod_dispatch.c: ndarray's __array_ufunc__ and __array_function__, which

@@ -1,5 +1,6 @@
 /* mod_reduce: reductions of offload arrays -- offload.sum prod min max mean
- * argmin argmax and the ndarray methods of the same names, with NumPy 2's
+ * argmin argmax any all count_nonzero and the ndarray methods of the same
+ * names (count_nonzero has none, as NumPy), with NumPy 2's
  * arguments, result dtypes, errors and NaN rules. The functions are added
  * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
  * through mod_lib_array_kernels.
@@ -50,7 +51,20 @@
  * parallelism gains (a 2048 x 2048 sum: 3x slower split 8 ways). */
 #define MIN_PER_ITEM 256
 
-typedef enum { RED_SUM, RED_PROD, RED_MIN, RED_MAX, RED_MEAN, RED_ARGMIN, RED_ARGMAX } red_op;
+/* RED_ANY, RED_ALL and RED_COUNT (count_nonzero) load each element as
+ * `x != 0` (NaN counts as true) and then or, and, or add. */
+typedef enum {
+    RED_SUM,
+    RED_PROD,
+    RED_MIN,
+    RED_MAX,
+    RED_MEAN,
+    RED_ARGMIN,
+    RED_ARGMAX,
+    RED_ANY,
+    RED_ALL,
+    RED_COUNT
+} red_op;
 
 static const struct {
     const char *name;
@@ -59,11 +73,13 @@ static const struct {
     [RED_SUM] = {"sum", "add"},          [RED_PROD] = {"prod", "multiply"},
     [RED_MIN] = {"min", "minimum"},      [RED_MAX] = {"max", "maximum"},
     [RED_MEAN] = {"mean", "add"},        [RED_ARGMIN] = {"argmin", "argmin"},
-    [RED_ARGMAX] = {"argmax", "argmax"},
+    [RED_ARGMAX] = {"argmax", "argmax"}, [RED_ANY] = {"any", "logical_or"},
+    [RED_ALL] = {"all", "logical_and"},  [RED_COUNT] = {"count_nonzero", "add"},
 };
 
 static bool is_arg(red_op op) { return op == RED_ARGMIN || op == RED_ARGMAX; }
 static bool has_identity(red_op op) { return op == RED_SUM || op == RED_PROD || op == RED_MEAN; }
+static bool is_logical(red_op op) { return op == RED_ANY || op == RED_ALL || op == RED_COUNT; }
 
 /* ---- dtypes ---- */
 
@@ -96,6 +112,12 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
     /* f64: the widest float the device computes in */
     PyObject *f64 = mod_dtype_find_borrowed('f', fp64 ? 8 : 4),
              *u8 = mod_dtype_find_borrowed('u', 1);
+    if (is_logical(op)) { /* flags (uint8: or/and) or counts (int64) of `x != 0` */
+        t->acc = op == RED_COUNT ? mod_dtype_find_borrowed('i', 8) : u8;
+        t->cast = kind_of(in) == 'b' ? NULL : mod_dtype_find_borrowed('b', 1);
+        t->out = op == RED_COUNT ? t->acc : mod_dtype_find_borrowed('b', 1);
+        return;
+    }
     if (!has_identity(op)) { /* min, max, argmin, argmax: the input's own type (bool as 0/1) */
         t->acc = kind_of(in) == 'b' ? u8 : in;
         t->cast = NULL;
@@ -123,9 +145,9 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
     int bits = 8 * (int)mod_dtype_itemsize(acc);
     bool low = op == RED_MAX || op == RED_ARGMAX; /* max starts from the lowest value */
     PyObject *v;
-    if (op == RED_SUM || op == RED_MEAN)
+    if (op == RED_SUM || op == RED_MEAN || op == RED_ANY || op == RED_COUNT)
         v = PyLong_FromLong(0);
-    else if (op == RED_PROD)
+    else if (op == RED_PROD || op == RED_ALL)
         v = PyLong_FromLong(1);
     else if (k == 'f')
         v = PyFloat_FromDouble(low ? -INFINITY : INFINITY);
@@ -188,6 +210,9 @@ static void put_combine(text *t, const text_key *key, int ind, const char *a, co
     case RED_SUM:
     case RED_MEAN: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
     case RED_PROD: put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
+    case RED_COUNT: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
+    case RED_ANY: put(t, "%*s%s = %s | %s\n", ind, "", a, a, v); break;
+    case RED_ALL: put(t, "%*s%s = %s & %s\n", ind, "", a, a, v); break;
     default: put(t, "%*s%s = %s if (%s %s %s)%s else %s\n", ind, "", a, v, v, better, a, nan, a);
     }
 }
@@ -1205,9 +1230,11 @@ static int reduce_into(red_op op, const red_types *t, mod_array *x, const bool *
     PyObject *tmp = mod_array_new_empty(mod_array_device(x), t->out, x->nd, shape);
     int rc = tmp ? reduce_into(op, t, x, one, (mod_array *)tmp) : -1;
     if (rc == 0) {
-        red_types t2; /* the same operation on the partial result, in its dtype */
-        types_for(op, t->out, t->out, ofl_device_get_info(mod_array_device(x))->has_fp64, &t2);
-        rc = reduce_into(op, &t2, (mod_array *)tmp, rest, out);
+        /* the same operation on the partial result, in its dtype; counts add up */
+        red_op op2 = op == RED_COUNT ? RED_SUM : op;
+        red_types t2;
+        types_for(op2, t->out, t->out, ofl_device_get_info(mod_array_device(x))->has_fp64, &t2);
+        rc = reduce_into(op2, &t2, (mod_array *)tmp, rest, out);
     }
     Py_XDECREF(tmp);
     return rc;
@@ -1316,11 +1343,20 @@ static PyObject *reduce(red_op op, PyObject *xo, PyObject *axis, PyObject *dtype
 static PyObject *parse_and_reduce(red_op op, PyObject *self, PyObject *args, PyObject *kw) {
     static char *with_dtype[] = {"a", "axis", "dtype", "out", "keepdims", NULL};
     static char *without[] = {"a", "axis", "out", "keepdims", NULL};
+    static char *count[] = {"a", "axis", "keepdims", NULL};
     bool dt = has_identity(op);
-    char fmt[32];
+    char fmt[40];
     snprintf(fmt, sizeof fmt, "%s|O%sO%sp:%s", self ? "" : "O", dt ? "O" : "",
              is_arg(op) ? "$" : "", OPS[op].name);
     char **kwlist = (dt ? with_dtype : without) + (self ? 1 : 0);
+    if (op == RED_COUNT) { /* no out=, and keepdims by keyword only */
+        PyObject *x = NULL, *axis = Py_None;
+        int keepdims = 0;
+        if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$p:count_nonzero", count, &x, &axis,
+                                         &keepdims))
+            return NULL;
+        return reduce(op, x, axis, NULL, NULL, keepdims);
+    }
     PyObject *x = self, *axis = Py_None, *dtype = Py_None, *out = Py_None;
     int keepdims = 0;
     int ok =
@@ -1348,7 +1384,19 @@ REDUCER(RED_MAX, max)
 REDUCER(RED_MEAN, mean)
 REDUCER(RED_ARGMIN, argmin)
 REDUCER(RED_ARGMAX, argmax)
+REDUCER(RED_ANY, any)
+REDUCER(RED_ALL, all)
 #undef REDUCER
+static PyObject *f_count_nonzero(PyObject *m, PyObject *a, PyObject *k) {
+    return parse_and_reduce(RED_COUNT, NULL, a, k);
+}
+
+PyObject *mod_reduce_named(const char *name, PyObject *x, PyObject *axis, PyObject *dtype,
+                           bool keepdims) {
+    for (size_t op = 0; op < sizeof OPS / sizeof OPS[0]; op++)
+        if (!strcmp(OPS[op].name, name)) return reduce((red_op)op, x, axis, dtype, NULL, keepdims);
+    return PyErr_Format(PyExc_SystemError, "offload: no reduction named %s", name);
+}
 
 #define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
@@ -1377,6 +1425,15 @@ static PyMethodDef functions[] = {
     {"argmax", KWFUNC(f_argmax),
      "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first "
      "maximum, as argmin"},
+    {"any", KWFUNC(f_any),
+     "any(a, axis=None, out=None, keepdims=False) -> bool ndarray\n\nWhether any element over "
+     "all axes or the given ones is nonzero (NaN counts); False for an empty reduction."},
+    {"all", KWFUNC(f_all),
+     "all(a, axis=None, out=None, keepdims=False) -> bool ndarray\n\nWhether every element over "
+     "all axes or the given ones is nonzero (NaN counts); True for an empty reduction."},
+    {"count_nonzero", KWFUNC(f_count_nonzero),
+     "count_nonzero(a, axis=None, *, keepdims=False) -> int64 ndarray\n\nThe number of nonzero "
+     "elements (NaN counts) over all axes or the given ones; a 0-d array for axis=None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1396,6 +1453,10 @@ PyMethodDef mod_reduce_methods[] = {
      "argmin(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmin(self, ...)"},
     {"argmax", KWFUNC(m_argmax),
      "argmax(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmax(self, ...)"},
+    {"any", KWFUNC(m_any),
+     "any(axis=None, out=None, keepdims=False) -> bool ndarray: offload.any(self, ...)"},
+    {"all", KWFUNC(m_all),
+     "all(axis=None, out=None, keepdims=False) -> bool ndarray: offload.all(self, ...)"},
     {NULL, NULL, 0, NULL},
 };
 
