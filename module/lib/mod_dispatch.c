@@ -31,8 +31,8 @@ static PyObject *counterpart(PyObject *f) {
 static const struct {
     const char *ufunc, *reduction;
 } REDUCTIONS[] = {
-    {"add", "sum"},      {"multiply", "prod"}, {"minimum", "min"},
-    {"maximum", "max"},  {"logical_and", "all"}, {"logical_or", "any"},
+    {"add", "sum"},     {"multiply", "prod"},   {"minimum", "min"},
+    {"maximum", "max"}, {"logical_and", "all"}, {"logical_or", "any"},
 };
 
 static PyObject *reduce_method(PyObject *ufunc, PyObject *inputs, PyObject *kw) {
