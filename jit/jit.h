@@ -96,7 +96,8 @@ enum {
     JIT_BOUNDS_SITE,     /* the line of jit_artifact.bounds_sites that says where */
     JIT_BOUNDS_UNSIGNED, /* 1 when the index has an unsigned type (INDEX is then a uint64) */
     JIT_BOUNDS_KIND,     /* what went wrong: a jit_fault */
-    JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (8 bytes) */
+    JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (16 bytes: */
+    JIT_BOUNDS_SCRATCH2, /*   a complex128 element) */
     JIT_BOUNDS_WORDS
 };
 
