@@ -661,8 +661,11 @@ static void cx_log_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re
     LLVMValueRef t =
         cx_add(x, cx_mul(x, cx_sub(x, hi, one), cx_add(x, hi, one)), cx_mul(x, lo, lo));
     LLVMValueRef near = cx_mul(x, cx_k(x, 0.5), cx_fn(x, "log1p", t));
-    LLVMValueRef is_near =
-        cx_and(x, cx_cmp(x, LLVMRealOGT, hi, cx_k(x, 0.5)), cx_cmp(x, LLVMRealOLT, hi, cx_k(x, 2)));
+    LLVMValueRef is_near = /* fmax and fmin ignore a NaN: an ordered pair only */
+        cx_and(x,
+               cx_and(x, cx_cmp(x, LLVMRealOGT, hi, cx_k(x, 0.5)),
+                      cx_cmp(x, LLVMRealOLT, hi, cx_k(x, 2))),
+               cx_cmp(x, LLVMRealORD, a, b));
     *re = cx_sel(x, is_near, near, far);
     *im = cx_fn2(x, "atan2", b, a);
 }
@@ -718,16 +721,25 @@ static void cx_sincos_parts(cx *x, bool is_cos, LLVMValueRef a, LLVMValueRef b, 
     LLVMValueRef azero = cx_cmp(x, LLVMRealOEQ, a, zero),
                  bzero_abad = cx_and(x, cx_cmp(x, LLVMRealOEQ, b, zero),
                                      LLVMBuildNot(x->b, cx_finite(x, a), ""));
+    /* a infinite or NaN, b infinite: the infinite part's sign is unspecified;
+     * glibc's (which NumPy shows) is + */
+    LLVMValueRef inf = cx_k(x, 1.0 / 0.0), nan = cx_k(x, 0.0 / 0.0);
+    LLVMValueRef both_bad = cx_and(x, LLVMBuildNot(x->b, cx_finite(x, a), ""),
+                                   cx_cmp(x, LLVMRealOEQ, cx_fn(x, "fabs", b), inf));
     LLVMValueRef r, i;
     if (!is_cos) {
         r = cx_sel(x, azero, a, cx_mul(x, sa, chb));
         i = cx_sel(x, bzero_abad, b, cx_mul(x, ca, shb));
+        r = cx_sel(x, both_bad, nan, r);
+        i = cx_sel(x, both_bad, inf, i);
     } else {
         r = cx_mul(x, ca, chb);
         LLVMValueRef i0 =
             LLVMBuildFNeg(x->b, cx_mul(x, a, cx_fn2(x, "copysign", cx_k(x, 1), b)), "");
         i = cx_sel(x, azero, i0, LLVMBuildFNeg(x->b, cx_mul(x, sa, shb), ""));
         i = cx_sel(x, bzero_abad, b, i);
+        r = cx_sel(x, both_bad, inf, r);
+        i = cx_sel(x, both_bad, nan, i);
     }
     *re = r;
     *im = i;
@@ -754,6 +766,9 @@ static void cx_tanh_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *r
     LLVMValueRef breal = cx_cmp(x, LLVMRealOEQ, b, zero);
     r = cx_sel(x, breal, cx_fn(x, "tanh", a), r);
     i = cx_sel(x, breal, b, i);
+    LLVMValueRef aimag = cx_cmp(x, LLVMRealOEQ, a, zero); /* i tan b, a's zero kept */
+    r = cx_sel(x, aimag, a, r);
+    i = cx_sel(x, aimag, t, i);
     *re = r;
     *im = i;
 }
