@@ -576,3 +576,45 @@ def test_numpy_warns_where_kernels_refuse():
         np.array([1 + 1j]).astype(np.float32)
     assert any("ComplexWarning" in type(x.message).__name__ or "imaginary" in str(x.message) for x in w)
     assert math.isclose(abs(3 + 4j), 5)
+
+
+def k_control(item, out, a):
+    i = item.get_id(0)
+    z = a[i]
+    w = 1j if z.real < z.imag else z  # a branch between complex values: a vector select
+    p = ol.private_array(2, np.complex128)
+    p[0] = w
+    p[1] = 0
+    k = 0
+    while abs(p[1]) < 4 and k < 5:
+        p[1] = p[1] * p[1] + w * 0.5
+        k += 1
+    out[i] = p[1] + k
+
+
+def test_branches_loops_and_private_arrays(device, rng):
+    a = crandom(rng, N, "complex128")
+    want = np.empty(N, np.complex128)
+    for i, z in enumerate(a):
+        w = 1j if z.real < z.imag else z
+        s, k = 0j, 0
+        while abs(s) < 4 and k < 5:
+            s = s * s + w * 0.5
+            k += 1
+        want[i] = s + k
+    got = run(ol.kernel(k_control), device, poisoned(N, np.complex128), a)
+    close(got, want, np.complex128, ulps=64)
+
+
+def k_out_of_range(item, out, a):
+    i = item.get_id(0)
+    out[i + 1] = a[i] * 2
+
+
+def test_boundscheck_on_complex128_elements(device):
+    a = np.ones(8, np.complex128)
+    o = ol.asarray(np.zeros(8, np.complex128), device=device)
+    with pytest.raises(IndexError):
+        ol.kernel(boundscheck=True)(k_out_of_range)[ol.Range(8)](o, ol.asarray(a, device=device))
+    got = ol.asnumpy(o)
+    assert np.array_equal(got[1:], np.full(7, 2 + 0j)) and got[0] == 0
