@@ -28,9 +28,8 @@ reruns it with the same inputs.
 from __future__ import annotations
 
 import inspect
-import math
 import os
-import warnings
+import re
 
 import numpy as np
 import pytest
@@ -149,7 +148,7 @@ def k_div(item, out, a, b):
 
 @pytest.mark.parametrize("dtype", CDTYPES)
 def test_division_does_not_overflow(device, dtype):
-    big = np.finfo(np.dtype(dtype).char.lower() if False else ("f4" if dtype == "complex64" else "f8")).max
+    big = np.finfo(np.float32 if dtype == "complex64" else np.float64).max
     a = np.array([complex(big / 2, big / 4), 1 + 1j, 1 + 2j, 3 - 1j, 1j], dtype)
     b = np.array([complex(big / 4, big / 2), 0j, complex(0, 0), complex(1e-30, 1e-30), 2 + 0j], dtype)
     with np.errstate(all="ignore"):
@@ -431,7 +430,8 @@ def test_special_values_as_c99(device, fn):
     got = run(ol.kernel(KFUNCS[fn]), device, poisoned(len(a), np.complex128), a)
     for part in ("real", "imag"):
         g, w = getattr(got, part), getattr(want, part)
-        same = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= 1e-15 * np.abs(w))
+        with np.errstate(invalid="ignore"):
+            same = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= 1e-15 * np.abs(w))
         assert same.all(), f"{fn}.{part}: at {a[~same]}, got {g[~same]}, want {w[~same]}"
 
 
@@ -541,8 +541,6 @@ ERRORS = [
 
 @pytest.mark.parametrize("func,text,alt,words", ERRORS, ids=[e[0].__name__ for e in ERRORS])
 def test_errors_point_at_the_source(func, text, alt, words):
-    import re
-
     lines, first = inspect.getsourcelines(func)
     places = []
     for t in (text, alt):
@@ -568,14 +566,6 @@ def test_errors_point_at_the_source(func, text, alt, words):
     assert ls[2] == "    " + " " * (e.colno - 1 - indent) + "^"
     assert re.search(words, "\n".join([ls[0]] + ls[3:]), re.I), msg
 
-
-def test_numpy_warns_where_kernels_refuse():
-    """The reason for the CompileError: NumPy's complex -> real cast drops the imaginary part."""
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        np.array([1 + 1j]).astype(np.float32)
-    assert any("ComplexWarning" in type(x.message).__name__ or "imaginary" in str(x.message) for x in w)
-    assert math.isclose(abs(3 + 4j), 5)
 
 
 def k_control(item, out, a):
