@@ -13,7 +13,10 @@
  *     array  -> global pointer to its buffer, i64 byte offset of element 0,
  *               i64 shape[ndim], i64 strides[ndim] (bytes)
  *     scalar -> its value: the dtype's width; weak int as i64, weak float as
- *               f64 (f32 on a target without fp64), bool as i8
+ *               f64 (f32 on a target without fp64), bool as i8; a complex
+ *               number by value as <2 x float> / <2 x double> (OpenCL's
+ *               float2 / double2: 8 / 16 bytes, real part first), a weak
+ *               complex as complex128 (complex64 without fp64)
  *   then i64 range[range_ndim] (the Range the user asked for; the grid may be
  *   larger and the kernel guards the tail);
  *   then, with JIT_BOUNDSCHECK only, a global pointer to the bounds record
@@ -96,7 +99,8 @@ enum {
     JIT_BOUNDS_SITE,     /* the line of jit_artifact.bounds_sites that says where */
     JIT_BOUNDS_UNSIGNED, /* 1 when the index has an unsigned type (INDEX is then a uint64) */
     JIT_BOUNDS_KIND,     /* what went wrong: a jit_fault */
-    JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (8 bytes) */
+    JIT_BOUNDS_SCRATCH,  /* where a global access that failed goes instead (16 bytes: */
+    JIT_BOUNDS_SCRATCH2, /*   a complex128 element) */
     JIT_BOUNDS_WORDS
 };
 

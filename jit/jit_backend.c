@@ -264,6 +264,34 @@ static void jit_widen_bool_compares(LLVMModuleRef m) {
     LLVMDisposeBuilder(b);
 }
 
+/* SPIR-V 1.0's OpSelect takes a vector condition for vector values, but
+ * LLVM selects a whole vector (a complex number's <2 x T>) on one i1, as the
+ * optimiser makes of a branch between two complex values: the condition is
+ * splatted. */
+static void jit_splat_select_conditions(LLVMModuleRef m) {
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+                if (LLVMGetInstructionOpcode(i) != LLVMSelect ||
+                    LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMVectorTypeKind)
+                    continue;
+                LLVMValueRef cond = LLVMGetOperand(i, 0);
+                if (LLVMGetTypeKind(LLVMTypeOf(cond)) == LLVMVectorTypeKind) continue;
+                unsigned n = LLVMGetVectorSize(LLVMTypeOf(i));
+                LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(cond), n);
+                LLVMPositionBuilderBefore(b, i);
+                LLVMValueRef one =
+                    LLVMBuildInsertElement(b, LLVMGetUndef(vt), cond, LLVMConstInt(i32, 0, 0), "");
+                LLVMValueRef splat = LLVMBuildShuffleVector(
+                    b, one, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(i32, n)), "");
+                LLVMSetOperand(i, 0, splat);
+            }
+    LLVMDisposeBuilder(b);
+}
+
 static int jit_block_cmp(const void *a, const void *b) {
     uintptr_t x = (uintptr_t) * (LLVMBasicBlockRef const *)a;
     uintptr_t y = (uintptr_t) * (LLVMBasicBlockRef const *)b;
@@ -360,6 +388,7 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
         jit_drop_freeze(m);
         jit_unmask_ids(m);
         jit_widen_bool_compares(m);
+        jit_splat_select_conditions(m);
         for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
             if (jit_rpo_blocks(f)) {
                 snprintf(err, errlen, "out of memory ordering basic blocks");

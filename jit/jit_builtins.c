@@ -65,6 +65,9 @@ const jit_builtin jit_builtins[] = {
     {"numpy.minimum", 2, 2, TY_PROMOTE, GEN_MINIMUM, NULL},
     {"numpy.maximum", 2, 2, TY_PROMOTE, GEN_MAXIMUM, NULL},
     {"numpy.isfinite math.isfinite", 1, 1, TY_BOOL, GEN_ISFINITE, NULL},
+    /* complex numbers; math.* on them is in jit_codegen.c's complex part */
+    {"complex", 0, 2, TY_WEAK_COMPLEX, GEN_COMPLEX, NULL},
+    {"numpy.conj numpy.conjugate", 1, 1, TY_SAME, GEN_CONJ, NULL},
     {"offload.group_barrier", 1, 1, TY_BARRIER, GEN_BARRIER, NULL},
     {"offload.local_array", 2, 2, TY_LOCAL_ARRAY, GEN_SCRATCH, NULL},
     {"offload.private_array", 2, 2, TY_PRIVATE_ARRAY, GEN_SCRATCH, NULL},

@@ -23,6 +23,7 @@ typedef enum {
     TY_INT_OF_FLOAT, /* a weak int for a float, else the argument's type: math's rounding */
     TY_WEAK_INT,
     TY_WEAK_FLOAT,
+    TY_WEAK_COMPLEX, /* complex(re, im): a Python complex; its arguments real */
     TY_BOOL,
     TY_LDEXP, /* the float type of the first; the second an integer */
     TY_LEN,
@@ -38,6 +39,8 @@ typedef enum {
 typedef enum {
     GEN_MATH,    /* fn on the arguments converted to the result's float type */
     GEN_CONVERT, /* int() float() bool(): the argument converted, or zero */
+    GEN_COMPLEX, /* complex(re, im) */
+    GEN_CONJ,    /* numpy.conj: the complex conjugate; a real number itself */
     GEN_ABS,
     GEN_MIN,
     GEN_MAX,

@@ -84,6 +84,7 @@ static int fail(cg *c, const jit_node *n, const char *fmt, ...) {
 static jit_dtype dt_of(cg *c, jit_type t) {
     if (t.kind == JT_WEAK_INT) return JIT_I64;
     if (t.kind == JT_WEAK_FLOAT) return c->m->target->fp64 ? JIT_F64 : JIT_F32;
+    if (t.kind == JT_WEAK_COMPLEX) return c->m->target->fp64 ? JIT_C128 : JIT_C64;
     return (jit_dtype)t.dtype;
 }
 
@@ -98,6 +99,8 @@ static LLVMTypeRef ltype_dt(cg *c, jit_dtype d) {
     case JIT_U32: return c->m->i32;
     case JIT_F32: return c->m->f32;
     case JIT_F64: return c->m->f64;
+    case JIT_C64: return LLVMVectorType(c->m->f32, 2);
+    case JIT_C128: return LLVMVectorType(c->m->f64, 2);
     default: return c->m->i64;
     }
 }
@@ -112,9 +115,12 @@ static LLVMTypeRef mtype_dt(cg *c, jit_dtype d) {
     return d == JIT_BOOL ? c->m->i8 : ltype_dt(c, d);
 }
 
+static LLVMValueRef cx_convert(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to);
+
 static LLVMValueRef conv_dt(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to) {
     LLVMBuilderRef b = c->m->b;
     if (from == to) return v;
+    if (jit_dtype_is_complex(from) || jit_dtype_is_complex(to)) return cx_convert(c, v, from, to);
     LLVMTypeRef tt = ltype_dt(c, to);
     bool ff = jit_dtype_is_float(from), tf = jit_dtype_is_float(to);
     if (to == JIT_BOOL)
@@ -307,8 +313,8 @@ static int fault_check(cg *c, const jit_node *at, LLVMValueRef bad, jit_fault ki
     return 0;
 }
 
-/* Where a failed access in memory space sp goes instead: 8 bytes of that
- * space that no array uses (the largest element fits). */
+/* Where a failed access in memory space sp goes instead: 16 bytes of that
+ * space that no array uses (the largest element, a complex128, fits). */
 static LLVMValueRef bounds_scratch(cg *c, jit_space sp) {
     struct cg_bounds *bc = c->m->bc;
     if (sp == JIT_GLOBAL) {
@@ -316,14 +322,15 @@ static LLVMValueRef bounds_scratch(cg *c, jit_space sp) {
         return LLVMBuildGEP2(c->m->b, c->m->i64, c->record, &at, 1, "bounds.scratch");
     }
     if (sp == JIT_PRIVATE) {
-        if (!c->private_scratch) c->private_scratch = entry_alloca(c, c->m->i64, "bounds.scratch");
+        if (!c->private_scratch)
+            c->private_scratch = entry_alloca(c, LLVMArrayType(c->m->i64, 2), "bounds.scratch");
         return c->private_scratch;
     }
     if (!bc->local_scratch) { /* named like the kernel's other local variables (scratch_array says
                                  why) */
         char name[200];
         snprintf(name, sizeof name, "%s.bounds_scratch", bc->entry);
-        LLVMTypeRef t = LLVMArrayType(c->m->i64, 1);
+        LLVMTypeRef t = LLVMArrayType(c->m->i64, 2);
         bc->local_scratch = LLVMAddGlobalInAddressSpace(c->m->tg.mod, t, name,
                                                         jit_target_space(&c->m->tg, JIT_LOCAL));
         LLVMSetInitializer(bc->local_scratch, LLVMGetUndef(t));
@@ -402,9 +409,14 @@ static LLVMValueRef element_ptr(cg *c, jit_node *n, cg_array *a) {
     return c->m->bc ? bounds_check(c, n, a, raw, idx, uns, p) : p;
 }
 
+/* A complex element is aligned as its parts are (NumPy's complex128 to 8). */
+static int elem_align(jit_dtype d) {
+    return jit_dtype_is_complex(d) ? jit_dtype_size(d) / 2 : jit_dtype_size(d);
+}
+
 static LLVMValueRef load_elem(cg *c, LLVMValueRef p, jit_dtype d) {
     LLVMValueRef v = LLVMBuildLoad2(c->m->b, mtype_dt(c, d), p, "");
-    LLVMSetAlignment(v, (unsigned)jit_dtype_size(d));
+    LLVMSetAlignment(v, (unsigned)elem_align(d));
     if (d == JIT_BOOL) v = LLVMBuildICmp(c->m->b, LLVMIntNE, v, LLVMConstInt(c->m->i8, 0, 0), "");
     return v;
 }
@@ -412,7 +424,7 @@ static LLVMValueRef load_elem(cg *c, LLVMValueRef p, jit_dtype d) {
 static void store_elem(cg *c, LLVMValueRef p, LLVMValueRef v, jit_dtype d) {
     if (d == JIT_BOOL) v = LLVMBuildZExt(c->m->b, v, c->m->i8, "");
     LLVMValueRef s = LLVMBuildStore(c->m->b, v, p);
-    LLVMSetAlignment(s, (unsigned)jit_dtype_size(d));
+    LLVMSetAlignment(s, (unsigned)elem_align(d));
 }
 
 /* Integer floor division and modulo as NumPy: by zero gives 0, the remainder
@@ -517,6 +529,418 @@ static LLVMValueRef float_floordiv(cg *c, jit_dtype d, LLVMValueRef x, LLVMValue
     LLVMValueRef r =
         LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNE, div, zero, ""), fl, signed_zero, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, y, zero, ""), quot, r, "");
+}
+
+/* ---- complex numbers ----
+ *
+ * A complex64/complex128 value is a <2 x float>/<2 x double> (real first, as
+ * NumPy lays them out in memory and OpenCL's float2/double2 pass by value),
+ * computed on its parts with real builtins. The formulas are NumPy's where it
+ * has its own (multiplication, Smith's division, expm1, log1p, integer powers)
+ * and C99's Annex G otherwise (NumPy calls the C library's cexp, clog, csqrt,
+ * csin, ccos, ctanh), with its special values where they cost a select. */
+
+typedef struct {
+    cg *c;
+    jit_dtype pd; /* the parts' dtype: float32 or float64 */
+    LLVMBuilderRef b;
+} cx;
+
+static cx cx_of(cg *c, jit_dtype d) { return (cx){c, jit_complex_part(d), c->m->b}; }
+static LLVMValueRef cx_k(cx *x, double v) { return LLVMConstReal(ltype_dt(x->c, x->pd), v); }
+static LLVMValueRef cx_re(cx *x, LLVMValueRef z) {
+    return LLVMBuildExtractElement(x->b, z, LLVMConstInt(x->c->m->i32, 0, 0), "re");
+}
+static LLVMValueRef cx_im(cx *x, LLVMValueRef z) {
+    return LLVMBuildExtractElement(x->b, z, LLVMConstInt(x->c->m->i32, 1, 0), "im");
+}
+static LLVMValueRef cx_make(cx *x, LLVMValueRef re, LLVMValueRef im) {
+    LLVMTypeRef vt = LLVMVectorType(ltype_dt(x->c, x->pd), 2);
+    LLVMValueRef z =
+        LLVMBuildInsertElement(x->b, LLVMGetUndef(vt), re, LLVMConstInt(x->c->m->i32, 0, 0), "");
+    return LLVMBuildInsertElement(x->b, z, im, LLVMConstInt(x->c->m->i32, 1, 0), "");
+}
+static LLVMValueRef cx_add(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFAdd(x->b, a, b, "");
+}
+static LLVMValueRef cx_sub(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFSub(x->b, a, b, "");
+}
+static LLVMValueRef cx_mul(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFMul(x->b, a, b, "");
+}
+static LLVMValueRef cx_div(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFDiv(x->b, a, b, "");
+}
+static LLVMValueRef cx_fn(cx *x, const char *name, LLVMValueRef a) {
+    return math1(x->c, name, x->pd, a);
+}
+static LLVMValueRef cx_fn2(cx *x, const char *name, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef args[2] = {a, b};
+    return jit_target_math(&x->c->m->tg, name, x->pd == JIT_F64, args, 2);
+}
+static LLVMValueRef cx_cmp(cx *x, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(x->b, p, a, b, "");
+}
+static LLVMValueRef cx_sel(cx *x, LLVMValueRef cond, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(x->b, cond, a, b, "");
+}
+static LLVMValueRef cx_and(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildAnd(x->b, a, b, "");
+}
+static LLVMValueRef cx_or(cx *x, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildOr(x->b, a, b, "");
+}
+/* |a| < inf: false for inf and NaN */
+static LLVMValueRef cx_finite(cx *x, LLVMValueRef a) {
+    return cx_cmp(x, LLVMRealOLT, cx_fn(x, "fabs", a), cx_k(x, 1.0 / 0.0));
+}
+
+/* (a + bi)(c + di) as NumPy: the plain formula. */
+static void cx_mul_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef d,
+                         LLVMValueRef *re, LLVMValueRef *im) {
+    *re = cx_sub(x, cx_mul(x, a, c), cx_mul(x, b, d));
+    *im = cx_add(x, cx_mul(x, a, d), cx_mul(x, b, c));
+}
+
+static LLVMValueRef cx_times(cx *x, LLVMValueRef p, LLVMValueRef q) {
+    LLVMValueRef re, im;
+    cx_mul_parts(x, cx_re(x, p), cx_im(x, p), cx_re(x, q), cx_im(x, q), &re, &im);
+    return cx_make(x, re, im);
+}
+
+/* p / q by Smith's algorithm, as NumPy: no overflow of c*c + d*d, and a zero
+ * divisor gives NumPy's infinities and NaNs. */
+static LLVMValueRef cx_quot(cx *x, LLVMValueRef p, LLVMValueRef q) {
+    LLVMValueRef a = cx_re(x, p), b = cx_im(x, p), c = cx_re(x, q), d = cx_im(x, q);
+    LLVMValueRef ac = cx_fn(x, "fabs", c), ad = cx_fn(x, "fabs", d), one = cx_k(x, 1);
+    /* |c| >= |d| */
+    LLVMValueRef rat1 = cx_div(x, d, c);
+    LLVMValueRef scl1 = cx_div(x, one, cx_add(x, c, cx_mul(x, d, rat1)));
+    LLVMValueRef re1 = cx_mul(x, cx_add(x, a, cx_mul(x, b, rat1)), scl1);
+    LLVMValueRef im1 = cx_mul(x, cx_sub(x, b, cx_mul(x, a, rat1)), scl1);
+    /* both zero: a / |c|, b / |c| */
+    LLVMValueRef zero =
+        cx_and(x, cx_cmp(x, LLVMRealOEQ, ac, cx_k(x, 0)), cx_cmp(x, LLVMRealOEQ, ad, cx_k(x, 0)));
+    re1 = cx_sel(x, zero, cx_div(x, a, ac), re1);
+    im1 = cx_sel(x, zero, cx_div(x, b, ac), im1);
+    /* |c| < |d| (or NaN) */
+    LLVMValueRef rat2 = cx_div(x, c, d);
+    LLVMValueRef scl2 = cx_div(x, one, cx_add(x, d, cx_mul(x, c, rat2)));
+    LLVMValueRef re2 = cx_mul(x, cx_add(x, cx_mul(x, a, rat2), b), scl2);
+    LLVMValueRef im2 = cx_mul(x, cx_sub(x, cx_mul(x, b, rat2), a), scl2);
+    LLVMValueRef first = cx_cmp(x, LLVMRealOGE, ac, ad);
+    return cx_make(x, cx_sel(x, first, re1, re2), cx_sel(x, first, im1, im2));
+}
+
+/* exp(a + bi): C99 cexp. */
+static void cx_exp_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                         LLVMValueRef *im) {
+    LLVMValueRef e = cx_fn(x, "exp", a), zero = cx_k(x, 0), inf = cx_k(x, 1.0 / 0.0);
+    LLVMValueRef r = cx_mul(x, e, cx_fn(x, "cos", b)), i = cx_mul(x, e, cx_fn(x, "sin", b));
+    LLVMValueRef breal = cx_cmp(x, LLVMRealOEQ, b, zero); /* exp(a) + bi, b's zero kept */
+    r = cx_sel(x, breal, e, r);
+    i = cx_sel(x, breal, b, i);
+    LLVMValueRef bbad = LLVMBuildNot(x->b, cx_finite(x, b), "");
+    LLVMValueRef pinf = cx_and(x, bbad, cx_cmp(x, LLVMRealOEQ, a, inf)),
+                 ninf = cx_and(x, bbad, cx_cmp(x, LLVMRealOEQ, a, LLVMBuildFNeg(x->b, inf, "")));
+    r = cx_sel(x, pinf, inf, cx_sel(x, ninf, zero, r));
+    i = cx_sel(x, pinf, cx_sub(x, b, b), cx_sel(x, ninf, cx_fn2(x, "copysign", zero, b), i));
+    *re = r;
+    *im = i;
+}
+
+/* log(a + bi) = log|z| + i arg z; near |z| = 1 from log1p, where log(hypot)
+ * would lose the digits. */
+static void cx_log_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                         LLVMValueRef *im) {
+    LLVMValueRef aa = cx_fn(x, "fabs", a), ab = cx_fn(x, "fabs", b);
+    LLVMValueRef hi = cx_fn2(x, "fmax", aa, ab), lo = cx_fn2(x, "fmin", aa, ab);
+    LLVMValueRef one = cx_k(x, 1);
+    LLVMValueRef far = cx_fn(x, "log", cx_fn2(x, "hypot", a, b));
+    LLVMValueRef t =
+        cx_add(x, cx_mul(x, cx_sub(x, hi, one), cx_add(x, hi, one)), cx_mul(x, lo, lo));
+    LLVMValueRef near = cx_mul(x, cx_k(x, 0.5), cx_fn(x, "log1p", t));
+    LLVMValueRef is_near = /* fmax and fmin ignore a NaN: an ordered pair only */
+        cx_and(x,
+               cx_and(x, cx_cmp(x, LLVMRealOGT, hi, cx_k(x, 0.5)),
+                      cx_cmp(x, LLVMRealOLT, hi, cx_k(x, 2))),
+               cx_cmp(x, LLVMRealORD, a, b));
+    *re = cx_sel(x, is_near, near, far);
+    *im = cx_fn2(x, "atan2", b, a);
+}
+
+/* sqrt(a + bi): C99 csqrt, scaled where a + |z| would overflow. */
+static void cx_sqrt_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                          LLVMValueRef *im) {
+    LLVMValueRef zero = cx_k(x, 0), inf = cx_k(x, 1.0 / 0.0), half = cx_k(x, 0.5), two = cx_k(x, 2);
+    LLVMValueRef aa = cx_fn(x, "fabs", a), ab = cx_fn(x, "fabs", b);
+    LLVMValueRef big_at = cx_k(x, x->pd == JIT_F64 ? 0x1p1020 : 0x1p124);
+    LLVMValueRef big =
+        cx_or(x, cx_cmp(x, LLVMRealOGT, aa, big_at), cx_cmp(x, LLVMRealOGT, ab, big_at));
+    LLVMValueRef sa = cx_sel(x, big, cx_mul(x, a, cx_k(x, 0.25)), a),
+                 sb = cx_sel(x, big, cx_mul(x, b, cx_k(x, 0.25)), b);
+    LLVMValueRef h = cx_fn2(x, "hypot", sa, sb);
+    LLVMValueRef tp = cx_fn(x, "sqrt", cx_mul(x, cx_add(x, sa, h), half));
+    LLVMValueRef tn = cx_fn(x, "sqrt", cx_mul(x, cx_sub(x, h, sa), half));
+    LLVMValueRef pos = cx_cmp(x, LLVMRealOGE, a, zero);
+    LLVMValueRef r = cx_sel(x, pos, tp, cx_div(x, cx_fn(x, "fabs", sb), cx_mul(x, two, tn)));
+    LLVMValueRef i =
+        cx_sel(x, pos, cx_div(x, sb, cx_mul(x, two, tp)), cx_fn2(x, "copysign", tn, sb));
+    r = cx_sel(x, big, cx_mul(x, r, two), r);
+    i = cx_sel(x, big, cx_mul(x, i, two), i);
+    /* special values, the most binding last */
+    LLVMValueRef bmb = cx_sub(x, b, b); /* 0, or NaN for an infinite or NaN b */
+    LLVMValueRef ninf = cx_cmp(x, LLVMRealOEQ, a, LLVMBuildFNeg(x->b, inf, ""));
+    r = cx_sel(x, ninf, cx_fn(x, "fabs", bmb), r);
+    i = cx_sel(x, ninf, cx_fn2(x, "copysign", inf, b), i);
+    LLVMValueRef pinf = cx_cmp(x, LLVMRealOEQ, a, inf);
+    r = cx_sel(x, pinf, a, r);
+    i = cx_sel(x, pinf, cx_fn2(x, "copysign", bmb, b), i);
+    LLVMValueRef anan = cx_cmp(x, LLVMRealUNO, a, a);
+    r = cx_sel(x, anan, a, r);
+    i = cx_sel(x, anan, cx_add(x, a, b), i);
+    LLVMValueRef binf = cx_cmp(x, LLVMRealOEQ, ab, inf);
+    r = cx_sel(x, binf, inf, r);
+    i = cx_sel(x, binf, b, i);
+    LLVMValueRef z = cx_and(x, cx_cmp(x, LLVMRealOEQ, a, zero), cx_cmp(x, LLVMRealOEQ, b, zero));
+    r = cx_sel(x, z, zero, r);
+    i = cx_sel(x, z, b, i);
+    *re = r;
+    *im = i;
+}
+
+/* sin(a + bi) = sin a cosh b + i cos a sinh b; cos(a + bi) = cos a cosh b -
+ * i sin a sinh b; zero parts keep their zeros where the products would be
+ * 0 * inf or NaN * 0. */
+static void cx_sincos_parts(cx *x, bool is_cos, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                            LLVMValueRef *im) {
+    LLVMValueRef zero = cx_k(x, 0);
+    LLVMValueRef sa = cx_fn(x, "sin", a), ca = cx_fn(x, "cos", a), chb = cx_fn(x, "cosh", b),
+                 shb = cx_fn(x, "sinh", b);
+    LLVMValueRef azero = cx_cmp(x, LLVMRealOEQ, a, zero),
+                 bzero_abad = cx_and(x, cx_cmp(x, LLVMRealOEQ, b, zero),
+                                     LLVMBuildNot(x->b, cx_finite(x, a), ""));
+    /* a infinite or NaN, b infinite: the infinite part's sign is unspecified;
+     * glibc's (which NumPy shows) is + */
+    LLVMValueRef inf = cx_k(x, 1.0 / 0.0), nan = cx_k(x, 0.0 / 0.0);
+    LLVMValueRef both_bad = cx_and(x, LLVMBuildNot(x->b, cx_finite(x, a), ""),
+                                   cx_cmp(x, LLVMRealOEQ, cx_fn(x, "fabs", b), inf));
+    LLVMValueRef r, i;
+    if (!is_cos) {
+        r = cx_sel(x, azero, a, cx_mul(x, sa, chb));
+        i = cx_sel(x, bzero_abad, b, cx_mul(x, ca, shb));
+        r = cx_sel(x, both_bad, nan, r);
+        i = cx_sel(x, both_bad, inf, i);
+    } else {
+        r = cx_mul(x, ca, chb);
+        LLVMValueRef i0 =
+            LLVMBuildFNeg(x->b, cx_mul(x, a, cx_fn2(x, "copysign", cx_k(x, 1), b)), "");
+        i = cx_sel(x, azero, i0, LLVMBuildFNeg(x->b, cx_mul(x, sa, shb), ""));
+        i = cx_sel(x, bzero_abad, b, i);
+        r = cx_sel(x, both_bad, inf, r);
+        i = cx_sel(x, both_bad, nan, i);
+    }
+    *re = r;
+    *im = i;
+}
+
+/* tanh(a + bi): Kahan's formula (as FreeBSD's ctanh); past |a| of 22 (9 for
+ * float32) tanh a is 1 to the last bit. */
+static void cx_tanh_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                          LLVMValueRef *im) {
+    LLVMValueRef one = cx_k(x, 1), zero = cx_k(x, 0);
+    LLVMValueRef t = cx_fn(x, "tan", b), s = cx_fn(x, "sinh", a);
+    LLVMValueRef beta = cx_add(x, one, cx_mul(x, t, t));
+    LLVMValueRef rho = cx_fn(x, "sqrt", cx_add(x, one, cx_mul(x, s, s)));
+    LLVMValueRef den = cx_add(x, one, cx_mul(x, cx_mul(x, beta, s), s));
+    LLVMValueRef r = cx_div(x, cx_mul(x, cx_mul(x, beta, rho), s), den), i = cx_div(x, t, den);
+    LLVMValueRef big =
+        cx_cmp(x, LLVMRealOGE, cx_fn(x, "fabs", a), cx_k(x, x->pd == JIT_F64 ? 22 : 9));
+    LLVMValueRef ib =
+        cx_mul(x, cx_mul(x, cx_mul(x, cx_k(x, 4), cx_fn(x, "sin", b)), cx_fn(x, "cos", b)),
+               cx_fn(x, "exp", cx_mul(x, cx_k(x, -2), cx_fn(x, "fabs", a))));
+    ib = cx_sel(x, cx_finite(x, b), ib, cx_fn2(x, "copysign", zero, b));
+    r = cx_sel(x, big, cx_fn2(x, "copysign", one, a), r);
+    i = cx_sel(x, big, ib, i);
+    LLVMValueRef breal = cx_cmp(x, LLVMRealOEQ, b, zero);
+    r = cx_sel(x, breal, cx_fn(x, "tanh", a), r);
+    i = cx_sel(x, breal, b, i);
+    LLVMValueRef aimag = cx_cmp(x, LLVMRealOEQ, a, zero); /* i tan b, a's zero kept */
+    r = cx_sel(x, aimag, a, r);
+    i = cx_sel(x, aimag, t, i);
+    *re = r;
+    *im = i;
+}
+
+/* fn (a complex_math name jit_infer allowed) of z. */
+static LLVMValueRef cx_math(cx *x, const char *fn, LLVMValueRef z) {
+    LLVMValueRef a = cx_re(x, z), b = cx_im(x, z), re, im;
+    if (!strcmp(fn, "exp")) {
+        cx_exp_parts(x, a, b, &re, &im);
+    } else if (!strcmp(fn, "log")) {
+        cx_log_parts(x, a, b, &re, &im);
+    } else if (!strcmp(fn, "sqrt")) {
+        cx_sqrt_parts(x, a, b, &re, &im);
+    } else if (!strcmp(fn, "sin") || !strcmp(fn, "cos")) {
+        cx_sincos_parts(x, fn[0] == 'c', a, b, &re, &im);
+    } else if (!strcmp(fn, "tanh")) {
+        cx_tanh_parts(x, a, b, &re, &im);
+    } else if (!strcmp(fn, "expm1")) { /* NumPy's nc_expm1 */
+        LLVMValueRef h = cx_fn(x, "sin", cx_mul(x, b, cx_k(x, 0.5)));
+        re = cx_sub(x, cx_mul(x, cx_fn(x, "expm1", a), cx_fn(x, "cos", b)),
+                    cx_mul(x, cx_mul(x, cx_k(x, 2), h), h));
+        im = cx_mul(x, cx_fn(x, "exp", a), cx_fn(x, "sin", b));
+    } else { /* log1p: NumPy's nc_log1p */
+        LLVMValueRef a1 = cx_add(x, a, cx_k(x, 1));
+        re = cx_fn(x, "log", cx_fn2(x, "hypot", a1, b));
+        im = cx_fn2(x, "atan2", b, a1);
+    }
+    return cx_make(x, re, im);
+}
+
+/* p ** q as NumPy's npy_cpow: a constant integer exponent of magnitude
+ * below 100 by squaring (1/p**-n for negative n), else exp(q log p), with
+ * 0 ** q as NumPy has it (0 for a positive real q, NaN otherwise). */
+static LLVMValueRef cx_pow(cx *x, LLVMValueRef p, LLVMValueRef q, const jit_node *qn) {
+    LLVMValueRef one = cx_make(x, cx_k(x, 1), cx_k(x, 0));
+    if (qn->kind == N_CONST && qn->type.kind == JT_WEAK_INT && qn->v.i > -100 && qn->v.i < 100) {
+        int64_t n = qn->v.i < 0 ? -qn->v.i : qn->v.i;
+        LLVMValueRef acc = one, sq = p;
+        bool first = true;
+        for (; n; n >>= 1) {
+            if (n & 1) acc = first ? sq : cx_times(x, acc, sq), first = false;
+            if (n > 1) sq = cx_times(x, sq, sq);
+        }
+        return qn->v.i < 0 ? cx_quot(x, one, acc) : acc;
+    }
+    LLVMValueRef lr, li, er, ei, mr, mi, zero = cx_k(x, 0);
+    cx_log_parts(x, cx_re(x, p), cx_im(x, p), &lr, &li);
+    cx_mul_parts(x, cx_re(x, q), cx_im(x, q), lr, li, &mr, &mi);
+    cx_exp_parts(x, mr, mi, &er, &ei);
+    LLVMValueRef qr = cx_re(x, q), qi = cx_im(x, q);
+    LLVMValueRef pzero = cx_and(x, cx_cmp(x, LLVMRealOEQ, cx_re(x, p), zero),
+                                cx_cmp(x, LLVMRealOEQ, cx_im(x, p), zero));
+    LLVMValueRef qpos =
+        cx_and(x, cx_cmp(x, LLVMRealOGT, qr, zero), cx_cmp(x, LLVMRealOEQ, qi, zero));
+    LLVMValueRef nan = cx_k(x, 0.0 / 0.0);
+    er = cx_sel(x, pzero, cx_sel(x, qpos, zero, nan), er);
+    ei = cx_sel(x, pzero, cx_sel(x, qpos, zero, nan), ei);
+    LLVMValueRef qzero =
+        cx_and(x, cx_cmp(x, LLVMRealOEQ, qr, zero), cx_cmp(x, LLVMRealOEQ, qi, zero));
+    return cx_sel(x, qzero, one, cx_make(x, er, ei));
+}
+
+/* op on two complex values of dtype d (jit_infer allowed only these). */
+static LLVMValueRef cx_arith(cg *c, int op, jit_dtype d, LLVMValueRef p, LLVMValueRef q,
+                             const jit_node *qn) {
+    cx x = cx_of(c, d);
+    switch (op) {
+    case OP_ADD: return LLVMBuildFAdd(x.b, p, q, "");
+    case OP_SUB: return LLVMBuildFSub(x.b, p, q, "");
+    case OP_MUL: return cx_times(&x, p, q);
+    case OP_DIV: return cx_quot(&x, p, q);
+    default: return cx_pow(&x, p, q, qn);
+    }
+}
+
+/* p op q on complex values as NumPy 2: == and != on both parts; the
+ * orderings lexicographic, real parts first, false where a NaN decides. */
+static LLVMValueRef cx_compare(cg *c, int op, jit_dtype d, LLVMValueRef p, LLVMValueRef q) {
+    cx x = cx_of(c, d);
+    LLVMValueRef a = cx_re(&x, p), b = cx_im(&x, p), cr = cx_re(&x, q), di = cx_im(&x, q);
+    if (op == OP_EQ || op == OP_NE)
+        return op == OP_EQ
+                   ? cx_and(&x, cx_cmp(&x, LLVMRealOEQ, a, cr), cx_cmp(&x, LLVMRealOEQ, b, di))
+                   : cx_or(&x, cx_cmp(&x, LLVMRealUNE, a, cr), cx_cmp(&x, LLVMRealUNE, b, di));
+    static const LLVMRealPredicate strict[] = {
+        [OP_LT] = LLVMRealOLT, [OP_LE] = LLVMRealOLT, [OP_GT] = LLVMRealOGT, [OP_GE] = LLVMRealOGT};
+    static const LLVMRealPredicate tie[] = {
+        [OP_LT] = LLVMRealOLT, [OP_LE] = LLVMRealOLE, [OP_GT] = LLVMRealOGT, [OP_GE] = LLVMRealOGE};
+    LLVMValueRef ordered_im = cx_cmp(&x, LLVMRealORD, b, di);
+    LLVMValueRef by_re = cx_and(&x, cx_cmp(&x, strict[op], a, cr), ordered_im);
+    LLVMValueRef by_im = cx_and(&x, cx_cmp(&x, LLVMRealOEQ, a, cr), cx_cmp(&x, tie[op], b, di));
+    return cx_or(&x, by_re, by_im);
+}
+
+/* A number of dtype from as dtype to where either is complex: a real number
+ * gets a +0 imaginary part; complex to bool is Python's truth (z != 0); to a
+ * real dtype (which jit_infer allows only through .real) the real part. */
+static LLVMValueRef cx_convert(cg *c, LLVMValueRef v, jit_dtype from, jit_dtype to) {
+    LLVMBuilderRef b = c->m->b;
+    if (jit_dtype_is_complex(from) && jit_dtype_is_complex(to)) {
+        LLVMTypeRef tt = ltype_dt(c, to);
+        return to == JIT_C128 ? LLVMBuildFPExt(b, v, tt, "") : LLVMBuildFPTrunc(b, v, tt, "");
+    }
+    if (jit_dtype_is_complex(to)) {
+        cx x = cx_of(c, to);
+        return cx_make(&x, conv_dt(c, v, from, x.pd), cx_k(&x, 0));
+    }
+    cx x = cx_of(c, from);
+    if (to == JIT_BOOL) {
+        LLVMValueRef zero = cx_k(&x, 0);
+        return cx_or(&x, cx_cmp(&x, LLVMRealUNE, cx_re(&x, v), zero),
+                     cx_cmp(&x, LLVMRealUNE, cx_im(&x, v), zero));
+    }
+    return conv_dt(c, cx_re(&x, v), x.pd, to);
+}
+
+/* A builtin with a complex argument, complex(re, im) or numpy.conj; a[] the
+ * arguments' values. */
+static LLVMValueRef cx_builtin(cg *c, jit_node *n, const jit_builtin *bt, LLVMValueRef *a) {
+    jit_type rt = n->type, t0 = n->nkids ? n->kids[0]->type : rt;
+    jit_dtype d0 = dt_of(c, t0);
+    if (bt->gen == GEN_COMPLEX) {
+        cx x = cx_of(c, dt_of(c, rt));
+        LLVMValueRef re = n->nkids > 0 ? conv_dt(c, a[0], d0, x.pd) : cx_k(&x, 0);
+        LLVMValueRef im =
+            n->nkids > 1 ? conv_dt(c, a[1], dt_of(c, n->kids[1]->type), x.pd) : cx_k(&x, 0);
+        return cx_make(&x, re, im);
+    }
+    if (!jit_dtype_is_complex(d0)) /* numpy.conj of a real number: itself */
+        return conv(c, a[0], t0, rt);
+    cx x = cx_of(c, d0);
+    LLVMValueRef re = cx_re(&x, a[0]), im = cx_im(&x, a[0]);
+    switch (bt->gen) {
+    case GEN_CONJ: return cx_make(&x, re, LLVMBuildFNeg(x.b, im, ""));
+    case GEN_ABS: return cx_fn2(&x, "hypot", re, im);
+    case GEN_ISNAN:
+        return cx_or(&x, cx_cmp(&x, LLVMRealUNO, re, re), cx_cmp(&x, LLVMRealUNO, im, im));
+    case GEN_ISFINITE: return cx_and(&x, cx_finite(&x, re), cx_finite(&x, im));
+    case GEN_ISINF: {
+        LLVMValueRef inf = cx_k(&x, 1.0 / 0.0);
+        return cx_or(&x, cx_cmp(&x, LLVMRealOEQ, cx_fn(&x, "fabs", re), inf),
+                     cx_cmp(&x, LLVMRealOEQ, cx_fn(&x, "fabs", im), inf));
+    }
+    case GEN_CONVERT: return cx_convert(c, a[0], d0, JIT_BOOL);
+    case GEN_MATH: {
+        cx y = cx_of(c, dt_of(c, rt));
+        return cx_math(&y, bt->fn, conv(c, a[0], t0, rt));
+    }
+    default: return fail(c, n, "internal: complex builtin %s", bt->py), NULL;
+    }
+}
+
+/* z.real, z.imag of any number (a real one's imaginary part is zero). */
+static LLVMValueRef cx_part(cg *c, jit_node *n) {
+    LLVMValueRef v = expr(c, n->a);
+    if (!v) return NULL;
+    jit_dtype d = dt_of(c, n->a->type);
+    bool imag = !strcmp(n->v.name, "imag");
+    if (!jit_dtype_is_complex(d)) return imag ? LLVMConstNull(LLVMTypeOf(v)) : v;
+    cx x = cx_of(c, d);
+    return imag ? cx_im(&x, v) : cx_re(&x, v);
+}
+
+/* z.conjugate() / z.conj() */
+static LLVMValueRef cx_conj_method(cg *c, jit_node *n) {
+    jit_node *obj = n->a->a;
+    LLVMValueRef v = expr(c, obj);
+    if (!v) return NULL;
+    jit_dtype d = dt_of(c, obj->type);
+    if (!jit_dtype_is_complex(d)) return conv(c, v, obj->type, n->type);
+    cx x = cx_of(c, d);
+    return cx_make(&x, cx_re(&x, v), LLVMBuildFNeg(x.b, cx_im(&x, v), ""));
 }
 
 /* The arithmetic of op on two values already converted to dtype d. */
@@ -650,12 +1074,17 @@ static LLVMValueRef compare_values(cg *c, int op, LLVMValueRef x, jit_type tx, L
     if (exact_int(tx) && exact_int(ty) && is_signed_type(c, tx) != is_signed_type(c, ty))
         return key_compare(c, op, key_of(c, x, tx), key_of(c, y, ty));
     jit_type pt = jit_promote(tx, ty);
+    if (jit_is_complex(pt))
+        return cx_compare(c, op, dt_of(c, pt), conv(c, x, tx, pt), conv(c, y, ty, pt));
     return compare(c, op, dt_of(c, pt), conv(c, x, tx, pt), conv(c, y, ty, pt));
 }
 
 static LLVMValueRef binop(cg *c, jit_node *n, int op, jit_node *an, jit_node *bn, LLVMValueRef x,
                           LLVMValueRef y) {
     jit_type rt = n->type;
+    if (jit_is_complex(rt))
+        return cx_arith(c, op, dt_of(c, rt), conv(c, x, an->type, rt), conv(c, y, bn->type, rt),
+                        bn);
     if (op == OP_POW && jit_is_floating(rt) && bn->kind == N_CONST &&
         bn->type.kind == JT_WEAK_INT &&
         (bn->v.i == 2 || bn->v.i == 3)) { /* x**2, x**3: multiplications, as compilers do */
@@ -723,6 +1152,8 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
         if (n->kids[i]->type.kind != JT_ARRAY && !(a[i] = expr(c, n->kids[i]))) return NULL;
     jit_type t0 = n->nkids ? n->kids[0]->type : rt;
     jit_dtype d0 = dt_of(c, t0);
+    if (bt->gen == GEN_COMPLEX || bt->gen == GEN_CONJ || jit_dtype_is_complex(d0))
+        return cx_builtin(c, n, bt, a);
     switch (bt->gen) {
     case GEN_LEN: {
         cg_array arr;
@@ -1158,6 +1589,7 @@ static LLVMValueRef call(cg *c, jit_node *n) {
         LLVMValueRef p = expr(c, fn->a);
         return p ? atomic_op(c, n, fn->a->type, p) : NULL;
     }
+    if (fn->kind == N_ATTR && jit_is_number(fn->a->type)) return cx_conj_method(c, n);
     if (fn->kind == N_ATTR) return item_method(c, n, fn->a->type);
     fail(c, n, "internal: call");
     return NULL;
@@ -1169,6 +1601,11 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     case N_CONST: {
         jit_dtype d = dt_of(c, n->type);
         LLVMTypeRef t = ltype_dt(c, d);
+        if (jit_dtype_is_complex(d)) {
+            LLVMTypeRef pt = ltype_dt(c, jit_complex_part(d));
+            LLVMValueRef parts[2] = {LLVMConstReal(pt, n->v.z[0]), LLVMConstReal(pt, n->v.z[1])};
+            return LLVMConstVector(parts, 2);
+        }
         if (n->type.kind == JT_WEAK_FLOAT || jit_dtype_is_float(d)) return LLVMConstReal(t, n->v.f);
         return LLVMConstInt(t, (unsigned long long)n->v.i, jit_dtype_is_signed(d));
     }
@@ -1191,7 +1628,8 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
         jit_dtype d = dt_of(c, n->type);
         if (n->op == OP_POS) return x;
         if (n->op == OP_NEG)
-            return jit_dtype_is_float(d) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
+            return jit_dtype_is_float(d) || jit_dtype_is_complex(d) ? LLVMBuildFNeg(b, x, "")
+                                                                    : LLVMBuildNeg(b, x, "");
         return LLVMBuildNot(b, x, ""); /* ~ on ints and bools */
     }
     case N_COMPARE: {
@@ -1235,6 +1673,7 @@ static LLVMValueRef expr(cg *c, jit_node *n) {
     }
     case N_CALL: return call(c, n);
     case N_ATTR: {
+        if (jit_is_number(n->a->type)) return cx_part(c, n);
         cg_array a;
         if (array_of(c, n->a, &a) < 0) return NULL;
         if (jit_attr_find(n->v.name) == ATTR_NDIM) return i64c(c, a.t.ndim);

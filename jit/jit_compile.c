@@ -10,7 +10,7 @@
 
 /* Bump when generated code changes for the same source and types: old disk
  * entries then stop matching. */
-#define JIT_CODE_VERSION "15"
+#define JIT_CODE_VERSION "16"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -42,12 +42,17 @@ static int check_fp64(jit_func *f, jit_node **body, int n, jit_error *err);
 
 static int node_fp64(jit_func *f, jit_node *x, jit_error *err) {
     if (!x) return 0;
-    if ((x->type.kind == JT_SCALAR || x->type.kind == JT_ARRAY) && x->type.dtype == JIT_F64)
+    if ((x->type.kind == JT_SCALAR || x->type.kind == JT_ARRAY) &&
+        (x->type.dtype == JIT_F64 || x->type.dtype == JIT_C128))
         return jit_error_at(
             err, f, x->line, x->col,
-            "this computes in float64, which the device cannot do (it has no fp64 support)\n"
-            "Use float32 arrays and np.float32(...) constants; Python float literals "
-            "already take the other operand's type.");
+            "this computes in %s, which the device cannot do (it has no fp64 support)\n"
+            "Use %s arrays and np.%s(...) constants; Python %s literals "
+            "already take the other operand's type.",
+            x->type.dtype == JIT_F64 ? "float64" : "complex128",
+            x->type.dtype == JIT_F64 ? "float32" : "complex64",
+            x->type.dtype == JIT_F64 ? "float32" : "complex64",
+            x->type.dtype == JIT_F64 ? "float" : "complex");
     if (node_fp64(f, x->a, err) < 0 || node_fp64(f, x->b, err) < 0 || node_fp64(f, x->c, err) < 0)
         return -1;
     for (int i = 0; i < x->nkids; i++)

@@ -114,6 +114,8 @@ static int const_int(const jit_node *n, int64_t *v) {
     return -1;
 }
 
+static jit_type complex_binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b);
+
 static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b) {
     if (!known(a) || !known(b)) return unknown;
     if (!jit_is_number(a) || !jit_is_number(b)) {
@@ -125,6 +127,7 @@ static jit_type binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b
     }
     bool abool = a.kind == JT_SCALAR && a.dtype == JIT_BOOL,
          bbool = b.kind == JT_SCALAR && b.dtype == JIT_BOOL;
+    if (jit_is_complex(a) || jit_is_complex(b)) return complex_binop_type(s, n, op, a, b);
     switch (op) {
     case OP_DIV: return jit_true_divide(a, b);
     case OP_POW: {
@@ -236,7 +239,9 @@ static jit_type expr(infer *s, jit_node *n) {
         if (!known(a)) break;
         const char *name = n->v.name;
         int attr = a.kind == JT_ARRAY ? jit_attr_find(name) : -1;
-        if (attr == ATTR_SHAPE)
+        if (jit_is_number(a) && (!strcmp(name, "real") || !strcmp(name, "imag")))
+            t = jit_real_of(a); /* NumPy's scalars and Python's numbers have both */
+        else if (attr == ATTR_SHAPE)
             t = (jit_type){JT_TUPLE, JIT_I64, a.ndim, 0, 0};
         else if (attr >= 0)
             t = jit_weak_int();
@@ -312,6 +317,12 @@ static jit_type print_args(infer *s, jit_node *n) {
         if (k->kind == N_STR) continue;
         jit_type t = expr(s, k);
         if (!known(t)) return unknown;
+        if (jit_is_complex(t)) {
+            err_at(s, k,
+                   "print() in a kernel does not print complex numbers\n"
+                   "Print the parts: print(z.real, z.imag).");
+            return none;
+        }
         if (!jit_is_number(t)) {
             err_at(s, k,
                    "print() in a kernel prints numbers, bools and constant strings, not %s\n%s",
@@ -327,6 +338,8 @@ static jit_type print_args(infer *s, jit_node *n) {
 }
 
 static jit_type call_offload(infer *s, jit_node *n, const jit_builtin *bt, const char *name);
+static jit_type complex_builtin_type(infer *s, jit_node *n, const jit_builtin *bt, const char *name,
+                                     const jit_type *a, jit_type all);
 
 static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
     char name[32];
@@ -360,6 +373,8 @@ static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
         if (k.kind == JT_NONE) return none;
         all = i == 0 ? k : jit_promote(all, k);
     }
+    if (jit_is_complex(all) || bt->type == TY_WEAK_COMPLEX)
+        return complex_builtin_type(s, n, bt, name, a, all);
     switch (bt->type) {
     case TY_ABS:
         return a[0].kind == JT_SCALAR && a[0].dtype == JIT_BOOL ? jit_scalar(JIT_I64) : a[0];
@@ -377,6 +392,90 @@ static jit_type call_builtin(infer *s, jit_node *n, const jit_builtin *bt) {
         return jit_float_of(a[0]);
     default: return jit_float_of(all);
     }
+}
+
+/* ---- complex numbers ---- */
+
+/* A complex value where a real dtype is wanted (a cast, a store into a real
+ * array, an atomic): NumPy drops the imaginary part with a ComplexWarning, and
+ * Python's float(z) raises; a kernel refuses it at compile time. bool keeps
+ * Python's truth (z != 0). */
+static int complex_to_real(infer *s, jit_node *at, jit_type from, jit_dtype to) {
+    if (!jit_is_complex(from) || jit_dtype_is_complex(to) || to == JIT_BOOL) return 0;
+    return err_at(s, at,
+                  "cannot convert %s to %s: that would discard the imaginary part\n"
+                  "Take the part you mean: z.real, z.imag or abs(z).",
+                  TS(from), jit_dtype_name(to));
+}
+
+/* The arithmetic operators on complex numbers: NumPy has no floor division,
+ * modulo or bitwise operators for them. */
+static jit_type complex_binop_type(infer *s, jit_node *n, int op, jit_type a, jit_type b) {
+    switch (op) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_POW: return jit_promote(a, b);
+    case OP_DIV: return jit_true_divide(a, b);
+    default:
+        err_at(s, n, "%s is not defined for complex numbers (%s and %s)",
+               op == OP_FLOORDIV ? "floor division (//)"
+               : op == OP_MOD    ? "the remainder (%)"
+                                 : "this bitwise operator",
+               TS(a), TS(b));
+        return (jit_type){JT_NONE, 0, 0, 0, 0};
+    }
+}
+
+/* The math functions a complex argument takes (cmath's, as NumPy's ufuncs). */
+static const char *const complex_math[] = {"exp", "log",  "sqrt",  "sin",
+                                           "cos", "tanh", "expm1", "log1p"};
+
+static bool complex_math_fn(const char *fn) {
+    for (size_t i = 0; fn && i < sizeof complex_math / sizeof *complex_math; i++)
+        if (!strcmp(fn, complex_math[i])) return true;
+    return false;
+}
+
+/* A builtin with a complex argument (all: the arguments' promotion), or
+ * complex(re, im). */
+static jit_type complex_builtin_type(infer *s, jit_node *n, const jit_builtin *bt, const char *name,
+                                     const jit_type *a, jit_type all) {
+    jit_type none = {JT_NONE, 0, 0, 0, 0};
+    if (bt->gen == GEN_COMPLEX) {
+        for (int i = 0; i < n->nkids; i++)
+            if (jit_is_complex(a[i])) {
+                err_at(s, n->kids[i],
+                       "complex() takes real parts here, not %s\nWrite z, or z.real and z.imag.",
+                       TS(a[i]));
+                return none;
+            }
+        return jit_weak_complex();
+    }
+    switch (bt->gen) {
+    case GEN_ABS: return jit_real_of(all);
+    case GEN_CONJ: return a[0];
+    case GEN_ISNAN:
+    case GEN_ISINF:
+    case GEN_ISFINITE: return jit_scalar(JIT_BOOL);
+    case GEN_CONVERT:
+        if (bt->type == TY_BOOL) return jit_scalar(JIT_BOOL);
+        err_at(s, n,
+               "%s() cannot convert a complex number (Python raises TypeError)\n"
+               "Take the part you mean: %s(z.real), or abs(z).",
+               name, name);
+        return none;
+    case GEN_MATH:
+        if (n->nkids == 1 && complex_math_fn(bt->fn)) return all;
+        break;
+    default: break;
+    }
+    err_at(s, n,
+           "%s() does not take complex numbers in kernels\n"
+           "Complex arguments go to exp, log, sqrt, sin, cos, tanh, expm1, log1p, abs, conj, "
+           "isnan, isinf and isfinite.",
+           name);
+    return none;
 }
 
 /* ---- nd-range kernels: offload.group_barrier, local/private arrays, AtomicRef ---- */
@@ -530,8 +629,11 @@ static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
     }
     if (argc_is(s, n, m, mt->nargs, mt->nargs) < 0) return none;
     if (obj.kind == JT_ATOMIC) {
-        for (int i = 0; i < mt->nargs; i++)
-            if (!known(need_number(s, n->kids[i], m))) return unknown;
+        for (int i = 0; i < mt->nargs; i++) {
+            jit_type k = need_number(s, n->kids[i], m);
+            if (!known(k)) return unknown;
+            if (complex_to_real(s, n->kids[i], k, (jit_dtype)obj.dtype) < 0) return none;
+        }
         if (mt->op >= A_AND && jit_dtype_is_float(obj.dtype)) {
             err_at(s, fn, "%s needs an integer array, not %s", m, jit_dtype_name(obj.dtype));
             return none;
@@ -558,6 +660,7 @@ static jit_type call_method(infer *s, jit_node *n, jit_type obj) {
 }
 
 static jit_type infer_devfunc(infer *s, jit_node *n, jit_func *callee);
+static int complex_to_real(infer *s, jit_node *at, jit_type from, jit_dtype to);
 
 static jit_type call(infer *s, jit_node *n) {
     jit_node *fn = n->a;
@@ -567,8 +670,11 @@ static jit_type call(infer *s, jit_node *n) {
         case REF_BUILTIN: return call_builtin(s, n, &jit_builtins[fn->v.ref.id]);
         case REF_DTYPE: {
             if (argc_is(s, n, jit_dtype_name(fn->v.ref.id), 0, 1) < 0) return none;
-            if (n->nkids && !known(need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id))))
-                return unknown;
+            jit_type x = n->nkids ? need_number(s, n->kids[0], jit_dtype_name(fn->v.ref.id))
+                                  : jit_scalar(JIT_BOOL);
+            if (!known(x)) return unknown;
+            if (complex_to_real(s, n->nkids ? n->kids[0] : n, x, (jit_dtype)fn->v.ref.id) < 0)
+                return none;
             return jit_scalar(fn->v.ref.id);
         }
         case REF_DEVFUNC: return infer_devfunc(s, n, fn->v.ref.func);
@@ -581,6 +687,11 @@ static jit_type call(infer *s, jit_node *n) {
         if (obj.kind == JT_ITEM || obj.kind == JT_NDITEM || obj.kind == JT_GROUP ||
             obj.kind == JT_ATOMIC)
             return call_method(s, n, obj);
+        if (jit_is_number(obj) &&
+            (!strcmp(fn->v.name, "conjugate") || !strcmp(fn->v.name, "conj"))) {
+            if (argc_is(s, n, fn->v.name, 0, 0) < 0) return none;
+            return obj.kind == JT_SCALAR && obj.dtype == JIT_BOOL ? jit_scalar(JIT_I64) : obj;
+        }
         err_at(s, fn, "%s has no method '%s' in kernels", TS(obj), fn->v.name);
         return none;
     }
@@ -639,6 +750,8 @@ static int assign_target(infer *s, jit_node *t, jit_type vt, jit_node *at) {
     jit_type et = expr(s, t);
     if (known(vt) && known(et) && !jit_is_number(vt))
         return err_at(s, at, "cannot store %s into an element of %s", TS(vt), TS(t->a->type));
+    if (known(vt) && known(et) && et.kind == JT_SCALAR)
+        return complex_to_real(s, at, vt, (jit_dtype)et.dtype);
     return 0;
 }
 
@@ -678,6 +791,8 @@ static int stmt(infer *s, jit_node *n) {
         if (!known(r)) return 0;
         if (r.kind == JT_NONE) return -1;
         if (n->a->kind == N_VAR) return assign_var(s, n, n->a->v.var, r);
+        if (known(cur) && cur.kind == JT_SCALAR)
+            return complex_to_real(s, n, r, (jit_dtype)cur.dtype);
         return 0;
     }
     case S_EXPR: expr(s, n->a); return 0;
@@ -714,7 +829,7 @@ static int stmt(infer *s, jit_node *n) {
         {
             jit_type t = expr(s, n->a);
             if (!known(t)) return 0;
-            if (t.kind != JT_SCALAR && t.kind != JT_WEAK_INT && t.kind != JT_WEAK_FLOAT)
+            if (!jit_is_number(t))
                 return err_at(s, n->a, "a device function can return a number, not %s", TS(t));
             jit_type j;
             join(s->ret_seen ? s->ret : unknown, t, &j);

@@ -351,6 +351,34 @@ static int call_cycle(parser *p, PyObject *at, const void *fn) {
                 cycle);
 }
 
+/* A NumPy complex64/complex128 scalar (a weak Python complex is PyComplex). */
+static bool is_numpy_complex(PyObject *obj) {
+    if (PyComplex_CheckExact(obj) || PyObject_IsInstance(obj, numpy_generic) != 1) {
+        PyErr_Clear();
+        return false;
+    }
+    PyObject *dt = PyObject_GetAttrString(obj, "dtype");
+    int d = dtype_code(dt);
+    Py_XDECREF(dt);
+    return d >= 0 && jit_dtype_is_complex((jit_dtype)d);
+}
+
+/* obj (a Python complex: weak; a NumPy complex scalar: its dtype) into n. */
+static int complex_const(PyObject *obj, jit_node *n) {
+    if (PyComplex_CheckExact(obj)) {
+        n->type = jit_weak_complex();
+    } else {
+        PyObject *dt = PyObject_GetAttrString(obj, "dtype");
+        n->type = jit_scalar((jit_dtype)dtype_code(dt));
+        Py_XDECREF(dt);
+    }
+    Py_complex z = PyComplex_AsCComplex(obj);
+    if (PyErr_Occurred()) return -1;
+    n->v.z[0] = z.real;
+    n->v.z[1] = z.imag;
+    return 0;
+}
+
 /* A compile-time object (a global, a closure cell, a module attribute) as a node. */
 static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject *obj) {
     jit_node *n = new_node(p, at, N_CONST);
@@ -373,6 +401,13 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
         n->type = jit_weak_float();
         n->v.f = PyFloat_AS_DOUBLE(obj);
         snprintf(note, sizeof note, "%s=%.17g", name, n->v.f);
+    } else if (PyComplex_Check(obj) || is_numpy_complex(obj)) {
+        if (complex_const(obj, n) < 0) {
+            internal_error(p->err, "reading a complex constant");
+            return NULL;
+        }
+        snprintf(note, sizeof note, "%s=%s:%.17g%+.17gj", name,
+                 jit_type_str(n->type, (char[64]){0}, 64), n->v.z[0], n->v.z[1]);
     } else if (PyObject_IsInstance(obj, numpy_generic) == 1) {
         PyObject *dt = PyObject_GetAttrString(obj, "dtype");
         int d = dtype_code(dt);
@@ -380,7 +415,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
         if (d < 0) {
             fail(p, at,
                  "'%s' is a NumPy scalar of a type kernels do not support\n"
-                 "Kernels use bool, int8-64, uint8-64, float32 and float64.",
+                 "Kernels use bool, int8-64, uint8-64, float32, float64, complex64 and "
+                 "complex128.",
                  name);
             return NULL;
         }
@@ -418,7 +454,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             if (d < 0) {
                 fail(p, at,
                      "'%s' is a NumPy type kernels do not support\n"
-                     "Kernels use bool, int8-64, uint8-64, float32 and float64.",
+                     "Kernels use bool, int8-64, uint8-64, float32, float64, complex64 and "
+                     "complex128.",
                      name);
                 return NULL;
             }
@@ -786,6 +823,9 @@ static bool plain_number(PyObject *v) {
     return v && !PyBool_Check(v) && (PyLong_Check(v) || PyFloat_Check(v));
 }
 
+/* An operand Python may fold: a plain number or a Python complex. */
+static bool foldable(PyObject *v) { return plain_number(v) || (v && PyComplex_CheckExact(v)); }
+
 /* Python's l op r (r NULL for a unary op); NULL without an exception when
  * Python would raise (1 // 0, 1.0 << 2, 10.0 ** 400), left to the device's
  * semantics. *huge when an int result would pass JIT_CONST_BITS. */
@@ -822,7 +862,9 @@ static PyObject *python_op(int op, PyObject *l, PyObject *r, bool *huge) {
     case OP_INVERT: v = PyNumber_Invert(l); break;
     default: break;
     }
-    if (!v || !plain_number(v)) { /* complex from (-1) ** 0.5: not a kernel's */
+    bool complex_in = (l && PyComplex_CheckExact(l)) || (r && PyComplex_CheckExact(r));
+    if (!v || !(plain_number(v) || (complex_in && PyComplex_CheckExact(v)))) {
+        /* complex from (-1) ** 0.5: not a kernel's; from complex operands it is */
         PyErr_Clear();
         Py_XDECREF(v);
         return NULL;
@@ -841,7 +883,7 @@ static PyObject *python_op(int op, PyObject *l, PyObject *r, bool *huge) {
 static jit_node *fold_const(parser *p, PyObject *at, jit_node *n, PyObject *lv, PyObject *rv) {
     bool unary = n->kind == N_UNARY, huge = false;
     PyObject *v = NULL;
-    if (plain_number(lv) && (unary ? n->op != OP_NOT : plain_number(rv)))
+    if (foldable(lv) && (unary ? n->op != OP_NOT : foldable(rv)))
         v = python_op(n->op, lv, rv, &huge);
     jit_node *r = n;
     if (huge) {
@@ -871,7 +913,7 @@ static jit_node *constant_expr(parser *p, PyObject *node) {
     }
     if (PyBool_Check(v)) {
         n = from_object(p, node, "literal", v);
-    } else if (PyLong_Check(v) || PyFloat_Check(v)) {
+    } else if (PyLong_Check(v) || PyFloat_Check(v) || PyComplex_CheckExact(v)) {
         n = literal_node(p, node, v);
     } else {
         fail(p, node,

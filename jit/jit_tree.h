@@ -15,7 +15,7 @@
 
 typedef enum {
     /* expressions */
-    N_CONST,   /* v.i / v.f, type set by the parser (weak, bool or a global's dtype);
+    N_CONST,   /* v.i / v.f / v.z, type set by the parser (weak, bool or a global's dtype);
                   op JIT_CONST_TOO_BIG while parsing: an int literal past 64 bits,
                   which only Python arithmetic on it may use (jit_parse.c) */
     N_VAR,     /* v.var */
@@ -96,6 +96,7 @@ struct jit_node {
     union {
         int64_t i;
         double f;
+        double z[2]; /* a complex N_CONST: real (aliasing f), imaginary */
         int var;
         const char *name;
         struct {

@@ -432,8 +432,8 @@ def test_dtype_argument(device, rng):
             check(op, x, a, device, f"{op}({a.dtype}, dtype={np.dtype(dt)}, axis={axis})", axis=axis, dtype=dt)
     x = ol.asarray(f, device=device)
     assert x.sum(dtype="float32").dtype == np.float32
-    with pytest.raises(TypeError, match="complex128"):
-        ol.sum(x, dtype=np.complex128)
+    with pytest.raises(TypeError, match="float16"):
+        ol.sum(x, dtype=np.float16)
 
 
 def test_zero_d_results(device):

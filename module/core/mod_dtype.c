@@ -1,5 +1,6 @@
 /* The element types device arrays hold: bool, signed and unsigned integers of
- * 8-64 bits, float32, float64 -- what device kernels can compute on. Each is
+ * 8-64 bits, float32, float64, complex64, complex128 -- what device kernels
+ * can compute on. Each is
  * one canonical numpy.dtype (native byte order), so `x.dtype == np.float32`
  * and friends behave as in NumPy. */
 #include "mod_core.h"
@@ -12,15 +13,17 @@ static struct {
     int size;
     PyObject *dtype; /* owned, for the process */
 } types[] = {
-    {"bool", 'b', 1, NULL},    {"int8", 'i', 1, NULL},    {"int16", 'i', 2, NULL},
-    {"int32", 'i', 4, NULL},   {"int64", 'i', 8, NULL},   {"uint8", 'u', 1, NULL},
-    {"uint16", 'u', 2, NULL},  {"uint32", 'u', 4, NULL},  {"uint64", 'u', 8, NULL},
-    {"float32", 'f', 4, NULL}, {"float64", 'f', 8, NULL},
+    {"bool", 'b', 1, NULL},        {"int8", 'i', 1, NULL},    {"int16", 'i', 2, NULL},
+    {"int32", 'i', 4, NULL},       {"int64", 'i', 8, NULL},   {"uint8", 'u', 1, NULL},
+    {"uint16", 'u', 2, NULL},      {"uint32", 'u', 4, NULL},  {"uint64", 'u', 8, NULL},
+    {"float32", 'f', 4, NULL},     {"float64", 'f', 8, NULL}, {"complex64", 'c', 8, NULL},
+    {"complex128", 'c', 16, NULL},
 };
 #define NTYPES (sizeof types / sizeof types[0])
 
 static const char SUPPORTED[] =
-    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64";
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, "
+    "complex64, complex128";
 
 int mod_dtype_init(void) {
     for (size_t i = 0; i < NTYPES; i++) {

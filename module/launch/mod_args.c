@@ -13,7 +13,8 @@ static PyObject *dtype_objs[JIT_NDTYPES]; /* canonical numpy.dtype per jit dtype
 /* At the first use: the dtypes exist once the module is imported. */
 static void init_types(void) {
     if (dtype_objs[0]) return;
-    static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u', 'u', 'u', 'f', 'f'};
+    static const char kinds[JIT_NDTYPES] = {'b', 'i', 'i', 'i', 'i', 'u', 'u',
+                                            'u', 'u', 'f', 'f', 'c', 'c'};
     for (int d = 0; d < JIT_NDTYPES; d++)
         dtype_objs[d] = mod_dtype_find_borrowed(kinds[d], jit_dtype_size(d));
 }
@@ -51,7 +52,8 @@ int mod_arg_type(PyObject *o, int i, jit_type *t) {
         if (d < 0 || a->nd < 1 || a->nd > 3) {
             PyErr_Format(PyExc_TypeError,
                          "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64, not a %d-D %s array",
+                         "int8-64, uint8-64, float32, float64, complex64 or complex128, not a "
+                         "%d-D %s array",
                          i + 1, a->nd, mod_dtype_name(a->dtype));
             return -1;
         }
@@ -72,6 +74,10 @@ int mod_arg_type(PyObject *o, int i, jit_type *t) {
         *t = jit_weak_float();
         return 0;
     }
+    if (PyComplex_CheckExact(o)) {
+        *t = jit_weak_complex();
+        return 0;
+    }
     if (mod_is_numpy_array(o)) {
         PyObject *dt = PyObject_GetAttrString(o, "dtype");
         int d = dt ? dtype_of(dt) : -1;
@@ -83,7 +89,7 @@ int mod_arg_type(PyObject *o, int i, jit_type *t) {
         if (d < 0 || nd < 1 || nd > 3) {
             PyErr_Format(PyExc_TypeError,
                          "argument %d: kernels take arrays of 1 to 3 dimensions of bool, "
-                         "int8-64, uint8-64, float32 or float64",
+                         "int8-64, uint8-64, float32, float64, complex64 or complex128",
                          i + 1);
             return -1;
         }
@@ -196,8 +202,8 @@ int mod_args_check_count(const mod_args *a, const jit_func *jf) {
     return -1;
 }
 
-/* A scalar argument in the width its type says, into w; its size, or 0 with
- * an exception. */
+/* A scalar argument in the width its type says, into w (two words for a
+ * complex128); its size, or 0 with an exception. */
 static size_t scalar_word(PyObject *o, jit_type t, Py_ssize_t i, ofl_device *dev, mod_arg_word *w) {
     if (t.kind == JT_WEAK_INT) {
         int overflow;
@@ -212,6 +218,20 @@ static size_t scalar_word(PyObject *o, jit_type t, Py_ssize_t i, ofl_device *dev
         double d = PyFloat_AsDouble(o);
         if (ofl_device_get_info(dev)->has_fp64) return w->f64 = d, 8;
         return w->f32 = (float)d, 4;
+    }
+    if (jit_is_complex(t)) { /* by value, real part first: float2 / double2 */
+        Py_complex z = PyComplex_AsCComplex(o);
+        if (PyErr_Occurred()) return 0;
+        bool wide =
+            t.kind == JT_WEAK_COMPLEX ? ofl_device_get_info(dev)->has_fp64 : t.dtype == JIT_C128;
+        if (wide) {
+            w[0].f64 = z.real;
+            w[1].f64 = z.imag;
+            return 16;
+        }
+        float parts[2] = {(float)z.real, (float)z.imag};
+        memcpy(w, parts, sizeof parts);
+        return 8;
     }
     jit_dtype d = (jit_dtype)t.dtype;
     if (jit_dtype_is_float(d)) {
@@ -235,7 +255,9 @@ static size_t scalar_word(PyObject *o, jit_type t, Py_ssize_t i, ofl_device *dev
 int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool cancel) {
     size_t nwords = (size_t)range->ndim;
     for (Py_ssize_t i = 0; i < a->n; i++)
-        nwords += a->types[i].kind == JT_ARRAY ? 2 + 2 * (size_t)((mod_array *)a->objs[i])->nd : 1;
+        nwords += a->types[i].kind == JT_ARRAY  ? 2 + 2 * (size_t)((mod_array *)a->objs[i])->nd
+                  : jit_is_complex(a->types[i]) ? 2
+                                                : 1;
     a->words = ROOM(a, words, nwords);
     a->packed = ROOM(a, packed, nwords + 2);
     if (!a->words || !a->packed) {
@@ -262,7 +284,8 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
         }
         size_t size = scalar_word(a->given[i], a->types[i], i, a->dev, &a->words[nw]);
         if (!size) return -1;
-        a->packed[a->npacked++] = (ofl_arg){.value = &a->words[nw++], .size = size};
+        a->packed[a->npacked++] = (ofl_arg){.value = &a->words[nw], .size = size};
+        nw += size > 8 ? 2 : 1;
     }
     for (int d = 0; d < range->ndim; d++) WORD(range->size[d]);
 #undef WORD
