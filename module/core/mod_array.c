@@ -594,7 +594,9 @@ static PyObject *array_subscript(mod_array *a, PyObject *key) {
     layout l;
     int single = index_layout(a, key, &l);
     if (single < 0) return NULL;
-    return single ? read_scalar(a, l.offset) : (PyObject *)view_of(a, &l);
+    /* an element is a 0-d array, as the array API (and CuPy) say: it stays on the
+     * device; float(x[i]), x[i].item() or printing it reads it */
+    return (PyObject *)view_of(a, &l);
 }
 
 /* A C-contiguous NumPy array of the view's own dtype and shape goes up from
@@ -794,6 +796,40 @@ static PyObject *m_complex(mod_array *a, PyObject *unused) {
     return r;
 }
 
+/* item(*index): one element as a Python scalar, as NumPy's method: no
+ * index for an array of one element, else an int (C order) or one int per axis. */
+static PyObject *m_item(mod_array *a, PyObject *args) {
+    PyObject *e = NULL;
+    Py_ssize_t n = array_size(a), nargs = PyTuple_GET_SIZE(args);
+    if (nargs == 0) {
+        if (n != 1)
+            return PyErr_Format(PyExc_ValueError,
+                                "can only convert an array of size 1 to a Python scalar");
+        e = read_scalar(a, a->offset);
+    } else if (nargs == 1 && a->nd != 1 && !PyTuple_Check(PyTuple_GET_ITEM(args, 0))) {
+        /* a flat index, in C order */
+        Py_ssize_t i = PyNumber_AsSsize_t(PyTuple_GET_ITEM(args, 0), PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < -n || i >= n)
+            return PyErr_Format(PyExc_IndexError, "index %zd is out of bounds for size %zd", i, n);
+        Py_ssize_t offset = a->offset, rest = i < 0 ? i + n : i;
+        for (int d = a->nd - 1; d >= 0; d--) {
+            offset += (rest % a->shape[d]) * a->strides[d];
+            rest /= a->shape[d];
+        }
+        e = read_scalar(a, offset);
+    } else {
+        layout l;
+        int single = index_layout(a, nargs == 1 ? PyTuple_GET_ITEM(args, 0) : args, &l);
+        if (single < 0) return NULL;
+        if (!single) return PyErr_Format(PyExc_ValueError, "incorrect number of indices for array");
+        e = read_scalar(a, l.offset);
+    }
+    PyObject *r = e ? PyObject_CallMethod(e, "item", NULL) : NULL;
+    Py_XDECREF(e);
+    return r;
+}
+
 static PyObject *get_shape(mod_array *a, void *c) { return mod_int_tuple(a->nd, a->shape); }
 static PyObject *get_strides(mod_array *a, void *c) { return mod_int_tuple(a->nd, a->strides); }
 static PyObject *get_dtype(mod_array *a, void *c) { return Py_NewRef(a->dtype); }
@@ -962,6 +998,9 @@ static PyMethodDef array_methods[] = {
      "to_device(device, /, *, stream=None) -> ndarray\n\nThe array on another device (itself if "
      "already there)."},
     {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "tolist() -> nested lists of Python scalars"},
+    {"item", (PyCFunction)m_item, METH_VARARGS,
+     "item(*index) -> a Python scalar: the array's one element, or the element at index (a "
+     "flat index in C order, or one int per axis); reads that element from the device"},
     {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(dtype, /, copy=True, *, device=None) -> ndarray\n\nThe array converted to dtype "
      "on its device (then moved to device, if given); itself when nothing changes and copy is "

@@ -22,7 +22,8 @@ int mod_lib_add_functions(PyObject *module) {
         mod_ops_add_functions(module) < 0 || mod_reduce_add_functions(module) < 0 ||
         mod_namespace_add_functions(module) < 0 || mod_manip_add_functions(module) < 0 ||
         mod_stats_add_functions(module) < 0 || mod_index_add_functions(module) < 0 ||
-        mod_sort_add_functions(module) < 0 || mod_dispatch_init(module) < 0)
+        mod_sort_add_functions(module) < 0 || mod_linalg_add_functions(module) < 0 ||
+        mod_dispatch_init(module) < 0)
         return -1;
     return 0;
 }

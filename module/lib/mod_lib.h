@@ -71,6 +71,8 @@ int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack 
 int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var cumulative_* diff */
 int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
 int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
+/* mod_linalg.c: matrix_transpose, tensordot, vecdot (the main namespace's) */
+int mod_linalg_add_functions(PyObject *module);
 /* mod_dispatch.c: ndarray's __array_ufunc__ and __array_function__, which
  * send NumPy's calls to module's functions of the same names. */
 int mod_dispatch_init(PyObject *module);

@@ -255,7 +255,10 @@ static PyObject *f_broadcast_arrays(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; r && i < n; i++) tuple_put(&r, i, broadcast_view(a[i], nd, shape));
     }
     Py_DECREF(list);
-    return r;
+    /* a list, as the array API 2024.12 says (NumPy 2 and the 2025.12 draft: a tuple) */
+    PyObject *l = r ? PySequence_List(r) : NULL;
+    Py_XDECREF(r);
+    return l;
 }
 
 static PyObject *expand(mod_array *x, const int *axes, int k) {
@@ -1220,7 +1223,7 @@ static PyObject *f_vstack(PyObject *self, PyObject *tup) { return stack_hv(tup, 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
     {"broadcast_arrays", f_broadcast_arrays, METH_VARARGS,
-     "broadcast_arrays(*arrays) -> tuple of ndarray\n\nViews of the arrays broadcast to one "
+     "broadcast_arrays(*arrays) -> list of ndarray\n\nViews of the arrays broadcast to one "
      "shape (NumPy's rules; writing through them writes the inputs)."},
     {"broadcast_to", KW(f_broadcast_to),
      "broadcast_to(x, /, shape) -> ndarray\n\nA view of x broadcast to shape (stride 0 along "

@@ -292,12 +292,54 @@ static PyObject *f_can_cast(PyObject *self, PyObject *args) {
     return r;
 }
 
-/* finfo / iinfo(type): NumPy's objects (bits, eps, max, min, smallest_normal,
- * dtype / bits, max, min, dtype) for a dtype arrays hold or an array's. */
+/* finfo / iinfo(type) for a dtype arrays hold or an array's: NumPy's
+ * numbers as Python floats and ints (the array API's finfo_object and
+ * iinfo_object; NumPy's own hold NumPy scalars). */
+static PyStructSequence_Field finfo_fields[] = {
+    {"bits", "bits of the type"},
+    {"eps", "the difference between 1.0 and the next larger value"},
+    {"max", "the largest finite value"},
+    {"min", "the smallest finite value"},
+    {"smallest_normal", "the smallest positive normal value"},
+    {"dtype", "the real floating dtype (float32 for complex64)"},
+    {NULL},
+};
+static PyStructSequence_Field iinfo_fields[] = {
+    {"bits", "bits of the type"},
+    {"max", "the largest value"},
+    {"min", "the smallest value"},
+    {"dtype", "the dtype"},
+    {NULL},
+};
+static PyStructSequence_Desc finfo_desc = {"offload.finfo_object", "offload.finfo(type)",
+                                           finfo_fields, 6};
+static PyStructSequence_Desc iinfo_desc = {"offload.iinfo_object", "offload.iinfo(type)",
+                                           iinfo_fields, 4};
+static PyTypeObject *finfo_type, *iinfo_type; /* for the process */
+
 static PyObject *info_of(PyObject *type, const char *fn) {
+    bool f = fn[0] == 'f';
+    PyStructSequence_Desc *desc = f ? &finfo_desc : &iinfo_desc;
+    PyTypeObject **t = f ? &finfo_type : &iinfo_type;
+    if (!*t && !(*t = PyStructSequence_NewType(desc))) return NULL;
     PyObject *dtype = dtype_of(type);
-    PyObject *r = dtype ? PyObject_CallMethod(mod_numpy_borrowed(), fn, "O", dtype) : NULL;
+    PyObject *np = dtype ? PyObject_CallMethod(mod_numpy_borrowed(), fn, "O", dtype) : NULL;
+    PyObject *r = np ? PyStructSequence_New(*t) : NULL;
     Py_XDECREF(dtype);
+    for (int i = 0; r && i < desc->n_in_sequence; i++) {
+        const char *name = desc->fields[i].name;
+        PyObject *v = PyObject_GetAttrString(np, name);
+        bool keep = !strcmp(name, "dtype") || !strcmp(name, "bits");
+        PyObject *py = v && !keep
+                           ? PyObject_CallOneArg((PyObject *)(f ? &PyFloat_Type : &PyLong_Type), v)
+                           : Py_XNewRef(v);
+        Py_XDECREF(v);
+        if (!py)
+            Py_CLEAR(r);
+        else
+            PyStructSequence_SetItem(r, i, py); /* steals py */
+    }
+    Py_XDECREF(np);
     return r;
 }
 static PyObject *f_finfo(PyObject *self, PyObject *type) { return info_of(type, "finfo"); }
@@ -627,10 +669,12 @@ static PyMethodDef functions[] = {
      "can_cast(from_, to, /) -> bool: whether NumPy's 'safe' casting takes from_ (a dtype or an "
      "array) to the dtype to"},
     {"finfo", f_finfo, METH_O,
-     "finfo(type, /) -> numpy.finfo: bits, eps, max, min, smallest_normal, dtype of a floating "
+     "finfo(type, /) -> finfo_object: bits, eps, max, min, smallest_normal (Python floats), dtype "
+     "of a floating "
      "dtype (or an array's)"},
     {"iinfo", f_iinfo, METH_O,
-     "iinfo(type, /) -> numpy.iinfo: bits, max, min, dtype of an integer dtype (or an array's)"},
+     "iinfo(type, /) -> iinfo_object: bits, max, min (Python ints), dtype of an integer dtype (or "
+     "an array's)"},
     {"isdtype", f_isdtype, METH_VARARGS,
      "isdtype(dtype, kind) -> bool: whether dtype is of kind (a dtype, 'bool', 'signed integer', "
      "'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a tuple "

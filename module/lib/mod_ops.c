@@ -1027,9 +1027,9 @@ static PyMethodDef functions[] = {
     {"where", FASTCALL(f_where),
      "where(condition, x, y) -> ndarray: x where condition, else y (NumPy's dtype)"},
     {"clip", (PyCFunction)(void (*)(void))f_clip, METH_VARARGS | METH_KEYWORDS,
-     "clip(x, /, min=None, max=None) -> ndarray: x limited to [min, max], each bound a scalar or "
-     "an array broadcast against x, None for none; NumPy's a_min= and a_max= too (NaN "
-     "propagates, and the dtype is NumPy's)"},
+     "clip(x, /, min=None, max=None)\n--\n\n"
+     "x limited to [min, max], each bound a scalar or an array broadcast against x, None for "
+     "none; NumPy's a_min= and a_max= too (NaN propagates, and the dtype is NumPy's)."},
     {"round", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
      "round(x, /, decimals=0) -> ndarray: x rounded to decimals places, halves to even "
      "(numpy.round)"},
