@@ -4,21 +4,28 @@
  * Registered by mod_lib.c (mod_sort_add_functions).
  *
  * Every sort is one LSD radix sort on the device. The array is first copied
- * C-contiguous with the sorted axis last (rows of n elements); a kernel maps
- * each element to a uint64 key whose unsigned order is the wanted order --
- * integers offset, floats with the sign bit flipped (all bits for negatives),
- * -0.0 made +0.0 and every NaN the largest key, so NaNs sort last and ties
- * between them keep their order -- and XORs it with all ones for
- * descending=True: the array API's descending sort is the ascending one
- * reversed for values (NaNs first, as array-api-strict's np.flip), with equal
- * elements still in their original order (stable). Each pass of 4 bits is
- * three kinds of launches: every work-item counts the digits of its run of
- * RUN consecutive elements (hist[digit][run], digit-major, so that one
- * exclusive scan over hist gives every run its start per digit), the scan,
- * and a scatter in which each work-item moves its run to those starts in
- * order -- stable, as LSD needs. The element's flat index travels with its
- * key; several rows are sorted together, their row number (flat index // n)
- * the most significant digits, sorted last. A value sort gathers the input at
+ * C-contiguous with the sorted axis last (rows of n elements). The key is
+ * made of words, least significant first, each an unsigned integer whose
+ * order is the wanted order: uint32 for 1-, 2- and 4-byte dtypes, uint64 for
+ * 8-byte ones -- integers offset, floats with the sign bit flipped (all bits
+ * for negatives), -0.0 made +0.0 and every NaN the largest key, so NaNs sort
+ * last and ties between them keep their order. A complex number has three
+ * words (imag, real, NaN class: NumPy 2's order, see W_IMAG); several rows
+ * add the row number (flat index // n) as the last word. A word's key kernel
+ * reads the element at the index that travels with the key (the first word:
+ * element i, writing idx = i), XORed with all ones for descending=True: the
+ * array API's descending sort is the ascending one reversed for values (NaNs
+ * first, as array-api-strict's np.flip), equal elements still in their
+ * original order (stable). One small read back per word tells which bits
+ * vary (OR and-not AND of the keys): a digit that every key shares needs no
+ * pass (small integer ranges, bools, the NaN class of complex numbers without
+ * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
+ * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
+ *   of consecutive keys, count, and after one scan scatter them in order;
+ * - on a GPU, "tiles" of 4-bit digits: groups load tiles coalesced into local
+ *   memory, count them with local atomics, and after one scan rank each tile
+ *   stably in local memory and write it out coalesced (pass_tiles).
+ * Indices are int32 below 2**31 elements. A value sort gathers the input at
  * the sorted indices.
  *
  * unique_* sort the flattened input with its indices, mark the first of each
@@ -1175,7 +1182,8 @@ static PyMethodDef functions[] = {
      "sort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> ndarray\n\n"
      "A sorted copy of x along axis (None: the flattened array), on x's device. Always stable; "
      "NaNs last (first when descending: the ascending order reversed, ties kept in order). "
-     "kind= is accepted for NumPy's sake; order= must be None."},
+     "Complex numbers in NumPy's order (real, then imag; NaN parts last). kind= is accepted for "
+     "NumPy's sake; order= must be None."},
     {"argsort", KWFUNC(f_argsort),
      "argsort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> int64 "
      "ndarray\n\nThe indices that sort x along axis, as sort orders it: equal elements keep "
