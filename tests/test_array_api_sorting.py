@@ -16,8 +16,17 @@ module/lib/mod_sort.c), checked against NumPy:
 - errors: NumPy arrays (TypeError), bad axes (AxisError), bad kind/side
   (ValueError), operands on two devices (ExecutionPlacementError).
 
-Complex dtypes do not exist in offload yet and are left out. Inputs are fresh
-random data each run; a failing test prints its seed (OFFLOAD_TEST_SEED=<n>).
+- complex64 / complex128: sort, argsort, unique_*, searchsorted in NumPy 2's
+  order (lexicographic on real, imag; then NaN imag by real, NaN real by imag,
+  both NaN), with NaN, inf and signed zeros in either part;
+- every path of the radix sort: sizes over many runs / tiles with tails, several
+  rows, passes skipped because every key shares a digit (small ranges,
+  constants), both forms of the pass (the CPU's runs and the GPU's tiles, the
+  latter forced with OFFLOAD_SORT_FORM=tiles on PoCL: Intel's CPU compiler
+  gets the tile kernel wrong, and tiles are for GPUs).
+
+Inputs are fresh random data each run; a failing test prints its seed
+(OFFLOAD_TEST_SEED=<n>).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ ol = load_offload()
 device = device_fixture(ol)
 
 FLOATS = ["float32", "float64"]
+COMPLEX = ["complex64", "complex128"]
 
 
 def on(device, a):
@@ -51,6 +61,19 @@ def data(rng, dtype, shape, ties=False):
     """Random data of dtype: the whole range (with NaN, inf, -0.0 for floats),
     or (ties) a few distinct values, so that equal keys abound."""
     dt = np.dtype(dtype)
+    if dt.kind == "c":
+        parts = np.array([-1.5, -0.0, 0.0, 2.0, np.inf, -np.inf, np.nan])
+        n = int(np.prod(shape))
+        if ties:
+            re, im = rng.choice(parts, n), rng.choice(parts, n)
+        else:  # mostly distinct, a tenth of each part special
+            re, im = rng.standard_normal(n), rng.standard_normal(n)
+            for p in (re, im):
+                special = rng.random(n) < 0.1
+                p[special] = rng.choice(parts, special.sum())
+        z = np.empty(n, dt)
+        z.real, z.imag = re, im  # not re + 1j * im: 1j * inf has a NaN real part
+        return z.reshape(shape)
     if not ties:
         a = random_array(dtype, shape, seed=int(rng.integers(2**31)))
         return np.ascontiguousarray(a)
@@ -80,12 +103,20 @@ def desc_argsort(a, axis=-1):
     return (n - 1 - np.flip(flipped, axis=axis)).astype(np.int64)
 
 
+def bits_equal(got, want, what):
+    """Sorted values compare bit for bit (NaN payloads, -0.0), complex too."""
+    g, w = ol.asnumpy(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, g.shape, w.dtype, w.shape)
+    u = f"u{w.dtype.itemsize // (2 if w.dtype.kind == 'c' else 1)}"
+    assert np.array_equal(g.view(u), w.view(u)), f"{what}: {g} != {w}"
+
+
 def check_sorts(x, a, axis=-1, descending=False):
     if descending:
         want_s, want_i = desc_sort(a, axis), desc_argsort(a, axis)
     else:
         want_s, want_i = np.sort(a, axis=axis, kind="stable"), np.argsort(a, axis=axis, kind="stable")
-    check_equal(ol.sort(x, axis=axis, descending=descending), want_s, f"sort axis={axis} desc={descending}")
+    bits_equal(ol.sort(x, axis=axis, descending=descending), want_s, f"sort axis={axis} desc={descending}")
     check_equal(ol.argsort(x, axis=axis, descending=descending), want_i.astype(np.int64),
                 f"argsort axis={axis} desc={descending}")
 
@@ -235,6 +266,120 @@ def test_kind_order_and_errors(device):
         ol.sort(x, axis=1.5)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("n, ties", [(1, False), (9, True), (500, True), (3000, False), (40_000, True)])
+def test_complex_sort(device, rng, dtype, n, ties):
+    a = data(rng, dtype, (n,), ties)
+    x = on(device, a)
+    check_equal(ol.argsort(x), np.argsort(a, kind="stable").astype(np.int64), "argsort")
+    bits_equal(ol.sort(x), np.sort(a, kind="stable"), "sort")
+    check_equal(ol.argsort(x, descending=True), desc_argsort(a), "argsort descending")
+    bits_equal(ol.sort(x, descending=True), desc_sort(a), "sort descending")
+
+
+def test_complex_nan_classes(device):
+    """NumPy's order: lexicographic, then NaN imag (by real), NaN real (by imag), both NaN."""
+    n = np.nan
+    a = np.array([complex(n, 1), complex(1, n), complex(n, n), 2 + 0j, complex(-1, n), complex(n, -3),
+                  complex(-0.0, 1), complex(0.0, -1), complex(0.0, 1), complex(np.inf, n), -np.inf + 0j,
+                  complex(n, n), complex(1, np.inf), complex(1, -np.inf)], "complex128")
+    for dtype in COMPLEX:
+        b = a.astype(dtype)
+        x = on(device, b)
+        check_equal(ol.argsort(x), np.argsort(b, kind="stable").astype(np.int64), f"{dtype} argsort")
+        bits_equal(ol.sort(x), np.sort(b, kind="stable"), f"{dtype} sort")
+        check_unique(x, b)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("axis", [0, -1])
+def test_complex_2d(device, rng, dtype, axis):
+    a = data(rng, dtype, (30, 41), ties=True)
+    check_sorts(on(device, a), a, axis=axis)
+    check_sorts(on(device, a), a, axis=axis, descending=True)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_complex_unique_and_searchsorted(device, rng, dtype):
+    a = data(rng, dtype, (600,), ties=True)
+    check_unique(on(device, a), a)
+    s = np.sort(a)
+    v = data(rng, dtype, (4, 30), ties=True)
+    for side in ("left", "right"):
+        check_equal(ol.searchsorted(on(device, s), on(device, v), side=side),
+                    np.searchsorted(s, v, side=side), f"{dtype} {side}")
+    check_equal(ol.searchsorted(on(device, s), 1 + 2j), np.asarray(np.searchsorted(s, 1 + 2j)), "a Python complex")
+    r = np.sort(rng.standard_normal(50)).astype("float32")
+    check_equal(ol.searchsorted(on(device, r), on(device, v)), np.searchsorted(r, v), "float32 in complex")
+
+
+# ============================================================================ the radix sort's paths
+
+
+@pytest.mark.parametrize("dtype, n, what", [
+    ("float32", 300_001, "full"),     # many runs and tiles, a tail
+    ("int64", 70_003, "small"),       # 64-bit keys, most digits shared: passes skipped
+    ("uint8", 50_000, "full"),        # one 8-bit digit
+    ("int32", 40_000, "constant"),    # every pass skipped
+    ("float64", 65_536, "full"),      # whole tiles, no tail
+    ("int16", 2_049, "full"),         # one element past a tile
+])
+def test_paths(device, rng, dtype, n, what):
+    if what == "small":
+        a = rng.integers(-300, 300, n).astype(dtype)
+    elif what == "constant":
+        a = np.full(n, -7, dtype)
+    else:
+        a = data(rng, dtype, (n,))
+    x = on(device, a)
+    check_equal(ol.argsort(x), np.argsort(a, kind="stable").astype(np.int64), f"argsort {what}")
+    check_equal(ol.argsort(x, descending=True), desc_argsort(a), f"argsort descending {what}")
+    bits_equal(ol.sort(x), np.sort(a, kind="stable"), f"sort {what}")
+
+
+def test_rows_past_16_bits(device, rng):
+    a = data(rng, "float32", (70_000, 3), ties=True)  # 70000 rows: row digits over 16 bits
+    check_sorts(on(device, a), a)
+
+
+TILES_CHILD = """
+import os
+os.environ["OFFLOAD_SORT_FORM"] = "tiles"
+import numpy as np, offload
+rng = np.random.default_rng(SEED)
+pocl = [d for d in offload.get_devices() if "PoCL" in d.version]
+bad = []
+cases = [("float32", (1,)), ("float32", (7,)), ("float32", (2048,)), ("float32", (2049,)), ("int64", (9000,)),
+         ("float64", (40000,)), ("uint8", (5000,)), ("int16", (300, 17)), ("complex64", (3000,)),
+         ("bool", (4097,))]
+for dt, shape in cases:
+    n = int(np.prod(shape))
+    if dt == "complex64":
+        a = np.empty(n, dt)
+        a.real, a.imag = rng.choice([0.0, 1.0, np.nan], n), rng.choice([-1.0, 2.0, np.nan], n)
+    elif dt == "bool":
+        a = rng.integers(0, 2, n).astype(bool)
+    else:
+        a = (rng.standard_normal(n) * 1000).astype(dt)
+        if dt.startswith("float"):
+            a[rng.random(n) < 0.05] = np.nan
+    a = a.reshape(shape)
+    x = offload.asarray(a, device=pocl[0])
+    for axis in (-1, 0):
+        got = offload.argsort(x, axis=axis).asnumpy()
+        want = np.argsort(a, axis=axis, kind="stable")
+        if not np.array_equal(got, want):
+            bad.append([dt, shape, axis])
+result["bad"] = bad if pocl else "no PoCL device"
+"""
+
+
+def test_tiles_form_on_pocl(rng):
+    """The GPU's pass (tiles in local memory), forced on PoCL's CPU device."""
+    r = run_python(TILES_CHILD.replace("SEED", str(int(rng.integers(2**31)))), timeout=600)
+    assert r["bad"] == [], r["bad"]
+
+
 # ============================================================================ searchsorted
 
 
@@ -294,13 +439,15 @@ def check_unique(x, a):
     assert got._fields == ("values", "indices", "inverse_indices", "counts")
     for f in want._fields:
         w = getattr(want, f)
-        check_equal(getattr(got, f), w if f == "values" else w.astype(np.int64), f"unique_all.{f}")
+        (bits_equal if f == "values" else check_equal)(getattr(got, f), w if f == "values" else w.astype(np.int64),
+                                                      f"unique_all.{f}")
     for fn, fields in [("unique_counts", ("values", "counts")), ("unique_inverse", ("values", "inverse_indices"))]:
         got = getattr(ol, fn)(x)
         assert got._fields == fields
         for f in fields:
             w = getattr(want, f)
-            check_equal(getattr(got, f), w if f == "values" else w.astype(np.int64), f"{fn}.{f}")
+            (bits_equal if f == "values" else check_equal)(getattr(got, f),
+                                                          w if f == "values" else w.astype(np.int64), f"{fn}.{f}")
     v = ol.unique_values(x).asnumpy()
     assert v.dtype == a.dtype
     assert np.array_equal(v, np.sort(np.unique_values(a)), equal_nan=False) or np.array_equal(

@@ -4,21 +4,28 @@
  * Registered by mod_lib.c (mod_sort_add_functions).
  *
  * Every sort is one LSD radix sort on the device. The array is first copied
- * C-contiguous with the sorted axis last (rows of n elements); a kernel maps
- * each element to a uint64 key whose unsigned order is the wanted order --
- * integers offset, floats with the sign bit flipped (all bits for negatives),
- * -0.0 made +0.0 and every NaN the largest key, so NaNs sort last and ties
- * between them keep their order -- and XORs it with all ones for
- * descending=True: the array API's descending sort is the ascending one
- * reversed for values (NaNs first, as array-api-strict's np.flip), with equal
- * elements still in their original order (stable). Each pass of 4 bits is
- * three kinds of launches: every work-item counts the digits of its run of
- * RUN consecutive elements (hist[digit][run], digit-major, so that one
- * exclusive scan over hist gives every run its start per digit), the scan,
- * and a scatter in which each work-item moves its run to those starts in
- * order -- stable, as LSD needs. The element's flat index travels with its
- * key; several rows are sorted together, their row number (flat index // n)
- * the most significant digits, sorted last. A value sort gathers the input at
+ * C-contiguous with the sorted axis last (rows of n elements). The key is
+ * made of words, least significant first, each an unsigned integer whose
+ * order is the wanted order: uint32 for 1-, 2- and 4-byte dtypes, uint64 for
+ * 8-byte ones -- integers offset, floats with the sign bit flipped (all bits
+ * for negatives), -0.0 made +0.0 and every NaN the largest key, so NaNs sort
+ * last and ties between them keep their order. A complex number has three
+ * words (imag, real, NaN class: NumPy 2's order, see W_IMAG); several rows
+ * add the row number (flat index // n) as the last word. A word's key kernel
+ * reads the element at the index that travels with the key (the first word:
+ * element i, writing idx = i), XORed with all ones for descending=True: the
+ * array API's descending sort is the ascending one reversed for values (NaNs
+ * first, as array-api-strict's np.flip), equal elements still in their
+ * original order (stable). One small read back per word tells which bits
+ * vary (OR and-not AND of the keys): a digit that every key shares needs no
+ * pass (small integer ranges, bools, the NaN class of complex numbers without
+ * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
+ * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
+ *   of consecutive keys, count, and after one scan scatter them in order;
+ * - on a GPU, "tiles" of 4-bit digits: groups load tiles coalesced into local
+ *   memory, count them with local atomics, and after one scan rank each tile
+ *   stably in local memory and write it out coalesced (pass_tiles).
+ * Indices are int32 below 2**31 elements. A value sort gathers the input at
  * the sorted indices.
  *
  * unique_* sort the flattened input with its indices, mark the first of each
@@ -81,24 +88,25 @@ static void arg_int(argv_t *a, Py_ssize_t i) {
     a->bad |= !o;
     a->v[a->n++] = o;
 }
-static void arg_u64(argv_t *a, Py_ssize_t i) {
-    PyObject *o = PyObject_CallMethod(mod_numpy_borrowed(), "uint64", "n", i);
-    a->bad |= !o;
-    a->v[a->n++] = o;
-}
 static void args_clear(argv_t *a) {
     for (int i = 0; i < a->n; i++) Py_XDECREF(a->v[i]);
     a->n = 0;
 }
 
-/* Launches the text's kernel `name` over Range(items); clears a. */
-static int launch(const char *name, const text *t, Py_ssize_t items, argv_t *a) {
+/* Launches the text's kernel `name` over Range(items), or an NdRange of
+ * groups of `local` work-items (local > 0); clears a. Every loop in these
+ * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
+static int launch(const char *name, const text *t, Py_ssize_t items, Py_ssize_t local, argv_t *a) {
     int rc = -1;
     if (!a->bad && text_ok(t, name)) {
+        PyObject *k = items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
         if (items <= 0) {
             rc = 0;
-        } else {
-            PyObject *r = mod_gen_launch(name, t->s, 1, &items, a->v, a->n);
+        } else if (k) {
+            mod_kernel_runs_to_end(k);
+            mod_shape range = {.ndim = 1, .size = {items}};
+            if (local > 0) range.nd = true, range.local[0] = local;
+            PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         }
@@ -108,7 +116,6 @@ static int launch(const char *name, const text *t, Py_ssize_t items, argv_t *a) 
 }
 
 static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
-static PyObject *uint64_dtype(void) { return mod_dtype_find_borrowed('u', 8); }
 
 static PyObject *new_1d(ofl_device *dev, PyObject *dtype, Py_ssize_t n) {
     return mod_array_new_empty(dev, dtype, 1, &n);
@@ -125,7 +132,11 @@ static PyObject *flat_view(mod_array *a, Py_ssize_t n, PyObject *dtype) {
 
 static char kind_of(PyObject *dtype) {
     const char *name = mod_dtype_name(dtype);
-    return name[0] == 'b' ? 'b' : name[0] == 'u' ? 'u' : name[0] == 'i' ? 'i' : 'f';
+    return name[0] == 'b'   ? 'b'
+           : name[0] == 'u' ? 'u'
+           : name[0] == 'i' ? 'i'
+           : name[0] == 'c' ? 'c'
+                            : 'f';
 }
 
 /* ---- exclusive scan of an int64 array, in place ---- */
@@ -141,7 +152,7 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
     argv_t av = {.n = 0};
     arg_obj(&av, (PyObject *)a);
     arg_int(&av, m);
-    return launch("sort_scan_serial", &t, 1, &av);
+    return launch("sort_scan_serial", &t, 1, 0, &av);
 }
 
 /* a[0..m) becomes its exclusive prefix sums: chunks' sums, their scan
@@ -165,7 +176,7 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     arg_obj(&av, sums);
     arg_int(&av, m);
     arg_int(&av, SCAN_CHUNK);
-    int rc = launch("sort_scan_sums", &t, chunks, &av);
+    int rc = launch("sort_scan_sums", &t, chunks, 0, &av);
     if (rc == 0) rc = exclusive_scan((mod_array *)sums, chunks);
     if (rc == 0) {
         t.n = 0;
@@ -180,7 +191,7 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
         arg_obj(&av, sums);
         arg_int(&av, m);
         arg_int(&av, SCAN_CHUNK);
-        rc = launch("sort_scan_apply", &t, chunks, &av);
+        rc = launch("sort_scan_apply", &t, chunks, 0, &av);
     }
     Py_DECREF(sums);
     return rc;
@@ -188,162 +199,479 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
 
 /* ---- the radix sort ---- */
 
-/* The key kernel for dtype: key[i] (uint64) and idx[i] = i. Floats read
- * their bits through `bits`, the same memory as uint32/uint64. */
-static void key_text(text *t, PyObject *dtype, bool descending, char *name, size_t len) {
-    const char *dn = mod_dtype_name(dtype);
+/* A sort's plan: the key dtype, how wide a digit is, and the device's form. */
+typedef struct {
+    ofl_device *dev;
+    bool tiles;                /* the GPU form (tiles in local memory), else the CPU form */
+    int digit_bits;            /* 4 in tiles, 8 in runs */
+    Py_ssize_t N, n;           /* elements, row length */
+    PyObject *kdt, *idt;       /* key dtype (uint32/uint64), index dtype (int32/int64); borrowed */
+    PyObject *key[2], *idx[2]; /* ping-pong buffers; owned */
+    int cur;                   /* key[cur], idx[cur] hold the keys and indices now */
+    PyObject *hist;            /* counts per (digit, run or tile); owned */
+    Py_ssize_t runs, per;      /* runs form: runs of per elements */
+    Py_ssize_t tile_k;         /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
+    Py_ssize_t ntiles;
+} plan_t;
+
+#define TILE_T 256        /* work-items of a tile's group */
+#define CPU_RUN_MIN 16384 /* the runs form: elements a run walks at least */
+#define BITS_PARTS 16384  /* the tiles form: partial OR/ANDs of the key bits */
+
+/* A numpy scalar of dtype holding v (a shift count in the keys' type, so
+ * that key >> sh stays unsigned). */
+static void arg_typed(argv_t *a, PyObject *dtype, Py_ssize_t v) {
+    PyObject *o = PyObject_CallMethod(mod_numpy_borrowed(), mod_dtype_name(dtype), "n", v);
+    a->bad |= !o;
+    a->v[a->n++] = o;
+}
+
+/* The words of a sort's key, least significant first. A complex number
+ * orders as NumPy 2's: lexicographic on (real, imag) with NaN parts last,
+ * in classes -- no NaN, NaN imag (by real), NaN real (by imag), both -- so
+ * its words are imag, real (a NaN part keyed 0: its class decides) and the
+ * class. Several rows add the row number as the most significant word. */
+enum { W_VALUE, W_IMAG, W_REAL, W_CLASS, W_ROW };
+
+/* "k = <the key of float v, bits b>" for 32 or 64 bits: the sign flipped
+ * (all bits for negatives), -0.0 as +0.0, NaN as nan_key. */
+static void put_float_key(text *t, int bits, const char *v, const char *b, bool nan_max) {
+    const char *u = bits == 32 ? "uint32" : "uint64";
+    const char *top = bits == 32 ? "np.uint32(2147483648)" : "(np.uint64(1) << np.uint64(63))";
+    put(t,
+        "    top = %s\n"
+        "    if %s != %s:\n"
+        "        k = %s\n"
+        "    elif %s == 0:\n"
+        "        k = top\n"
+        "    elif %s >= top:\n"
+        "        k = %s ^ (top | (top - np.%s(1)))\n"
+        "    else:\n"
+        "        k = %s | top\n",
+        top, v, v, nan_max ? "top | (top - np.uint64(1))" : "np.uint64(0)", v, b, b, u, b);
+    if (bits == 32) put(t, "    k = np.uint32(k)\n");
+}
+
+/* The key kernel of one word: key[i] from the element idx[i] (first: from
+ * element i, and idx[i] = i). x is the flat input (complex: as 2N parts),
+ * bits the same memory as unsigned integers (floats only). */
+static void key_text(text *t, PyObject *dtype, int word, bool descending, bool first, PyObject *kdt,
+                     PyObject *idt, char *name, size_t len) {
+    const char *dn = mod_dtype_name(dtype), *kt = mod_dtype_name(kdt);
     char kind = kind_of(dtype);
-    int bits = (int)mod_dtype_itemsize(dtype) * 8;
-    snprintf(name, len, "sort_key_%s%s", dn, descending ? "_desc" : "");
-    put(t, "def %s(it, x, %skey, idx):\n    i = it.get_id(0)\n    v = x[i]\n", name,
-        kind == 'f' ? "bits, " : "");
-    put(t, "    top = np.uint64(1) << np.uint64(63)\n    ones = top | (top - np.uint64(1))\n");
-    if (kind == 'b') {
-        put(t, "    k = np.uint64(1) if v else np.uint64(0)\n");
-    } else if (kind == 'u') {
-        put(t, "    k = np.uint64(v)\n");
-    } else if (kind == 'i' && bits < 64) {
-        put(t, "    k = np.uint64(np.int64(v) + %lld)\n", 1LL << (bits - 1));
-    } else if (kind == 'i') {
-        put(t, "    k = np.uint64(v) ^ top\n");
-    } else if (bits == 32) {
-        /* NaN above +inf (0xff800000 once the sign bit is set); -0.0 as +0.0 */
-        put(t, "    b = bits[i]\n"
-               "    if v != v:\n"
-               "        k = np.uint64(4294967295)\n"
-               "    elif v == 0:\n"
-               "        k = np.uint64(2147483648)\n"
-               "    elif b >= np.uint32(2147483648):\n"
-               "        k = np.uint64(b ^ np.uint32(4294967295))\n"
-               "    else:\n"
-               "        k = np.uint64(b) + np.uint64(2147483648)\n");
+    int bits = (int)mod_dtype_itemsize(dtype) * (kind == 'c' ? 4 : 8);
+    static const char *wn[] = {"value", "imag", "real", "class", "row"};
+    snprintf(name, len, "sort_key_%s_%s%s%s", word == W_ROW ? "any" : dn, wn[word],
+             descending ? "_desc" : "", first ? "_first" : "");
+    put(t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n", name);
+    if (first)
+        put(t, "    j = i\n    idx[i] = np.%s(i)\n", mod_dtype_name(idt));
+    else
+        put(t, "    j = np.int64(idx[i])\n");
+    if (word == W_ROW) {
+        put(t, "    key[i] = np.%s(j // n)\n", kt);
+        return;
+    }
+    unsigned long long flip = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
+    if (kind == 'c') {
+        const char *part = word == W_IMAG ? "np.uint64(2 * j + 1)" : "np.uint64(2 * j)";
+        if (word == W_CLASS) {
+            put(t,
+                "    re = x[np.uint64(2 * j)]\n"
+                "    im = x[np.uint64(2 * j + 1)]\n"
+                "    k = np.%s(0)\n"
+                "    if re != re:\n"
+                "        k = np.%s(2)\n"
+                "    if im != im:\n"
+                "        k = k | np.%s(1)\n",
+                kt, kt, kt);
+            flip = 3;
+        } else {
+            put(t, "    v = x[%s]\n    b = bits[%s]\n", part, part);
+            put_float_key(t, bits, "v", "b", false);
+        }
     } else {
-        put(t, "    b = bits[i]\n"
-               "    if v != v:\n"
-               "        k = ones\n"
-               "    elif v == 0:\n"
-               "        k = top\n"
-               "    elif b >= top:\n"
-               "        k = b ^ ones\n"
-               "    else:\n"
-               "        k = b | top\n");
+        put(t, "    v = x[j]\n");
+        if (kind == 'b') {
+            put(t, "    k = np.uint32(1) if v else np.uint32(0)\n");
+            flip = 1;
+        } else if (kind == 'u') {
+            put(t, "    k = np.%s(v)\n", bits == 64 ? "uint64" : "uint32");
+        } else if (kind == 'i' && bits < 64) {
+            put(t, "    k = np.uint32(np.int64(v) + %lld)\n", 1LL << (bits - 1));
+        } else if (kind == 'i') {
+            put(t, "    k = np.uint64(v) ^ (np.uint64(1) << np.uint64(63))\n");
+        } else {
+            put(t, "    b = bits[j]\n");
+            put_float_key(t, bits, "v", "b", true);
+        }
     }
-    if (descending) {
-        if (bits == 64 || kind == 'b')
-            put(t, "    k = k ^ %s\n", kind == 'b' ? "np.uint64(1)" : "ones");
-        else
-            put(t, "    k = k ^ np.uint64(%lld)\n", (1LL << bits) - 1);
-    }
-    put(t, "    key[i] = k\n    idx[i] = i\n");
+    if (descending && bits == 64)
+        put(t, "    k = k ^ ((np.uint64(1) << np.uint64(63)) | ((np.uint64(1) << np.uint64(63)) - "
+               "np.uint64(1)))\n");
+    else if (descending)
+        put(t, "    k = k ^ np.uint32(%llu)\n", flip);
+    put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
-/* The digit of element i in a pass: of its key, or (by_row) of its row. */
-static const char *digit_expr(bool by_row) {
-    return by_row ? "((idx[i] // rown) >> sh) & 15" : "np.int64((key[i] >> sh) & np.uint64(15))";
-}
-
-/* One pass: the digit at shift sh of key (or of idx // rown) orders
- * (key, idx) into (key2, idx2). Keys move only in key passes. */
-static int radix_pass(PyObject *key, PyObject *idx, PyObject *key2, PyObject *idx2, PyObject *hist,
-                      Py_ssize_t N, Py_ssize_t rown, int sh, bool by_row) {
-    Py_ssize_t R = (N + RUN - 1) / RUN;
-    const char *dig = digit_expr(by_row);
-    char name[64];
-    snprintf(name, sizeof name, "sort_hist_%s", by_row ? "row" : "key");
+/* The bits in which the current keys differ (their OR and-not AND): a
+ * digit all keys share needs no pass. One small read back per word. */
+static int varying_bits(plan_t *p, uint64_t *mask) {
+    Py_ssize_t G, a, b, per;
+    if (p->tiles) {
+        G = p->N < BITS_PARTS * 64 ? (p->N + 63) / 64 : BITS_PARTS;
+        a = 1, b = G, per = (p->N + G - 1) / G;
+    } else {
+        G = p->runs, per = p->per, a = per, b = 1;
+    }
+    PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
+    if (!part) return -1;
     text t = {.n = 0};
-    put(&t,
-        "def %s(it, key, idx, hist, n, runs, sh, rown):\n"
-        "    r = it.get_id(0)\n"
-        "    c = ol.private_array(%d, np.int64)\n"
-        "    for d in range(%d):\n"
-        "        c[d] = 0\n"
-        "    for i in range(r * %d, min(r * %d + %d, n)):\n"
-        "        d = %s\n"
-        "        c[d] += 1\n"
-        "    for d in range(%d):\n"
-        "        hist[np.uint64(d * runs + r)] = c[d]\n",
-        name, RADIX, RADIX, RUN, RUN, RUN, dig, RADIX);
+    put(&t, "def sort_bits(it, key, part, n, G, a, b, per):\n"
+            "    g = it.get_id(0)\n"
+            "    o = key[0]\n"
+            "    z = key[0]\n"
+            "    for j in range(per):\n"
+            "        i = g * a + j * b\n"
+            "        if i < n:\n"
+            "            v = key[np.uint64(i)]\n"
+            "            o = o | v\n"
+            "            z = z & v\n"
+            "    part[g] = o\n"
+            "    part[np.uint64(G + g)] = z\n");
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, part);
+    arg_int(&av, p->N);
+    arg_int(&av, G);
+    arg_int(&av, a);
+    arg_int(&av, b);
+    arg_int(&av, per);
+    int rc = launch("sort_bits", &t, G, 0, &av);
+    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)part) : NULL;
+    Py_DECREF(part);
+    if (!h) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    uint64_t o = 0, z = ~0ULL;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        uint64_t vo, vz;
+        if (view.itemsize == 4)
+            vo = ((uint32_t *)view.buf)[g], vz = ((uint32_t *)view.buf)[G + g];
+        else
+            vo = ((uint64_t *)view.buf)[g], vz = ((uint64_t *)view.buf)[G + g];
+        o |= vo, z &= vz;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(h);
+    *mask = o & ~z;
+    return 0;
+}
+
+/* The digit of key k at shift sh, as an int64 expression. */
+#define DIGIT(kvar, mask) "np.int64((" kvar " >> sh) & np.uint8(" mask "))"
+
+/* ---- the CPU form: a pass over runs ----
+ * Each of a few work-items (runs) walks a long run of consecutive keys:
+ * counts its 8-bit digits (hist[digit][run], digit-major, so that one
+ * exclusive scan gives every run its start per digit), then, after the
+ * scan, moves its keys to those starts in order -- stable, as LSD needs. A
+ * CPU runs each work-item's loop at memory speed; the scan is 256 x runs. */
+static int pass_runs(plan_t *p, int sh) {
+    PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
+    PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
+    text t = {.n = 0};
+    put(&t, "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
+            "    r = it.get_id(0)\n"
+            "    c = ol.private_array(256, np.int64)\n"
+            "    for d in range(256):\n"
+            "        c[d] = 0\n"
+            "    for i in range(r * per, min(r * per + per, n)):\n"
+            "        k = key[np.uint64(i)]\n"
+            "        c[" DIGIT("k", "255") "] += 1\n"
+                                           "    for d in range(256):\n"
+                                           "        hist[np.uint64(d * runs + r)] = c[d]\n");
     argv_t av = {.n = 0};
     arg_obj(&av, key);
-    arg_obj(&av, idx);
-    arg_obj(&av, hist);
-    arg_int(&av, N);
-    arg_int(&av, R);
-    if (by_row)
-        arg_int(&av, sh);
-    else
-        arg_u64(&av, sh);
-    arg_int(&av, rown);
-    if (launch(name, &t, R, &av) < 0 || exclusive_scan((mod_array *)hist, RADIX * R) < 0) return -1;
-    snprintf(name, sizeof name, "sort_scatter_%s", by_row ? "row" : "key");
+    arg_obj(&av, p->hist);
+    arg_int(&av, p->N);
+    arg_int(&av, p->runs);
+    arg_int(&av, p->per);
+    arg_typed(&av, p->kdt, sh);
+    if (launch("sort_run_count", &t, p->runs, 0, &av) < 0 ||
+        exclusive_scan((mod_array *)p->hist, 256 * p->runs) < 0)
+        return -1;
     t.n = 0;
-    put(&t,
-        "def %s(it, key, idx, key2, idx2, hist, n, runs, sh, rown):\n"
-        "    r = it.get_id(0)\n"
-        "    c = ol.private_array(%d, np.int64)\n"
-        "    for d in range(%d):\n"
-        "        c[d] = hist[np.uint64(d * runs + r)]\n"
-        "    for i in range(r * %d, min(r * %d + %d, n)):\n"
-        "        d = %s\n"
-        "        p = np.uint64(c[d])\n"
-        "        c[d] += 1\n"
-        "        idx2[p] = idx[i]\n"
-        "%s",
-        name, RADIX, RADIX, RUN, RUN, RUN, dig, by_row ? "" : "        key2[p] = key[i]\n");
+    put(&t, "def sort_run_scatter(it, key, idx, key2, idx2, hist, n, runs, per, sh):\n"
+            "    r = it.get_id(0)\n"
+            "    c = ol.private_array(256, np.int64)\n"
+            "    for d in range(256):\n"
+            "        c[d] = hist[np.uint64(d * runs + r)]\n"
+            "    for i in range(r * per, min(r * per + per, n)):\n"
+            "        k = key[np.uint64(i)]\n"
+            "        d = " DIGIT("k", "255") "\n"
+                                             "        q = np.uint64(c[d])\n"
+                                             "        c[d] += 1\n"
+                                             "        key2[q] = k\n"
+                                             "        idx2[q] = idx[np.uint64(i)]\n");
     arg_obj(&av, key);
     arg_obj(&av, idx);
     arg_obj(&av, key2);
     arg_obj(&av, idx2);
-    arg_obj(&av, hist);
-    arg_int(&av, N);
-    arg_int(&av, R);
-    if (by_row)
-        arg_int(&av, sh);
-    else
-        arg_u64(&av, sh);
-    arg_int(&av, rown);
-    return launch(name, &t, R, &av);
+    arg_obj(&av, p->hist);
+    arg_int(&av, p->N);
+    arg_int(&av, p->runs);
+    arg_int(&av, p->per);
+    arg_typed(&av, p->kdt, sh);
+    if (launch("sort_run_scatter", &t, p->runs, 0, &av) < 0) return -1;
+    p->cur = !p->cur;
+    return 0;
+}
+
+/* ---- the GPU form: a pass over tiles ----
+ * A group of TILE_T work-items owns a tile of TILE_T * K consecutive keys,
+ * loaded coalesced into local memory. The count kernel adds the tile's
+ * 4-bit digits into 16 local counters (atomics: counts need no order) and
+ * writes cnt[digit][tile]; one exclusive scan over cnt (digit-major) gives
+ * each (digit, tile) its global start. The scatter kernel loads the tile
+ * again, ranks it stably -- work-item l counts the digits of its K
+ * consecutive keys, and an exclusive scan of those counts (digit-major, l
+ * fastest) gives each work-item's tile-local start per digit -- sorts the
+ * tile in local memory by digit, then writes it out coalesced: tile
+ * position q of digit d goes to cnt[d][tile] + q - (d's first position). */
+static int pass_tiles(plan_t *p, int sh) {
+    PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
+    PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
+    const int T = TILE_T, K = (int)p->tile_k;
+    const char *kt = mod_dtype_name(p->kdt), *it = mod_dtype_name(p->idt);
+    text t = {.n = 0};
+    put(&t,
+        "def sort_tile_count(item, key, cnt, n, tiles, sh):\n"
+        "    grp = item.get_group()\n"
+        "    l = item.get_local_id(0)\n"
+        "    g = grp.get_group_id(0)\n"
+        "    h = ol.local_array(16, np.int32)\n"
+        "    if l < 16:\n"
+        "        h[l] = 0\n"
+        "    ol.group_barrier(grp)\n"
+        "    base = g * %d\n"
+        "    for j in range(%d):\n"
+        "        i = base + j * %d + l\n"
+        "        if i < n:\n"
+        "            k = key[np.uint64(i)]\n"
+        "            ol.AtomicRef(h, " DIGIT("k",
+                                             "15") ").fetch_add(1)\n"
+                                                   "    ol.group_barrier(grp)\n"
+                                                   "    if l < 16:\n"
+                                                   "        cnt[np.uint64(l * tiles + g)] = h[l]\n",
+        T * K, K, T);
+    argv_t av = {.n = 0};
+    arg_obj(&av, key);
+    arg_obj(&av, p->hist);
+    arg_int(&av, p->N);
+    arg_int(&av, p->ntiles);
+    arg_typed(&av, p->kdt, sh);
+    if (launch("sort_tile_count", &t, p->ntiles * T, T, &av) < 0 ||
+        exclusive_scan((mod_array *)p->hist, 16 * p->ntiles) < 0)
+        return -1;
+    t.n = 0;
+    char name[64];
+    snprintf(name, sizeof name, "sort_tile_scatter_%d", K);
+    /* Each work-item's digit counts live in its column of sc (l fastest),
+     * not in a private array: Intel's CPU compiler gets a private array
+     * indexed by digit wrong across these barriers (measured). */
+    put(&t,
+        "def %s(item, key, idx, key2, idx2, cnt, n, tiles, sh):\n"
+        "    grp = item.get_group()\n"
+        "    l = item.get_local_id(0)\n"
+        "    g = grp.get_group_id(0)\n"
+        "    sk = ol.local_array(%d, np.%s)\n"
+        "    si = ol.local_array(%d, np.%s)\n"
+        "    sc = ol.local_array(%d, np.int32)\n"
+        "    tot = ol.local_array(%d, np.int32)\n"
+        "    ds = ol.local_array(16, np.int32)\n"
+        "    pk = ol.private_array(%d, np.%s)\n"
+        "    pi = ol.private_array(%d, np.%s)\n"
+        "    base = g * %d\n"
+        "    m = min(n - base, %d)\n"
+        "    for j in range(%d):\n"
+        "        q = j * %d + l\n"
+        "        if q < m:\n"
+        "            sk[q] = key[np.uint64(base + q)]\n"
+        "            si[q] = idx[np.uint64(base + q)]\n"
+        "    for d in range(16):\n"
+        "        sc[d * %d + l] = 0\n"
+        "    ol.group_barrier(grp)\n"
+        "    for j in range(%d):\n"
+        "        q = l * %d + j\n"
+        "        if q < m:\n"
+        "            k = sk[q]\n"
+        "            pk[j] = k\n"
+        "            pi[j] = si[q]\n"
+        "            c = " DIGIT(
+            "k", "15") " * %d + l\n"
+                       "            sc[c] = sc[c] + 1\n"
+                       "    ol.group_barrier(grp)\n"
+                       "    s = np.int32(0)\n"
+                       "    for e in range(16):\n"
+                       "        s += sc[l * 16 + e]\n"
+                       "    tot[l] = s\n"
+                       "    ol.group_barrier(grp)\n"
+                       "    h = 1\n"
+                       "    while h < %d:\n"
+                       "        v = np.int32(0)\n"
+                       "        if l >= h:\n"
+                       "            v = tot[l - h]\n"
+                       "        ol.group_barrier(grp)\n"
+                       "        tot[l] = tot[l] + v\n"
+                       "        ol.group_barrier(grp)\n"
+                       "        h = h * 2\n"
+                       "    r = tot[l] - s\n"
+                       "    for e in range(16):\n"
+                       "        v = sc[l * 16 + e]\n"
+                       "        sc[l * 16 + e] = r\n"
+                       "        r += v\n"
+                       "    ol.group_barrier(grp)\n"
+                       "    if l < 16:\n"
+                       "        ds[l] = sc[l * %d]\n"
+                       "    ol.group_barrier(grp)\n"
+                       "    for j in range(%d):\n"
+                       "        if l * %d + j < m:\n"
+                       "            k = pk[j]\n"
+                       "            c = " DIGIT(
+                           "k", "15") " * %d + l\n"
+                                      "            q = sc[c]\n"
+                                      "            sc[c] = q + 1\n"
+                                      "            sk[q] = k\n"
+                                      "            si[q] = pi[j]\n"
+                                      "    ol.group_barrier(grp)\n"
+                                      "    for j in range(%d):\n"
+                                      "        q = j * %d + l\n"
+                                      "        if q < m:\n"
+                                      "            k = sk[q]\n"
+                                      "            d = " DIGIT(
+                                          "k", "15") "\n"
+                                                     "            o = np.uint64(cnt[np.uint64(d * "
+                                                     "tiles + g)] + q - ds[d])\n"
+                                                     "            key2[o] = k\n"
+                                                     "            idx2[o] = si[q]\n",
+        name, T * K, kt, T * K, it, 16 * T, T, K, kt, K, it, T * K, T * K, K, T, T, K, K, T, T, T,
+        K, K, T, K, T);
+    arg_obj(&av, key);
+    arg_obj(&av, idx);
+    arg_obj(&av, key2);
+    arg_obj(&av, idx2);
+    arg_obj(&av, p->hist);
+    arg_int(&av, p->N);
+    arg_int(&av, p->ntiles);
+    arg_typed(&av, p->kdt, sh);
+    if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
+    p->cur = !p->cur;
+    return 0;
+}
+
+/* Whether sorts on dev take the tiles form: GPUs; OFFLOAD_SORT_FORM=tiles
+ * or runs overrides (the tests run both forms on CPU devices). */
+static bool use_tiles(ofl_device *dev) {
+    const char *f = getenv("OFFLOAD_SORT_FORM");
+    if (f && !strcmp(f, "tiles")) return true;
+    if (f && !strcmp(f, "runs")) return false;
+    return ofl_device_get_info(dev)->type != OFL_CPU;
+}
+
+/* Keys a tile's work-item holds: the most (16, 8, ...) whose tile fits the
+ * device's local memory (48 KB at most: CUDA's static limit). */
+static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
+    uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
+    if (lm > 48 * 1024) lm = 48 * 1024;
+    Py_ssize_t K = 16;
+    while (K > 1 && (uint64_t)(TILE_T * K * (ksz + isz) + 17 * TILE_T * 4 + 64) > lm) K /= 2;
+    return K;
 }
 
 /* The sorted order of c (C-contiguous, N elements in rows of n): a new 1-D
- * int64 array of flat indices into c, row by row. */
+ * array (int32 or int64) of flat indices into c, row by row. */
 static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool descending) {
     ofl_device *dev = mod_array_device(c);
     PyObject *dtype = c->dtype;
     char kind = kind_of(dtype);
-    int bits = kind == 'b' ? RADIX_BITS : (int)c->itemsize * 8;
-    PyObject *bufs[4] = {new_1d(dev, uint64_dtype(), N), new_1d(dev, int64_dtype(), N),
-                         new_1d(dev, uint64_dtype(), N), new_1d(dev, int64_dtype(), N)};
-    Py_ssize_t R = (N + RUN - 1) / RUN;
-    PyObject *hist = new_1d(dev, int64_dtype(), RADIX * R);
-    PyObject *x = flat_view(c, N, NULL), *bitsv = NULL, *result = NULL;
-    if (!bufs[0] || !bufs[1] || !bufs[2] || !bufs[3] || !hist || !x) goto out;
-    text t = {.n = 0};
-    char name[64];
-    key_text(&t, dtype, descending, name, sizeof name);
-    argv_t av = {.n = 0};
-    arg_obj(&av, x);
-    if (kind == 'f') {
-        if (!(bitsv = flat_view(c, N, mod_dtype_find_borrowed('u', c->itemsize)))) goto out;
-        arg_obj(&av, bitsv);
-    }
-    arg_obj(&av, bufs[0]);
-    arg_obj(&av, bufs[1]);
-    if (launch(name, &t, N, &av) < 0) goto out;
-    int cur = 0; /* (bufs[cur], bufs[cur + 1]) hold the keys and indices */
-    for (int sh = 0; sh < bits; sh += RADIX_BITS, cur ^= 2)
-        if (radix_pass(bufs[cur], bufs[cur + 1], bufs[cur ^ 2], bufs[(cur ^ 2) + 1], hist, N, n, sh,
-                       false) < 0)
-            goto out;
     Py_ssize_t rows = n ? N / n : 0;
-    for (int sh = 0; rows > 1 && (Py_ssize_t)1 << sh < rows; sh += RADIX_BITS, cur ^= 2)
-        if (radix_pass(bufs[cur], bufs[cur + 1], bufs[cur ^ 2], bufs[(cur ^ 2) + 1], hist, N, n, sh,
-                       true) < 0)
-            goto out;
-    result = Py_NewRef(bufs[cur + 1]);
+    bool wide = c->itemsize == 8 && kind != 'c';
+    wide |= kind == 'c' && c->itemsize == 16;
+    plan_t p = {.dev = dev, .N = N, .n = n};
+    p.tiles = use_tiles(dev);
+    p.digit_bits = p.tiles ? 4 : 8;
+    p.kdt = mod_dtype_find_borrowed('u', wide ? 8 : 4);
+    p.idt = mod_dtype_find_borrowed('i', N < ((Py_ssize_t)1 << 31) ? 4 : 8);
+    Py_ssize_t hn;
+    if (p.tiles) {
+        p.tile_k = tile_keys(dev, wide ? 8 : 4, N < ((Py_ssize_t)1 << 31) ? 4 : 8);
+        p.ntiles = (N + TILE_T * p.tile_k - 1) / (TILE_T * p.tile_k);
+        hn = 16 * p.ntiles;
+    } else {
+        Py_ssize_t most = 4 * (Py_ssize_t)ofl_device_get_info(dev)->max_compute_units;
+        p.runs = (N + CPU_RUN_MIN - 1) / CPU_RUN_MIN;
+        if (p.runs > most) p.runs = most;
+        if (p.runs < 1) p.runs = 1;
+        p.per = (N + p.runs - 1) / p.runs;
+        hn = 256 * p.runs;
+    }
+    PyObject *x = NULL, *bitsv = NULL, *result = NULL;
+    for (int i = 0; i < 2; i++) {
+        p.key[i] = new_1d(dev, p.kdt, N);
+        p.idx[i] = new_1d(dev, p.idt, N);
+    }
+    p.hist = new_1d(dev, int64_dtype(), hn);
+    if (!p.key[0] || !p.key[1] || !p.idx[0] || !p.idx[1] || !p.hist) goto out;
+    if (kind == 'c') { /* the parts, as 2N floats */
+        Py_ssize_t two = 2 * N, half = c->itemsize / 2;
+        PyObject *fdt = mod_dtype_find_borrowed('f', half);
+        x = mod_array_view(c, 1, &two, &half, c->offset);
+        if (x) Py_SETREF(((mod_array *)x)->dtype, Py_NewRef(fdt));
+        bitsv = x ? mod_array_view(c, 1, &two, &half, c->offset) : NULL;
+        if (bitsv)
+            Py_SETREF(((mod_array *)bitsv)->dtype, Py_NewRef(mod_dtype_find_borrowed('u', half)));
+    } else {
+        x = flat_view(c, N, NULL);
+        bitsv = x && kind == 'f' ? flat_view(c, N, mod_dtype_find_borrowed('u', c->itemsize))
+                                 : Py_XNewRef(x);
+    }
+    if (!x || !bitsv) goto out;
+    int words[4], nw = 0;
+    if (kind == 'c') {
+        words[nw++] = W_IMAG;
+        words[nw++] = W_REAL;
+        words[nw++] = W_CLASS;
+    } else {
+        words[nw++] = W_VALUE;
+    }
+    if (rows > 1) words[nw++] = W_ROW;
+    for (int w = 0; w < nw; w++) {
+        text t = {.n = 0};
+        char name[64];
+        key_text(&t, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.kdt, p.idt, name,
+                 sizeof name);
+        argv_t av = {.n = 0};
+        arg_obj(&av, x);
+        arg_obj(&av, bitsv);
+        arg_obj(&av, p.key[p.cur]);
+        arg_obj(&av, p.idx[p.cur]);
+        arg_int(&av, n);
+        uint64_t mask;
+        if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, &mask) < 0) goto out;
+        int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
+        for (int sh = 0; sh < bits; sh += p.digit_bits) {
+            if (!((mask >> sh) & ((1u << p.digit_bits) - 1))) continue; /* one digit for all */
+            if ((p.tiles ? pass_tiles(&p, sh) : pass_runs(&p, sh)) < 0) goto out;
+        }
+    }
+    result = Py_NewRef(p.idx[p.cur]);
 out:
-    for (int i = 0; i < 4; i++) Py_XDECREF(bufs[i]);
-    Py_XDECREF(hist);
+    for (int i = 0; i < 2; i++) Py_XDECREF(p.key[i]), Py_XDECREF(p.idx[i]);
+    Py_XDECREF(p.hist);
     Py_XDECREF(x);
     Py_XDECREF(bitsv);
     return result;
@@ -361,7 +689,7 @@ static int gather(PyObject *out, PyObject *x, PyObject *idx, Py_ssize_t N, Py_ss
     arg_obj(&av, x);
     arg_obj(&av, idx);
     arg_int(&av, n);
-    return launch(name, &t, N, &av);
+    return launch(name, &t, N, 0, &av);
 }
 
 /* ---- sort and argsort ---- */
@@ -565,7 +893,8 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
                                 "offload.searchsorted: x2 must be an offload array, not %.100s "
                                 "(call offload.asarray(...) on it first)",
                                 Py_TYPE(x2o)->tp_name);
-        if (!(PyLong_Check(x2o) || PyFloat_Check(x2o) || mod_is_numpy_scalar(x2o)))
+        if (!(PyLong_Check(x2o) || PyFloat_Check(x2o) || PyComplex_Check(x2o) ||
+              mod_is_numpy_scalar(x2o)))
             return PyErr_Format(PyExc_TypeError,
                                 "offload.searchsorted: x2 must be an offload array or a scalar, "
                                 "not %.100s",
@@ -573,7 +902,10 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         /* a Python scalar is weak (NEP 50): in x1's dtype, as NumPy converts it */
         PyObject *h =
             PyObject_CallMethod(mod_numpy_borrowed(), "asarray", "OO", x2o,
-                                PyLong_Check(x2o) || PyFloat_Check(x2o) ? x1->dtype : Py_None);
+                                PyLong_Check(x2o) || PyFloat_Check(x2o) ||
+                                        (PyComplex_Check(x2o) && kind_of(x1->dtype) == 'c')
+                                    ? x1->dtype
+                                    : Py_None);
         x2_own = h ? mod_array_from_host(h, dev) : NULL;
         Py_XDECREF(h);
         if (!x2_own) return NULL;
@@ -629,7 +961,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         arg_obj(&av, x1c);
         arg_obj(&av, sc);
         arg_int(&av, n);
-        int rc = a ? launch("searchsorted_sorter", &t, n, &av) : (args_clear(&av), -1);
+        int rc = a ? launch("searchsorted_sorter", &t, n, 0, &av) : (args_clear(&av), -1);
         Py_XDECREF(sc);
         Py_XDECREF(x1c);
         if (rc < 0) goto done;
@@ -644,9 +976,11 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
             !(outflat = flat_view((mod_array *)out, M, NULL)))
             goto done;
         /* lt(p, q): p before q in NumPy's sort order, NaN last */
-        const char *lt = kind_of(dt) == 'f' ? "(%s < %s or (%s != %s and %s == %s))" : "%s < %s";
+        const char *lt = kind_of(dt) != 'i' && kind_of(dt) != 'u'
+                             ? "(%s < %s or (%s != %s and %s == %s))"
+                             : "%s < %s";
         char cond[160];
-        if (kind_of(dt) == 'f')
+        if (kind_of(dt) != 'i' && kind_of(dt) != 'u')
             snprintf(cond, sizeof cond, lt, right ? "x" : "y", right ? "y" : "x", right ? "y" : "x",
                      right ? "y" : "x", right ? "x" : "y", right ? "x" : "y");
         else
@@ -663,19 +997,42 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
             "    hi = n\n"
             "    while lo < hi:\n"
             "        mid = (lo + hi) // 2\n"
-            "        y = a[np.uint64(mid)]\n"
-            "        if %s%s:\n"
+            "        y = a[np.uint64(mid)]\n",
+            name);
+        if (kind_of(dt) == 'c') {
+            /* NumPy's complex order (npysort's CLT): lexicographic, then
+             * NaN imag (by real), NaN real (by imag), both NaN */
+            const char *p = right ? "x" : "y", *q = right ? "y" : "x";
+            put(&t,
+                "        pr = %s.real\n"
+                "        pi = %s.imag\n"
+                "        qr = %s.real\n"
+                "        qi = %s.imag\n"
+                "        if pr < qr:\n"
+                "            b = pi == pi or qi != qi\n"
+                "        elif pr > qr:\n"
+                "            b = qi != qi and pi == pi\n"
+                "        elif pr == qr or (pr != pr and qr != qr):\n"
+                "            b = pi < qi or (qi != qi and pi == pi)\n"
+                "        else:\n"
+                "            b = qr != qr\n",
+                p, p, q, q);
+        } else {
+            put(&t, "        b = %s\n", cond);
+        }
+        put(&t,
+            "        if %sb:\n"
             "            lo = mid + 1\n"
             "        else:\n"
             "            hi = mid\n"
             "    out[i] = lo\n",
-            name, right ? "not " : "", cond);
+            right ? "not " : "");
         argv_t av = {.n = 0};
         arg_obj(&av, outflat);
         arg_obj(&av, a);
         arg_obj(&av, vflat);
         arg_int(&av, n);
-        if (launch(name, &t, M, &av) < 0) goto done;
+        if (launch(name, &t, M, 0, &av) < 0) goto done;
     }
     result = Py_NewRef(out);
 done:
@@ -730,7 +1087,7 @@ static PyObject *f_unique(int what, PyObject *xo) {
         arg_obj(&av, g);
         arg_obj(&av, sv);
         arg_int(&av, N);
-        if (launch("unique_marks", &t, N, &av) < 0 || exclusive_scan((mod_array *)g, N + 1) < 0)
+        if (launch("unique_marks", &t, N, 0, &av) < 0 || exclusive_scan((mod_array *)g, N + 1) < 0)
             goto done;
         Py_ssize_t one = 1, stride = 8;
         PyObject *last =
@@ -771,7 +1128,7 @@ static PyObject *f_unique(int what, PyObject *xo) {
         arg_obj(&av, indices);
         arg_obj(&av, starts);
         arg_obj(&av, inv_flat);
-        if (launch("unique_scatter", &t, N, &av) < 0) goto done;
+        if (launch("unique_scatter", &t, N, 0, &av) < 0) goto done;
         t.n = 0;
         put(&t, "def unique_counts(it, counts, starts, m, n):\n"
                 "    j = it.get_id(0)\n"
@@ -783,7 +1140,7 @@ static PyObject *f_unique(int what, PyObject *xo) {
         arg_obj(&av, starts);
         arg_int(&av, m);
         arg_int(&av, N);
-        if (launch("unique_counts", &t, m, &av) < 0) goto done;
+        if (launch("unique_counts", &t, m, 0, &av) < 0) goto done;
     }
     switch (what) {
     case U_VALUES: result = Py_NewRef(values); break;
@@ -825,7 +1182,8 @@ static PyMethodDef functions[] = {
      "sort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> ndarray\n\n"
      "A sorted copy of x along axis (None: the flattened array), on x's device. Always stable; "
      "NaNs last (first when descending: the ascending order reversed, ties kept in order). "
-     "kind= is accepted for NumPy's sake; order= must be None."},
+     "Complex numbers in NumPy's order (real, then imag; NaN parts last). kind= is accepted for "
+     "NumPy's sake; order= must be None."},
     {"argsort", KWFUNC(f_argsort),
      "argsort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> int64 "
      "ndarray\n\nThe indices that sort x along axis, as sort orders it: equal elements keep "
