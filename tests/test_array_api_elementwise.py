@@ -360,6 +360,8 @@ def test_round_decimals(device, rng, dtype):
     a = make(rng, dtype, N)
     if np.dtype(dtype).kind == "f":
         a = (a * 37.0).astype(dtype)
+    if dtype == "int64":  # NumPy rounds through float64: a value that rounds past 2**63 has no
+        a = a // 4        # int64, and what the conversion back gives is the platform's (x86 INT_MIN)
     x = on(device, a)
     for d in [0, 1, 2, -1, -2]:
         # NumPy scales by 10**d, rounds and scales back: a float's result is within an ulp of that
