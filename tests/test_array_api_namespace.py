@@ -93,10 +93,11 @@ def test_namespace_info(device):
     assert info.default_device() == ol.default_device()
     d = info.default_dtypes(device=device)
     assert d["real floating"] == ("float64" if device.has_fp64 else "float32")
-    assert d["complex floating"] is None  # no complex dtypes yet
+    assert d["complex floating"] == ("complex128" if device.has_fp64 else "complex64")
     assert d["integral"] == np.int64 and d["indexing"] == np.int64
     assert info.default_dtypes() == info.default_dtypes(device=info.default_device())
-    held = [t for t in DTYPES if t != "float64" or device.has_fp64]
+    held = [t for t in DTYPES + ["complex64", "complex128"]
+            if t not in ("float64", "complex128") or device.has_fp64]
     everything = info.dtypes(device=device)
     assert list(everything) == held
     assert all(everything[n] == getattr(ol, n) for n in held)
@@ -137,8 +138,9 @@ def test_result_type_matches_numpy(device):
                 continue
             assert ol.result_type(arrays[a], scalar) == expected
     assert ol.result_type(ol.int8, ol.uint8, ol.int16, 1) == np.int16
+    assert ol.result_type(ol.float32, 1j) == np.complex64  # weak Python complex
     with pytest.raises(TypeError):
-        ol.result_type(ol.float32, 1j)  # complex
+        ol.result_type(np.float16)  # a dtype arrays do not hold
     with pytest.raises(ValueError):
         ol.result_type()
 
