@@ -242,11 +242,19 @@ static const op_def ops[LIB_NOPS] = {
 static const char *const complex_exprs[LIB_NOPS] = {
     /* NumPy 2's sign: z / |z|; 0 for 0; NaN for NaN or both parts infinite;
      * one infinite part gives its sign */
-    [LIB_SIGN] = "complex(0.0, 0.0) if $0 == 0 else ($0 / abs($0) if abs($0) < math.inf else "
-                 "(complex(math.nan, math.nan) if ($0 != $0 or (np.isinf($0.real) and "
-                 "np.isinf($0.imag))) else (complex(math.copysign(1.0, $0.real), 0.0) if "
-                 "np.isinf($0.real) else complex(0.0, math.copysign(1.0, $0.imag)))))",
+    [LIB_SIGN] =
+        "complex(0.0, 0.0) if $0 == 0 else (complex($0.real / abs($0), $0.imag / abs($0)) if "
+        "abs($0) < math.inf else "
+        "(complex(math.nan, math.nan) if (abs($0) != abs($0) or (np.isinf($0.real) and "
+        "np.isinf($0.imag))) else (complex(math.copysign(1.0, $0.real), 0.0) if "
+        "np.isinf($0.real) else complex(0.0, math.copysign(1.0, $0.imag)))))",
     [LIB_CONJ] = "$0.conjugate()",
+    /* NumPy's loop: Smith's 1 / z */
+    [LIB_RECIPROCAL] =
+        "complex(1 / ($0.real + $0.imag * ($0.imag / $0.real)), -($0.imag / $0.real) / ($0.real + "
+        "$0.imag * ($0.imag / $0.real))) if abs($0.imag) <= abs($0.real) else complex(($0.real / "
+        "$0.imag) / ($0.real * ($0.real / $0.imag) + $0.imag), -1 / ($0.real * ($0.real / "
+        "$0.imag) + $0.imag))",
     [LIB_RINT] = "complex(np.rint($0.real), np.rint($0.imag))",
     [LIB_ROUND_UP] = "complex(np.rint($0.real * $1.real) / $1.real, np.rint($0.imag * $1.real) / "
                      "$1.real)",
