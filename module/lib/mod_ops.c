@@ -4,7 +4,11 @@
  * the array API 2024.12 under its name and NumPy's (offload.sin, offload.acos
  * and offload.arccos, ...), NumPy's other ufuncs of real numbers (fmax, cbrt,
  * heaviside, ...), where, clip, round, real, imag, astype, copy -- computed
- * by JIT kernels where the operands live.
+ * by JIT kernels where the operands live. Complex operands (and weak Python
+ * complex scalars) take NumPy's complex loops: the JIT's complex arithmetic
+ * and cmath functions, and complex_exprs where NumPy's loop differs from
+ * the real one (sign, reciprocal, rint, the orderings); real/imag of a
+ * complex array are float views of its parts, as NumPy's.
  *
  * NumPy answers every type question: ufunc.resolve_dtypes gives the loop's
  * dtypes (NEP 50: Python scalars are weak), so a kernel casts each array

@@ -28,11 +28,11 @@
  * in-order queue and the call returns. On an H100 a float32 sum of 2**28
  * elements runs at 0.92-0.94x CuPy's time (2.8-2.9 TB/s).
  *
- * Sums accumulate in int64 / uint64 / float64 (float32 on a device without
- * float64): per work-item partials, the 16 accumulators and a log2-depth
- * tree are at least as accurate as NumPy's pairwise sum. argmin and argmax
- * carry (value, index) pairs and keep the smallest index among equal
- * values; NaN wins (the first NaN), as in NumPy.
+ * Sums accumulate in int64 / uint64 / float64 / complex128 (float32 and
+ * complex64 on a device without float64): per work-item partials, the 16 accumulators and a
+ * log2-depth tree are at least as accurate as NumPy's pairwise sum. argmin and argmax carry (value,
+ * index) pairs and keep the smallest index among equal values; NaN wins (the first NaN), as in
+ * NumPy. Complex values order lexicographically (real parts first), as NumPy's.
  *
  * Layouts the kernel cannot describe (more than two groups of kept axes or
  * three of reduced ones, after merging) are first copied C-contiguous;
