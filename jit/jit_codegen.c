@@ -737,7 +737,14 @@ static void cx_sincos_parts(cx *x, bool is_cos, LLVMValueRef a, LLVMValueRef b, 
         LLVMValueRef i0 =
             LLVMBuildFNeg(x->b, cx_mul(x, a, cx_fn2(x, "copysign", cx_k(x, 1), b)), "");
         i = cx_sel(x, azero, i0, LLVMBuildFNeg(x->b, cx_mul(x, sa, shb), ""));
-        i = cx_sel(x, bzero_abad, b, i);
+        /* glibc's ccosh(-b + ai): a infinite or NaN, b finite: (NaN, +0 for a zero b,
+         * else NaN); a zero, b NaN: (NaN, a) */
+        LLVMValueRef abad_bfin =
+            cx_and(x, LLVMBuildNot(x->b, cx_finite(x, a), ""), cx_finite(x, b));
+        i = cx_sel(x, abad_bfin, cx_sel(x, cx_cmp(x, LLVMRealOEQ, b, zero), zero, nan), i);
+        r = cx_sel(x, abad_bfin, nan, r);
+        LLVMValueRef azero_bnan = cx_and(x, azero, cx_cmp(x, LLVMRealUNO, b, b));
+        i = cx_sel(x, azero_bnan, a, i);
         r = cx_sel(x, both_bad, inf, r);
         i = cx_sel(x, both_bad, nan, i);
     }
@@ -769,8 +776,135 @@ static void cx_tanh_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *r
     LLVMValueRef aimag = cx_cmp(x, LLVMRealOEQ, a, zero); /* i tan b, a's zero kept */
     r = cx_sel(x, aimag, a, r);
     i = cx_sel(x, aimag, t, i);
+    /* glibc's: a not infinite and not zero, b infinite or NaN: NaN */
+    LLVMValueRef nan_case =
+        cx_and(x,
+               cx_and(x, cx_cmp(x, LLVMRealUNE, cx_fn(x, "fabs", a), cx_k(x, 1.0 / 0.0)),
+                      cx_cmp(x, LLVMRealUNE, a, zero)),
+               LLVMBuildNot(x->b, cx_finite(x, b), ""));
+    r = cx_sel(x, nan_case, cx_k(x, 0.0 / 0.0), r);
+    i = cx_sel(x, nan_case, cx_k(x, 0.0 / 0.0), i);
     *re = r;
     *im = i;
+}
+
+/* Kahan's formulas ("Branch cuts for complex elementary functions", as
+ * Julia's): from p = sqrt(1 - z) and q = sqrt(1 + z), which keep every
+ * digit near the branch points and overflow nowhere.
+ * asin(z) = atan2(a, Re(p q)) + i asinh(Im(conj(p) q)),
+ * acos(z) = 2 atan2(Re p, Re q) + i asinh(Im(conj(q) p)). */
+static void cx_asin_acos_parts(cx *x, bool is_acos, LLVMValueRef a, LLVMValueRef b,
+                               LLVMValueRef *re, LLVMValueRef *im) {
+    LLVMValueRef one = cx_k(x, 1), zero = cx_k(x, 0), inf = cx_k(x, 1.0 / 0.0);
+    LLVMValueRef halfpi = cx_k(x, 1.5707963267948966);
+    LLVMValueRef pr, pi, qr, qi;
+    cx_sqrt_parts(x, cx_sub(x, one, a), LLVMBuildFNeg(x->b, b, ""), &pr, &pi);
+    cx_sqrt_parts(x, cx_add(x, one, a), b, &qr, &qi);
+    LLVMValueRef anan = cx_cmp(x, LLVMRealUNO, a, a), bnan = cx_cmp(x, LLVMRealUNO, b, b);
+    LLVMValueRef ainf = cx_cmp(x, LLVMRealOEQ, cx_fn(x, "fabs", a), inf),
+                 binf = cx_cmp(x, LLVMRealOEQ, cx_fn(x, "fabs", b), inf);
+    LLVMValueRef r, i;
+    if (!is_acos) {
+        r = cx_fn2(x, "atan2", a, cx_sub(x, cx_mul(x, pr, qr), cx_mul(x, pi, qi)));
+        r = cx_sel(x, cx_cmp(x, LLVMRealOEQ, a, zero), a, r);
+        r = cx_sel(x, ainf, cx_fn2(x, "copysign", halfpi, a), r);
+        i = cx_fn(x, "asinh",
+                  cx_fn2(x, "copysign", cx_sub(x, cx_mul(x, pr, qi), cx_mul(x, pi, qr)), b));
+        /* both infinite: (+-pi/4, b); a infinite, b NaN: (NaN, inf) */
+        r = cx_sel(x, cx_and(x, ainf, binf), cx_fn2(x, "copysign", cx_k(x, 0.7853981633974483), a),
+                   r);
+        i = cx_sel(x, cx_and(x, ainf, binf), b, i);
+        r = cx_sel(x, cx_and(x, ainf, bnan), b, r);
+        i = cx_sel(x, cx_and(x, ainf, bnan), inf, i);
+    } else {
+        r = cx_mul(x, cx_k(x, 2), cx_fn2(x, "atan2", pr, qr));
+        i = cx_fn(x, "asinh", cx_sub(x, cx_mul(x, qr, pi), cx_mul(x, qi, pr)));
+        /* NaN parts as C99 (glibc): a NaN a gives (NaN, -b) for an infinite b,
+         * else NaN; a NaN b gives (NaN, -inf) for an infinite a, (pi/2, b)
+         * for a zero a, else NaN */
+        LLVMValueRef azero = cx_cmp(x, LLVMRealOEQ, a, zero);
+        LLVMValueRef bn_r = cx_sel(x, azero, halfpi, b);
+        LLVMValueRef bn_i = cx_sel(x, ainf, LLVMBuildFNeg(x->b, inf, ""), b);
+        r = cx_sel(x, bnan, bn_r, r);
+        i = cx_sel(x, bnan, bn_i, i);
+        r = cx_sel(x, anan, a, r);
+        i = cx_sel(x, anan, cx_sel(x, binf, LLVMBuildFNeg(x->b, b, ""), a), i);
+        /* both infinite: (pi/4 or 3 pi/4, -b) */
+        LLVMValueRef both = cx_and(x, ainf, binf);
+        r = cx_sel(x, both,
+                   cx_sel(x, cx_cmp(x, LLVMRealOGT, a, zero), cx_k(x, 0.7853981633974483),
+                          cx_k(x, 2.356194490192345)),
+                   r);
+        i = cx_sel(x, both, LLVMBuildFNeg(x->b, b, ""), i);
+        /* zero: (pi/2, -b) */
+        LLVMValueRef z = cx_and(x, azero, cx_cmp(x, LLVMRealOEQ, b, zero));
+        r = cx_sel(x, z, halfpi, r);
+        i = cx_sel(x, z, LLVMBuildFNeg(x->b, b, ""), i);
+    }
+    *re = r;
+    *im = i;
+}
+
+/* atanh(a + bi) by Kahan's formula (as Julia's): past sqrt(max)/4 it is
+ * 1/z's real part + i pi/2; else from |a| (the result's signs follow a) as
+ * log1p(4x / ((1 - x)^2 + y^2)) / 4 + i atan2(2y, (1 - x)(1 + x) - y^2) / 2,
+ * y offset by rho so that x = 1, y = 0 divides by no zero. */
+static void cx_atanh_parts(cx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *re,
+                           LLVMValueRef *im) {
+    bool f64 = x->pd == JIT_F64;
+    double theta_v = f64 ? 3.3519519824856493e153 : 4.611686e18;
+    LLVMValueRef one = cx_k(x, 1), zero = cx_k(x, 0), inf = cx_k(x, 1.0 / 0.0);
+    LLVMValueRef halfpi = cx_k(x, 1.5707963267948966), theta = cx_k(x, theta_v),
+                 rho = cx_k(x, 1.0 / theta_v);
+    LLVMValueRef ax = cx_fn(x, "fabs", a), ay = cx_fn(x, "fabs", b);
+    /* far out: Re(1/z) by Smith's division, i pi/2 with b's sign */
+    LLVMValueRef q1 = cx_div(x, b, a), q2 = cx_div(x, a, b);
+    LLVMValueRef far_r =
+        cx_sel(x, cx_cmp(x, LLVMRealOGE, ax, ay), cx_div(x, one, cx_add(x, a, cx_mul(x, b, q1))),
+               cx_div(x, q2, cx_add(x, cx_mul(x, a, q2), b)));
+    LLVMValueRef far_i = cx_fn2(x, "copysign", halfpi, b);
+    LLVMValueRef binf = cx_cmp(x, LLVMRealOEQ, ay, inf), bnan = cx_cmp(x, LLVMRealUNO, b, b);
+    LLVMValueRef ainf = cx_cmp(x, LLVMRealOEQ, ax, inf);
+    far_r = cx_sel(x, cx_or(x, binf, cx_and(x, bnan, ainf)), cx_fn2(x, "copysign", zero, a), far_r);
+    far_i = cx_sel(x, bnan, b, far_i);
+    /* a NaN a and a finite b: NaN (C99) */
+    far_i =
+        cx_sel(x, cx_and(x, cx_cmp(x, LLVMRealUNO, a, a), LLVMBuildNot(x->b, binf, "")), a, far_i);
+    LLVMValueRef far =
+        cx_or(x, cx_cmp(x, LLVMRealOGT, ax, theta), cx_cmp(x, LLVMRealOGT, ay, theta));
+    /* near: z times the sign of a */
+    LLVMValueRef beta = cx_fn2(x, "copysign", one, a);
+    LLVMValueRef xr = ax, y = cx_mul(x, b, beta);
+    LLVMValueRef ayr = cx_add(x, ay, rho), ysq = cx_mul(x, ayr, ayr);
+    LLVMValueRef omx = cx_sub(x, one, xr);
+    LLVMValueRef xi =
+        cx_mul(x,
+               cx_fn(x, "log1p",
+                     cx_div(x, cx_mul(x, cx_k(x, 4), xr), cx_add(x, cx_mul(x, omx, omx), ysq))),
+               cx_k(x, 0.25));
+    xi = cx_sel(x, cx_cmp(x, LLVMRealOEQ, xr, zero), xr, xi);
+    LLVMValueRef eta = cx_mul(x,
+                              cx_fn2(x, "atan2", cx_mul(x, cx_k(x, 2), y),
+                                     cx_sub(x, cx_mul(x, omx, cx_add(x, one, xr)), ysq)),
+                              cx_k(x, 0.5));
+    /* x = 1: log(sqrt(sqrt(4 + y^2)) / sqrt|y|), (pi/2 + atan(|y| / 2)) / 2 (Julia adds
+     * rho to |y| here too, which a tiny y would notice) */
+    LLVMValueRef xone = cx_cmp(x, LLVMRealOEQ, xr, one);
+    LLVMValueRef xi1 =
+        cx_fn(x, "log",
+              cx_div(x, cx_fn(x, "sqrt", cx_fn(x, "sqrt", cx_add(x, cx_k(x, 4), cx_mul(x, y, y)))),
+                     cx_fn(x, "sqrt", ay)));
+    LLVMValueRef eta1 = cx_mul(
+        x,
+        cx_fn2(x, "copysign", cx_add(x, halfpi, cx_fn(x, "atan", cx_mul(x, ay, cx_k(x, 0.5)))), y),
+        cx_k(x, 0.5));
+    LLVMValueRef yzero = cx_cmp(x, LLVMRealOEQ, y, zero);
+    xi1 = cx_sel(x, yzero, inf, xi1);
+    eta1 = cx_sel(x, yzero, y, eta1);
+    xi = cx_sel(x, xone, xi1, xi);
+    eta = cx_sel(x, xone, eta1, eta);
+    *re = cx_sel(x, far, far_r, cx_mul(x, beta, xi));
+    *im = cx_sel(x, far, far_i, cx_mul(x, beta, eta));
 }
 
 /* fn (a complex_math name jit_infer allowed) of z. */
@@ -791,6 +925,45 @@ static LLVMValueRef cx_math(cx *x, const char *fn, LLVMValueRef z) {
         re = cx_sub(x, cx_mul(x, cx_fn(x, "expm1", a), cx_fn(x, "cos", b)),
                     cx_mul(x, cx_mul(x, cx_k(x, 2), h), h));
         im = cx_mul(x, cx_fn(x, "exp", a), cx_fn(x, "sin", b));
+    } else if (!strcmp(fn, "log2") || !strcmp(fn, "log10")) { /* NumPy's: log times log2(e) */
+        LLVMValueRef k = cx_k(x, fn[3] == '2' ? 1.4426950408889634 : 0.4342944819032518);
+        cx_log_parts(x, a, b, &re, &im);
+        re = cx_mul(x, re, k);
+        im = cx_mul(x, im, k);
+    } else if (!strcmp(fn, "asin") || !strcmp(fn, "acos")) {
+        cx_asin_acos_parts(x, fn[1] == 'c', a, b, &re, &im);
+    } else if (!strcmp(fn, "atanh")) {
+        cx_atanh_parts(x, a, b, &re, &im);
+    } else if (!strcmp(fn, "sinh") || !strcmp(fn, "cosh") || !strcmp(fn, "tan") ||
+               !strcmp(fn, "asinh") || !strcmp(fn, "atan")) {
+        /* C99's identities through i z = -b + ai: sinh z = -i sin(iz), tan z =
+         * -i tanh(iz), asinh z = -i asin(iz), atan z = -i atanh(iz); and cosh z =
+         * cos(-iz), b - ai (glibc's ccos(w) is ccosh(iw), and ccosh is not even
+         * in its NaNs' zeros) */
+        LLVMValueRef ia = LLVMBuildFNeg(x->b, b, ""), r, i;
+        if (fn[0] == 'c')
+            cx_sincos_parts(x, true, b, LLVMBuildFNeg(x->b, a, ""), &r, &i);
+        else if (fn[0] == 's')
+            cx_sincos_parts(x, false, ia, a, &r, &i);
+        else if (!strcmp(fn, "tan"))
+            cx_tanh_parts(x, ia, a, &r, &i);
+        else if (!strcmp(fn, "asinh"))
+            cx_asin_acos_parts(x, false, ia, a, &r, &i);
+        else
+            cx_atanh_parts(x, ia, a, &r, &i);
+        if (fn[0] == 'c') {
+            re = r, im = i;
+        } else {
+            re = i, im = LLVMBuildFNeg(x->b, r, "");
+        }
+    } else if (!strcmp(fn, "acosh")) { /* acosh z = +-i acos z: real part >= 0, b's sign */
+        LLVMValueRef r, i;
+        cx_asin_acos_parts(x, true, a, b, &r, &i);
+        re = cx_fn(x, "fabs", i);
+        im = cx_fn2(x, "copysign", r, b);
+    } else if (!strcmp(fn, "rint")) { /* numpy.rint: both parts */
+        re = cx_fn(x, "rint", a);
+        im = cx_fn(x, "rint", b);
     } else { /* log1p: NumPy's nc_log1p */
         LLVMValueRef a1 = cx_add(x, a, cx_k(x, 1));
         re = cx_fn(x, "log", cx_fn2(x, "hypot", a1, b));
@@ -913,7 +1086,8 @@ static LLVMValueRef cx_builtin(cg *c, jit_node *n, const jit_builtin *bt, LLVMVa
                      cx_cmp(&x, LLVMRealOEQ, cx_fn(&x, "fabs", im), inf));
     }
     case GEN_CONVERT: return cx_convert(c, a[0], d0, JIT_BOOL);
-    case GEN_MATH: {
+    case GEN_MATH:
+    case GEN_NP_ROUND: {
         cx y = cx_of(c, dt_of(c, rt));
         return cx_math(&y, bt->fn, conv(c, a[0], t0, rt));
     }

@@ -428,8 +428,9 @@ static jit_type complex_binop_type(infer *s, jit_node *n, int op, jit_type a, ji
 }
 
 /* The math functions a complex argument takes (cmath's, as NumPy's ufuncs). */
-static const char *const complex_math[] = {"exp", "log",  "sqrt",  "sin",
-                                           "cos", "tanh", "expm1", "log1p"};
+static const char *const complex_math[] = {
+    "exp",  "log",  "sqrt",  "sin",   "cos",   "tan",  "tanh",  "sinh",  "cosh", "asin",
+    "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "expm1", "log1p"};
 
 static bool complex_math_fn(const char *fn) {
     for (size_t i = 0; fn && i < sizeof complex_math / sizeof *complex_math; i++)
@@ -468,12 +469,16 @@ static jit_type complex_builtin_type(infer *s, jit_node *n, const jit_builtin *b
     case GEN_MATH:
         if (n->nkids == 1 && complex_math_fn(bt->fn)) return all;
         break;
+    case GEN_NP_ROUND: /* numpy.rint rounds both parts; floor, ceil, trunc have no complex loop */
+        if (!strcmp(bt->fn, "rint")) return all;
+        break;
     default: break;
     }
     err_at(s, n,
            "%s() does not take complex numbers in kernels\n"
-           "Complex arguments go to exp, log, sqrt, sin, cos, tanh, expm1, log1p, abs, conj, "
-           "isnan, isinf and isfinite.",
+           "Complex arguments go to exp, log, log2, log10, sqrt, sin, cos, tan, sinh, cosh, "
+           "tanh, arcsin, arccos, arctan, arcsinh, arccosh, arctanh, expm1, log1p, np.rint, abs, "
+           "conj, isnan, isinf and isfinite.",
            name);
     return none;
 }

@@ -93,10 +93,11 @@ def test_namespace_info(device):
     assert info.default_device() == ol.default_device()
     d = info.default_dtypes(device=device)
     assert d["real floating"] == ("float64" if device.has_fp64 else "float32")
-    assert d["complex floating"] is None  # no complex dtypes yet
+    assert d["complex floating"] == ("complex128" if device.has_fp64 else "complex64")
     assert d["integral"] == np.int64 and d["indexing"] == np.int64
     assert info.default_dtypes() == info.default_dtypes(device=info.default_device())
-    held = [t for t in DTYPES if t != "float64" or device.has_fp64]
+    held = [t for t in DTYPES + ["complex64", "complex128"]
+            if t not in ("float64", "complex128") or device.has_fp64]
     everything = info.dtypes(device=device)
     assert list(everything) == held
     assert all(everything[n] == getattr(ol, n) for n in held)

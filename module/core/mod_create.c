@@ -15,17 +15,18 @@ static bool untyped(PyObject *obj) /* call it with no exception set */
 }
 
 static PyObject *fit_device(PyObject *host, ofl_device *dev, bool was_untyped) {
-    PyObject *f64 = mod_dtype_find_borrowed('f', 8);
+    PyObject *f64 = mod_dtype_find_borrowed('f', 8), *c128 = mod_dtype_find_borrowed('c', 16);
     if (!host || !was_untyped || ofl_device_get_info(dev)->has_fp64) return host;
     PyObject *have = PyObject_GetAttrString(host, "dtype");
     int is64 = have ? PyObject_RichCompareBool(have, f64, Py_EQ) : -1;
+    int is128 = have && is64 == 0 ? PyObject_RichCompareBool(have, c128, Py_EQ) : 0;
     Py_XDECREF(have);
-    if (is64 < 0) {
+    if (is64 < 0 || is128 < 0) {
         Py_DECREF(host);
         return NULL;
     }
-    if (is64) {
-        PyObject *args = PyTuple_Pack(1, mod_dtype_find_borrowed('f', 4));
+    if (is64 || is128) { /* complex128 becomes complex64 there, as float64 float32 */
+        PyObject *args = PyTuple_Pack(1, mod_dtype_find_borrowed(is64 ? 'f' : 'c', is64 ? 4 : 8));
         PyObject *c = args ? mod_call_method(host, "astype", args, NULL) : NULL;
         Py_XDECREF(args);
         Py_SETREF(host, c);

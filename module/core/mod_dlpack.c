@@ -41,7 +41,7 @@
 enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
 /* memory a CUDA device can address: shared in place on import */
 #define DEVICE_MEMORY(type) ((type) == kDLCUDA || (type) == kDLCUDAManaged)
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLComplex = 5, kDLBool = 6 };
 #define DLPACK_FLAG_BITMASK_READ_ONLY (1ULL << 0)
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1ULL << 1)
 
@@ -153,7 +153,7 @@ static int dl_dtype(PyObject *dtype, Py_ssize_t itemsize, DLDataType *out) {
     static const struct {
         char kind;
         uint8_t code;
-    } map[] = {{'b', kDLBool}, {'i', kDLInt}, {'u', kDLUInt}, {'f', kDLFloat}};
+    } map[] = {{'b', kDLBool}, {'i', kDLInt}, {'u', kDLUInt}, {'f', kDLFloat}, {'c', kDLComplex}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (mod_dtype_find_borrowed(map[i].kind, itemsize) == dtype) {
             *out = (DLDataType){map[i].code, (uint8_t)(8 * itemsize), 1};
@@ -391,7 +391,7 @@ typedef struct {
 
 static int read_layout(const DLTensor *t, tensor_layout *l) {
     static const char kinds[] = {
-        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLBool] = 'b'};
+        [kDLInt] = 'i', [kDLUInt] = 'u', [kDLFloat] = 'f', [kDLComplex] = 'c', [kDLBool] = 'b'};
     DLDataType dt = t->dtype;
     l->dtype = dt.code < sizeof kinds && kinds[dt.code] && dt.lanes == 1 && dt.bits % 8 == 0
                    ? mod_dtype_find_borrowed(kinds[dt.code], dt.bits / 8)
@@ -400,7 +400,7 @@ static int read_layout(const DLTensor *t, tensor_layout *l) {
         PyErr_Format(PyExc_TypeError,
                      "from_dlpack: DLPack dtype (code %d, bits %d, lanes %d) "
                      "is not supported: offload arrays hold bool, int8-64, "
-                     "uint8-64, float32 and float64",
+                     "uint8-64, float32, float64, complex64 and complex128",
                      dt.code, dt.bits, dt.lanes);
         return -1;
     }

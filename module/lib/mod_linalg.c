@@ -97,7 +97,8 @@ static int contracted(PyObject *axes, int which, const mod_array *a, int *ax, in
                         : NULL;
     if (!seq) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "tensordot: axes is an int or a pair of sequences of ints");
+        PyErr_SetString(PyExc_TypeError,
+                        "tensordot: axes is an int or a pair of sequences of ints");
         return -1;
     }
     PyObject *fast = PySequence_Check(seq) ? PySequence_Fast(seq, "axes") : NULL;
@@ -114,8 +115,9 @@ static int contracted(PyObject *axes, int which, const mod_array *a, int *ax, in
         if (k == -1 && PyErr_Occurred())
             rc = -1;
         else if (k < -a->nd || k >= a->nd)
-            rc = -1, PyErr_Format(PyExc_ValueError, "tensordot: axis %ld is out of bounds for "
-                                                    "an array of %d dimensions",
+            rc = -1, PyErr_Format(PyExc_ValueError,
+                                  "tensordot: axis %ld is out of bounds for "
+                                  "an array of %d dimensions",
                                   k, a->nd);
         else
             ax[i] = (int)(k < 0 ? k + a->nd : k);
@@ -141,8 +143,8 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
     Py_XDECREF(two);
     if (rc) return NULL;
     if (n[0] != n[1])
-        return PyErr_Format(PyExc_ValueError,
-                            "tensordot: %d axes of x1 and %d of x2 to contract", n[0], n[1]);
+        return PyErr_Format(PyExc_ValueError, "tensordot: %d axes of x1 and %d of x2 to contract",
+                            n[0], n[1]);
     Py_ssize_t k = 1;
     for (int i = 0; i < n[0]; i++) {
         if (a->shape[ax[0][i]] != b->shape[ax[1][i]])
@@ -175,8 +177,8 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
         Py_XDECREF(order);
         perm[w] = t ? call("permute_dims", Py_BuildValue("(ON)", (PyObject *)o, t), NULL) : NULL;
         if (!perm[w]) goto out;
-        PyObject *shape = w == 0 ? Py_BuildValue("(nn)", freesize[0], k)
-                                 : Py_BuildValue("(nn)", k, freesize[1]);
+        PyObject *shape =
+            w == 0 ? Py_BuildValue("(nn)", freesize[0], k) : Py_BuildValue("(nn)", k, freesize[1]);
         mat[w] = shape ? call("reshape", Py_BuildValue("(ON)", perm[w], shape), NULL) : NULL;
         if (!mat[w]) goto out;
     }

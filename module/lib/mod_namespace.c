@@ -11,8 +11,8 @@
  * through mod_lib_array_kernels.assign, so core's creation functions and
  * ndarray's __setitem__ use them without naming lib.
  *
- * Complex dtypes do not exist yet: default_dtypes() says None for
- * "complex floating", and dtypes(kind="complex floating") is empty.
+ * complex128 and float64 exist only on devices that compute in float64:
+ * elsewhere default_dtypes() says float32 and complex64.
  * Called from mod_lib.c (mod_namespace_add_functions, the assign hook). */
 #include "mod_lib.h"
 
@@ -134,8 +134,8 @@ typedef struct {
 static const struct {
     char kind;
     int size;
-} held[] = {{'b', 1}, {'i', 1}, {'i', 2}, {'i', 4}, {'i', 8}, {'u', 1},
-            {'u', 2}, {'u', 4}, {'u', 8}, {'f', 4}, {'f', 8}};
+} held[] = {{'b', 1}, {'i', 1}, {'i', 2}, {'i', 4}, {'i', 8}, {'u', 1}, {'u', 2},
+            {'u', 4}, {'u', 8}, {'f', 4}, {'f', 8}, {'c', 8}, {'c', 16}};
 #define NHELD (sizeof held / sizeof held[0])
 
 /* device= of the info methods: None is the default device. */
@@ -175,10 +175,12 @@ static PyObject *info_default_dtypes(PyObject *self, PyObject *args, PyObject *k
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O:default_dtypes", kwlist, &device) ||
         info_device(device, &dev) < 0)
         return NULL;
-    PyObject *f = mod_dtype_find_borrowed('f', ofl_device_get_info(dev)->has_fp64 ? 8 : 4);
+    bool fp64 = ofl_device_get_info(dev)->has_fp64;
+    PyObject *f = mod_dtype_find_borrowed('f', fp64 ? 8 : 4);
+    PyObject *c = mod_dtype_find_borrowed('c', fp64 ? 16 : 8);
     PyObject *i = mod_dtype_find_borrowed('i', 8);
-    return Py_BuildValue("{sOsOsOsO}", "real floating", f, "complex floating", Py_None, "integral",
-                         i, "indexing", i);
+    return Py_BuildValue("{sOsOsOsO}", "real floating", f, "complex floating", c, "integral", i,
+                         "indexing", i);
 }
 
 static PyObject *info_dtypes(PyObject *self, PyObject *args, PyObject *kw) {
@@ -192,7 +194,7 @@ static PyObject *info_dtypes(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *r = PyDict_New();
     for (size_t i = 0; r && i < NHELD; i++) {
         PyObject *dt = mod_dtype_find_borrowed(held[i].kind, held[i].size);
-        if (held[i].kind == 'f' && held[i].size == 8 && !fp64) continue;
+        if (((held[i].kind == 'f' && held[i].size == 8) || held[i].size == 16) && !fp64) continue;
         int want = 1;
         if (kind != Py_None) { /* numpy.isdtype knows the kinds and refuses others */
             PyObject *yes = PyObject_CallMethod(mod_numpy_borrowed(), "isdtype", "OO", dt, kind);
@@ -212,12 +214,13 @@ static PyMethodDef info_methods[] = {
     {"default_dtypes", (PyCFunction)(void (*)(void))info_default_dtypes,
      METH_VARARGS | METH_KEYWORDS,
      "default_dtypes(*, device=None) -> dict: 'real floating' (float64, or float32 on a device "
-     "without float64), 'complex floating' (None: no complex dtypes yet), 'integral' and "
+     "without float64), 'complex floating' (complex128, or complex64 there), 'integral' and "
      "'indexing' (int64)"},
     {"devices", info_devices, METH_NOARGS, "devices() -> list of every Device offload sees"},
     {"dtypes", (PyCFunction)(void (*)(void))info_dtypes, METH_VARARGS | METH_KEYWORDS,
      "dtypes(*, device=None, kind=None) -> dict name -> dtype of the dtypes arrays on device "
-     "hold (float64 only where the device computes in it); kind as isdtype's"},
+     "hold (float64 and complex128 only where the device computes in float64); kind as "
+     "isdtype's"},
     {NULL},
 };
 
@@ -670,8 +673,8 @@ static PyMethodDef functions[] = {
      "array) to the dtype to"},
     {"finfo", f_finfo, METH_O,
      "finfo(type, /) -> finfo_object: bits, eps, max, min, smallest_normal (Python floats), dtype "
-     "of a floating "
-     "dtype (or an array's)"},
+     "of a floating dtype (or an array's); a complex dtype's are its real parts' (dtype float32 "
+     "for complex64)"},
     {"iinfo", f_iinfo, METH_O,
      "iinfo(type, /) -> iinfo_object: bits, max, min (Python ints), dtype of an integer dtype (or "
      "an array's)"},

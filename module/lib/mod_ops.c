@@ -4,7 +4,11 @@
  * the array API 2024.12 under its name and NumPy's (offload.sin, offload.acos
  * and offload.arccos, ...), NumPy's other ufuncs of real numbers (fmax, cbrt,
  * heaviside, ...), where, clip, round, real, imag, astype, copy -- computed
- * by JIT kernels where the operands live.
+ * by JIT kernels where the operands live. Complex operands (and weak Python
+ * complex scalars) take NumPy's complex loops: the JIT's complex arithmetic
+ * and cmath functions, and complex_exprs where NumPy's loop differs from
+ * the real one (sign, reciprocal, rint, the orderings); real/imag of a
+ * complex array are float views of its parts, as NumPy's.
  *
  * NumPy answers every type question: ufunc.resolve_dtypes gives the loop's
  * dtypes (NEP 50: Python scalars are weak), so a kernel casts each array
@@ -125,6 +129,7 @@ enum {
     LIB_COPY,
     LIB_ROUND_UP,   /* round(x, decimals > 0) of floats */
     LIB_ROUND_DOWN, /* round(x, decimals < 0) of floats */
+    LIB_COPY_REAL,  /* a complex array into a real one: NumPy's cast drops the imaginary part */
     LIB_NOPS
 };
 
@@ -231,6 +236,40 @@ static const op_def ops[LIB_NOPS] = {
     /* NumPy's round: by a power of ten (a Python float, weak), rint, back */
     [LIB_ROUND_UP] = {"round_up", 2, "np.rint($0 * $1) / $1", NULL, NULL, "multiply"},
     [LIB_ROUND_DOWN] = {"round_down", 2, "np.rint($0 / $1) * $1", NULL, NULL, "multiply"},
+    [LIB_COPY_REAL] = {"copy_real", 1, "$0.real", NULL, NULL, "positive"},
+};
+
+/* The expressions of a complex loop where expr would not do. Orderings are
+ * lexicographic with NaN propagating, as NumPy's complex loops (CGE, CLE). */
+#define CX_MAX "($0 if ($0 >= $1 or $0 != $0) else $1)"
+#define CX_MIN "($0 if ($0 <= $1 or $0 != $0) else $1)"
+static const char *const complex_exprs[LIB_NOPS] = {
+    /* NumPy 2's sign: z / |z|; 0 for 0; NaN for NaN or both parts infinite;
+     * one infinite part gives its sign */
+    [LIB_SIGN] =
+        "complex(0.0, 0.0) if $0 == 0 else (complex($0.real / abs($0), $0.imag / abs($0)) if "
+        "abs($0) < math.inf else "
+        "(complex(math.nan, math.nan) if (abs($0) != abs($0) or (np.isinf($0.real) and "
+        "np.isinf($0.imag))) else (complex(math.copysign(1.0, $0.real), 0.0) if "
+        "np.isinf($0.real) else complex(0.0, math.copysign(1.0, $0.imag)))))",
+    [LIB_CONJ] = "$0.conjugate()",
+    /* NumPy's loop: Smith's 1 / z */
+    [LIB_RECIPROCAL] =
+        "complex(1 / ($0.real + $0.imag * ($0.imag / $0.real)), -($0.imag / $0.real) / ($0.real + "
+        "$0.imag * ($0.imag / $0.real))) if abs($0.imag) <= abs($0.real) else complex(($0.real / "
+        "$0.imag) / ($0.real * ($0.real / $0.imag) + $0.imag), -1 / ($0.real * ($0.real / "
+        "$0.imag) + $0.imag))",
+    [LIB_RINT] = "complex(np.rint($0.real), np.rint($0.imag))",
+    [LIB_ROUND_UP] = "complex(np.rint($0.real * $1.real) / $1.real, np.rint($0.imag * $1.real) / "
+                     "$1.real)",
+    [LIB_ROUND_DOWN] = "complex(np.rint($0.real / $1.real) * $1.real, np.rint($0.imag / $1.real) "
+                       "* $1.real)",
+    [LIB_MAXIMUM] = CX_MAX,
+    [LIB_MINIMUM] = CX_MIN,
+    /* NaN loses unless both are */
+    [LIB_FMAX] = "($0 if ($0 >= $1 or $1 != $1) else $1)",
+    [LIB_FMIN] = "($0 if ($0 <= $1 or $1 != $1) else $1)",
+    [LIB_CLIP] = "(" CX_MIN ")",
 };
 
 /* ---- operands ---- */
@@ -258,7 +297,9 @@ static int classify(PyObject *o, const char *what, operand *out) {
         out->arr = (mod_array *)o;
         return 1;
     }
-    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || mod_is_numpy_scalar(o)) return 1;
+    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) ||
+        mod_is_numpy_scalar(o))
+        return 1;
     if (mod_is_numpy_array(o) || PyList_Check(o) || PyTuple_Check(o)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: an offload array cannot be combined with a %s; call offload.asarray(...) "
@@ -280,6 +321,7 @@ static PyObject *dtype_spec(const operand *o) {
         return PyObject_CallMethod(mod_numpy_borrowed(), "dtype", "s", "bool");
     if (PyLong_Check(o->obj)) return Py_NewRef((PyObject *)&PyLong_Type);
     if (PyFloat_Check(o->obj)) return Py_NewRef((PyObject *)&PyFloat_Type);
+    if (PyComplex_Check(o->obj)) return Py_NewRef((PyObject *)&PyComplex_Type);
     return PyObject_GetAttrString(o->obj, "dtype");
 }
 
@@ -293,8 +335,8 @@ static int check_supported(const char *what, PyObject *dtype) {
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError,
                  "%s: NumPy computes this in %S, which offload arrays do not hold (they hold bool, "
-                 "int8-int64, "
-                 "uint8-uint64, float32 and float64); convert first, e.g. x.astype('float32')",
+                 "int8-int64, uint8-uint64, float32, float64, complex64 and complex128); convert "
+                 "first, e.g. x.astype('float32')",
                  what, dtype);
     return -1;
 }
@@ -370,6 +412,20 @@ static int resolve_where(operand *in, PyObject **result) {
     in[1].loop = Py_NewRef(*result);
     in[2].loop = Py_NewRef(*result);
     return in[0].loop ? 0 : -1;
+}
+
+static bool is_complex(PyObject *dtype) { return !strncmp(mod_dtype_name(dtype), "complex", 7); }
+
+/* NumPy's ComplexWarning for a cast that drops imaginary parts; 0, or -1
+ * when the warning is an error. */
+static int warn_complex_cast(void) {
+    PyObject *exc = PyImport_ImportModule("numpy.exceptions");
+    PyObject *cls = exc ? PyObject_GetAttrString(exc, "ComplexWarning") : NULL;
+    Py_XDECREF(exc);
+    if (!cls) return -1;
+    int rc = PyErr_WarnEx(cls, "Casting complex values to real discards the imaginary part", 1);
+    Py_DECREF(cls);
+    return rc;
 }
 
 static bool integer_dtype(PyObject *dtype) {
@@ -523,7 +579,9 @@ static void store_text(const op_def *op, const operand *in, int nin, const char 
     }
     bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") ==
                      0; /* ops with a bool_expr have one loop dtype */
-    const char *expr = bool_loop && op->bool_expr                  ? op->bool_expr
+    const char *cx = is_complex(in[0].loop) ? complex_exprs[op - ops] : NULL;
+    const char *expr = cx                                          ? cx
+                       : bool_loop && op->bool_expr                ? op->bool_expr
                        : op->int_expr && integer_dtype(in[0].loop) ? op->int_expr
                                                                    : op->expr;
     append(src, src_len, "%sout[%s] = ", indent, index);
@@ -702,6 +760,12 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         result_dtype = Py_NewRef(dtype ? dtype : from);
         in[0].loop = Py_NewRef(in[0].arr ? from : result_dtype);
         rc = 0;
+        /* complex into real (not bool, which is z != 0): the real part, warned */
+        if (in[0].arr && is_complex(from) && !is_complex(result_dtype) &&
+            strcmp(mod_dtype_name(result_dtype), "bool") != 0) {
+            op = &ops[LIB_COPY_REAL];
+            rc = warn_complex_cast();
+        }
     } else
         rc = resolve_ufunc(op, in, nin, out ? out->dtype : NULL, &result_dtype);
     for (int i = 0; i < nin && rc == 0; i++)
@@ -816,8 +880,9 @@ static bool sqrt_power(PyObject *a, PyObject *b) {
         return false;
     }
     PyObject *kind = PyObject_GetAttrString(((mod_array *)a)->dtype, "kind");
-    bool inexact =
-        kind && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "f") == 0;
+    bool inexact = kind && PyUnicode_Check(kind) &&
+                   (PyUnicode_CompareWithASCIIString(kind, "f") == 0 ||
+                    PyUnicode_CompareWithASCIIString(kind, "c") == 0);
     Py_XDECREF(kind);
     PyErr_Clear();
     return inexact;
@@ -1006,15 +1071,32 @@ static PyObject *f_round(PyObject *self, PyObject *args, PyObject *kw) {
     return r;
 }
 
-/* real(x) of a real array is x itself, as numpy.real's. */
+/* The real (imag: imaginary) parts of a complex array as a view, as
+ * NumPy's: the parts' dtype, the same byte strides, the imaginary parts half
+ * an element on. */
+static PyObject *part_view(mod_array *a, bool imag) {
+    PyObject *part = mod_dtype_find_borrowed('f', a->itemsize / 2);
+    mod_array *v = (mod_array *)mod_array_view(a, a->nd, a->shape, a->strides,
+                                               a->offset + (imag ? a->itemsize / 2 : 0));
+    if (!v) return NULL;
+    Py_SETREF(v->dtype, Py_NewRef(part));
+    v->itemsize = a->itemsize / 2;
+    return (PyObject *)v;
+}
+
+/* real(x): a view of a complex array's real parts; a real array itself, as
+ * numpy.real's. */
 static PyObject *f_real(PyObject *self, PyObject *x) {
     mod_array *a = array_arg(x, "real");
+    if (a && is_complex(a->dtype)) return part_view(a, false);
     return a ? Py_NewRef(x) : NULL;
 }
 
-/* imag(x) of a real array: zeros of its dtype and shape, on its device. */
+/* imag(x): a view of a complex array's imaginary parts; for a real array,
+ * zeros of its dtype and shape, on its device. */
 static PyObject *f_imag(PyObject *self, PyObject *x) {
     mod_array *a = array_arg(x, "imag");
+    if (a && is_complex(a->dtype)) return part_view(a, true);
     PyObject *r = a ? mod_array_new_empty(mod_array_device(a), a->dtype, a->nd, a->shape) : NULL;
     PyObject *zero = PyLong_FromLong(0);
     if (r && (!zero || mod_ops_copy_into((mod_array *)r, zero) < 0)) Py_CLEAR(r);
@@ -1036,9 +1118,11 @@ static PyMethodDef functions[] = {
     {"around", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
      "around(x, /, decimals=0) -> ndarray: numpy.around, the same as round"},
     {"real", f_real, METH_O,
-     "real(x, /) -> ndarray: the real part: x itself for a real array (numpy.real)"},
+     "real(x, /) -> ndarray: the real part: a float view of a complex array's real parts, x "
+     "itself for a real array (numpy.real)"},
     {"imag", f_imag, METH_O,
-     "imag(x, /) -> ndarray: the imaginary part: zeros of x's dtype and shape for a real array"},
+     "imag(x, /) -> ndarray: the imaginary part: a float view of a complex array's imaginary "
+     "parts, zeros of x's dtype and shape for a real array (numpy.imag)"},
     {"copy", f_copy, METH_O, "copy(x) -> ndarray: a C-contiguous copy on x's device"},
     {NULL},
 };
@@ -1076,7 +1160,7 @@ static char ufunc_docs[LIB_NOPS + NALIASES][160];
 
 static bool is_ufunc(int i) {
     return i != LIB_CLIP && i != LIB_WHERE && i != LIB_COPY && i != LIB_ROUND_UP &&
-           i != LIB_ROUND_DOWN;
+           i != LIB_ROUND_DOWN && i != LIB_COPY_REAL;
 }
 
 static int add_ufunc(PyObject *module, int slot, const char *name, int i) {
@@ -1093,7 +1177,50 @@ static int add_ufunc(PyObject *module, int slot, const char *name, int i) {
     return rc;
 }
 
+/* ndarray.real / .imag, and their setters: x.real = v assigns into the view. */
+static PyObject *get_real(PyObject *x, void *imag) {
+    return imag ? f_imag(NULL, x) : f_real(NULL, x);
+}
+
+static int set_real(PyObject *x, PyObject *value, void *imag) {
+    mod_array *a = (mod_array *)x;
+    if (!value) {
+        PyErr_Format(PyExc_AttributeError, "cannot delete an array's %s part",
+                     imag ? "imaginary" : "real");
+        return -1;
+    }
+    if (imag && !is_complex(a->dtype)) {
+        PyErr_SetString(PyExc_TypeError, "array does not have imaginary part to set");
+        return -1;
+    }
+    PyObject *v = is_complex(a->dtype) ? part_view(a, imag != NULL) : Py_NewRef(x);
+    int rc = v ? mod_ops_copy_into((mod_array *)v, value) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+static PyGetSetDef part_getset[] = {
+    {"real", get_real, set_real, "the real parts (a view for a complex array; itself otherwise)",
+     NULL},
+    {"imag", get_real, set_real,
+     "the imaginary parts (a view for a complex array; zeros otherwise)", (void *)"imag"},
+    {NULL},
+};
+
+static PyObject *m_conj(PyObject *x, PyObject *unused) {
+    return run(&ops[LIB_CONJ], &x, 1, NULL, NULL);
+}
+
+static PyMethodDef part_methods[] = {
+    {"conj", m_conj, METH_NOARGS, "conj() -> ndarray: the complex conjugate (numpy.conj)"},
+    {"conjugate", m_conj, METH_NOARGS, "conjugate() -> ndarray: the complex conjugate"},
+    {NULL},
+};
+
 int mod_ops_add_functions(PyObject *module) {
+    if (mod_type_add_getset(&mod_ArrayType, part_getset) < 0 ||
+        mod_type_add_methods(&mod_ArrayType, part_methods) < 0)
+        return -1;
     PyObject *none = Py_None;
     if (PyDict_SetItemString(mod_ArrayType.tp_dict, "__array_ufunc__", none) < 0) return -1;
     PyType_Modified(

@@ -28,11 +28,11 @@
  * in-order queue and the call returns. On an H100 a float32 sum of 2**28
  * elements runs at 0.92-0.94x CuPy's time (2.8-2.9 TB/s).
  *
- * Sums accumulate in int64 / uint64 / float64 (float32 on a device without
- * float64): per work-item partials, the 16 accumulators and a log2-depth
- * tree are at least as accurate as NumPy's pairwise sum. argmin and argmax
- * carry (value, index) pairs and keep the smallest index among equal
- * values; NaN wins (the first NaN), as in NumPy.
+ * Sums accumulate in int64 / uint64 / float64 / complex128 (float32 and
+ * complex64 on a device without float64): per work-item partials, the 16 accumulators and a
+ * log2-depth tree are at least as accurate as NumPy's pairwise sum. argmin and argmax carry (value,
+ * index) pairs and keep the smallest index among equal values; NaN wins (the first NaN), as in
+ * NumPy. Complex values order lexicographically (real parts first), as NumPy's.
  *
  * Layouts the kernel cannot describe (more than two groups of kept axes or
  * three of reduced ones, after merging) are first copied C-contiguous;
@@ -83,11 +83,14 @@ static bool is_logical(red_op op) { return op == RED_ANY || op == RED_ALL || op 
 
 /* ---- dtypes ---- */
 
-/* A canonical dtype's numpy.dtype.kind: 'b' 'i' 'u' 'f'. */
+/* A canonical dtype's numpy.dtype.kind: 'b' 'i' 'u' 'f' 'c'. */
 static char kind_of(PyObject *dtype) {
     const char *n = mod_dtype_name(dtype);
-    return n[0] == 'b' ? 'b' : n[0] == 'i' ? 'i' : n[0] == 'u' ? 'u' : 'f';
+    return n[0] == 'b' ? 'b' : n[0] == 'i' ? 'i' : n[0] == 'u' ? 'u' : n[0] == 'c' ? 'c' : 'f';
 }
+
+/* Floating or complex: NaN is a value, and a mean divides in its own kind. */
+static bool inexact(char k) { return k == 'f' || k == 'c'; }
 
 /* What one reduction computes in; canonical dtypes (borrowed: they live for
  * the process). */
@@ -100,9 +103,9 @@ typedef struct {
 /* sum/prod/mean with dtype=None: NumPy 2's result dtype for input `in`. */
 static PyObject *default_out(red_op op, PyObject *in) {
     char k = kind_of(in);
-    if (op == RED_MEAN) return k == 'f' ? in : mod_dtype_find_borrowed('f', 8);
+    if (op == RED_MEAN) return inexact(k) ? in : mod_dtype_find_borrowed('f', 8);
     if (op == RED_SUM || op == RED_PROD)
-        return k == 'f' ? in : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
+        return inexact(k) ? in : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
     if (is_arg(op)) return mod_dtype_find_borrowed('i', 8);
     return in;
 }
@@ -124,12 +127,15 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         t->out = default_out(op, in);
         return;
     }
+    /* complex sums accumulate in complex128 (complex64 without float64) */
+    PyObject *c128 = mod_dtype_find_borrowed('c', fp64 ? 16 : 8);
     PyObject *elem = want ? want : default_out(op, in);
-    if (op == RED_MEAN && !want && !fp64) elem = f64; /* float32 there, as dpnp does */
+    if (op == RED_MEAN && !want && !fp64) /* float32 there, as dpnp does */
+        elem = kind_of(in) == 'c' ? c128 : f64;
     char k = kind_of(elem);
     t->out = elem;
-    t->acc = k == 'f' ? f64 : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
-    if (op == RED_MEAN && k != 'f') t->acc = f64; /* NumPy's mean divides in floating point */
+    t->acc = k == 'f' ? f64 : k == 'c' ? c128 : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
+    if (op == RED_MEAN && !inexact(k)) t->acc = f64; /* NumPy's mean divides in floating point */
     /* Elements are cast to `elem` only where that changes the result: to bool
      * (a sum of bools is a logical or) and from floating to integer
      * (truncation). Narrower integers wrap the same either way, and floats
@@ -149,7 +155,7 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
         v = PyLong_FromLong(0);
     else if (op == RED_PROD || op == RED_ALL)
         v = PyLong_FromLong(1);
-    else if (k == 'f')
+    else if (inexact(k)) /* complex: (+-inf, 0), which lexicographic order puts nearly last */
         v = PyFloat_FromDouble(low ? -INFINITY : INFINITY);
     else if (k == 'u')
         v = low ? PyLong_FromLong(0)
@@ -1109,7 +1115,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
                     .acc = mod_dtype_name(t->acc),
                     .cast = t->cast ? mod_dtype_name(t->cast) : NULL,
                     .out = mod_dtype_name(t->out),
-                    .acc_float = kind_of(t->acc) == 'f'};
+                    .acc_float = inexact(kind_of(t->acc))};
     red_plan pl;
     bool cpu = cpu_form(dev, g), cols = !cpu && cpu_cols_form(dev, op, g);
     int lanes = (cpu || cols) && mod_gen_cpu_lanes(dev) ? CPU_LANES : 1;

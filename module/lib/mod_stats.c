@@ -126,7 +126,22 @@ static PyObject *var_or_std(bool std, PyObject *self, PyObject *args, PyObject *
     }
     if (!x || !(mean = mod_reduce_named("mean", x, axis, NULL, true))) goto out;
     /* bool and integers: the deviations in the mean's float dtype */
-    if (!(dev = PyNumber_Subtract(x, mean)) || !(sq = PyNumber_Multiply(dev, dev))) goto out;
+    if (!(dev = PyNumber_Subtract(x, mean))) goto out;
+    if (!strncmp(mod_dtype_name(((mod_array *)dev)->dtype), "complex", 7)) {
+        /* complex: |x - mean|^2 as NumPy's _var, re * re + im * im, a real variance */
+        PyObject *re = PyObject_GetAttrString(dev, "real"),
+                 *im = PyObject_GetAttrString(dev, "imag");
+        PyObject *re2 = re ? PyNumber_Multiply(re, re) : NULL,
+                 *im2 = im ? PyNumber_Multiply(im, im) : NULL;
+        sq = re2 && im2 ? PyNumber_Add(re2, im2) : NULL;
+        Py_XDECREF(re);
+        Py_XDECREF(im);
+        Py_XDECREF(re2);
+        Py_XDECREF(im2);
+    } else {
+        sq = PyNumber_Multiply(dev, dev);
+    }
+    if (!sq) goto out;
     Py_CLEAR(dev);
     if (!(sum = mod_reduce_named("sum", sq, axis, NULL, keepdims))) goto out;
     mod_array *xa = (mod_array *)x, *ma = (mod_array *)mean;
@@ -530,10 +545,10 @@ out:
 /* ---- scans: the Python surface ---- */
 
 /* NumPy 2's cumsum dtype for in: bool and signed integers int64, unsigned
- * uint64, floats their own. */
+ * uint64, floats and complex their own. */
 static PyObject *scan_default_dtype_borrowed(PyObject *in) {
     const char *n = mod_dtype_name(in);
-    if (n[0] == 'f') return in;
+    if (n[0] == 'f' || n[0] == 'c') return in;
     return mod_dtype_find_borrowed(n[0] == 'u' ? 'u' : 'i', 8);
 }
 
