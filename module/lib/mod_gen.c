@@ -8,6 +8,8 @@
  * text's globals are `np` (numpy), `math` and `ol` (offload). */
 #include "mod_lib.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static PyObject *generated; /* dict: source text -> Kernel, until exit */
@@ -89,6 +91,31 @@ PyObject *mod_gen_kernel_by_key_borrowed(const char *key) {
 
 int mod_gen_remember(const char *key, PyObject *kernel) {
     return PyDict_SetItemString(keyed, key, kernel);
+}
+
+mod_array *mod_lib_array_arg(PyObject *x, const char *fn) {
+    if (mod_array_check(x)) return (mod_array *)x;
+    bool host = mod_is_numpy_array(x) || PyList_Check(x) || PyTuple_Check(x);
+    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %.100s%s", fn,
+                 Py_TYPE(x)->tp_name,
+                 host ? " (call offload.asarray(...) on it first: offload never copies to the "
+                        "device behind your back)"
+                      : "");
+    return NULL;
+}
+
+void mod_text_put(mod_text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
+    va_end(ap);
+    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
+}
+
+bool mod_text_ok(const mod_text *t, const char *name) {
+    if (t->n < sizeof t->s - 1) return true;
+    PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
+    return false;
 }
 
 bool mod_gen_cpu_lanes(ofl_device *dev) {

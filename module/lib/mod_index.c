@@ -55,20 +55,6 @@
 
 /* ---- small helpers ---- */
 
-typedef struct {
-    char s[8192];
-    size_t n;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-    va_end(ap);
-    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
-}
-
 static PyObject *i64(void) { return mod_dtype_find_borrowed('i', 8); }
 
 static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
@@ -171,120 +157,121 @@ static PyObject *launch_groups(const char *name, const char *src, Py_ssize_t gro
 /* ---- compaction: the coordinates of a's nonzero elements ---- */
 
 /* Group g counts the nonzero elements of m[g * CHUNK, (g + 1) * CHUNK). */
-static const char *count_text(text *t) {
+static const char *count_text(mod_text *t) {
     t->n = 0;
-    put(t,
-        "def index_nz_count(item, m, counts, n):\n"
-        "    # offload nonzero / x[mask]: per-group counts (module/lib/mod_index.c)\n"
-        "    grp = item.get_group()\n"
-        "    li = item.get_local_id(0)\n"
-        "    g = grp.get_group_id(0)\n"
-        "    c = np.int64(0)\n"
-        "    for e in range(%d):\n"
-        "        j = g * %d + e * %d + li\n"
-        "        if j < n:\n"
-        "            if m[np.uint64(j)] != 0:\n"
-        "                c += 1\n"
-        "    buf = ol.local_array(%d, np.int64)\n"
-        "    buf[li] = c\n"
-        "    ol.group_barrier(grp)\n"
-        "    h = %d\n"
-        "    while h > 0:\n"
-        "        if li < h:\n"
-        "            buf[li] = buf[li] + buf[li + h]\n"
-        "        ol.group_barrier(grp)\n"
-        "        h = h // 2\n"
-        "    if li == 0:\n"
-        "        counts[g] = buf[0]\n",
-        PER_ITEM, CHUNK, GROUP, GROUP, GROUP / 2);
+    mod_text_put(t,
+                 "def index_nz_count(item, m, counts, n):\n"
+                 "    # offload nonzero / x[mask]: per-group counts (module/lib/mod_index.c)\n"
+                 "    grp = item.get_group()\n"
+                 "    li = item.get_local_id(0)\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    c = np.int64(0)\n"
+                 "    for e in range(%d):\n"
+                 "        j = g * %d + e * %d + li\n"
+                 "        if j < n:\n"
+                 "            if m[np.uint64(j)] != 0:\n"
+                 "                c += 1\n"
+                 "    buf = ol.local_array(%d, np.int64)\n"
+                 "    buf[li] = c\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    h = %d\n"
+                 "    while h > 0:\n"
+                 "        if li < h:\n"
+                 "            buf[li] = buf[li] + buf[li + h]\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        h = h // 2\n"
+                 "    if li == 0:\n"
+                 "        counts[g] = buf[0]\n",
+                 PER_ITEM, CHUNK, GROUP, GROUP, GROUP / 2);
     return t->s;
 }
 
 /* buf (GROUP int64 in local memory) becomes its inclusive scan (Hillis-Steele). */
-static void put_local_scan(text *t, int ind) {
-    put(t,
-        "%*sh = 1\n"
-        "%*swhile h < %d:\n"
-        "%*s    v = np.int64(0)\n"
-        "%*s    if li >= h:\n"
-        "%*s        v = buf[li - h]\n"
-        "%*s    ol.group_barrier(grp)\n"
-        "%*s    buf[li] = buf[li] + v\n"
-        "%*s    ol.group_barrier(grp)\n"
-        "%*s    h = h * 2\n",
-        ind, "", ind, "", GROUP, ind, "", ind, "", ind, "", ind, "", ind, "", ind, "", ind, "");
+static void put_local_scan(mod_text *t, int ind) {
+    mod_text_put(t,
+                 "%*sh = 1\n"
+                 "%*swhile h < %d:\n"
+                 "%*s    v = np.int64(0)\n"
+                 "%*s    if li >= h:\n"
+                 "%*s        v = buf[li - h]\n"
+                 "%*s    ol.group_barrier(grp)\n"
+                 "%*s    buf[li] = buf[li] + v\n"
+                 "%*s    ol.group_barrier(grp)\n"
+                 "%*s    h = h * 2\n",
+                 ind, "", ind, "", GROUP, ind, "", ind, "", ind, "", ind, "", ind, "", ind, "", ind,
+                 "");
 }
 
 /* One group: offs = the exclusive scan of counts[0..G), total[0] = their sum.
  * Work-item l takes a run of consecutive counts. */
-static const char *scan_text(text *t) {
+static const char *scan_text(mod_text *t) {
     t->n = 0;
-    put(t,
-        "def index_nz_scan(item, counts, offs, total, G):\n"
-        "    # offload nonzero / x[mask]: the groups' offsets (module/lib/mod_index.c)\n"
-        "    grp = item.get_group()\n"
-        "    li = item.get_local_id(0)\n"
-        "    per = (G + %d) // %d\n"
-        "    lo = li * per\n"
-        "    hi = min(lo + per, G)\n"
-        "    s = np.int64(0)\n"
-        "    j = lo\n"
-        "    while j < hi:\n"
-        "        s += counts[np.uint64(j)]\n"
-        "        j += 1\n"
-        "    buf = ol.local_array(%d, np.int64)\n"
-        "    buf[li] = s\n"
-        "    ol.group_barrier(grp)\n",
-        GROUP - 1, GROUP, GROUP);
+    mod_text_put(t,
+                 "def index_nz_scan(item, counts, offs, total, G):\n"
+                 "    # offload nonzero / x[mask]: the groups' offsets (module/lib/mod_index.c)\n"
+                 "    grp = item.get_group()\n"
+                 "    li = item.get_local_id(0)\n"
+                 "    per = (G + %d) // %d\n"
+                 "    lo = li * per\n"
+                 "    hi = min(lo + per, G)\n"
+                 "    s = np.int64(0)\n"
+                 "    j = lo\n"
+                 "    while j < hi:\n"
+                 "        s += counts[np.uint64(j)]\n"
+                 "        j += 1\n"
+                 "    buf = ol.local_array(%d, np.int64)\n"
+                 "    buf[li] = s\n"
+                 "    ol.group_barrier(grp)\n",
+                 GROUP - 1, GROUP, GROUP);
     put_local_scan(t, 4);
-    put(t,
-        "    run = buf[li] - s\n"
-        "    j = lo\n"
-        "    while j < hi:\n"
-        "        offs[np.uint64(j)] = run\n"
-        "        run += counts[np.uint64(j)]\n"
-        "        j += 1\n"
-        "    if li == %d:\n"
-        "        total[0] = buf[%d]\n",
-        GROUP - 1, GROUP - 1);
+    mod_text_put(t,
+                 "    run = buf[li] - s\n"
+                 "    j = lo\n"
+                 "    while j < hi:\n"
+                 "        offs[np.uint64(j)] = run\n"
+                 "        run += counts[np.uint64(j)]\n"
+                 "        j += 1\n"
+                 "    if li == %d:\n"
+                 "        total[0] = buf[%d]\n",
+                 GROUP - 1, GROUP - 1);
     return t->s;
 }
 
 /* Group g writes the coordinates (in m's shape, k dims in shp) of its
  * nonzero elements, in C order from offs[g]: out[d * total + pos] for axis d. */
-static const char *scatter_text(text *t) {
+static const char *scatter_text(mod_text *t) {
     t->n = 0;
-    put(t,
-        "def index_nz_scatter(item, m, offs, out, shp, k, n, total):\n"
-        "    # offload nonzero / x[mask]: coordinates (module/lib/mod_index.c)\n"
-        "    grp = item.get_group()\n"
-        "    li = item.get_local_id(0)\n"
-        "    g = grp.get_group_id(0)\n"
-        "    run = offs[g]\n"
-        "    buf = ol.local_array(%d, np.int64)\n"
-        "    for e in range(%d):\n"
-        "        j = g * %d + e * %d + li\n"
-        "        f = np.int64(0)\n"
-        "        if j < n:\n"
-        "            if m[np.uint64(j)] != 0:\n"
-        "                f = np.int64(1)\n"
-        "        buf[li] = f\n"
-        "        ol.group_barrier(grp)\n",
-        GROUP, PER_ITEM, CHUNK, GROUP);
+    mod_text_put(t,
+                 "def index_nz_scatter(item, m, offs, out, shp, k, n, total):\n"
+                 "    # offload nonzero / x[mask]: coordinates (module/lib/mod_index.c)\n"
+                 "    grp = item.get_group()\n"
+                 "    li = item.get_local_id(0)\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    run = offs[g]\n"
+                 "    buf = ol.local_array(%d, np.int64)\n"
+                 "    for e in range(%d):\n"
+                 "        j = g * %d + e * %d + li\n"
+                 "        f = np.int64(0)\n"
+                 "        if j < n:\n"
+                 "            if m[np.uint64(j)] != 0:\n"
+                 "                f = np.int64(1)\n"
+                 "        buf[li] = f\n"
+                 "        ol.group_barrier(grp)\n",
+                 GROUP, PER_ITEM, CHUNK, GROUP);
     put_local_scan(t, 8);
-    put(t,
-        "        if f == 1:\n"
-        "            pos = run + buf[li] - 1\n"
-        "            rem = np.int64(j)\n"
-        "            d = k - 1\n"
-        "            while d >= 0:\n"
-        "                s = shp[np.uint64(d)]\n"
-        "                out[np.uint64(d * total + pos)] = rem %% s\n"
-        "                rem = rem // s\n"
-        "                d -= 1\n"
-        "        run += buf[%d]\n"
-        "        ol.group_barrier(grp)\n",
-        GROUP - 1);
+    mod_text_put(t,
+                 "        if f == 1:\n"
+                 "            pos = run + buf[li] - 1\n"
+                 "            rem = np.int64(j)\n"
+                 "            d = k - 1\n"
+                 "            while d >= 0:\n"
+                 "                s = shp[np.uint64(d)]\n"
+                 "                out[np.uint64(d * total + pos)] = rem %% s\n"
+                 "                rem = rem // s\n"
+                 "                d -= 1\n"
+                 "        run += buf[%d]\n"
+                 "        ol.group_barrier(grp)\n",
+                 GROUP - 1);
     return t->s;
 }
 
@@ -310,7 +297,7 @@ static PyObject *nonzero_rows(mod_array *a) {
     nn = PyLong_FromSsize_t(n);
     GG = PyLong_FromSsize_t(G);
     if (!mv || !counts || !offs || !total || !nn || !GG) goto done;
-    text t;
+    mod_text t;
     PyObject *cargs[] = {mv, counts, nn};
     if (!(r = launch_groups("index_nz_count", count_text(&t), G, cargs, 3))) goto done;
     Py_DECREF(r);
@@ -434,46 +421,46 @@ static int check_bounds(mod_array *x, plan *p) {
  * holds, per merged result dimension d from row 0, W numbers: its length,
  * x's stride, (the value's stride,) each index array's stride; then per
  * index array its x stride and length. */
-static const char *access_text(text *t, int K, int mode, char *name, size_t namelen) {
+static const char *access_text(mod_text *t, int K, int mode, char *name, size_t namelen) {
     /* mode 0: gather, 1: scatter of an array, 2: scatter of a scalar */
     int W = 2 + (mode == 1) + K;
     snprintf(name, namelen, "index_%s_%d%s", mode ? "put" : "take", K, mode == 2 ? "_scalar" : "");
     t->n = 0;
-    put(t, "def %s(item, %s", name, mode ? "x, v" : "out, x");
-    for (int k = 0; k < K; k++) put(t, ", i%d", k);
-    put(t, ", meta, nd, xb%s):\n", mode == 1 ? ", vb" : "");
-    put(t, "    # offload x[indices]%s (module/lib/mod_index.c)\n", mode ? " = v" : "");
-    put(t, "    o = item.get_id(0)\n"
-           "    rem = np.int64(o)\n"
-           "    xo = np.int64(xb)\n");
-    if (mode == 1) put(t, "    vo = np.int64(vb)\n");
-    for (int k = 0; k < K; k++) put(t, "    p%d = np.int64(0)\n", k);
-    put(t,
-        "    d = nd - 1\n"
-        "    while d >= 0:\n"
-        "        r = np.uint64(d * %d)\n"
-        "        s = meta[r]\n"
-        "        c = rem %% s\n"
-        "        rem = rem // s\n"
-        "        xo += c * meta[r + 1]\n",
-        W);
+    mod_text_put(t, "def %s(item, %s", name, mode ? "x, v" : "out, x");
+    for (int k = 0; k < K; k++) mod_text_put(t, ", i%d", k);
+    mod_text_put(t, ", meta, nd, xb%s):\n", mode == 1 ? ", vb" : "");
+    mod_text_put(t, "    # offload x[indices]%s (module/lib/mod_index.c)\n", mode ? " = v" : "");
+    mod_text_put(t, "    o = item.get_id(0)\n"
+                    "    rem = np.int64(o)\n"
+                    "    xo = np.int64(xb)\n");
+    if (mode == 1) mod_text_put(t, "    vo = np.int64(vb)\n");
+    for (int k = 0; k < K; k++) mod_text_put(t, "    p%d = np.int64(0)\n", k);
+    mod_text_put(t,
+                 "    d = nd - 1\n"
+                 "    while d >= 0:\n"
+                 "        r = np.uint64(d * %d)\n"
+                 "        s = meta[r]\n"
+                 "        c = rem %% s\n"
+                 "        rem = rem // s\n"
+                 "        xo += c * meta[r + 1]\n",
+                 W);
     int col = 2;
-    if (mode == 1) put(t, "        vo += c * meta[r + %d]\n", col++);
-    for (int k = 0; k < K; k++) put(t, "        p%d += c * meta[r + %d]\n", k, col++);
-    put(t,
-        "        d -= 1\n"
-        "    e = np.uint64(nd * %d)\n",
-        W);
+    if (mode == 1) mod_text_put(t, "        vo += c * meta[r + %d]\n", col++);
+    for (int k = 0; k < K; k++) mod_text_put(t, "        p%d += c * meta[r + %d]\n", k, col++);
+    mod_text_put(t,
+                 "        d -= 1\n"
+                 "    e = np.uint64(nd * %d)\n",
+                 W);
     for (int k = 0; k < K; k++)
-        put(t,
-            "    w%d = i%d[np.uint64(p%d)]\n"
-            "    if w%d < 0:\n"
-            "        w%d += meta[e + %d]\n"
-            "    xo += w%d * meta[e + %d]\n",
-            k, k, k, k, k, 2 * k + 1, k, 2 * k);
-    if (mode == 0) put(t, "    out[o] = x[np.uint64(xo)]\n");
-    if (mode == 1) put(t, "    x[np.uint64(xo)] = v[np.uint64(vo)]\n");
-    if (mode == 2) put(t, "    x[np.uint64(xo)] = v\n");
+        mod_text_put(t,
+                     "    w%d = i%d[np.uint64(p%d)]\n"
+                     "    if w%d < 0:\n"
+                     "        w%d += meta[e + %d]\n"
+                     "    xo += w%d * meta[e + %d]\n",
+                     k, k, k, k, k, 2 * k + 1, k, 2 * k);
+    if (mode == 0) mod_text_put(t, "    out[o] = x[np.uint64(xo)]\n");
+    if (mode == 1) mod_text_put(t, "    x[np.uint64(xo)] = v[np.uint64(vo)]\n");
+    if (mode == 2) mod_text_put(t, "    x[np.uint64(xo)] = v\n");
     return t->s;
 }
 
@@ -552,7 +539,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     args[a++] = ndo;
     args[a++] = xbo;
     if (mode == 1) args[a++] = vbo;
-    text t;
+    mod_text t;
     char name[64];
     access_text(&t, p->K, mode, name, sizeof name);
     r = launch_range(name, t.s, n, args, a);

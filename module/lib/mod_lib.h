@@ -30,6 +30,21 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
  * host time was vsnprintf). NULL, without an error, when not remembered. */
 PyObject *mod_gen_kernel_by_key_borrowed(const char *key);
 int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
+/* x as an offload array for offload.<fn>, or NULL with a TypeError that
+ * says to call offload.asarray on host data (never copied behind the back). */
+mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
+
+/* A kernel text being written: mod_text_put appends printf-style. MOD_TEXT_MAX
+ * holds the longest text (the CPU argmin/argmax for PoCL, about 30 KB); one
+ * that outgrows it is caught by mod_text_ok, never compiled cut short. A
+ * mod_text starts with t.n = 0 (no need to clear its 64 KB). */
+#define MOD_TEXT_MAX 65536
+typedef struct {
+    size_t n;
+    char s[MOD_TEXT_MAX];
+} mod_text;
+void mod_text_put(mod_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool mod_text_ok(const mod_text *t, const char *name); /* else a SystemError naming it */
 /* Whether dev is a CPU device whose compiler makes vector code across the
  * work-items of a group, never within one work-item (Intel's CPU runtime;
  * measured, see mod_reduce.c's CPU form), so that texts for it give

@@ -16,14 +16,6 @@ static PyObject *call(const char *name, PyObject *args, PyObject *kw) {
     return r;
 }
 
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError, "offload.%s needs offload arrays, not %.100s%s", fn,
-                 Py_TYPE(x)->tp_name,
-                 mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
-    return NULL;
-}
-
 /* list.append(v): 0, or 1 with an exception */
 static int append_int(PyObject *list, Py_ssize_t v) {
     PyObject *o = PyLong_FromSsize_t(v);
@@ -35,7 +27,7 @@ static int append_int(PyObject *list, Py_ssize_t v) {
 static bool is_complex(const mod_array *a) { return mod_dtype_name(a->dtype)[0] == 'c'; }
 
 static PyObject *f_matrix_transpose(PyObject *self, PyObject *x) {
-    mod_array *a = array_arg(x, "matrix_transpose");
+    mod_array *a = mod_lib_array_arg(x, "matrix_transpose");
     if (!a) return NULL;
     if (a->nd < 2)
         return PyErr_Format(PyExc_ValueError,
@@ -52,7 +44,7 @@ static PyObject *f_vecdot(PyObject *self, PyObject *args, PyObject *kw) {
     int axis = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$i:vecdot", kwlist, &x1, &x2, &axis))
         return NULL;
-    mod_array *a = array_arg(x1, "vecdot"), *b = a ? array_arg(x2, "vecdot") : NULL;
+    mod_array *a = mod_lib_array_arg(x1, "vecdot"), *b = a ? mod_lib_array_arg(x2, "vecdot") : NULL;
     if (!b) return NULL;
     int nd = a->nd > b->nd ? a->nd : b->nd;
     if (axis >= 0 || axis < -(a->nd < b->nd ? a->nd : b->nd))
@@ -134,7 +126,8 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x1, *x2, *axes = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:tensordot", kwlist, &x1, &x2, &axes))
         return NULL;
-    mod_array *a = array_arg(x1, "tensordot"), *b = a ? array_arg(x2, "tensordot") : NULL;
+    mod_array *a = mod_lib_array_arg(x1, "tensordot"),
+              *b = a ? mod_lib_array_arg(x2, "tensordot") : NULL;
     if (!b) return NULL;
     PyObject *two = axes ? NULL : PyLong_FromLong(2);
     if (!axes) axes = two;

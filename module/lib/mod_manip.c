@@ -25,17 +25,6 @@
 
 /* ---- arguments ---- */
 
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    bool host = mod_is_numpy_array(x) || PyList_Check(x) || PyTuple_Check(x);
-    PyErr_Format(PyExc_TypeError, "offload.%s: expected an offload array, got %s%s", fn,
-                 Py_TYPE(x)->tp_name,
-                 host ? "; call offload.asarray(...) on it first (offload never copies to the "
-                        "device behind your back)"
-                      : "");
-    return NULL;
-}
-
 /* The arrays of a sequence argument, all on one device: a new list (the
  * items borrowed from it through *items), or NULL with an exception. */
 static PyObject *array_seq(PyObject *seq, const char *fn, mod_array ***items, Py_ssize_t *n) {
@@ -50,7 +39,7 @@ static PyObject *array_seq(PyObject *seq, const char *fn, mod_array ***items, Py
     *items = (mod_array **)PySequence_Fast_ITEMS(list);
     ofl_device *dev = NULL;
     for (Py_ssize_t i = 0; i < *n; i++) {
-        if (!array_arg(PyList_GET_ITEM(list, i), fn)) goto fail;
+        if (!mod_lib_array_arg(PyList_GET_ITEM(list, i), fn)) goto fail;
         ofl_device *d = mod_array_device((*items)[i]);
         if (!dev) dev = d;
         if (d != dev) {
@@ -206,7 +195,7 @@ static PyObject *f_broadcast_to(PyObject *self, PyObject *args, PyObject *kw) {
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:broadcast_to", kwlist, &x, &shape_arg) ||
-        !array_arg(x, "broadcast_to") || mod_parse_shape(shape_arg, &nd, shape) < 0)
+        !mod_lib_array_arg(x, "broadcast_to") || mod_parse_shape(shape_arg, &nd, shape) < 0)
         return NULL;
     return broadcast_view((mod_array *)x, nd, shape);
 }
@@ -288,7 +277,7 @@ static PyObject *f_expand_dims(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = NULL;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:expand_dims", kwlist, &x, &axis) ||
-        !array_arg(x, "expand_dims"))
+        !mod_lib_array_arg(x, "expand_dims"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (!axis) {
@@ -312,7 +301,7 @@ static PyObject *f_flip(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = Py_None;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:flip", kwlist, &x, &axis) ||
-        !array_arg(x, "flip"))
+        !mod_lib_array_arg(x, "flip"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis == Py_None)
@@ -353,7 +342,7 @@ static PyObject *f_permute_dims(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "axes", NULL};
     PyObject *x, *axes;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:permute_dims", kwlist, &x, &axes) ||
-        !array_arg(x, "permute_dims"))
+        !mod_lib_array_arg(x, "permute_dims"))
         return NULL;
     if (axes == Py_None) return PyErr_Format(PyExc_TypeError, "permute_dims: axes must be a tuple");
     return permute((mod_array *)x, axes);
@@ -363,7 +352,7 @@ static PyObject *f_transpose(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"a", "axes", NULL};
     PyObject *x, *axes = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:transpose", kwlist, &x, &axes) ||
-        !array_arg(x, "transpose"))
+        !mod_lib_array_arg(x, "transpose"))
         return NULL;
     return permute((mod_array *)x, axes);
 }
@@ -373,7 +362,7 @@ static PyObject *f_swapaxes(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *a1, *a2;
     int perm[MOD_MAXDIMS], i, j;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:swapaxes", kwlist, &x, &a1, &a2) ||
-        !array_arg(x, "swapaxes"))
+        !mod_lib_array_arg(x, "swapaxes"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis_in(a1, a->nd, &i, "axis1") < 0 || axis_in(a2, a->nd, &j, "axis2") < 0) return NULL;
@@ -387,7 +376,7 @@ static PyObject *f_moveaxis(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *src_arg, *dst_arg;
     int src[MOD_MAXDIMS], dst[MOD_MAXDIMS], ns, nd_;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:moveaxis", kwlist, &x, &src_arg, &dst_arg) ||
-        !array_arg(x, "moveaxis"))
+        !mod_lib_array_arg(x, "moveaxis"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis_list(src_arg, a->nd, src, &ns, "repeated axis in `source` argument", "source") < 0 ||
@@ -417,7 +406,7 @@ static PyObject *f_squeeze(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = Py_None;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:squeeze", kwlist, &x, &axis) ||
-        !array_arg(x, "squeeze"))
+        !mod_lib_array_arg(x, "squeeze"))
         return NULL;
     mod_array *a = (mod_array *)x;
     bool drop[MOD_MAXDIMS] = {false};
@@ -444,7 +433,7 @@ static PyObject *f_unstack(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis_arg = NULL;
     int axis = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:unstack", kwlist, &x, &axis_arg) ||
-        !array_arg(x, "unstack"))
+        !mod_lib_array_arg(x, "unstack"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (a->nd == 0) return PyErr_Format(PyExc_ValueError, "Input array must be at least 1-d.");
@@ -562,7 +551,7 @@ static PyObject *f_reshape(PyObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t shape[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:reshape", kwlist, &x, &shape_arg,
                                      &copy_arg) ||
-        !array_arg(x, "reshape") || (copy = mod_parse_copy(copy_arg)) == -2 ||
+        !mod_lib_array_arg(x, "reshape") || (copy = mod_parse_copy(copy_arg)) == -2 ||
         mod_parse_shape(shape_arg, &nd, shape) < 0)
         return NULL;
     return reshaped((mod_array *)x, nd, shape, copy);
@@ -593,7 +582,7 @@ static PyObject *flat(mod_array *x) {
 }
 
 static PyObject *f_ravel(PyObject *self, PyObject *x) {
-    return array_arg(x, "ravel") ? flat((mod_array *)x) : NULL;
+    return mod_lib_array_arg(x, "ravel") ? flat((mod_array *)x) : NULL;
 }
 
 /* ---- copies ---- */
@@ -759,7 +748,7 @@ static PyObject *f_roll(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "shift", "axis", NULL};
     PyObject *x, *shift_arg, *axis_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:roll", kwlist, &x, &shift_arg, &axis_arg) ||
-        !array_arg(x, "roll"))
+        !mod_lib_array_arg(x, "roll"))
         return NULL;
     mod_array *a = (mod_array *)x;
     /* the shifts, one per axis after broadcasting shift against axis */
@@ -843,7 +832,7 @@ static PyObject *f_tile(PyObject *self, PyObject *args, PyObject *kw) {
     int nr;
     Py_ssize_t reps[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:tile", kwlist, &x, &reps_arg) ||
-        !array_arg(x, "tile") || mod_parse_shape(reps_arg, &nr, reps) < 0)
+        !mod_lib_array_arg(x, "tile") || mod_parse_shape(reps_arg, &nr, reps) < 0)
         return NULL;
     mod_array *a = (mod_array *)x;
     for (int i = 0; i < nr; i++)
@@ -1069,7 +1058,7 @@ static PyObject *f_repeat(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "", "axis", NULL};
     PyObject *x, *reps, *axis_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:repeat", kwlist, &x, &reps, &axis_arg) ||
-        !array_arg(x, "repeat"))
+        !mod_lib_array_arg(x, "repeat"))
         return NULL;
     mod_array *a = (mod_array *)x;
     mod_array *r = NULL;
@@ -1175,12 +1164,12 @@ static PyObject *atleast(PyObject *args, int least, const char *fn) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n == 1) {
         PyObject *x = PyTuple_GET_ITEM(args, 0);
-        return array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL;
+        return mod_lib_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL;
     }
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t i = 0; t && i < n; i++) {
         PyObject *x = PyTuple_GET_ITEM(args, i);
-        tuple_put(&t, i, array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL);
+        tuple_put(&t, i, mod_lib_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL);
     }
     return t;
 }

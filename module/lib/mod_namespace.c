@@ -33,14 +33,6 @@ static bool integral(PyObject *dtype) {
     return !strncmp(name, "int", 3) || !strncmp(name, "uint", 4);
 }
 
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %s%s", fn,
-                 Py_TYPE(x)->tp_name,
-                 mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
-    return NULL;
-}
-
 /* Launches the kernel `name` defined by src over Range(size[0..nd-1]); 0 or -1. */
 static int launch(const char *name, const char *src, int nd, const Py_ssize_t *size,
                   PyObject *const *args, Py_ssize_t nargs) {
@@ -275,7 +267,7 @@ static PyObject *f_astype(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *dtype, *copy = Py_True, *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$OO:astype", kwlist, &x, &dtype, &copy,
                                      &device) ||
-        !array_arg(x, "astype"))
+        !mod_lib_array_arg(x, "astype"))
         return NULL;
     PyObject *margs = PyTuple_Pack(1, dtype);
     PyObject *mkw = margs ? Py_BuildValue("{sOsO}", "copy", copy, "device", device) : NULL;
@@ -422,7 +414,7 @@ static PyObject *triangle(PyObject *args, PyObject *kw, bool lower) {
     const char *fn = lower ? "tril" : "triu";
     if (!PyArg_ParseTupleAndKeywords(args, kw, lower ? "O|O:tril" : "O|O:triu", kwlist, &x, &k_arg))
         return NULL;
-    mod_array *a = array_arg(x, fn);
+    mod_array *a = mod_lib_array_arg(x, fn);
     if (!a) return NULL;
     if (a->nd == 0)
         return PyErr_Format(PyExc_ValueError,
@@ -621,7 +613,7 @@ static PyObject *f_meshgrid(PyObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t shape[MOD_MAXDIMS];
     ofl_device *dev = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        mod_array *a = array_arg(PyTuple_GET_ITEM(args, i), "meshgrid");
+        mod_array *a = mod_lib_array_arg(PyTuple_GET_ITEM(args, i), "meshgrid");
         if (!a) goto done;
         if (dev && mod_array_device(a) != dev) {
             PyErr_Format(mod_ExecutionPlacementError,

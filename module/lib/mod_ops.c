@@ -1028,16 +1028,8 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
     return run(&ops[LIB_POS], xs, 1, NULL, NULL); /* numpy.positive: a copy, a TypeError for bool */
 }
 
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %s%s", fn,
-                 Py_TYPE(x)->tp_name,
-                 mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
-    return NULL;
-}
-
 static PyObject *f_copy(PyObject *self, PyObject *x) {
-    mod_array *a = array_arg(x, "copy");
+    mod_array *a = mod_lib_array_arg(x, "copy");
     return a ? mod_ops_copy(a, NULL) : NULL;
 }
 
@@ -1087,7 +1079,7 @@ static PyObject *part_view(mod_array *a, bool imag) {
 /* real(x): a view of a complex array's real parts; a real array itself, as
  * numpy.real's. */
 static PyObject *f_real(PyObject *self, PyObject *x) {
-    mod_array *a = array_arg(x, "real");
+    mod_array *a = mod_lib_array_arg(x, "real");
     if (a && is_complex(a->dtype)) return part_view(a, false);
     return a ? Py_NewRef(x) : NULL;
 }
@@ -1095,7 +1087,7 @@ static PyObject *f_real(PyObject *self, PyObject *x) {
 /* imag(x): a view of a complex array's imaginary parts; for a real array,
  * zeros of its dtype and shape, on its device. */
 static PyObject *f_imag(PyObject *self, PyObject *x) {
-    mod_array *a = array_arg(x, "imag");
+    mod_array *a = mod_lib_array_arg(x, "imag");
     if (a && is_complex(a->dtype)) return part_view(a, true);
     PyObject *r = a ? mod_array_new_empty(mod_array_device(a), a->dtype, a->nd, a->shape) : NULL;
     PyObject *zero = PyLong_FromLong(0);

@@ -173,19 +173,6 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
 
 /* ---- kernel text ---- */
 
-typedef struct {
-    char s[65536]; /* the CPU argmin/argmax text for PoCL is about 30 KB */
-    size_t n;
-} text;
-
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-    va_end(ap);
-    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
-}
-
 /* What makes one kernel text differ from another. */
 typedef struct {
     red_op op;
@@ -195,49 +182,53 @@ typedef struct {
 } text_key;
 
 /* "var = <element at index expression idx, as the accumulator's type>" */
-static void put_load(text *t, const text_key *key, int ind, const char *var, const char *idx) {
+static void put_load(mod_text *t, const text_key *key, int ind, const char *var, const char *idx) {
     if (key->cast && !strcmp(key->cast, "bool"))
-        put(t, "%*s%s = np.%s(x[%s] != 0)\n", ind, "", var, key->acc, idx);
+        mod_text_put(t, "%*s%s = np.%s(x[%s] != 0)\n", ind, "", var, key->acc, idx);
     else if (key->cast)
-        put(t, "%*s%s = np.%s(np.%s(x[%s]))\n", ind, "", var, key->acc, key->cast, idx);
+        mod_text_put(t, "%*s%s = np.%s(np.%s(x[%s]))\n", ind, "", var, key->acc, key->cast, idx);
     else
-        put(t, "%*s%s = np.%s(x[%s])\n", ind, "", var, key->acc, idx);
+        mod_text_put(t, "%*s%s = np.%s(x[%s])\n", ind, "", var, key->acc, idx);
 }
 
 /* a = a (op) v, for the plain reductions. min/max propagate NaN: a NaN v is
  * taken, and a NaN a stays (no comparison with it holds). `|`, not `or`: no
  * branch, so that CPU compilers make one vector select of it (Intel: a max
  * of 2**22 float32 0.37 -> 0.27 ms). */
-static void put_combine(text *t, const text_key *key, int ind, const char *a, const char *v) {
+static void put_combine(mod_text *t, const text_key *key, int ind, const char *a, const char *v) {
     char nan[40] = "";
     if (key->acc_float) snprintf(nan, sizeof nan, " | (%s != %s)", v, v);
     const char *better = key->op == RED_MIN ? "<" : ">";
     switch (key->op) {
     case RED_SUM:
-    case RED_MEAN: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
-    case RED_PROD: put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
-    case RED_COUNT: put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
-    case RED_ANY: put(t, "%*s%s = %s | %s\n", ind, "", a, a, v); break;
-    case RED_ALL: put(t, "%*s%s = %s & %s\n", ind, "", a, a, v); break;
-    default: put(t, "%*s%s = %s if (%s %s %s)%s else %s\n", ind, "", a, v, v, better, a, nan, a);
+    case RED_MEAN: mod_text_put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
+    case RED_PROD: mod_text_put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
+    case RED_COUNT: mod_text_put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
+    case RED_ANY: mod_text_put(t, "%*s%s = %s | %s\n", ind, "", a, a, v); break;
+    case RED_ALL: mod_text_put(t, "%*s%s = %s & %s\n", ind, "", a, a, v); break;
+    default:
+        mod_text_put(t, "%*s%s = %s if (%s %s %s)%s else %s\n", ind, "", a, v, v, better, a, nan,
+                     a);
     }
 }
 
 /* argmin/argmax: (a, i) takes (v, c) when v is better, or as good and
  * earlier. NaN is the best value, and among NaNs the earliest. */
-static void put_arg_combine(text *t, const text_key *key, int ind, const char *a, const char *i,
+static void put_arg_combine(mod_text *t, const text_key *key, int ind, const char *a, const char *i,
                             const char *v, const char *c) {
     const char *lt = key->op == RED_ARGMIN ? "<" : ">";
     if (key->acc_float)
-        put(t,
+        mod_text_put(
+            t,
             "%*sif %s %s %s or (%s == %s and %s < %s) or (%s != %s and (%s == %s or %s < %s)):\n",
             ind, "", v, lt, a, v, a, c, i, v, v, a, a, c, i);
     else
-        put(t, "%*sif %s %s %s or (%s == %s and %s < %s):\n", ind, "", v, lt, a, v, a, c, i);
-    put(t, "%*s%s = %s\n%*s%s = %s\n", ind + 4, "", a, v, ind + 4, "", i, c);
+        mod_text_put(t, "%*sif %s %s %s or (%s == %s and %s < %s):\n", ind, "", v, lt, a, v, a, c,
+                     i);
+    mod_text_put(t, "%*s%s = %s\n%*s%s = %s\n", ind + 4, "", a, v, ind + 4, "", i, c);
 }
 
-static void put_step(text *t, const text_key *key, int ind, int u) {
+static void put_step(mod_text *t, const text_key *key, int ind, int u) {
     char a[16], v[16], i[16], c[16];
     snprintf(a, sizeof a, "a%d", u), snprintf(v, sizeof v, "v%d", u);
     snprintf(i, sizeof i, "i%d", u), snprintf(c, sizeof c, "c%d", u);
@@ -258,11 +249,11 @@ static int unroll_of(red_op op) { return is_arg(op) ? 4 : 16; }
  * (printf, each %s = k). Indices are unsigned: an int64 index would be
  * checked for Python's negative-index wrap on every load; negative strides
  * still land right, modulo 2**64. */
-static void put_loop(text *t, const text_key *key, int ind, const char *at, int unroll) {
+static void put_loop(mod_text *t, const text_key *key, int ind, const char *at, int unroll) {
     bool arg = is_arg(key->op);
     char kk[32], idx[200], v[16];
     if (unroll > 1) {
-        put(t, "%*swhile k + %d * step < n:\n", ind, "", unroll - 1);
+        mod_text_put(t, "%*swhile k + %d * step < n:\n", ind, "", unroll - 1);
         for (int u = 0; u < unroll; u++) {
             snprintf(kk, sizeof kk, u ? "(k + %d * step)" : "k", u);
             snprintf(v, sizeof v, "v%d", u);
@@ -270,44 +261,44 @@ static void put_loop(text *t, const text_key *key, int ind, const char *at, int 
             put_load(t, key, ind + 4, v, idx);
         }
         if (arg) {
-            put(t, "%*sif fromp:\n", ind + 4, "");
+            mod_text_put(t, "%*sif fromp:\n", ind + 4, "");
             for (int u = 0; u < unroll; u++) {
                 snprintf(kk, sizeof kk, u ? "(k + %d * step)" : "k", u);
                 snprintf(idx, sizeof idx, at, kk, kk, kk);
-                put(t, "%*sc%d = xi[%s]\n", ind + 8, "", u, idx);
+                mod_text_put(t, "%*sc%d = xi[%s]\n", ind + 8, "", u, idx);
             }
-            put(t, "%*selse:\n", ind + 4, "");
+            mod_text_put(t, "%*selse:\n", ind + 4, "");
             for (int u = 0; u < unroll; u++)
-                put(t, u ? "%*sc%d = k + %d * step\n" : "%*sc%d = k\n", ind + 8, "", u, u);
+                mod_text_put(t, u ? "%*sc%d = k + %d * step\n" : "%*sc%d = k\n", ind + 8, "", u, u);
         }
         for (int u = 0; u < unroll; u++) put_step(t, key, ind + 4, u);
-        put(t, "%*sk += %d * step\n", ind + 4, "", unroll);
+        mod_text_put(t, "%*sk += %d * step\n", ind + 4, "", unroll);
     }
-    put(t, "%*swhile k < n:\n", ind, "");
+    mod_text_put(t, "%*swhile k < n:\n", ind, "");
     snprintf(idx, sizeof idx, at, "k", "k", "k");
     put_load(t, key, ind + 4, "v0", idx);
     if (arg)
-        put(t, "%*sc0 = k\n%*sif fromp:\n%*sc0 = xi[%s]\n", ind + 4, "", ind + 4, "", ind + 8, "",
-            idx);
+        mod_text_put(t, "%*sc0 = k\n%*sif fromp:\n%*sc0 = xi[%s]\n", ind + 4, "", ind + 4, "",
+                     ind + 8, "", idx);
     put_step(t, key, ind + 4, 0);
-    put(t, "%*sk += step\n", ind + 4, "");
+    mod_text_put(t, "%*sk += step\n", ind + 4, "");
 }
 
 /* The value written to the result from the accumulator acc. */
-static void put_final(text *t, const text_key *key, const char *acc) {
+static void put_final(mod_text *t, const text_key *key, const char *acc) {
     char v[96];
     if (key->op == RED_MEAN)
         snprintf(v, sizeof v, key->acc_float ? "%s / count" : "np.float64(%s) / count", acc);
     else
         snprintf(v, sizeof v, "%s", acc);
     if (is_arg(key->op))
-        put(t, "out[np.uint64(m)] = bi[li]\n");
+        mod_text_put(t, "out[np.uint64(m)] = bi[li]\n");
     else if (!strcmp(key->out, "bool"))
-        put(t, "out[np.uint64(m)] = %s != 0\n", v);
+        mod_text_put(t, "out[np.uint64(m)] = %s != 0\n", v);
     else if (!strcmp(key->out, key->acc))
-        put(t, "out[np.uint64(m)] = %s\n", v);
+        mod_text_put(t, "out[np.uint64(m)] = %s\n", v);
     else
-        put(t, "out[np.uint64(m)] = np.%s(%s)\n", key->out, v);
+        mod_text_put(t, "out[np.uint64(m)] = np.%s(%s)\n", key->out, v);
 }
 
 /* The kernel: one 1-D NdRange; x, out and the partials are 1-D arrays and
@@ -316,39 +307,40 @@ static void put_final(text *t, const text_key *key, const char *acc) {
  * o = base + (m // Q) * sp + (m % Q) * sq, kk the reduced axes' offset of
  * k, the C-order index over them, (n / (n1 * n2), n1, n2) strided
  * (t0, t1, t2) -- one axis (n2 == n) is the quick case. */
-static void kernel_text(text *t, const text_key *key, char *name, size_t namelen) {
+static void kernel_text(mod_text *t, const text_key *key, char *name, size_t namelen) {
     bool arg = is_arg(key->op);
     if (arg)
         snprintf(name, namelen, "reduce_%s_%s", OPS[key->op].name, key->acc);
     else
         snprintf(name, namelen, "reduce_%s_%s_to_%s", OPS[key->op].name, key->acc, key->out);
     t->n = 0;
-    put(t,
+    mod_text_put(
+        t,
         "def %s(item, x, %sout, part, %sbase, Q, sp, sq, n1, n2, t0, t1, t2, n, nsplit, nk, kst, "
         "qst, %sident, "
         "final%s):\n",
         name, arg ? "xi, " : "", arg ? "parti, " : "", arg ? "" : "count, ", arg ? ", fromp" : "");
-    put(t, "    # offload.%s (module/mod_reduce.c)\n", OPS[key->op].name);
-    put(t, "    grp = item.get_group()\n"
-           "    li = item.get_local_id(0)\n"
-           "    nq = item.get_local_range(0) // nk\n"
-           "    g = grp.get_group_id(0)\n"
-           "    s = g %% nsplit\n"
-           "    lk = (li // kst) %% nk\n"
-           "    m = (g // nsplit) * nq + (li // qst) %% nq\n"
-           "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-           "    step = nsplit * nk\n"
-           "    k = s * nk + lk\n");
+    mod_text_put(t, "    # offload.%s (module/mod_reduce.c)\n", OPS[key->op].name);
+    mod_text_put(t, "    grp = item.get_group()\n"
+                    "    li = item.get_local_id(0)\n"
+                    "    nq = item.get_local_range(0) // nk\n"
+                    "    g = grp.get_group_id(0)\n"
+                    "    s = g %% nsplit\n"
+                    "    lk = (li // kst) %% nk\n"
+                    "    m = (g // nsplit) * nq + (li // qst) %% nq\n"
+                    "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
+                    "    step = nsplit * nk\n"
+                    "    k = s * nk + lk\n");
     int unroll = unroll_of(key->op);
     for (int u = 0; u < unroll; u++) {
-        put(t, "    a%d = ident\n", u);
-        if (arg) put(t, "    i%d = 9223372036854775807\n", u);
+        mod_text_put(t, "    a%d = ident\n", u);
+        if (arg) mod_text_put(t, "    i%d = 9223372036854775807\n", u);
     }
-    put(t, "    if m < out.shape[0]:\n"
-           "        if n2 == n:\n");
+    mod_text_put(t, "    if m < out.shape[0]:\n"
+                    "        if n2 == n:\n");
     put_loop(t, key, 12, "np.uint64(o + %s * t2)", unroll);
-    put(t, "        else:\n"
-           "            n12 = n1 * n2\n");
+    mod_text_put(t, "        else:\n"
+                    "            n12 = n1 * n2\n");
     /* several reduced axes: divisions dominate, so no unrolling */
     put_loop(t, key, 12,
              "np.uint64(o + (%s // n12) * t0 + ((%s // n2) %% n1) * t1 + (%s %% n2) * t2)", 1);
@@ -363,27 +355,27 @@ static void kernel_text(text *t, const text_key *key, char *name, size_t namelen
                 put_combine(t, key, 4, a, v);
         }
     /* the nk work-items of an output (kst apart) combine in local memory */
-    put(t, "    bv = ol.local_array(%d, np.%s)\n    bv[li] = a0\n", GROUP_MAX, key->acc);
-    if (arg) put(t, "    bi = ol.local_array(%d, np.int64)\n    bi[li] = i0\n", GROUP_MAX);
-    put(t, "    ol.group_barrier(grp)\n"
-           "    h = nk // 2\n"
-           "    while h > 0:\n"
-           "        if lk < h:\n"
-           "            a0 = bv[li]\n"
-           "            v0 = bv[li + h * kst]\n");
-    if (arg) put(t, "            i0 = bi[li]\n            c0 = bi[li + h * kst]\n");
+    mod_text_put(t, "    bv = ol.local_array(%d, np.%s)\n    bv[li] = a0\n", GROUP_MAX, key->acc);
+    if (arg) mod_text_put(t, "    bi = ol.local_array(%d, np.int64)\n    bi[li] = i0\n", GROUP_MAX);
+    mod_text_put(t, "    ol.group_barrier(grp)\n"
+                    "    h = nk // 2\n"
+                    "    while h > 0:\n"
+                    "        if lk < h:\n"
+                    "            a0 = bv[li]\n"
+                    "            v0 = bv[li + h * kst]\n");
+    if (arg) mod_text_put(t, "            i0 = bi[li]\n            c0 = bi[li + h * kst]\n");
     put_step(t, key, 12, 0);
-    put(t, "            bv[li] = a0\n");
-    if (arg) put(t, "            bi[li] = i0\n");
-    put(t, "        ol.group_barrier(grp)\n"
-           "        h //= 2\n"
-           "    if lk == 0 and m < out.shape[0]:\n"
-           "        if final:\n"
-           "            ");
+    mod_text_put(t, "            bv[li] = a0\n");
+    if (arg) mod_text_put(t, "            bi[li] = i0\n");
+    mod_text_put(t, "        ol.group_barrier(grp)\n"
+                    "        h //= 2\n"
+                    "    if lk == 0 and m < out.shape[0]:\n"
+                    "        if final:\n"
+                    "            ");
     put_final(t, key, "bv[li]");
-    put(t, "        else:\n"
-           "            part[m * nsplit + s] = bv[li]\n");
-    if (arg) put(t, "            parti[m * nsplit + s] = bi[li]\n");
+    mod_text_put(t, "        else:\n"
+                    "            part[m * nsplit + s] = bv[li]\n");
+    if (arg) mod_text_put(t, "            parti[m * nsplit + s] = bi[li]\n");
 }
 
 /* ---- the CPU form ----
@@ -426,57 +418,57 @@ static const char *block_type(const text_key *key) {
 /* The CPU form's work-item in a run: lane l of run r % S of output m, whose
  * elements from o are its k range [k, hi) (whole blocks, but the run's last),
  * and total, its accumulator. */
-static void put_run_start(text *t) {
+static void put_run_start(mod_text *t) {
     const int B = CPU_LANES * CPU_ROWS;
-    put(t,
-        "    l = item.get_local_id(0)\n"
-        "    r = item.get_group().get_group_id(0)\n"
-        "    m = r // S\n"
-        "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-        "    c = (K + S - 1) // S\n"
-        "    c = (c + %d) // %d * %d\n"
-        "    k = (r %% S) * c\n"
-        "    hi = min(k + c, K)\n"
-        "    total = ident\n",
-        B - 1, B, B);
+    mod_text_put(t,
+                 "    l = item.get_local_id(0)\n"
+                 "    r = item.get_group().get_group_id(0)\n"
+                 "    m = r // S\n"
+                 "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
+                 "    c = (K + S - 1) // S\n"
+                 "    c = (c + %d) // %d * %d\n"
+                 "    k = (r %% S) * c\n"
+                 "    hi = min(k + c, K)\n"
+                 "    total = ident\n",
+                 B - 1, B, B);
 }
 
 /* The end of a block, then the loop over the run's last elements (fewer than
  * a block), lane l taking l, l + lanes, ...: v0 is each. */
-static void put_run_tail(text *t, const text_key *key) {
-    put(t,
-        "        k += %d\n"
-        "    k += l\n"
-        "    while k < hi:\n",
-        CPU_LANES * CPU_ROWS);
+static void put_run_tail(mod_text *t, const text_key *key) {
+    mod_text_put(t,
+                 "        k += %d\n"
+                 "    k += l\n"
+                 "    while k < hi:\n",
+                 CPU_LANES * CPU_ROWS);
     put_load(t, key, 8, "v0", "np.uint64(o + k)");
 }
 
 /* (a, i) takes (v, c) where c comes after i: when v is better, or v is the
  * first NaN, or (from_ident) a is still the identity, which an element equal
  * to it must replace. Selects, not branches (put_combine says why). */
-static void put_arg_combine_in_order(text *t, const text_key *key, int ind, const char *a,
+static void put_arg_combine_in_order(mod_text *t, const text_key *key, int ind, const char *a,
                                      const char *i, const char *v, const char *c, bool from_ident) {
     const char *better = key->op == RED_ARGMIN ? "<" : ">";
     char first[64] = "";
     if (from_ident) snprintf(first, sizeof first, " | (%s == 9223372036854775807)", i);
     if (key->acc_float)
-        put(t, "%*stake = (%s %s %s) | ((%s != %s) & (%s == %s))%s\n", ind, "", v, better, a, v, v,
-            a, a, first);
+        mod_text_put(t, "%*stake = (%s %s %s) | ((%s != %s) & (%s == %s))%s\n", ind, "", v, better,
+                     a, v, v, a, a, first);
     else
-        put(t, "%*stake = (%s %s %s)%s\n", ind, "", v, better, a, first);
-    put(t, "%*s%s = %s if take else %s\n%*s%s = %s if take else %s\n", ind, "", a, v, a, ind, "", i,
-        c, i);
+        mod_text_put(t, "%*stake = (%s %s %s)%s\n", ind, "", v, better, a, first);
+    mod_text_put(t, "%*s%s = %s if take else %s\n%*s%s = %s if take else %s\n", ind, "", a, v, a,
+                 ind, "", i, c, i);
 }
 
 /* The loop over a run's whole blocks at indent ind, for argmin/argmax.
  * fast: comparisons that ignore NaN, and seen_nan set when an element is
  * NaN (the caller then walks the run again the slow way): a plain vector
  * compare an element, where keeping the first NaN took three. */
-static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, bool fast) {
+static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind, bool fast) {
     text_key plain = *key;
     plain.acc_float = false; /* comparisons as for integers: no NaN clause */
-    put(t, "%*swhile k + %d < hi:\n", ind, "", CPU_LANES * CPU_ROWS - 1);
+    mod_text_put(t, "%*swhile k + %d < hi:\n", ind, "", CPU_LANES * CPU_ROWS - 1);
     /* lanes: lane l takes the block's column l; else one work-item takes every
      * column u in its own (a_u, i_u), and the columns meet at the block's end */
     int cols = lanes > 1 ? 1 : CPU_LANES;
@@ -489,11 +481,11 @@ static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, boo
             snprintf(idx, sizeof idx,
                      lanes > 1 ? "np.uint64(o + k + %d + l)" : "np.uint64(o + k + %d)", at);
             put_load(t, key, ind + 4, row ? v : a, idx);
-            put(t, lanes > 1 ? "%*s%s = k + %d + l\n" : "%*s%s = k + %d\n", ind + 4, "",
-                row ? c : i, at);
+            mod_text_put(t, lanes > 1 ? "%*s%s = k + %d + l\n" : "%*s%s = k + %d\n", ind + 4, "",
+                         row ? c : i, at);
             if (fast)
-                put(t, "%*sseen_nan = seen_nan | (%s != %s)\n", ind + 4, "", row ? v : a,
-                    row ? v : a);
+                mod_text_put(t, "%*sseen_nan = seen_nan | (%s != %s)\n", ind + 4, "", row ? v : a,
+                             row ? v : a);
             if (row) put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, a, i, v, c, false);
         }
     for (int h = cols / 2; h > 0; h /= 2) /* columns: any order, so ties go by index */
@@ -503,7 +495,7 @@ static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, boo
             put_arg_combine(t, key, ind + 4, a, i, v, c);
         }
     put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, "total", "ti", "a0", "i0", true);
-    put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
+    mod_text_put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
 }
 
 /* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
@@ -511,36 +503,38 @@ static void put_arg_blocks(text *t, const text_key *key, int lanes, int ind, boo
  * elements in order (so a tie keeps the earlier); the run leaves its best
  * as partials for the tree kernel's second pass, which picks the best and,
  * among equals, the first. */
-static void cpu_arg_kernel_text(text *t, const text_key *key, int lanes, const char *name) {
-    put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
-    put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
+static void cpu_arg_kernel_text(mod_text *t, const text_key *key, int lanes, const char *name) {
+    mod_text_put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
+    mod_text_put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n",
+                 OPS[key->op].name);
     put_run_start(t);
-    put(t, "    ti = 9223372036854775807\n");
+    mod_text_put(t, "    ti = 9223372036854775807\n");
     bool fast = lanes > 1 && key->acc_float; /* PoCL made the flag scalar (see min/max) */
-    if (fast) put(t, "    k0 = k\n    seen_nan = False\n");
+    if (fast) mod_text_put(t, "    k0 = k\n    seen_nan = False\n");
     put_arg_blocks(t, key, lanes, 4, fast);
     if (fast) { /* a NaN: the run again, keeping the first NaN */
-        put(t, "    if seen_nan:\n"
-               "        k = k0\n"
-               "        total = ident\n"
-               "        ti = 9223372036854775807\n");
+        mod_text_put(t, "    if seen_nan:\n"
+                        "        k = k0\n"
+                        "        total = ident\n"
+                        "        ti = 9223372036854775807\n");
         put_arg_blocks(t, key, lanes, 8, false);
     }
-    put(t, "    k += l\n    while k < hi:\n");
+    mod_text_put(t, "    k += l\n    while k < hi:\n");
     put_load(t, key, 8, "v0", "np.uint64(o + k)");
-    put(t, "        c0 = k\n");
+    mod_text_put(t, "        c0 = k\n");
     put_arg_combine_in_order(t, key, 8, "total", "ti", "v0", "c0", true);
-    put(t,
-        "        k += %d\n"
-        "    part[r * %d + l] = total\n"
-        "    parti[r * %d + l] = ti\n",
-        lanes, lanes, lanes);
+    mod_text_put(t,
+                 "        k += %d\n"
+                 "    part[r * %d + l] = total\n"
+                 "    parti[r * %d + l] = ti\n",
+                 lanes, lanes, lanes);
 }
 
 /* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
  * elements per output, contiguous from o. Each run leaves `lanes` partials,
  * or with one run of one work-item, when final, the result. */
-static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name, size_t namelen) {
+static void cpu_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
+                            size_t namelen) {
     text_key blk = *key;
     blk.acc = block_type(key);
     const int B = CPU_LANES * CPU_ROWS; /* elements per block */
@@ -552,8 +546,10 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
         cpu_arg_kernel_text(t, key, lanes, name);
         return;
     }
-    put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n", name);
-    put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n", OPS[key->op].name);
+    mod_text_put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n",
+                 name);
+    mod_text_put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n",
+                 OPS[key->op].name);
     put_run_start(t);
     /* float min/max: within a block a plain select (a NaN element is dropped
      * there) and a flag that a NaN was seen, which makes the result NaN at the
@@ -561,8 +557,8 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
      * float32 0.30 -> 0.22 ms), where the select that keeps NaN took two. In
      * lanes only: PoCL made the flag of 16 accumulators scalar (2.2 -> 14 ms) */
     bool flag = lanes > 1 && key->acc_float && (key->op == RED_MIN || key->op == RED_MAX);
-    if (flag) put(t, "    seen_nan = False\n");
-    put(t, "    while k + %d < hi:\n", B - 1);
+    if (flag) mod_text_put(t, "    seen_nan = False\n");
+    mod_text_put(t, "    while k + %d < hi:\n", B - 1);
     char var[16], idx[64], a[16], v[16];
     for (int row = 0; row < CPU_ROWS; row++)
         for (int u = 0; u < (lanes > 1 ? 1 : CPU_LANES); u++) {
@@ -576,7 +572,8 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
             if (!row) continue;
             snprintf(a, sizeof a, "a%d", u), snprintf(v, sizeof v, "v%d", u);
             if (flag)
-                put(t,
+                mod_text_put(
+                    t,
                     "        %s = %s if %s %s %s else %s\n        seen_nan = seen_nan | (%s != "
                     "%s)\n",
                     a, v, v, key->op == RED_MIN ? "<" : ">", a, a, v, v);
@@ -590,18 +587,18 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
                 put_combine(t, &blk, 8, a, v);
             }
     }
-    put(t, "        v0 = np.%s(a0)\n", key->acc);
+    mod_text_put(t, "        v0 = np.%s(a0)\n", key->acc);
     put_combine(t, key, 8, "total", "v0");
     put_run_tail(t, key);
     put_combine(t, key, 8, "total", "v0");
-    put(t, "        k += %d\n", lanes);
-    if (flag) put(t, "    if seen_nan:\n        total = np.%s(math.nan)\n", key->acc);
-    put(t, "    if final:\n        ");
+    mod_text_put(t, "        k += %d\n", lanes);
+    if (flag) mod_text_put(t, "    if seen_nan:\n        total = np.%s(math.nan)\n", key->acc);
+    mod_text_put(t, "    if final:\n        ");
     put_final(t, key, "total");
-    put(t,
-        "    else:\n"
-        "        part[r * %d + l] = total\n",
-        lanes);
+    mod_text_put(t,
+                 "    else:\n"
+                 "        part[r * %d + l] = total\n",
+                 lanes);
 }
 
 /* The CPU form across outputs: where neighbouring outputs lie closer than
@@ -614,29 +611,30 @@ static void cpu_kernel_text(text *t, const text_key *key, int lanes, char *name,
  * one element (2.3 -> 1.8 ms); the last tile is moved back to end at M (it recomputes a few
  * outputs of its neighbour, writing the same values). The tree took 3.7 ms
  * for a 2048^2 float32 sum over axis 0 on Intel's runtime, NumPy 0.3. */
-static void cpu_cols_kernel_text(text *t, const text_key *key, int lanes, int width, bool unit,
+static void cpu_cols_kernel_text(mod_text *t, const text_key *key, int lanes, int width, bool unit,
                                  char *name, size_t namelen) {
     snprintf(name, namelen, "reduce_cpu_cols%d%s%s_%s_%s_to_%s", width, lanes > 1 ? "_lanes" : "",
              unit ? "_unit" : "", OPS[key->op].name, key->acc, key->out);
     t->n = 0;
-    put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n", name);
-    put(t, "    # offload.%s on a CPU device, across outputs (module/lib/mod_reduce.c)\n",
-        OPS[key->op].name);
-    put(t,
-        "    l = item.get_local_id(0)\n"
-        "    r = item.get_group().get_group_id(0)\n"
-        "    m0 = min((r // S) * %d, out.shape[0] - %d)\n"
-        "    c = (K + S - 1) // S\n"
-        "    k = (r %% S) * c\n"
-        "    hi = min(k + c, K)\n",
-        width, width);
+    mod_text_put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n",
+                 name);
+    mod_text_put(t, "    # offload.%s on a CPU device, across outputs (module/lib/mod_reduce.c)\n",
+                 OPS[key->op].name);
+    mod_text_put(t,
+                 "    l = item.get_local_id(0)\n"
+                 "    r = item.get_group().get_group_id(0)\n"
+                 "    m0 = min((r // S) * %d, out.shape[0] - %d)\n"
+                 "    c = (K + S - 1) // S\n"
+                 "    k = (r %% S) * c\n"
+                 "    hi = min(k + c, K)\n",
+                 width, width);
     int accs = width / lanes;
     char m[CPU_LANES][32], a[16], idx[96]; /* accs <= CPU_LANES */
     for (int u = 0; u < accs; u++) {
         snprintf(m[u], sizeof m[u], lanes > 1 ? "m0 + l + %d" : "m0 + %d", u * lanes);
-        put(t, "    a%d = ident\n", u);
+        mod_text_put(t, "    a%d = ident\n", u);
     }
-    put(t, "    while k < hi:\n");
+    mod_text_put(t, "    while k < hi:\n");
     for (int u = 0; u < accs; u++) {
         /* unit: outputs one element apart, which the text must say for the
          * device compiler to see a run (with `* sq` it gathers) */
@@ -647,12 +645,12 @@ static void cpu_cols_kernel_text(text *t, const text_key *key, int lanes, int wi
         snprintf(a, sizeof a, "a%d", u);
         put_combine(t, key, 8, a, "v0");
     }
-    put(t, "        k += 1\n");
+    mod_text_put(t, "        k += 1\n");
     for (int u = 0; u < accs; u++) {
         snprintf(a, sizeof a, "a%d", u);
-        put(t, "    m = %s\n    if final:\n        ", m[u]);
+        mod_text_put(t, "    m = %s\n    if final:\n        ", m[u]);
         put_final(t, key, a);
-        put(t, "    else:\n        part[m * S + r %% S] = %s\n", a);
+        mod_text_put(t, "    else:\n        part[m * S + r %% S] = %s\n", a);
     }
 }
 
@@ -667,26 +665,27 @@ static void cpu_cols_kernel_text(text *t, const text_key *key, int lanes, int wi
  * The partials, S rows of M, then go through the form above as a sum over
  * their axis 0. Lane l takes the outputs l, l + lanes, ...: a vector per
  * step where the device vectorises across lanes (mod_gen_cpu_lanes). */
-static void cpu_acc_kernel_text(text *t, const text_key *key, int lanes, char *name,
+static void cpu_acc_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
                                 size_t namelen) {
     snprintf(name, namelen, "reduce_cpu_acc%d_%s_%s", lanes, OPS[key->op].name, key->acc);
     t->n = 0;
-    put(t, "def %s(item, x, part, base, M, K, t2, S, ident):\n", name);
-    put(t, "    # offload.%s on a CPU device, rows into partials (module/lib/mod_reduce.c)\n",
-        OPS[key->op].name);
-    put(t,
-        "    l = item.get_local_id(0)\n"
-        "    r = item.get_group().get_group_id(0)\n"
-        "    c = (K + S - 1) // S\n"
-        "    k = r * c\n"
-        "    hi = min(k + c, K)\n"
-        "    p = r * M\n"
-        "    e = M - M %% %d\n"
-        "    for j in range(0, e, %d):\n"
-        "        part[np.uint64(p + j + l)] = ident\n"
-        "    if e + l < M:\n"
-        "        part[np.uint64(p + e + l)] = ident\n",
-        lanes, lanes);
+    mod_text_put(t, "def %s(item, x, part, base, M, K, t2, S, ident):\n", name);
+    mod_text_put(t,
+                 "    # offload.%s on a CPU device, rows into partials (module/lib/mod_reduce.c)\n",
+                 OPS[key->op].name);
+    mod_text_put(t,
+                 "    l = item.get_local_id(0)\n"
+                 "    r = item.get_group().get_group_id(0)\n"
+                 "    c = (K + S - 1) // S\n"
+                 "    k = r * c\n"
+                 "    hi = min(k + c, K)\n"
+                 "    p = r * M\n"
+                 "    e = M - M %% %d\n"
+                 "    for j in range(0, e, %d):\n"
+                 "        part[np.uint64(p + j + l)] = ident\n"
+                 "    if e + l < M:\n"
+                 "        part[np.uint64(p + e + l)] = ident\n",
+                 lanes, lanes);
     /* the full steps; then, in a loop of their own (a branch on the lane in
      * the first made Intel's code masked throughout: 0.2 -> 0.6 ms), the
      * lanes of the last, partial step */
@@ -695,22 +694,22 @@ static void cpu_acc_kernel_text(text *t, const text_key *key, int lanes, char *n
         int ind = tail ? 12 : 16;
         char idx[64];
         if (tail)
-            put(t, "    if e + l < M:\n"
-                   "        k = r * c\n"
-                   "        while k < hi:\n"
-                   "            o = base + k * t2\n");
+            mod_text_put(t, "    if e + l < M:\n"
+                            "        k = r * c\n"
+                            "        while k < hi:\n"
+                            "            o = base + k * t2\n");
         else
-            put(t,
-                "    while k < hi:\n"
-                "        o = base + k * t2\n"
-                "        for j in range(0, e, %d):\n",
-                lanes);
+            mod_text_put(t,
+                         "    while k < hi:\n"
+                         "        o = base + k * t2\n"
+                         "        for j in range(0, e, %d):\n",
+                         lanes);
         snprintf(idx, sizeof idx, "np.uint64(o + %s + l)", at);
         put_load(t, key, ind, "v0", idx);
-        put(t, "%*sa0 = part[np.uint64(p + %s + l)]\n", ind, "", at);
+        mod_text_put(t, "%*sa0 = part[np.uint64(p + %s + l)]\n", ind, "", at);
         put_combine(t, key, ind, "a0", "v0");
-        put(t, "%*spart[np.uint64(p + %s + l)] = a0\n", ind, "", at);
-        put(t, "%*sk += 1\n", tail ? 12 : 8, "");
+        mod_text_put(t, "%*spart[np.uint64(p + %s + l)] = a0\n", ind, "", at);
+        mod_text_put(t, "%*sk += 1\n", tail ? 12 : 8, "");
     }
 }
 
@@ -951,7 +950,7 @@ static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, 
              key->acc, key->cast ? key->cast : "-", key->out, lanes, width, (int)unit);
     PyObject *k = mod_gen_kernel_by_key_borrowed(memo);
     if (k) return k;
-    text *t = PyMem_Malloc(sizeof *t);
+    mod_text *t = PyMem_Malloc(sizeof *t);
     if (!t) return PyErr_NoMemory();
     char name[128];
     if (form == FORM_CPU_COLS)
@@ -962,9 +961,8 @@ static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, 
         cpu_kernel_text(t, key, lanes, name, sizeof name);
     else
         kernel_text(t, key, name, sizeof name);
-    if (t->n >= sizeof t->s - 1)
-        PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
-    else if ((k = mod_gen_kernel_borrowed(name, t->s)) && mod_gen_remember(memo, k) < 0)
+    if (mod_text_ok(t, name) && (k = mod_gen_kernel_borrowed(name, t->s)) &&
+        mod_gen_remember(memo, k) < 0)
         k = NULL;
     PyMem_Free(t);
     if (k && form != FORM_TREE) mod_kernel_runs_to_end(k); /* before its first launch */

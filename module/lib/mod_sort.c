@@ -54,27 +54,6 @@
 
 /* ---- kernel texts and launches ---- */
 
-typedef struct {
-    char s[4096];
-    size_t n;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-    va_end(ap);
-    if (k > 0) t->n += (size_t)k;
-    if (t->n >= sizeof t->s) t->n = sizeof t->s - 1; /* caught by text_ok */
-}
-
-static bool text_ok(const text *t, const char *name) {
-    if (t->n < sizeof t->s - 1) return true;
-    PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
-    return false;
-}
-
 /* A launch's arguments, each an owned reference; a failed add poisons it. */
 typedef struct {
     PyObject *v[12];
@@ -96,9 +75,10 @@ static void args_clear(argv_t *a) {
 /* Launches the text's kernel `name` over Range(items), or an NdRange of
  * groups of `local` work-items (local > 0); clears a. Every loop in these
  * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
-static int launch(const char *name, const text *t, Py_ssize_t items, Py_ssize_t local, argv_t *a) {
+static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
+                  argv_t *a) {
     int rc = -1;
-    if (!a->bad && text_ok(t, name)) {
+    if (!a->bad && mod_text_ok(t, name)) {
         PyObject *k = items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
         if (items <= 0) {
             rc = 0;
@@ -142,13 +122,14 @@ static char kind_of(PyObject *dtype) {
 /* ---- exclusive scan of an int64 array, in place ---- */
 
 static int scan_serial(mod_array *a, Py_ssize_t m) {
-    text t = {.n = 0};
-    put(&t, "def sort_scan_serial(it, a, m):\n"
-            "    s = np.int64(0)\n"
-            "    for i in range(m):\n"
-            "        v = a[i]\n"
-            "        a[i] = s\n"
-            "        s += v\n");
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def sort_scan_serial(it, a, m):\n"
+                     "    s = np.int64(0)\n"
+                     "    for i in range(m):\n"
+                     "        v = a[i]\n"
+                     "        a[i] = s\n"
+                     "        s += v\n");
     argv_t av = {.n = 0};
     arg_obj(&av, (PyObject *)a);
     arg_int(&av, m);
@@ -164,13 +145,14 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
     if (!sums) return -1;
-    text t = {.n = 0};
-    put(&t, "def sort_scan_sums(it, a, sums, m, c):\n"
-            "    j = it.get_id(0)\n"
-            "    s = np.int64(0)\n"
-            "    for i in range(j * c, min(j * c + c, m)):\n"
-            "        s += a[np.uint64(i)]\n"
-            "    sums[j] = s\n");
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def sort_scan_sums(it, a, sums, m, c):\n"
+                     "    j = it.get_id(0)\n"
+                     "    s = np.int64(0)\n"
+                     "    for i in range(j * c, min(j * c + c, m)):\n"
+                     "        s += a[np.uint64(i)]\n"
+                     "    sums[j] = s\n");
     argv_t av = {.n = 0};
     arg_obj(&av, (PyObject *)a);
     arg_obj(&av, sums);
@@ -180,13 +162,13 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     if (rc == 0) rc = exclusive_scan((mod_array *)sums, chunks);
     if (rc == 0) {
         t.n = 0;
-        put(&t, "def sort_scan_apply(it, a, sums, m, c):\n"
-                "    j = it.get_id(0)\n"
-                "    s = sums[j]\n"
-                "    for i in range(j * c, min(j * c + c, m)):\n"
-                "        v = a[np.uint64(i)]\n"
-                "        a[np.uint64(i)] = s\n"
-                "        s += v\n");
+        mod_text_put(&t, "def sort_scan_apply(it, a, sums, m, c):\n"
+                         "    j = it.get_id(0)\n"
+                         "    s = sums[j]\n"
+                         "    for i in range(j * c, min(j * c + c, m)):\n"
+                         "        v = a[np.uint64(i)]\n"
+                         "        a[np.uint64(i)] = s\n"
+                         "        s += v\n");
         arg_obj(&av, (PyObject *)a);
         arg_obj(&av, sums);
         arg_int(&av, m);
@@ -235,83 +217,84 @@ enum { W_VALUE, W_IMAG, W_REAL, W_CLASS, W_ROW };
 
 /* "k = <the key of float v, bits b>" for 32 or 64 bits: the sign flipped
  * (all bits for negatives), -0.0 as +0.0, NaN as nan_key. */
-static void put_float_key(text *t, int bits, const char *v, const char *b, bool nan_max) {
+static void put_float_key(mod_text *t, int bits, const char *v, const char *b, bool nan_max) {
     const char *u = bits == 32 ? "uint32" : "uint64";
     const char *top = bits == 32 ? "np.uint32(2147483648)" : "(np.uint64(1) << np.uint64(63))";
-    put(t,
-        "    top = %s\n"
-        "    if %s != %s:\n"
-        "        k = %s\n"
-        "    elif %s == 0:\n"
-        "        k = top\n"
-        "    elif %s >= top:\n"
-        "        k = %s ^ (top | (top - np.%s(1)))\n"
-        "    else:\n"
-        "        k = %s | top\n",
-        top, v, v, nan_max ? "top | (top - np.uint64(1))" : "np.uint64(0)", v, b, b, u, b);
-    if (bits == 32) put(t, "    k = np.uint32(k)\n");
+    mod_text_put(t,
+                 "    top = %s\n"
+                 "    if %s != %s:\n"
+                 "        k = %s\n"
+                 "    elif %s == 0:\n"
+                 "        k = top\n"
+                 "    elif %s >= top:\n"
+                 "        k = %s ^ (top | (top - np.%s(1)))\n"
+                 "    else:\n"
+                 "        k = %s | top\n",
+                 top, v, v, nan_max ? "top | (top - np.uint64(1))" : "np.uint64(0)", v, b, b, u, b);
+    if (bits == 32) mod_text_put(t, "    k = np.uint32(k)\n");
 }
 
 /* The key kernel of one word: key[i] from the element idx[i] (first: from
  * element i, and idx[i] = i). x is the flat input (complex: as 2N parts),
  * bits the same memory as unsigned integers (floats only). */
-static void key_text(text *t, PyObject *dtype, int word, bool descending, bool first, PyObject *kdt,
-                     PyObject *idt, char *name, size_t len) {
+static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bool first,
+                     PyObject *kdt, PyObject *idt, char *name, size_t len) {
     const char *dn = mod_dtype_name(dtype), *kt = mod_dtype_name(kdt);
     char kind = kind_of(dtype);
     int bits = (int)mod_dtype_itemsize(dtype) * (kind == 'c' ? 4 : 8);
     static const char *wn[] = {"value", "imag", "real", "class", "row"};
     snprintf(name, len, "sort_key_%s_%s%s%s", word == W_ROW ? "any" : dn, wn[word],
              descending ? "_desc" : "", first ? "_first" : "");
-    put(t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n", name);
+    mod_text_put(t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n", name);
     if (first)
-        put(t, "    j = i\n    idx[i] = np.%s(i)\n", mod_dtype_name(idt));
+        mod_text_put(t, "    j = i\n    idx[i] = np.%s(i)\n", mod_dtype_name(idt));
     else
-        put(t, "    j = np.int64(idx[i])\n");
+        mod_text_put(t, "    j = np.int64(idx[i])\n");
     if (word == W_ROW) {
-        put(t, "    key[i] = np.%s(j // n)\n", kt);
+        mod_text_put(t, "    key[i] = np.%s(j // n)\n", kt);
         return;
     }
     unsigned long long flip = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
     if (kind == 'c') {
         const char *part = word == W_IMAG ? "np.uint64(2 * j + 1)" : "np.uint64(2 * j)";
         if (word == W_CLASS) {
-            put(t,
-                "    re = x[np.uint64(2 * j)]\n"
-                "    im = x[np.uint64(2 * j + 1)]\n"
-                "    k = np.%s(0)\n"
-                "    if re != re:\n"
-                "        k = np.%s(2)\n"
-                "    if im != im:\n"
-                "        k = k | np.%s(1)\n",
-                kt, kt, kt);
+            mod_text_put(t,
+                         "    re = x[np.uint64(2 * j)]\n"
+                         "    im = x[np.uint64(2 * j + 1)]\n"
+                         "    k = np.%s(0)\n"
+                         "    if re != re:\n"
+                         "        k = np.%s(2)\n"
+                         "    if im != im:\n"
+                         "        k = k | np.%s(1)\n",
+                         kt, kt, kt);
             flip = 3;
         } else {
-            put(t, "    v = x[%s]\n    b = bits[%s]\n", part, part);
+            mod_text_put(t, "    v = x[%s]\n    b = bits[%s]\n", part, part);
             put_float_key(t, bits, "v", "b", false);
         }
     } else {
-        put(t, "    v = x[j]\n");
+        mod_text_put(t, "    v = x[j]\n");
         if (kind == 'b') {
-            put(t, "    k = np.uint32(1) if v else np.uint32(0)\n");
+            mod_text_put(t, "    k = np.uint32(1) if v else np.uint32(0)\n");
             flip = 1;
         } else if (kind == 'u') {
-            put(t, "    k = np.%s(v)\n", bits == 64 ? "uint64" : "uint32");
+            mod_text_put(t, "    k = np.%s(v)\n", bits == 64 ? "uint64" : "uint32");
         } else if (kind == 'i' && bits < 64) {
-            put(t, "    k = np.uint32(np.int64(v) + %lld)\n", 1LL << (bits - 1));
+            mod_text_put(t, "    k = np.uint32(np.int64(v) + %lld)\n", 1LL << (bits - 1));
         } else if (kind == 'i') {
-            put(t, "    k = np.uint64(v) ^ (np.uint64(1) << np.uint64(63))\n");
+            mod_text_put(t, "    k = np.uint64(v) ^ (np.uint64(1) << np.uint64(63))\n");
         } else {
-            put(t, "    b = bits[j]\n");
+            mod_text_put(t, "    b = bits[j]\n");
             put_float_key(t, bits, "v", "b", true);
         }
     }
     if (descending && bits == 64)
-        put(t, "    k = k ^ ((np.uint64(1) << np.uint64(63)) | ((np.uint64(1) << np.uint64(63)) - "
+        mod_text_put(
+            t, "    k = k ^ ((np.uint64(1) << np.uint64(63)) | ((np.uint64(1) << np.uint64(63)) - "
                "np.uint64(1)))\n");
     else if (descending)
-        put(t, "    k = k ^ np.uint32(%llu)\n", flip);
-    put(t, "    key[i] = np.%s(k)\n", kt);
+        mod_text_put(t, "    k = k ^ np.uint32(%llu)\n", flip);
+    mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
 /* The bits in which the current keys differ (their OR and-not AND): a
@@ -326,19 +309,20 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
     }
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
-    text t = {.n = 0};
-    put(&t, "def sort_bits(it, key, part, n, G, a, b, per):\n"
-            "    g = it.get_id(0)\n"
-            "    o = key[0]\n"
-            "    z = key[0]\n"
-            "    for j in range(per):\n"
-            "        i = g * a + j * b\n"
-            "        if i < n:\n"
-            "            v = key[np.uint64(i)]\n"
-            "            o = o | v\n"
-            "            z = z & v\n"
-            "    part[g] = o\n"
-            "    part[np.uint64(G + g)] = z\n");
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def sort_bits(it, key, part, n, G, a, b, per):\n"
+                     "    g = it.get_id(0)\n"
+                     "    o = key[0]\n"
+                     "    z = key[0]\n"
+                     "    for j in range(per):\n"
+                     "        i = g * a + j * b\n"
+                     "        if i < n:\n"
+                     "            v = key[np.uint64(i)]\n"
+                     "            o = o | v\n"
+                     "            z = z & v\n"
+                     "    part[g] = o\n"
+                     "    part[np.uint64(G + g)] = z\n");
     argv_t av = {.n = 0};
     arg_obj(&av, p->key[p->cur]);
     arg_obj(&av, part);
@@ -383,17 +367,19 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
 static int pass_runs(plan_t *p, int sh) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
-    text t = {.n = 0};
-    put(&t, "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
-            "    r = it.get_id(0)\n"
-            "    c = ol.private_array(256, np.int64)\n"
-            "    for d in range(256):\n"
-            "        c[d] = 0\n"
-            "    for i in range(r * per, min(r * per + per, n)):\n"
-            "        k = key[np.uint64(i)]\n"
-            "        c[" DIGIT("k", "255") "] += 1\n"
-                                           "    for d in range(256):\n"
-                                           "        hist[np.uint64(d * runs + r)] = c[d]\n");
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
+                 "    r = it.get_id(0)\n"
+                 "    c = ol.private_array(256, np.int64)\n"
+                 "    for d in range(256):\n"
+                 "        c[d] = 0\n"
+                 "    for i in range(r * per, min(r * per + per, n)):\n"
+                 "        k = key[np.uint64(i)]\n"
+                 "        c[" DIGIT("k", "255") "] += 1\n"
+                                                "    for d in range(256):\n"
+                                                "        hist[np.uint64(d * runs + r)] = c[d]\n");
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     arg_obj(&av, p->hist);
@@ -405,18 +391,18 @@ static int pass_runs(plan_t *p, int sh) {
         exclusive_scan((mod_array *)p->hist, 256 * p->runs) < 0)
         return -1;
     t.n = 0;
-    put(&t, "def sort_run_scatter(it, key, idx, key2, idx2, hist, n, runs, per, sh):\n"
-            "    r = it.get_id(0)\n"
-            "    c = ol.private_array(256, np.int64)\n"
-            "    for d in range(256):\n"
-            "        c[d] = hist[np.uint64(d * runs + r)]\n"
-            "    for i in range(r * per, min(r * per + per, n)):\n"
-            "        k = key[np.uint64(i)]\n"
-            "        d = " DIGIT("k", "255") "\n"
-                                             "        q = np.uint64(c[d])\n"
-                                             "        c[d] += 1\n"
-                                             "        key2[q] = k\n"
-                                             "        idx2[q] = idx[np.uint64(i)]\n");
+    mod_text_put(&t, "def sort_run_scatter(it, key, idx, key2, idx2, hist, n, runs, per, sh):\n"
+                     "    r = it.get_id(0)\n"
+                     "    c = ol.private_array(256, np.int64)\n"
+                     "    for d in range(256):\n"
+                     "        c[d] = hist[np.uint64(d * runs + r)]\n"
+                     "    for i in range(r * per, min(r * per + per, n)):\n"
+                     "        k = key[np.uint64(i)]\n"
+                     "        d = " DIGIT("k", "255") "\n"
+                                                      "        q = np.uint64(c[d])\n"
+                                                      "        c[d] += 1\n"
+                                                      "        key2[q] = k\n"
+                                                      "        idx2[q] = idx[np.uint64(i)]\n");
     arg_obj(&av, key);
     arg_obj(&av, idx);
     arg_obj(&av, key2);
@@ -447,27 +433,28 @@ static int pass_tiles(plan_t *p, int sh) {
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
     const int T = TILE_T, K = (int)p->tile_k;
     const char *kt = mod_dtype_name(p->kdt), *it = mod_dtype_name(p->idt);
-    text t = {.n = 0};
-    put(&t,
-        "def sort_tile_count(item, key, cnt, n, tiles, sh):\n"
-        "    grp = item.get_group()\n"
-        "    l = item.get_local_id(0)\n"
-        "    g = grp.get_group_id(0)\n"
-        "    h = ol.local_array(16, np.int32)\n"
-        "    if l < 16:\n"
-        "        h[l] = 0\n"
-        "    ol.group_barrier(grp)\n"
-        "    base = g * %d\n"
-        "    for j in range(%d):\n"
-        "        i = base + j * %d + l\n"
-        "        if i < n:\n"
-        "            k = key[np.uint64(i)]\n"
-        "            ol.AtomicRef(h, " DIGIT("k",
-                                             "15") ").fetch_add(1)\n"
-                                                   "    ol.group_barrier(grp)\n"
-                                                   "    if l < 16:\n"
-                                                   "        cnt[np.uint64(l * tiles + g)] = h[l]\n",
-        T * K, K, T);
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def sort_tile_count(item, key, cnt, n, tiles, sh):\n"
+                 "    grp = item.get_group()\n"
+                 "    l = item.get_local_id(0)\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    h = ol.local_array(16, np.int32)\n"
+                 "    if l < 16:\n"
+                 "        h[l] = 0\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    base = g * %d\n"
+                 "    for j in range(%d):\n"
+                 "        i = base + j * %d + l\n"
+                 "        if i < n:\n"
+                 "            k = key[np.uint64(i)]\n"
+                 "            ol.AtomicRef(h, " DIGIT(
+                     "k", "15") ").fetch_add(1)\n"
+                                "    ol.group_barrier(grp)\n"
+                                "    if l < 16:\n"
+                                "        cnt[np.uint64(l * tiles + g)] = h[l]\n",
+                 T * K, K, T);
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     arg_obj(&av, p->hist);
@@ -483,7 +470,8 @@ static int pass_tiles(plan_t *p, int sh) {
     /* Each work-item's digit counts live in its column of sc (l fastest),
      * not in a private array: Intel's CPU compiler gets a private array
      * indexed by digit wrong across these barriers (measured). */
-    put(&t,
+    mod_text_put(
+        &t,
         "def %s(item, key, idx, key2, idx2, cnt, n, tiles, sh):\n"
         "    grp = item.get_group()\n"
         "    l = item.get_local_id(0)\n"
@@ -650,7 +638,8 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
     }
     if (rows > 1) words[nw++] = W_ROW;
     for (int w = 0; w < nw; w++) {
-        text t = {.n = 0};
+        mod_text t;
+        t.n = 0;
         char name[64];
         key_text(&t, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.kdt, p.idt, name,
                  sizeof name);
@@ -680,10 +669,12 @@ out:
 /* out[i] = x[idx[i]] (values) or idx[i] % n (positions in the row). */
 static int gather(PyObject *out, PyObject *x, PyObject *idx, Py_ssize_t N, Py_ssize_t n,
                   bool positions) {
-    text t = {.n = 0};
+    mod_text t;
+    t.n = 0;
     const char *name = positions ? "sort_positions" : "sort_gather";
-    put(&t, "def %s(it, out, x, idx, n):\n    i = it.get_id(0)\n", name);
-    put(&t, positions ? "    out[i] = idx[i] %% n\n" : "    out[i] = x[np.uint64(idx[i])]\n");
+    mod_text_put(&t, "def %s(it, out, x, idx, n):\n    i = it.get_id(0)\n", name);
+    mod_text_put(&t,
+                 positions ? "    out[i] = idx[i] %% n\n" : "    out[i] = x[np.uint64(idx[i])]\n");
     argv_t av = {.n = 0};
     arg_obj(&av, out);
     arg_obj(&av, x);
@@ -703,14 +694,6 @@ static int axis_error(Py_ssize_t axis, int nd) {
     Py_XDECREF(cls);
     Py_XDECREF(exc);
     return -1;
-}
-
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError, "offload.%s needs an offload array, not %.100s%s", fn,
-                 Py_TYPE(x)->tp_name,
-                 mod_is_numpy_array(x) ? " (call offload.asarray(...) on it first)" : "");
-    return NULL;
 }
 
 /* x's shape and strides with axis moved last (into shape, strides). */
@@ -785,7 +768,7 @@ static int check_kind(PyObject *kind, PyObject *order) {
 /* sort/argsort of xo: axis an int or None (flattened), as NumPy. */
 static PyObject *sort_impl(PyObject *xo, PyObject *axis_o, bool descending, bool positions,
                            const char *fn) {
-    mod_array *x = array_arg(xo, fn);
+    mod_array *x = mod_lib_array_arg(xo, fn);
     if (!x) return NULL;
     if (axis_o == Py_None) { /* NumPy: the flattened array */
         Py_ssize_t N = 1;
@@ -882,7 +865,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         right = true;
     else
         return PyErr_Format(PyExc_ValueError, "side must be 'left' or 'right' (got '%s')", side);
-    mod_array *x1 = array_arg(x1o, "searchsorted");
+    mod_array *x1 = mod_lib_array_arg(x1o, "searchsorted");
     if (!x1) return NULL;
     ofl_device *dev = mod_array_device(x1);
     if (x1->nd != 1) return PyErr_Format(PyExc_ValueError, "object too deep for desired array");
@@ -926,7 +909,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
     PyObject *a = NULL, *v = NULL, *vflat = NULL, *out = NULL, *outflat = NULL, *result = NULL;
     if (!dt) goto done;
     if (sorter_o != Py_None) {
-        mod_array *s = array_arg(sorter_o, "searchsorted");
+        mod_array *s = mod_lib_array_arg(sorter_o, "searchsorted");
         if (!s) goto done;
         if (mod_array_device(s) != dev) {
             PyErr_Format(
@@ -948,14 +931,15 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         PyObject *sc = mod_ops_copy(s, int64_dtype());
         PyObject *x1c = sc ? mod_ops_copy(x1, dt) : NULL;
         a = x1c ? new_1d(dev, dt, n) : NULL;
-        text t = {.n = 0};
-        put(&t, "def searchsorted_sorter(it, out, x, s, n):\n"
-                "    i = it.get_id(0)\n"
-                "    j = s[i]\n"
-                "    if j < 0:\n"
-                "        j += n\n"
-                "    j = min(max(j, 0), n - 1)\n"
-                "    out[i] = x[np.uint64(j)]\n");
+        mod_text t;
+        t.n = 0;
+        mod_text_put(&t, "def searchsorted_sorter(it, out, x, s, n):\n"
+                         "    i = it.get_id(0)\n"
+                         "    j = s[i]\n"
+                         "    if j < 0:\n"
+                         "        j += n\n"
+                         "    j = min(max(j, 0), n - 1)\n"
+                         "    out[i] = x[np.uint64(j)]\n");
         argv_t av = {.n = 0};
         arg_obj(&av, a);
         arg_obj(&av, x1c);
@@ -985,48 +969,49 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
                      right ? "y" : "x", right ? "x" : "y", right ? "x" : "y");
         else
             snprintf(cond, sizeof cond, lt, right ? "x" : "y", right ? "y" : "x");
-        text t = {.n = 0};
+        mod_text t;
+        t.n = 0;
         char name[64];
         snprintf(name, sizeof name, "searchsorted_%s_%s", right ? "right" : "left",
                  mod_dtype_name(dt));
-        put(&t,
-            "def %s(it, out, a, v, n):\n"
-            "    i = it.get_id(0)\n"
-            "    x = v[i]\n"
-            "    lo = np.int64(0)\n"
-            "    hi = n\n"
-            "    while lo < hi:\n"
-            "        mid = (lo + hi) // 2\n"
-            "        y = a[np.uint64(mid)]\n",
-            name);
+        mod_text_put(&t,
+                     "def %s(it, out, a, v, n):\n"
+                     "    i = it.get_id(0)\n"
+                     "    x = v[i]\n"
+                     "    lo = np.int64(0)\n"
+                     "    hi = n\n"
+                     "    while lo < hi:\n"
+                     "        mid = (lo + hi) // 2\n"
+                     "        y = a[np.uint64(mid)]\n",
+                     name);
         if (kind_of(dt) == 'c') {
             /* NumPy's complex order (npysort's CLT): lexicographic, then
              * NaN imag (by real), NaN real (by imag), both NaN */
             const char *p = right ? "x" : "y", *q = right ? "y" : "x";
-            put(&t,
-                "        pr = %s.real\n"
-                "        pi = %s.imag\n"
-                "        qr = %s.real\n"
-                "        qi = %s.imag\n"
-                "        if pr < qr:\n"
-                "            b = pi == pi or qi != qi\n"
-                "        elif pr > qr:\n"
-                "            b = qi != qi and pi == pi\n"
-                "        elif pr == qr or (pr != pr and qr != qr):\n"
-                "            b = pi < qi or (qi != qi and pi == pi)\n"
-                "        else:\n"
-                "            b = qr != qr\n",
-                p, p, q, q);
+            mod_text_put(&t,
+                         "        pr = %s.real\n"
+                         "        pi = %s.imag\n"
+                         "        qr = %s.real\n"
+                         "        qi = %s.imag\n"
+                         "        if pr < qr:\n"
+                         "            b = pi == pi or qi != qi\n"
+                         "        elif pr > qr:\n"
+                         "            b = qi != qi and pi == pi\n"
+                         "        elif pr == qr or (pr != pr and qr != qr):\n"
+                         "            b = pi < qi or (qi != qi and pi == pi)\n"
+                         "        else:\n"
+                         "            b = qr != qr\n",
+                         p, p, q, q);
         } else {
-            put(&t, "        b = %s\n", cond);
+            mod_text_put(&t, "        b = %s\n", cond);
         }
-        put(&t,
-            "        if %sb:\n"
-            "            lo = mid + 1\n"
-            "        else:\n"
-            "            hi = mid\n"
-            "    out[i] = lo\n",
-            right ? "not " : "");
+        mod_text_put(&t,
+                     "        if %sb:\n"
+                     "            lo = mid + 1\n"
+                     "        else:\n"
+                     "            hi = mid\n"
+                     "    out[i] = lo\n",
+                     right ? "not " : "");
         argv_t av = {.n = 0};
         arg_obj(&av, outflat);
         arg_obj(&av, a);
@@ -1055,7 +1040,7 @@ static PyObject *result_types[4];
 
 static PyObject *f_unique(int what, PyObject *xo) {
     static const char *fns[] = {"unique_values", "unique_counts", "unique_inverse", "unique_all"};
-    mod_array *x = array_arg(xo, fns[what]);
+    mod_array *x = mod_lib_array_arg(xo, fns[what]);
     if (!x) return NULL;
     ofl_device *dev = mod_array_device(x);
     Py_ssize_t N = 1;
@@ -1073,16 +1058,17 @@ static PyObject *f_unique(int what, PyObject *xo) {
             goto done;
         /* g[i]: 1 where sv[i] starts a run of equal values (NaN != NaN);
          * g[N] = 0, so that its exclusive scan ends with the count */
-        text t = {.n = 0};
-        put(&t, "def unique_marks(it, g, sv, n):\n"
-                "    i = it.get_id(0)\n"
-                "    if i == 0:\n"
-                "        g[i] = 1\n"
-                "        g[n] = 0\n"
-                "    elif sv[i] != sv[np.uint64(i - 1)]:\n"
-                "        g[i] = 1\n"
-                "    else:\n"
-                "        g[i] = 0\n");
+        mod_text t;
+        t.n = 0;
+        mod_text_put(&t, "def unique_marks(it, g, sv, n):\n"
+                         "    i = it.get_id(0)\n"
+                         "    if i == 0:\n"
+                         "        g[i] = 1\n"
+                         "        g[n] = 0\n"
+                         "    elif sv[i] != sv[np.uint64(i - 1)]:\n"
+                         "        g[i] = 1\n"
+                         "    else:\n"
+                         "        g[i] = 0\n");
         argv_t av = {.n = 0};
         arg_obj(&av, g);
         arg_obj(&av, sv);
@@ -1105,21 +1091,22 @@ static PyObject *f_unique(int what, PyObject *xo) {
         goto done;
     if (N > 0) {
         if (!(inv_flat = flat_view((mod_array *)inverse, N, NULL))) goto done;
-        text t = {.n = 0};
-        put(&t, "def unique_scatter(it, sv, order, g, values, indices, starts, inverse):\n"
-                "    i = it.get_id(0)\n"
-                "    j = g[i]\n"
-                "    first = i == 0\n"
-                "    if i > 0:\n"
-                "        first = sv[i] != sv[np.uint64(i - 1)]\n"
-                "    p = order[i]\n"
-                "    if first:\n"
-                "        values[np.uint64(j)] = sv[i]\n"
-                "        indices[np.uint64(j)] = p\n"
-                "        starts[np.uint64(j)] = i\n"
-                "        inverse[np.uint64(p)] = j\n"
-                "    else:\n"
-                "        inverse[np.uint64(p)] = j - 1\n");
+        mod_text t;
+        t.n = 0;
+        mod_text_put(&t, "def unique_scatter(it, sv, order, g, values, indices, starts, inverse):\n"
+                         "    i = it.get_id(0)\n"
+                         "    j = g[i]\n"
+                         "    first = i == 0\n"
+                         "    if i > 0:\n"
+                         "        first = sv[i] != sv[np.uint64(i - 1)]\n"
+                         "    p = order[i]\n"
+                         "    if first:\n"
+                         "        values[np.uint64(j)] = sv[i]\n"
+                         "        indices[np.uint64(j)] = p\n"
+                         "        starts[np.uint64(j)] = i\n"
+                         "        inverse[np.uint64(p)] = j\n"
+                         "    else:\n"
+                         "        inverse[np.uint64(p)] = j - 1\n");
         argv_t av = {.n = 0};
         arg_obj(&av, sv);
         arg_obj(&av, order);
@@ -1130,12 +1117,12 @@ static PyObject *f_unique(int what, PyObject *xo) {
         arg_obj(&av, inv_flat);
         if (launch("unique_scatter", &t, N, 0, &av) < 0) goto done;
         t.n = 0;
-        put(&t, "def unique_counts(it, counts, starts, m, n):\n"
-                "    j = it.get_id(0)\n"
-                "    e = n\n"
-                "    if j + 1 < m:\n"
-                "        e = starts[np.uint64(j + 1)]\n"
-                "    counts[j] = e - starts[j]\n");
+        mod_text_put(&t, "def unique_counts(it, counts, starts, m, n):\n"
+                         "    j = it.get_id(0)\n"
+                         "    e = n\n"
+                         "    if j + 1 < m:\n"
+                         "        e = starts[np.uint64(j + 1)]\n"
+                         "    counts[j] = e - starts[j]\n");
         arg_obj(&av, counts);
         arg_obj(&av, starts);
         arg_int(&av, m);

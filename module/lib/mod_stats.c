@@ -42,14 +42,6 @@
 
 /* ---- arguments ---- */
 
-static mod_array *array_arg(PyObject *x, const char *fn) {
-    if (mod_array_check(x)) return (mod_array *)x;
-    PyErr_Format(PyExc_TypeError,
-                 "offload.%s takes an offload.ndarray, not %.100s (offload.asarray(x) makes one)",
-                 fn, Py_TYPE(x)->tp_name);
-    return NULL;
-}
-
 /* axis in [-nd, nd) as an index, or numpy.exceptions.AxisError with NumPy's message. */
 static int normalize_axis(PyObject *axis, int nd, int *out) {
     Py_ssize_t a = PyNumber_AsSsize_t(axis, PyExc_OverflowError); /* TypeError for non-integers */
@@ -106,7 +98,7 @@ static PyObject *var_or_std(bool std, PyObject *self, PyObject *args, PyObject *
                : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &xo, &axis, &dtype, &out, &ddof,
                                              &keepdims, &corr)))
         return NULL;
-    if (!array_arg(xo, fn)) return NULL;
+    if (!mod_lib_array_arg(xo, fn)) return NULL;
     if (out != Py_None)
         return PyErr_Format(PyExc_TypeError,
                             "offload.%s: out= is not supported; use the returned array", fn);
@@ -179,19 +171,6 @@ static PyObject *m_std(PyObject *x, PyObject *a, PyObject *k) { return var_or_st
 #define SCAN_PER_ITEM 8   /* elements per work-item of a block */
 #define SCAN_MIN_RUN 4096 /* elements a run keeps at least when a row is split (runs form) */
 
-typedef struct {
-    char s[8192];
-    size_t n;
-} text;
-
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-    va_end(ap);
-    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
-}
-
 /* What a scan's texts depend on. A bool scan (NumPy's add.accumulate with
  * dtype=bool: a logical or; multiply: and) computes in uint8 and stores
  * `!= 0` into bool arrays. */
@@ -230,60 +209,61 @@ static void scan_suffix(const scan_key *k, char *buf, size_t n) {
 }
 
 /* runs form, first launch: work-item w scans run w // M of row w % M. */
-static void runs_text(text *t, const scan_key *k, char *name, size_t namelen) {
+static void runs_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
     char sfx[48], id[48], ld[96], st[96];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_ident(k, id, sizeof id);
     fmt_load(k, "x", "np.uint64(i)", true, ld, sizeof ld);
     fmt_store(k, "a", st, sizeof st);
     snprintf(name, namelen, "scan_runs_%s", sfx);
-    put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, S):\n", name);
-    put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n", k->prod ? "prod" : "sum");
-    put(t,
-        "    w = item.get_id(0)\n"
-        "    s = w // M\n"
-        "    m = w %% M\n"
-        "    o = m // inner\n"
-        "    r = m %% inner\n"
-        "    c = (K + S - 1) // S\n"
-        "    k = s * c\n"
-        "    hi = min(k + c, K)\n"
-        "    a = %s\n"
-        "    if inc == 1 and s == 0:\n"
-        "        out[np.uint64(o * Ko * inner + r)] = %s\n"
-        "    i = (o * K + k) * inner + r\n"
-        "    j = (o * Ko + inc + k) * inner + r\n"
-        "    while k < hi:\n"
-        "        a = a %s %s\n"
-        "        out[np.uint64(j)] = %s\n"
-        "        i += inner\n"
-        "        j += inner\n"
-        "        k += 1\n"
-        "    if S > 1:\n"
-        "        tot[np.uint64(s * M + m)] = %s\n",
-        id, k->boolean ? (k->prod ? "True" : "False") : id, kop(k), ld, st, st);
+    mod_text_put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, S):\n", name);
+    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
+                 k->prod ? "prod" : "sum");
+    mod_text_put(t,
+                 "    w = item.get_id(0)\n"
+                 "    s = w // M\n"
+                 "    m = w %% M\n"
+                 "    o = m // inner\n"
+                 "    r = m %% inner\n"
+                 "    c = (K + S - 1) // S\n"
+                 "    k = s * c\n"
+                 "    hi = min(k + c, K)\n"
+                 "    a = %s\n"
+                 "    if inc == 1 and s == 0:\n"
+                 "        out[np.uint64(o * Ko * inner + r)] = %s\n"
+                 "    i = (o * K + k) * inner + r\n"
+                 "    j = (o * Ko + inc + k) * inner + r\n"
+                 "    while k < hi:\n"
+                 "        a = a %s %s\n"
+                 "        out[np.uint64(j)] = %s\n"
+                 "        i += inner\n"
+                 "        j += inner\n"
+                 "        k += 1\n"
+                 "    if S > 1:\n"
+                 "        tot[np.uint64(s * M + m)] = %s\n",
+                 id, k->boolean ? (k->prod ? "True" : "False") : id, kop(k), ld, st, st);
 }
 
 /* runs form, second launch: the S run totals of row m, scanned in place. */
-static void totals_text(text *t, const scan_key *k, char *name, size_t namelen) {
+static void totals_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
     char sfx[48], id[48], ld[96], st[96];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_ident(k, id, sizeof id);
     fmt_load(k, "tot", "np.uint64(s * M + m)", false, ld, sizeof ld);
     fmt_store(k, "a", st, sizeof st);
     snprintf(name, namelen, "scan_totals_%s", sfx);
-    put(t,
-        "def %s(item, tot, M, S):\n"
-        "    m = item.get_id(0)\n"
-        "    a = %s\n"
-        "    for s in range(S):\n"
-        "        a = a %s %s\n"
-        "        tot[np.uint64(s * M + m)] = %s\n",
-        name, id, kop(k), ld, st);
+    mod_text_put(t,
+                 "def %s(item, tot, M, S):\n"
+                 "    m = item.get_id(0)\n"
+                 "    a = %s\n"
+                 "    for s in range(S):\n"
+                 "        a = a %s %s\n"
+                 "        tot[np.uint64(s * M + m)] = %s\n",
+                 name, id, kop(k), ld, st);
 }
 
 /* runs form, third launch: run s + 1 of row m gets the total of runs 0..s. */
-static void add_runs_text(text *t, const scan_key *k, char *name, size_t namelen) {
+static void add_runs_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
     char sfx[48], ldt[96], ldo[96], st[256], v[200];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_load(k, "tot", "np.uint64((s - 1) * M + m)", false, ldt, sizeof ldt);
@@ -291,27 +271,27 @@ static void add_runs_text(text *t, const scan_key *k, char *name, size_t namelen
     snprintf(v, sizeof v, "p %s %s", kop(k), ldo);
     fmt_store(k, v, st, sizeof st);
     snprintf(name, namelen, "scan_add_runs_%s", sfx);
-    put(t,
-        "def %s(item, out, tot, M, K, Ko, inner, inc, S):\n"
-        "    w = item.get_id(0)\n"
-        "    s = w // M + 1\n"
-        "    m = w %% M\n"
-        "    o = m // inner\n"
-        "    r = m %% inner\n"
-        "    c = (K + S - 1) // S\n"
-        "    k = s * c\n"
-        "    hi = min(k + c, K)\n"
-        "    p = %s\n"
-        "    j = (o * Ko + inc + k) * inner + r\n"
-        "    while k < hi:\n"
-        "        out[np.uint64(j)] = %s\n"
-        "        j += inner\n"
-        "        k += 1\n",
-        name, ldt, st);
+    mod_text_put(t,
+                 "def %s(item, out, tot, M, K, Ko, inner, inc, S):\n"
+                 "    w = item.get_id(0)\n"
+                 "    s = w // M + 1\n"
+                 "    m = w %% M\n"
+                 "    o = m // inner\n"
+                 "    r = m %% inner\n"
+                 "    c = (K + S - 1) // S\n"
+                 "    k = s * c\n"
+                 "    hi = min(k + c, K)\n"
+                 "    p = %s\n"
+                 "    j = (o * Ko + inc + k) * inner + r\n"
+                 "    while k < hi:\n"
+                 "        out[np.uint64(j)] = %s\n"
+                 "        j += inner\n"
+                 "        k += 1\n",
+                 name, ldt, st);
 }
 
 /* blocks form, first launch: group g scans block g % nb of row g // nb. */
-static void blocks_text(text *t, const scan_key *k, char *name, size_t namelen) {
+static void blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
     char sfx[48], id[48], ld[96], st[96];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_ident(k, id, sizeof id);
@@ -319,75 +299,76 @@ static void blocks_text(text *t, const scan_key *k, char *name, size_t namelen) 
     fmt_store(k, "buf[e * L + li]", st, sizeof st);
     const char *op = kop(k), *acc = kacc(k);
     snprintf(name, namelen, "scan_blocks_%s", sfx);
-    put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, nb):\n", name);
-    put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n", k->prod ? "prod" : "sum");
-    put(t,
-        "    li = item.get_local_id(0)\n"
-        "    grp = item.get_group()\n"
-        "    g = grp.get_group_id(0)\n"
-        "    L = item.get_local_range(0)\n"
-        "    m = g // nb\n"
-        "    b = g %% nb\n"
-        "    o = m // inner\n"
-        "    r = m %% inner\n"
-        "    k0 = b * L * %d\n"
-        "    ib = o * K * inner + r\n"
-        "    ob = (o * Ko + inc) * inner + r\n"
-        "    buf = ol.local_array(%d, np.%s)\n"
-        "    sums = ol.local_array(%d, np.%s)\n",
-        SCAN_PER_ITEM, SCAN_GROUP * SCAN_PER_ITEM, acc, SCAN_GROUP, acc);
+    mod_text_put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, nb):\n", name);
+    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
+                 k->prod ? "prod" : "sum");
+    mod_text_put(t,
+                 "    li = item.get_local_id(0)\n"
+                 "    grp = item.get_group()\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    L = item.get_local_range(0)\n"
+                 "    m = g // nb\n"
+                 "    b = g %% nb\n"
+                 "    o = m // inner\n"
+                 "    r = m %% inner\n"
+                 "    k0 = b * L * %d\n"
+                 "    ib = o * K * inner + r\n"
+                 "    ob = (o * Ko + inc) * inner + r\n"
+                 "    buf = ol.local_array(%d, np.%s)\n"
+                 "    sums = ol.local_array(%d, np.%s)\n",
+                 SCAN_PER_ITEM, SCAN_GROUP * SCAN_PER_ITEM, acc, SCAN_GROUP, acc);
     /* loads: neighbouring work-items, neighbouring elements */
-    put(t,
-        "    for e in range(%d):\n"
-        "        k = k0 + e * L + li\n"
-        "        v = %s\n"
-        "        if k < K:\n"
-        "            v = %s\n"
-        "        buf[e * L + li] = v\n"
-        "    ol.group_barrier(grp)\n",
-        SCAN_PER_ITEM, id, ld);
-    put(t,
-        "    a = %s\n"
-        "    for e in range(%d):\n"
-        "        a = a %s buf[li * %d + e]\n"
-        "        buf[li * %d + e] = a\n"
-        "    sums[li] = a\n"
-        "    ol.group_barrier(grp)\n",
-        id, SCAN_PER_ITEM, op, SCAN_PER_ITEM, SCAN_PER_ITEM);
-    put(t,
-        "    d = 1\n"
-        "    while d < L:\n"
-        "        v = %s\n"
-        "        if li >= d:\n"
-        "            v = sums[li - d]\n"
-        "        ol.group_barrier(grp)\n"
-        "        if li >= d:\n"
-        "            sums[li] = v %s sums[li]\n"
-        "        ol.group_barrier(grp)\n"
-        "        d *= 2\n"
-        "    if li > 0:\n"
-        "        p = sums[li - 1]\n"
-        "        for e in range(%d):\n"
-        "            buf[li * %d + e] = p %s buf[li * %d + e]\n"
-        "    ol.group_barrier(grp)\n",
-        id, op, SCAN_PER_ITEM, SCAN_PER_ITEM, op, SCAN_PER_ITEM);
-    put(t,
-        "    for e in range(%d):\n"
-        "        k = k0 + e * L + li\n"
-        "        if k < K:\n"
-        "            out[np.uint64(ob + k * inner)] = %s\n"
-        "    if li == 0:\n"
-        "        if inc == 1 and b == 0:\n"
-        "            out[np.uint64(o * Ko * inner + r)] = %s\n"
-        "        if nb > 1:\n"
-        "            tot[np.uint64(g)] = %s\n",
-        SCAN_PER_ITEM, st, k->boolean ? (k->prod ? "True" : "False") : id,
-        k->boolean ? "sums[L - 1] != 0" : "sums[L - 1]");
+    mod_text_put(t,
+                 "    for e in range(%d):\n"
+                 "        k = k0 + e * L + li\n"
+                 "        v = %s\n"
+                 "        if k < K:\n"
+                 "            v = %s\n"
+                 "        buf[e * L + li] = v\n"
+                 "    ol.group_barrier(grp)\n",
+                 SCAN_PER_ITEM, id, ld);
+    mod_text_put(t,
+                 "    a = %s\n"
+                 "    for e in range(%d):\n"
+                 "        a = a %s buf[li * %d + e]\n"
+                 "        buf[li * %d + e] = a\n"
+                 "    sums[li] = a\n"
+                 "    ol.group_barrier(grp)\n",
+                 id, SCAN_PER_ITEM, op, SCAN_PER_ITEM, SCAN_PER_ITEM);
+    mod_text_put(t,
+                 "    d = 1\n"
+                 "    while d < L:\n"
+                 "        v = %s\n"
+                 "        if li >= d:\n"
+                 "            v = sums[li - d]\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        if li >= d:\n"
+                 "            sums[li] = v %s sums[li]\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        d *= 2\n"
+                 "    if li > 0:\n"
+                 "        p = sums[li - 1]\n"
+                 "        for e in range(%d):\n"
+                 "            buf[li * %d + e] = p %s buf[li * %d + e]\n"
+                 "    ol.group_barrier(grp)\n",
+                 id, op, SCAN_PER_ITEM, SCAN_PER_ITEM, op, SCAN_PER_ITEM);
+    mod_text_put(t,
+                 "    for e in range(%d):\n"
+                 "        k = k0 + e * L + li\n"
+                 "        if k < K:\n"
+                 "            out[np.uint64(ob + k * inner)] = %s\n"
+                 "    if li == 0:\n"
+                 "        if inc == 1 and b == 0:\n"
+                 "            out[np.uint64(o * Ko * inner + r)] = %s\n"
+                 "        if nb > 1:\n"
+                 "            tot[np.uint64(g)] = %s\n",
+                 SCAN_PER_ITEM, st, k->boolean ? (k->prod ? "True" : "False") : id,
+                 k->boolean ? "sums[L - 1] != 0" : "sums[L - 1]");
 }
 
 /* blocks form, third launch: element k of row m, in block b > 0, gets the
  * total of blocks 0..b-1. */
-static void add_blocks_text(text *t, const scan_key *k, char *name, size_t namelen) {
+static void add_blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
     char sfx[48], ldt[96], ldo[96], st[256], v[200];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_load(k, "tot", "np.uint64(m * nb + b - 1)", false, ldt, sizeof ldt);
@@ -395,18 +376,18 @@ static void add_blocks_text(text *t, const scan_key *k, char *name, size_t namel
     snprintf(v, sizeof v, "%s %s %s", ldt, kop(k), ldo);
     fmt_store(k, v, st, sizeof st);
     snprintf(name, namelen, "scan_add_blocks_%s", sfx);
-    put(t,
-        "def %s(item, out, tot, M, K, Ko, inner, inc, nb, B):\n"
-        "    w = item.get_id(0)\n"
-        "    m = w // K\n"
-        "    k = w %% K\n"
-        "    b = k // B\n"
-        "    if b > 0:\n"
-        "        o = m // inner\n"
-        "        r = m %% inner\n"
-        "        j = np.uint64((o * Ko + inc + k) * inner + r)\n"
-        "        out[j] = %s\n",
-        name, st);
+    mod_text_put(t,
+                 "def %s(item, out, tot, M, K, Ko, inner, inc, nb, B):\n"
+                 "    w = item.get_id(0)\n"
+                 "    m = w // K\n"
+                 "    k = w %% K\n"
+                 "    b = k // B\n"
+                 "    if b > 0:\n"
+                 "        o = m // inner\n"
+                 "        r = m %% inner\n"
+                 "        j = np.uint64((o * Ko + inc + k) * inner + r)\n"
+                 "        out[j] = %s\n",
+                 name, st);
 }
 
 enum { TXT_RUNS, TXT_TOTALS, TXT_ADD_RUNS, TXT_BLOCKS, TXT_ADD_BLOCKS };
@@ -418,7 +399,7 @@ static PyObject *scan_kernel(const scan_key *k, int which) {
     snprintf(memo, sizeof memo, "scan %d %s", which, sfx);
     PyObject *kern = mod_gen_kernel_by_key_borrowed(memo);
     if (kern) return kern;
-    text *t = PyMem_Malloc(sizeof *t);
+    mod_text *t = PyMem_Malloc(sizeof *t);
     if (!t) return PyErr_NoMemory();
     t->n = 0;
     char name[96];
@@ -429,9 +410,8 @@ static PyObject *scan_kernel(const scan_key *k, int which) {
     case TXT_BLOCKS: blocks_text(t, k, name, sizeof name); break;
     default: add_blocks_text(t, k, name, sizeof name); break;
     }
-    if (t->n >= sizeof t->s - 1)
-        PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
-    else if ((kern = mod_gen_kernel_borrowed(name, t->s)) && mod_gen_remember(memo, kern) < 0)
+    if (mod_text_ok(t, name) && (kern = mod_gen_kernel_borrowed(name, t->s)) &&
+        mod_gen_remember(memo, kern) < 0)
         kern = NULL;
     PyMem_Free(t);
     /* loops bounded by the array: no cancel checks (the blocks form has barriers) */
@@ -558,7 +538,7 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
                       PyObject *out_arg, int inc) {
     const char *fn =
         numpy ? (prod ? "cumprod" : "cumsum") : (prod ? "cumulative_prod" : "cumulative_sum");
-    mod_array *x = array_arg(xo, fn);
+    mod_array *x = mod_lib_array_arg(xo, fn);
     if (!x) return NULL;
     if (out_arg && out_arg != Py_None)
         return PyErr_Format(PyExc_TypeError,
@@ -728,7 +708,7 @@ static PyObject *f_diff(PyObject *m, PyObject *args, PyObject *kw) {
     Py_ssize_t n = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|nOOO:diff", kwlist, &xo, &n, &axis_o, &pre, &app))
         return NULL;
-    mod_array *x = array_arg(xo, "diff");
+    mod_array *x = mod_lib_array_arg(xo, "diff");
     if (!x) return NULL;
     if (n < 0) return PyErr_Format(PyExc_ValueError, "order must be non-negative but got %zd", n);
     if (n == 0) return Py_NewRef(xo);
