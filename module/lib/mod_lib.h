@@ -1,10 +1,15 @@
-/* lib: the array library offload writes for itself -- element-wise operators
- * and functions (mod_ops), reductions (mod_reduce) and matmul (mod_matmul),
- * each a Python kernel text that mod_gen compiles through launch/ like a
- * user's @offload.kernel. ndarray's number slots, comparisons, reduction
- * methods and strided copies are lib's: mod_lib.c hands them to core as
+/* lib: the array library offload writes for itself, the array API 2024.12
+ * namespace -- element-wise operators and functions (mod_ops), reductions
+ * (mod_reduce), statistics and scans (mod_stats), matmul (mod_matmul) and the
+ * rest of the main namespace's linear algebra (mod_linalg), manipulation
+ * (mod_manip), advanced indexing (mod_index), sorting and sets (mod_sort),
+ * the namespace's own functions and creation (mod_namespace), and NumPy's
+ * dispatch to all of them (mod_dispatch) -- each a Python kernel text that
+ * mod_gen compiles through launch/ like a user's @offload.kernel, or a
+ * composition of those. ndarray's number slots, comparisons, indexing,
+ * assignment and strided copies are lib's: mod_lib.c hands them to core as
  * mod_lib_array_kernels. Callers: module/mod_module.c only. Stands on
- * launch/ and core/. */
+ * launch/ and core/; within lib, mod_gen.c is the floor every room stands on. */
 #ifndef MOD_LIB_H
 #define MOD_LIB_H
 
