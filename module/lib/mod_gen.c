@@ -104,6 +104,25 @@ mod_array *mod_lib_array_arg(PyObject *x, const char *fn) {
     return NULL;
 }
 
+int mod_lib_axis_error(Py_ssize_t axis, int nd, const char *prefix) {
+    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
+    PyObject *exc = cls ? PyObject_CallFunction(cls, "niz", axis, nd, prefix) : NULL;
+    if (exc) PyErr_SetObject(cls, exc);
+    Py_XDECREF(mod);
+    Py_XDECREF(cls);
+    Py_XDECREF(exc);
+    return -1;
+}
+
+int mod_lib_axis(PyObject *o, int nd, const char *prefix, int *out) {
+    Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError); /* TypeError for non-integers */
+    if (a == -1 && PyErr_Occurred()) return -1;
+    if (a < -nd || a >= nd) return mod_lib_axis_error(a, nd, prefix);
+    *out = (int)(a < 0 ? a + nd : a);
+    return 0;
+}
+
 void mod_text_put(mod_text *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

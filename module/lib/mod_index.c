@@ -1001,26 +1001,6 @@ static mod_array *array_arg(PyObject *o, const char *fn, const char *what) {
     return NULL;
 }
 
-/* numpy.exceptions.AxisError(axis, ndim): NumPy's own class and message. */
-static int axis_error(Py_ssize_t axis, int ndim) {
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    PyObject *e = cls ? PyObject_CallFunction(cls, "ni", axis, ndim) : NULL;
-    if (e) PyErr_SetObject(cls, e);
-    Py_XDECREF(mod);
-    Py_XDECREF(cls);
-    Py_XDECREF(e);
-    return -1;
-}
-
-static int parse_axis(PyObject *o, int ndim, int *axis) {
-    Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-    if (a == -1 && PyErr_Occurred()) return -1;
-    if (a < -ndim || a >= ndim) return axis_error(a, ndim);
-    *axis = (int)(a < 0 ? a + ndim : a);
-    return 0;
-}
-
 /* The index array of take/take_along_axis: an integer (or, as NumPy's
  * casting allows, bool) offload array on x's device. */
 static mod_array *index_arg(mod_array *x, PyObject *o, const char *fn) {
@@ -1053,7 +1033,7 @@ static PyObject *f_take(PyObject *self, PyObject *args, PyObject *kw) {
     if (!idx) return NULL;
     if (axo == Py_None) {
         flat = PyObject_CallMethod(xo, "reshape", "(i)", -1); /* a view, or a copy if strided */
-    } else if (parse_axis(axo, x->nd, &axis) == 0) {
+    } else if (mod_lib_axis(axo, x->nd, NULL, &axis) == 0) {
         flat = Py_NewRef(xo);
     }
     if (!flat) goto out;
@@ -1099,11 +1079,11 @@ static PyObject *f_take_along_axis(PyObject *self, PyObject *args, PyObject *kw)
         }
         if (!axo) {
             if (x->nd == 0) {
-                axis_error(-1, 0);
+                mod_lib_axis_error(-1, 0, NULL);
                 return NULL;
             }
             axis = x->nd - 1;
-        } else if (parse_axis(axo, x->nd, &axis) < 0) {
+        } else if (mod_lib_axis(axo, x->nd, NULL, &axis) < 0) {
             return NULL;
         }
     }

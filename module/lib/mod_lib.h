@@ -39,6 +39,13 @@ int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
  * says to call offload.asarray on host data (never copied behind the back). */
 mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
 
+/* numpy.exceptions.AxisError(axis, nd) -- NumPy's own class (a ValueError
+ * and an IndexError) and message, prefix (or NULL) starting it; returns -1. */
+int mod_lib_axis_error(Py_ssize_t axis, int nd, const char *prefix);
+/* The axis o names in an nd-dimensional array, in [0, nd): NumPy's
+ * TypeError for a non-integer, mod_lib_axis_error out of range. */
+int mod_lib_axis(PyObject *o, int nd, const char *prefix, int *out);
+
 /* A kernel text being written: mod_text_put appends printf-style. MOD_TEXT_MAX
  * holds the longest text (the CPU argmin/argmax for PoCL, about 30 KB); one
  * that outgrows it is caught by mod_text_ok, never compiled cut short. A

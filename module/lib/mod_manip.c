@@ -56,19 +56,6 @@ fail:
     return NULL;
 }
 
-/* numpy.exceptions.AxisError(axis, ndim): NumPy's own class and message
- * (a ValueError and an IndexError). */
-static int axis_error(Py_ssize_t axis, int nd, const char *prefix) {
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    PyObject *exc = cls ? PyObject_CallFunction(cls, "niz", axis, nd, prefix) : NULL;
-    if (exc) PyErr_SetObject(cls, exc);
-    Py_XDECREF(mod);
-    Py_XDECREF(cls);
-    Py_XDECREF(exc);
-    return -1;
-}
-
 /* An axis in [-nd, nd) as a non-negative index; a bool or float is a
  * TypeError. prefix (or NULL) starts the AxisError's message, as NumPy's. */
 static int axis_in(PyObject *o, int nd, int *out, const char *prefix) {
@@ -76,11 +63,7 @@ static int axis_in(PyObject *o, int nd, int *out, const char *prefix) {
         PyErr_Format(PyExc_TypeError, "an axis must be an integer, not %s", Py_TYPE(o)->tp_name);
         return -1;
     }
-    Py_ssize_t a = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-    if (a == -1 && PyErr_Occurred()) return -1;
-    if (a < -nd || a >= nd) return axis_error(a, nd, prefix);
-    *out = (int)(a < 0 ? a + nd : a);
-    return 0;
+    return mod_lib_axis(o, nd, prefix, out);
 }
 
 static int one_axis(PyObject *o, int nd, int *out) { return axis_in(o, nd, out, NULL); }

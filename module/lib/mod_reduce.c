@@ -1246,27 +1246,6 @@ static int reduce_into(red_op op, const red_types *t, mod_array *x, const bool *
 
 /* ---- the Python surface ---- */
 
-/* numpy.exceptions.AxisError(axis, ndim): NumPy's own message. */
-static int axis_error(Py_ssize_t axis, int nd) {
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    PyObject *exc = cls ? PyObject_CallFunction(cls, "ni", axis, nd) : NULL;
-    if (exc) PyErr_SetObject(cls, exc);
-    Py_XDECREF(mod);
-    Py_XDECREF(cls);
-    Py_XDECREF(exc);
-    return -1;
-}
-
-static int one_axis(PyObject *o, int nd, int *out) {
-    Py_ssize_t a =
-        PyNumber_AsSsize_t(o, PyExc_OverflowError); /* TypeError for non-integers, as NumPy */
-    if (a == -1 && PyErr_Occurred()) return -1;
-    if (a < -nd || a >= nd) return axis_error(a, nd);
-    *out = (int)(a < 0 ? a + nd : a);
-    return 0;
-}
-
 /* axis= as a mask of the reduced axes: None (all), an integer, or (not for
  * argmin/argmax, as in NumPy) a tuple of them. */
 static int parse_axes(PyObject *axis, int nd, bool tuples, bool red[MOD_MAXDIMS]) {
@@ -1274,13 +1253,13 @@ static int parse_axes(PyObject *axis, int nd, bool tuples, bool red[MOD_MAXDIMS]
     if (axis == Py_None) return 0;
     if (!tuples || !PyTuple_Check(axis)) {
         int a;
-        if (one_axis(axis, nd, &a) < 0) return -1;
+        if (mod_lib_axis(axis, nd, NULL, &a) < 0) return -1;
         red[a] = true;
         return 0;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(axis); i++) {
         int a;
-        if (one_axis(PyTuple_GET_ITEM(axis, i), nd, &a) < 0) return -1;
+        if (mod_lib_axis(PyTuple_GET_ITEM(axis, i), nd, NULL, &a) < 0) return -1;
         if (red[a]) {
             PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
             return -1;

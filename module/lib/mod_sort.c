@@ -685,17 +685,6 @@ static int gather(PyObject *out, PyObject *x, PyObject *idx, Py_ssize_t N, Py_ss
 
 /* ---- sort and argsort ---- */
 
-static int axis_error(Py_ssize_t axis, int nd) {
-    PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-    PyObject *exc = cls ? PyObject_CallFunction(cls, "ni", axis, nd) : NULL;
-    if (exc) PyErr_SetObject(cls, exc);
-    Py_XDECREF(mod);
-    Py_XDECREF(cls);
-    Py_XDECREF(exc);
-    return -1;
-}
-
 /* x's shape and strides with axis moved last (into shape, strides). */
 static void move_last(const mod_array *x, int axis, Py_ssize_t *shape, Py_ssize_t *strides) {
     int k = 0;
@@ -791,7 +780,7 @@ static PyObject *sort_impl(PyObject *xo, PyObject *axis_o, bool descending, bool
         return r;
     }
     if (a < -x->nd || a >= x->nd) {
-        axis_error(a, x->nd);
+        mod_lib_axis_error(a, x->nd, NULL);
         return NULL;
     }
     return sort_along(x, (int)(a < 0 ? a + x->nd : a), descending, positions);

@@ -42,24 +42,6 @@
 
 /* ---- arguments ---- */
 
-/* axis in [-nd, nd) as an index, or numpy.exceptions.AxisError with NumPy's message. */
-static int normalize_axis(PyObject *axis, int nd, int *out) {
-    Py_ssize_t a = PyNumber_AsSsize_t(axis, PyExc_OverflowError); /* TypeError for non-integers */
-    if (a == -1 && PyErr_Occurred()) return -1;
-    if (a < -nd || a >= nd) {
-        PyObject *mod = PyImport_ImportModule("numpy.exceptions");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "AxisError") : NULL;
-        PyObject *exc = cls ? PyObject_CallFunction(cls, "ni", a, nd) : NULL;
-        if (exc) PyErr_SetObject(cls, exc);
-        Py_XDECREF(mod);
-        Py_XDECREF(cls);
-        Py_XDECREF(exc);
-        return -1;
-    }
-    *out = (int)(a < 0 ? a + nd : a);
-    return 0;
-}
-
 static PyObject *offload_call(const char *name, PyObject *arg) {
     PyObject *mod = PyImport_ImportModule("offload");
     PyObject *r = mod ? PyObject_CallMethod(mod, name, "O", arg) : NULL;
@@ -555,10 +537,10 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
     int nd = 1, ax = 0;
     Py_ssize_t shape[MOD_MAXDIMS] = {size};
     if (x->nd >= 1 && axis != Py_None) {
-        if (normalize_axis(axis, x->nd, &ax) < 0) goto fail;
+        if (mod_lib_axis(axis, x->nd, NULL, &ax) < 0) goto fail;
         nd = x->nd;
         memcpy(shape, x->shape, sizeof(Py_ssize_t) * (size_t)nd);
-    } else if (axis != Py_None && normalize_axis(axis, 1, &ax) < 0) {
+    } else if (axis != Py_None && mod_lib_axis(axis, 1, NULL, &ax) < 0) {
         goto fail;
     }
     Py_ssize_t outer = 1, inner = 1, K = shape[ax];
@@ -716,7 +698,7 @@ static PyObject *f_diff(PyObject *m, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError,
                             "diff requires input that is at least one dimensional");
     int ax = x->nd - 1;
-    if (axis_o && normalize_axis(axis_o, x->nd, &ax) < 0) return NULL;
+    if (axis_o && mod_lib_axis(axis_o, x->nd, NULL, &ax) < 0) return NULL;
     PyObject *c = Py_NewRef(xo), *parts[3] = {pre, xo, app}, *dts[3] = {NULL, NULL, NULL};
     Py_ssize_t lens[3] = {0, x->shape[ax], 0};
     if (pre != Py_None || app != Py_None) { /* concatenated along ax first, as NumPy */
