@@ -972,9 +972,35 @@ static LLVMValueRef cx_math(cx *x, const char *fn, LLVMValueRef z) {
     return cx_make(x, re, im);
 }
 
-/* p ** q as NumPy's npy_cpow: a constant integer exponent of magnitude
- * below 100 by squaring (1/p**-n for negative n), else exp(q log p), with
- * 0 ** q as NumPy has it (0 for a positive real q, NaN otherwise). */
+/* p ** q as NumPy's npy_cpow: an integer exponent of magnitude below 100 by
+ * squaring (1/p**-n for negative n), else exp(q log p), with 0 ** q as NumPy
+ * has it (0 for a positive real q, NaN otherwise). A constant exponent
+ * unrolls its own squarings; a runtime one (ol.pow(x, 2) passes 2 as an
+ * argument) takes all seven, selecting NumPy's products per bit, since
+ * exp(2 log p) is a few ulps from p * p where NumPy gives p * p. */
+static LLVMValueRef cx_int_pow(cx *x, LLVMValueRef p, LLVMValueRef qr) {
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(qr));
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    LLVMValueRef n = LLVMBuildFPToSI(x->b, cx_fn(x, "fabs", qr), i32, "");
+    LLVMValueRef sq = cx_times(x, p, p);
+    /* NumPy's own n = 1, 2, 3 skip the leading 1 * p (which is NaN where p is infinite) */
+    LLVMValueRef acc = cx_make(x, cx_k(x, 1), cx_k(x, 0)), pw = p;
+    for (int bit = 1; bit < 128; bit <<= 1) {
+        LLVMValueRef set =
+            LLVMBuildICmp(x->b, LLVMIntNE, LLVMBuildAnd(x->b, n, LLVMConstInt(i32, bit, 0), ""),
+                          LLVMConstInt(i32, 0, 0), "");
+        acc = cx_sel(x, set, cx_times(x, acc, pw), acc);
+        if (bit < 64) pw = cx_times(x, pw, pw);
+    }
+    LLVMValueRef r = acc;
+    LLVMValueRef small[3] = {p, sq, cx_times(x, p, sq)};
+    for (int k = 3; k >= 1; k--)
+        r = cx_sel(x, LLVMBuildICmp(x->b, LLVMIntEQ, n, LLVMConstInt(i32, k, 0), ""), small[k - 1],
+                   r);
+    LLVMValueRef one = cx_make(x, cx_k(x, 1), cx_k(x, 0));
+    return cx_sel(x, cx_cmp(x, LLVMRealOLT, qr, cx_k(x, 0)), cx_quot(x, one, r), r);
+}
+
 static LLVMValueRef cx_pow(cx *x, LLVMValueRef p, LLVMValueRef q, const jit_node *qn) {
     LLVMValueRef one = cx_make(x, cx_k(x, 1), cx_k(x, 0));
     if (qn->kind == N_CONST && qn->type.kind == JT_WEAK_INT && qn->v.i > -100 && qn->v.i < 100) {
@@ -992,6 +1018,15 @@ static LLVMValueRef cx_pow(cx *x, LLVMValueRef p, LLVMValueRef q, const jit_node
     cx_mul_parts(x, cx_re(x, q), cx_im(x, q), lr, li, &mr, &mi);
     cx_exp_parts(x, mr, mi, &er, &ei);
     LLVMValueRef qr = cx_re(x, q), qi = cx_im(x, q);
+    /* an integral real exponent below 100 in magnitude; any other qr is
+     * replaced by 0 before the conversion (fptosi of NaN is poison) */
+    LLVMValueRef integral = cx_and(x,
+                                   cx_and(x, cx_cmp(x, LLVMRealOEQ, qi, zero),
+                                          cx_cmp(x, LLVMRealOEQ, qr, cx_fn(x, "rint", qr))),
+                                   cx_cmp(x, LLVMRealOLT, cx_fn(x, "fabs", qr), cx_k(x, 100)));
+    LLVMValueRef ipow = cx_int_pow(x, p, cx_sel(x, integral, qr, zero));
+    er = cx_sel(x, integral, cx_re(x, ipow), er);
+    ei = cx_sel(x, integral, cx_im(x, ipow), ei);
     LLVMValueRef pzero = cx_and(x, cx_cmp(x, LLVMRealOEQ, cx_re(x, p), zero),
                                 cx_cmp(x, LLVMRealOEQ, cx_im(x, p), zero));
     LLVMValueRef qpos =
