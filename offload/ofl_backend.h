@@ -119,6 +119,7 @@ struct ofl_device {
              * hold this for reading, the context reset for writing. */
             pthread_rwlock_t gate;
             ofl_cuda_compiler *compiler; /* the thread that loads PTX; NULL: none */
+            struct ofl_cuda_math *math;  /* vendor libraries' handles (ofl_cuda_math.c) */
         } cu;
     } h;
 };
@@ -183,8 +184,8 @@ struct ofl_program {
 };
 
 /* The files below call downward only, in this order (scripts/check-layers):
- *   ofl_filter > ofl_program > ofl_memory > ofl_registry > ofl_opencl,
- *   ofl_cuda > ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
+ *   ofl_filter > ofl_program > ofl_cuda_math > ofl_memory > ofl_registry >
+ *   ofl_opencl, ofl_cuda > ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
  *   ofl_cuda_api. */
 
 /* ---- ofl_util.c: errors and words for messages ---- */
@@ -250,6 +251,16 @@ void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen);
 cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char *note,
                               size_t notelen);
 void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
+/* fn(dev, arg, err) with dev's lock held and its context current, for
+ * ofl_cuda_math.c's vendor calls, which queue on dev->h.cu.stream; a fault
+ * fn reports with ofl_cuda_fail resets the context as a launch's would. */
+int ofl_cuda_call(ofl_device *dev, int (*fn)(ofl_device *, void *, ofl_error *), void *arg,
+                  ofl_error *err);
+int ofl_cuda_fail(ofl_error *err, ofl_device *dev, const char *call, CUresult rc);
+/* Stream-ordered scratch memory from dev's pool (plain cuMemAlloc where the
+ * driver has none); inside ofl_cuda_call. Freed in stream order. */
+int ofl_cuda_scratch(ofl_device *dev, size_t bytes, CUdeviceptr *out, ofl_error *err);
+void ofl_cuda_scratch_free(ofl_device *dev, CUdeviceptr p);
 extern const ofl_backend_ops ofl_opencl_ops, ofl_cuda_ops;
 
 /* ---- ofl_registry.c ---- */

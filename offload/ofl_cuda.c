@@ -139,7 +139,7 @@ static int kernel_fault(ofl_error *err, ofl_device *dev, const char *call, CUres
 }
 
 /* With the lock held (a fault resets the context), except where said. */
-static int cu_fail(ofl_error *err, ofl_device *dev, const char *call, CUresult rc) {
+int ofl_cuda_fail(ofl_error *err, ofl_device *dev, const char *call, CUresult rc) {
     if (is_fault(rc)) return kernel_fault(err, dev, call, rc);
     char e[256];
     return ofl_fail(err, rc == CUDA_ERROR_OUT_OF_MEMORY ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
@@ -160,7 +160,7 @@ static int enter(ofl_device *dev, ofl_error *err) {
     if (dev->h.cu.lost) return lost_fail(err, dev);
     CUresult rc = ofl_cu.cuCtxPushCurrent(dev->h.cu.ctx);
     if (rc == CUDA_SUCCESS) return 0;
-    int st = cu_fail(err, dev, "cuCtxPushCurrent", rc);
+    int st = ofl_cuda_fail(err, dev, "cuCtxPushCurrent", rc);
     if (dev->h.cu.fault) reset(dev, err); /* no leave() follows */
     return st;
 }
@@ -175,9 +175,9 @@ static int leave(ofl_device *dev, int st, ofl_error *err) {
 /* Runs the stream to completion and reports call's failure, else the
  * stream's (which may be an earlier launch's). Inside enter/leave. */
 static int finish(ofl_device *dev, const char *call, CUresult rc, ofl_error *err) {
-    if (rc != CUDA_SUCCESS) return cu_fail(err, dev, call, rc);
+    if (rc != CUDA_SUCCESS) return ofl_cuda_fail(err, dev, call, rc);
     rc = ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
-    return rc ? cu_fail(err, dev, "cuStreamSynchronize", rc) : 0;
+    return rc ? ofl_cuda_fail(err, dev, "cuStreamSynchronize", rc) : 0;
 }
 
 /* The cancel flag (ofl_runtime.h): mapped host memory, which kernels read
@@ -356,9 +356,35 @@ static int cu_alloc(ofl_device *dev, size_t bytes, ofl_buffer *buf, ofl_error *e
                       ofl_size_str(bytes, want, sizeof want), dev->info.filter, dev->info.name,
                       ofl_size_str(avail, fr, sizeof fr), ofl_size_str(total, tot, sizeof tot));
     } else if (rc != CUDA_SUCCESS) {
-        st = cu_fail(err, dev, pool ? "cuMemAllocAsync" : "cuMemAlloc", rc);
+        st = ofl_cuda_fail(err, dev, pool ? "cuMemAllocAsync" : "cuMemAlloc", rc);
     }
     return leave(dev, st, err);
+}
+
+int ofl_cuda_scratch(ofl_device *dev, size_t bytes, CUdeviceptr *out, ofl_error *err) {
+    CUmemoryPool pool = pool_of(dev);
+    CUresult rc = pool ? alloc_from_pool(dev, pool, out, bytes ? bytes : 1)
+                       : ofl_cu.cuMemAlloc(out, bytes ? bytes : 1);
+    return rc ? ofl_cuda_fail(err, dev, pool ? "cuMemAllocAsync" : "cuMemAlloc", rc) : 0;
+}
+
+void ofl_cuda_scratch_free(ofl_device *dev, CUdeviceptr p) {
+    if (!p) return;
+    if (pool_of(dev)) {
+        ofl_cu.cuMemFreeAsync(p, dev->h.cu.stream);
+    } else { /* cuMemFree does not wait for the stream */
+        ofl_cu.cuStreamSynchronize(dev->h.cu.stream);
+        ofl_cu.cuMemFree(p);
+    }
+}
+
+int ofl_cuda_call(ofl_device *dev, int (*fn)(ofl_device *, void *, ofl_error *), void *arg,
+                  ofl_error *err) {
+    int st = ofl_device_lock(dev, err);
+    if (st) return st;
+    if (!(st = enter(dev, err))) st = leave(dev, fn(dev, arg, err), err);
+    ofl_device_unlock(dev);
+    return st;
 }
 
 static void cu_free(ofl_buffer *buf) {
@@ -508,7 +534,7 @@ static int cu_mark(ofl_event *ev, bool end, ofl_error *err) {
     CUresult rc = *e ? CUDA_SUCCESS : ofl_cu.cuEventCreate(e, CU_EVENT_DEFAULT);
     const char *call = "cuEventCreate";
     if (rc == CUDA_SUCCESS) rc = ofl_cu.cuEventRecord(*e, dev->h.cu.stream), call = "cuEventRecord";
-    return leave(dev, rc ? cu_fail(err, dev, call, rc) : 0, err);
+    return leave(dev, rc ? ofl_cuda_fail(err, dev, call, rc) : 0, err);
 }
 
 /* The event calls below run without the device's lock (a wait may be long),
@@ -550,7 +576,7 @@ static int cu_event_wait(ofl_event *ev, ofl_error *err) {
     if (ev->generation != dev->generation) {
         st = ofl_stale_fail(err, dev, "this event was recorded", "the work it followed is lost");
     } else {
-        st = cu_fail(err, dev, call, rc);
+        st = ofl_cuda_fail(err, dev, call, rc);
         if (dev->h.cu.fault) reset(dev, err);
     }
     pthread_mutex_unlock(&dev->lock);
@@ -575,8 +601,9 @@ static int cu_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
     if (st) return st;
     rc = ofl_cu.cuStreamQuery(dev->h.cu.stream);
     *done = rc != CUDA_ERROR_NOT_READY;
-    st = rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY ? 0
-                                                          : cu_fail(err, dev, "cuStreamQuery", rc);
+    st = rc == CUDA_SUCCESS || rc == CUDA_ERROR_NOT_READY
+             ? 0
+             : ofl_cuda_fail(err, dev, "cuStreamQuery", rc);
     return leave(dev, st, err);
 }
 
@@ -656,7 +683,7 @@ static int load_module(ofl_program *prog, const char *image, ofl_error *err) {
                             "no kernel named '%s' in the PTX module built for %s (%s): the name "
                             "must be one of the module's .entry functions",
                             prog->name, dev->info.filter, dev->info.name);
-        return cu_fail(err, dev, "cuModuleGetFunction", rc);
+        return ofl_cuda_fail(err, dev, "cuModuleGetFunction", rc);
     }
     int most = 0;
     if (!ofl_cu.cuFuncGetAttribute ||
@@ -711,7 +738,7 @@ static void cu_program_release(ofl_program *prog) {
         if (rc == CUDA_SUCCESS)
             ofl_cu.cuModuleUnload(prog->h.cu.module);
         else
-            cu_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
+            ofl_cuda_fail(NULL, dev, "cuStreamSynchronize", rc); /* a fault: the reset frees it */
         leave(dev, 0, NULL);
     }
     drop_tuned(prog); /* its launches are over, or died with the context */

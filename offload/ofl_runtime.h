@@ -152,6 +152,68 @@ int ofl_synchronize(ofl_device *dev, ofl_error *err);
  * work); reports the first failure, after waiting for the others. */
 int ofl_synchronize_all(ofl_error *err);
 
+/* ---- dense math on CUDA devices (ofl_cuda_math.c) ----
+ *
+ * cuBLAS, cuSOLVER and cuFFT, opened with dlopen at first use: the system's
+ * CUDA libraries, else the pip wheels (nvidia-cublas-cu12, nvidia-cusolver-cu12,
+ * nvidia-cufft-cu12, or CUDA 13's nvidia/cu13) under the directories
+ * ofl_math_search names. Nothing links to them. Every call queues on the
+ * device's stream like a launch, workspaces come from the device's memory
+ * pool, and none waits for the device. Matrices are column-major, as the
+ * libraries take them: the caller turns row-major arrays into transposes.
+ * A stack of `batch` matrices lies `stride` elements apart. */
+typedef enum { OFL_MATH_F32, OFL_MATH_F64, OFL_MATH_C64, OFL_MATH_C128 } ofl_math_type;
+typedef enum { OFL_CUBLAS, OFL_CUSOLVER, OFL_CUFFT } ofl_math_lib;
+typedef struct {
+    ofl_buffer *buf;
+    size_t offset;  /* bytes */
+    int64_t ld;     /* leading dimension, elements */
+    int64_t stride; /* elements from one matrix of the stack to the next */
+} ofl_matrix;
+
+/* Directories (':'-separated, copied) holding nvidia/<lib>/lib or nvidia/cu13/lib. */
+void ofl_math_search(const char *dirs);
+/* Whether lib opens; false with *why (static text) naming what to install. */
+bool ofl_math_available(ofl_math_lib lib, const char **why);
+/* c = op(a) op(b) for each of batch, op transposing where ta/tb (conjugate
+ * transposing complex); tf32 lets float32 use TF32 tensor cores. */
+int ofl_math_gemm(ofl_device *dev, ofl_math_type t, bool ta, bool tb, int64_t m, int64_t n,
+                  int64_t k, ofl_matrix a, ofl_matrix b, ofl_matrix c, int64_t batch, bool tf32,
+                  ofl_error *err);
+/* LAPACK's, per matrix of a stack, in place, through cuSOLVER. info: one
+ * int32 per matrix (LAPACK's info), which the caller reads back. piv: n int32
+ * per matrix; tau: min(m, n) elements per matrix; w, s: real, n or min(m, n)
+ * per matrix. */
+int ofl_math_getrf(ofl_device *dev, ofl_math_type t, int64_t n, ofl_matrix a, ofl_buffer *piv,
+                   ofl_buffer *info, int64_t batch, ofl_error *err);
+int ofl_math_getrs(ofl_device *dev, ofl_math_type t, bool trans, int64_t n, int64_t nrhs,
+                   ofl_matrix lu, ofl_buffer *piv, ofl_matrix b, ofl_buffer *info, int64_t batch,
+                   ofl_error *err);
+int ofl_math_potrf(ofl_device *dev, ofl_math_type t, bool upper, int64_t n, ofl_matrix a,
+                   ofl_buffer *info, int64_t batch, ofl_error *err);
+/* eigenvalues ascending into w (n per matrix); eigenvectors over a if vectors */
+int ofl_math_syevd(ofl_device *dev, ofl_math_type t, bool vectors, bool upper, int64_t n,
+                   ofl_matrix a, ofl_matrix w, ofl_buffer *info, int64_t batch, ofl_error *err);
+/* m >= n (cuSOLVER's rule): singular values into s; u (m x m, or m x n when
+ * !full) and vt (n x n) when uv; a is destroyed. */
+int ofl_math_gesvd(ofl_device *dev, ofl_math_type t, bool uv, bool full, int64_t m, int64_t n,
+                   ofl_matrix a, ofl_matrix s, ofl_matrix u, ofl_matrix vt, ofl_buffer *info,
+                   int64_t batch, ofl_error *err);
+int ofl_math_geqrf(ofl_device *dev, ofl_math_type t, int64_t m, int64_t n, ofl_matrix a,
+                   ofl_matrix tau, ofl_buffer *info, int64_t batch, ofl_error *err);
+/* the first n columns of Q (m x n, k reflectors) over a, from geqrf's a and tau */
+int ofl_math_orgqr(ofl_device *dev, ofl_math_type t, int64_t m, int64_t n, int64_t k, ofl_matrix a,
+                   ofl_matrix tau, ofl_buffer *info, int64_t batch, ofl_error *err);
+/* Unnormalised FFTs of batch contiguous signals of shape n[0..rank-1] (rank
+ * 1-3, C order), plans cached per device. OFL_FFT_C2C: complex t in and out,
+ * inverse the +1 sign; R2C: real t in (F32/F64), complex out with the last
+ * dimension n/2+1; C2R: complex in (consumed: cuFFT overwrites it), real out.
+ * t names the precision: F32/C64 single, F64/C128 double. */
+typedef enum { OFL_FFT_C2C, OFL_FFT_R2C, OFL_FFT_C2R } ofl_fft_kind;
+int ofl_math_fft(ofl_device *dev, ofl_fft_kind kind, ofl_math_type t, bool inverse, int rank,
+                 const int64_t *n, int64_t batch, ofl_buffer *in, size_t in_offset, ofl_buffer *out,
+                 size_t out_offset, ofl_error *err);
+
 /* ---- interrupts and cancellation (ofl_wait.c) ----
  *
  * Every wait for a device (ofl_synchronize*, ofl_read, ofl_write, ofl_copy,

@@ -164,3 +164,14 @@ int mod_gen_init(void) {
     if (!(generated = PyDict_New()) || !(keyed = PyDict_New())) return -1;
     return mod_atexit(&release_def);
 }
+
+PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw) {
+    if (!args) return NULL;
+    PyObject *ol = PyImport_ImportModule("offload"); /* sys.modules' */
+    PyObject *fn = ol ? PyObject_GetAttrString(ol, name) : NULL;
+    PyObject *r = fn ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(ol);
+    Py_DECREF(args);
+    return r;
+}

@@ -39,6 +39,10 @@ int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
  * says to call offload.asarray on host data (never copied behind the back). */
 mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
 
+/* offload.<name>(*args, **kw), for rooms that compose the namespace's own
+ * functions; args, a new tuple, is stolen (NULL: an error is already set). */
+PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw);
+
 /* numpy.exceptions.AxisError(axis, nd) -- NumPy's own class (a ValueError
  * and an IndexError) and message, prefix (or NULL) starting it; returns -1. */
 int mod_lib_axis_error(Py_ssize_t axis, int nd, const char *prefix);

@@ -5,17 +5,6 @@
  * checks and errors. Added to the namespace by mod_lib_add_functions. */
 #include "mod_lib.h"
 
-static PyObject *namespace; /* the offload module (borrowed: it outlives its functions) */
-
-/* offload.<name>(*args, **kw); args a new tuple is stolen (NULL: an error already set). */
-static PyObject *call(const char *name, PyObject *args, PyObject *kw) {
-    PyObject *fn = args ? PyObject_GetAttrString(namespace, name) : NULL;
-    PyObject *r = fn ? PyObject_Call(fn, args, kw) : NULL;
-    Py_XDECREF(fn);
-    Py_XDECREF(args);
-    return r;
-}
-
 /* list.append(v): 0, or 1 with an exception */
 static int append_int(PyObject *list, Py_ssize_t v) {
     PyObject *o = PyLong_FromSsize_t(v);
@@ -57,14 +46,15 @@ static PyObject *f_vecdot(PyObject *self, PyObject *args, PyObject *kw) {
                             "vecdot: the contracted axis has size %zd in x1 and %zd in x2",
                             a->shape[a->nd + axis], b->shape[b->nd + axis]);
     (void)nd;
-    PyObject *left = is_complex(a) ? call("conj", Py_BuildValue("(O)", x1), NULL) : Py_NewRef(x1);
-    PyObject *prod = left ? call("multiply", Py_BuildValue("(OO)", left, x2), NULL) : NULL;
+    PyObject *left =
+        is_complex(a) ? mod_lib_call("conj", Py_BuildValue("(O)", x1), NULL) : Py_NewRef(x1);
+    PyObject *prod = left ? mod_lib_call("multiply", Py_BuildValue("(OO)", left, x2), NULL) : NULL;
     Py_XDECREF(left);
     if (!prod) return NULL;
     /* in the operands' promoted dtype, as the standard says (sum would widen integers) */
     PyObject *dtype = PyObject_GetAttrString(prod, "dtype");
     PyObject *kwargs = dtype ? Py_BuildValue("{s:i,s:N}", "axis", axis, "dtype", dtype) : NULL;
-    PyObject *r = kwargs ? call("sum", Py_BuildValue("(O)", prod), kwargs) : NULL;
+    PyObject *r = kwargs ? mod_lib_call("sum", Py_BuildValue("(O)", prod), kwargs) : NULL;
     Py_XDECREF(kwargs);
     Py_DECREF(prod);
     return r;
@@ -168,16 +158,18 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
         for (int i = 0; w == 0 && !bad && i < n[0]; i++) bad = append_int(order, ax[0][i]);
         PyObject *t = bad ? NULL : PyList_AsTuple(order);
         Py_XDECREF(order);
-        perm[w] = t ? call("permute_dims", Py_BuildValue("(ON)", (PyObject *)o, t), NULL) : NULL;
+        perm[w] =
+            t ? mod_lib_call("permute_dims", Py_BuildValue("(ON)", (PyObject *)o, t), NULL) : NULL;
         if (!perm[w]) goto out;
         PyObject *shape =
             w == 0 ? Py_BuildValue("(nn)", freesize[0], k) : Py_BuildValue("(nn)", k, freesize[1]);
-        mat[w] = shape ? call("reshape", Py_BuildValue("(ON)", perm[w], shape), NULL) : NULL;
+        mat[w] =
+            shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", perm[w], shape), NULL) : NULL;
         if (!mat[w]) goto out;
     }
-    PyObject *prod = call("matmul", Py_BuildValue("(OO)", mat[0], mat[1]), NULL);
+    PyObject *prod = mod_lib_call("matmul", Py_BuildValue("(OO)", mat[0], mat[1]), NULL);
     PyObject *shape = prod ? PyList_AsTuple(free_shape) : NULL;
-    r = shape ? call("reshape", Py_BuildValue("(ON)", prod, shape), NULL) : NULL;
+    r = shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", prod, shape), NULL) : NULL;
     Py_XDECREF(prod);
 out:
     for (int w = 0; w < 2; w++) {
@@ -204,7 +196,4 @@ static PyMethodDef functions[] = {
     {NULL},
 };
 
-int mod_linalg_add_functions(PyObject *module) {
-    namespace = module;
-    return PyModule_AddFunctions(module, functions);
-}
+int mod_linalg_add_functions(PyObject *module) { return PyModule_AddFunctions(module, functions); }
