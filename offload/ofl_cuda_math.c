@@ -26,10 +26,10 @@
 /* ---- the libraries ---- */
 
 typedef struct {
-    const char *names[4];  /* sonames, newest first */
-    const char *subdir;    /* the cu12 wheel's nvidia/<subdir>/lib */
-    const char *wheel;     /* what to install */
-    void *h;               /* NULL until opened */
+    const char *names[4]; /* sonames, newest first */
+    const char *subdir;   /* the cu12 wheel's nvidia/<subdir>/lib */
+    const char *wheel;    /* what to install */
+    void *h;              /* NULL until opened */
     bool tried;
 } vendor_lib;
 
@@ -130,7 +130,9 @@ static size_t elem_size(ofl_math_type t) {
     static const size_t size[] = {4, 8, 8, 16};
     return size[t];
 }
-static ofl_math_type real_of(ofl_math_type t) { return t == OFL_MATH_C64 ? OFL_MATH_F32 : t == OFL_MATH_C128 ? OFL_MATH_F64 : t; }
+static ofl_math_type real_of(ofl_math_type t) {
+    return t == OFL_MATH_C64 ? OFL_MATH_F32 : t == OFL_MATH_C128 ? OFL_MATH_F64 : t;
+}
 
 /* ---- per-device state ---- */
 
@@ -171,10 +173,9 @@ static struct ofl_cuda_math *state(ofl_device *dev, ofl_error *err) {
 static int code_of(const ofl_error *err) { return err ? (int)err->code : OFL_ERR_DEVICE; }
 
 static int lib_fail(ofl_error *err, ofl_device *dev, const char *call, int status) {
-    return ofl_fail(err, status == 3 /* ALLOC_FAILED, all three */ ? OFL_ERR_OUT_OF_MEMORY
-                                                                    : OFL_ERR_DEVICE,
-                    "%s (%s): %s failed with status %d", dev->info.filter, dev->info.name, call,
-                    status);
+    return ofl_fail(
+        err, status == 3 /* ALLOC_FAILED, all three */ ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
+        "%s (%s): %s failed with status %d", dev->info.filter, dev->info.name, call, status);
 }
 
 static int check_current(ofl_device *dev, ofl_buffer *const *bufs, int n, ofl_error *err) {
@@ -303,8 +304,7 @@ static void lapack_name(char *out, size_t len, const lapack_args *l, const char 
 }
 
 /* The routine's workspace size in elements, by its _bufferSize. */
-static int lapack_work(ofl_device *dev, void *h, const lapack_args *l, int *lwork,
-                       ofl_error *err) {
+static int lapack_work(ofl_device *dev, void *h, const lapack_args *l, int *lwork, ofl_error *err) {
     char name[64];
     lapack_name(name, sizeof name, l, "_bufferSize");
     void *f = entry(OFL_CUSOLVER, name, err);
@@ -370,8 +370,8 @@ static int lapack_call(ofl_device *dev, void *p, ofl_error *err) {
                 h, l->flag, l->flag2, n, a, lda, at(&l->b, i, real_of(l->t)), w, lwork, info);
         else if (svd) {
             signed char job = !l->flag ? 'N' : l->flag2 ? 'A' : 'S';
-            rc = ((int (*)(void *, signed char, signed char, int, int, void *, int, void *,
-                           void *, int, void *, int, void *, int, void *, int *))f)(
+            rc = ((int (*)(void *, signed char, signed char, int, int, void *, int, void *, void *,
+                           int, void *, int, void *, int, void *, int *))f)(
                 h, job, job, m, n, a, lda, at(&l->b, i, real_of(l->t)),
                 l->flag ? at(&l->c, i, l->t) : NULL, (int)l->c.ld,
                 l->flag ? at(&l->d, i, l->t) : NULL, (int)l->d.ld, w, lwork,
@@ -439,8 +439,8 @@ int ofl_math_geqrf(ofl_device *dev, ofl_math_type t, int64_t m, int64_t n, ofl_m
     return lapack(&l, dev, err);
 }
 
-int ofl_math_orgqr(ofl_device *dev, ofl_math_type t, int64_t m, int64_t n, int64_t k,
-                   ofl_matrix a, ofl_matrix tau, ofl_buffer *info, int64_t batch, ofl_error *err) {
+int ofl_math_orgqr(ofl_device *dev, ofl_math_type t, int64_t m, int64_t n, int64_t k, ofl_matrix a,
+                   ofl_matrix tau, ofl_buffer *info, int64_t batch, ofl_error *err) {
     lapack_args l = {"orgqr", t, m, n, k, batch, false, false, a, tau, none, none, NULL, info};
     return lapack(&l, dev, err);
 }
@@ -497,8 +497,8 @@ static fft_plan *fft_plan_for(ofl_device *dev, struct ofl_cuda_math *s, const ff
         lib_fail(err, dev, "cufftMakePlanMany64", rc);
         return NULL;
     }
-    *lru = (fft_plan){plan, (int)f->kind, type, f->rank, {f->n[0], f->n[1], f->n[2]}, f->batch,
-                      work, ++s->clock};
+    *lru = (fft_plan){plan,     (int)f->kind, type,      f->rank, {f->n[0], f->n[1], f->n[2]},
+                      f->batch, work,         ++s->clock};
     return lru;
 }
 
@@ -510,9 +510,12 @@ static int fft_call(ofl_device *dev, void *p, ofl_error *err) {
     fft_plan *plan = s ? fft_plan_for(dev, s, f, err) : NULL;
     if (!plan) return st ? st : code_of(err);
     bool dbl = f->t == OFL_MATH_F64 || f->t == OFL_MATH_C128;
-    static const char *const names[2][3] = {
-        {[OFL_FFT_C2C] = "cufftExecC2C", [OFL_FFT_R2C] = "cufftExecR2C", [OFL_FFT_C2R] = "cufftExecC2R"},
-        {[OFL_FFT_C2C] = "cufftExecZ2Z", [OFL_FFT_R2C] = "cufftExecD2Z", [OFL_FFT_C2R] = "cufftExecZ2D"}};
+    static const char *const names[2][3] = {{[OFL_FFT_C2C] = "cufftExecC2C",
+                                             [OFL_FFT_R2C] = "cufftExecR2C",
+                                             [OFL_FFT_C2R] = "cufftExecC2R"},
+                                            {[OFL_FFT_C2C] = "cufftExecZ2Z",
+                                             [OFL_FFT_R2C] = "cufftExecD2Z",
+                                             [OFL_FFT_C2R] = "cufftExecZ2D"}};
     const char *name = names[dbl][f->kind];
     void *exec = entry(OFL_CUFFT, name, err);
     int (*set_stream)(int, CUstream) = entry(OFL_CUFFT, "cufftSetStream", err);
@@ -525,17 +528,16 @@ static int fft_call(ofl_device *dev, void *p, ofl_error *err) {
     int rc = set_stream(plan->plan, dev->h.cu.stream);
     if (!rc) rc = set_work(plan->plan, (void *)(uintptr_t)work);
     if (!rc)
-        rc = f->kind == OFL_FFT_C2C
-                 ? ((int (*)(int, void *, void *, int))exec)(plan->plan, in, out,
-                                                             f->inverse ? 1 : -1)
-                 : ((int (*)(int, void *, void *))exec)(plan->plan, in, out);
+        rc = f->kind == OFL_FFT_C2C ? ((int (*)(int, void *, void *, int))exec)(plan->plan, in, out,
+                                                                                f->inverse ? 1 : -1)
+                                    : ((int (*)(int, void *, void *))exec)(plan->plan, in, out);
     ofl_cuda_scratch_free(dev, work);
     return rc ? lib_fail(err, dev, name, rc) : 0;
 }
 
 int ofl_math_fft(ofl_device *dev, ofl_fft_kind kind, ofl_math_type t, bool inverse, int rank,
-                 const int64_t *n, int64_t batch, ofl_buffer *in, size_t in_offset,
-                 ofl_buffer *out, size_t out_offset, ofl_error *err) {
+                 const int64_t *n, int64_t batch, ofl_buffer *in, size_t in_offset, ofl_buffer *out,
+                 size_t out_offset, ofl_error *err) {
     if (rank < 1 || rank > 3)
         return ofl_fail(err, OFL_ERR_INVALID, "cuFFT transforms 1 to 3 dimensions, not %d", rank);
     fft_args f = {kind, t, inverse, rank, {1, 1, 1}, batch, in, out, in_offset, out_offset};

@@ -68,11 +68,12 @@ def check_product(got, A: np.ndarray, B: np.ndarray, what: str = "") -> None:
     if want.dtype.kind in "iu":
         np.testing.assert_array_equal(host, want, err_msg=what)
         return
-    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    wide = np.complex128 if want.dtype.kind == "c" else np.float64
+    A64, B64 = A.astype(wide), B.astype(wide)
     ref, mag = np.matmul(A64, B64), np.matmul(np.abs(A64), np.abs(B64))
     k = A.shape[-1]
     tol = (k + 2) * np.finfo(want.dtype).eps * mag
-    err = np.abs(host.astype(np.float64) - ref)
+    err = np.abs(host.astype(wide) - ref)
     bad = ~(err <= tol)  # NaN (an element nothing wrote) is bad too
     if bad.any():
         where = np.argwhere(bad)[:5].tolist() if bad.ndim else "()"
@@ -277,11 +278,37 @@ def test_zero_dimensional_operands_raise_numpys_value_error(device):
         assert str(info.value) == str(numpy_error.value), how
 
 
-def test_more_than_two_dimensions_is_a_clear_error(device):
-    a3, a2 = on(device, np.ones((2, 3, 4), np.float32)), on(device, np.ones((4, 5), np.float32))
-    for f in (lambda: a3 @ a2, lambda: ol.matmul(a2.T, a3)):
-        with pytest.raises(ValueError, match=r"1-D and 2-D"):
-            f()
+# Stacks of matrices (issue 23 item 2): batch dimensions broadcast as NumPy's, 1-D operands
+# as a row or a column whose dimension leaves the result, views with steps and transposes
+STACKS = [((2, 3, 4), (4, 5)), ((4,), (2, 4, 5)), ((2, 3, 4), (4,)), ((2, 1, 3, 4), (5, 4, 2)),
+          ((1, 6, 2), (3, 2, 7)), ((0, 3, 4), (4, 2)), ((2, 3, 0), (2, 0, 4)), ((3, 2, 5, 4), (4, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "complex64"])
+@pytest.mark.parametrize("shapes", STACKS, ids=str)
+def test_stacks_of_matrices_broadcast_as_numpy(device, rng, shapes, dtype):
+    A, B = (rand(rng, s, dtype if dtype != "complex64" else "float32") for s in shapes)
+    if dtype == "complex64":
+        A = (A + 1j * rand(rng, shapes[0], "float32")).astype(dtype)
+        B = (B - 1j * rand(rng, shapes[1], "float32")).astype(dtype)
+    check_product(on(device, A) @ on(device, B), A, B, f"{shapes}")
+    check_product(ol.matmul(on(device, A), on(device, B)), A, B, f"matmul{shapes}")
+
+
+def test_stacks_of_views(device, rng):
+    A, B = rand(rng, (3, 8, 6), "float32"), rand(rng, (3, 5, 6), "float32")
+    a, b = on(device, A), on(device, B)
+    check_product(a @ b.mT, A, np.swapaxes(B, -1, -2), "a @ b.mT")
+    check_product(a[::-1, ::2] @ b[:, ::2].mT, A[::-1, ::2], np.swapaxes(B[:, ::2], -1, -2),
+                  "strided")
+
+
+def test_stacks_that_do_not_broadcast_raise_value_error(device):
+    a, b = on(device, np.ones((2, 3, 4), np.float32)), on(device, np.ones((3, 4, 5), np.float32))
+    with pytest.raises(ValueError, match="broadcast"):
+        a @ b
+    with pytest.raises(ValueError):
+        np.ones((2, 3, 4)) @ np.ones((3, 4, 5))
 
 
 @pytest.mark.parametrize("dtypes", [("bool", "bool"), ("bool", "float32"), ("int32", "bool")])

@@ -411,10 +411,11 @@ static int classify(PyObject *o, int i, bool function) {
     return 0;
 }
 
-/* x as a 2-D view: a 1-D vector becomes a row (as the left operand) or a
- * column (as the right one), as NumPy's matmul treats it. New reference. */
+/* x with two dimensions or more: a 1-D vector becomes a row (as the left
+ * operand) or a column (as the right one), as NumPy's matmul treats it. New
+ * reference. */
 static mod_array *as_2d(mod_array *x, bool left) {
-    if (x->nd == 2) return (mod_array *)Py_NewRef(x);
+    if (x->nd >= 2) return (mod_array *)Py_NewRef(x);
     Py_ssize_t shape[2], strides[2];
     int v = left ? 1 : 0; /* the vector's dimension */
     shape[v] = x->shape[0], strides[v] = x->strides[0];
@@ -527,7 +528,97 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
     return r ? 0 : -1;
 }
 
-/* a @ b for two offload arrays. */
+/* The batch dimensions of a and b (all but their last two) broadcast as
+ * NumPy's: 0 with nb and shape filled, or -1 with NumPy's ValueError. */
+static int batch_shape(const mod_array *a, const mod_array *b, int *nb, Py_ssize_t *shape) {
+    int na = a->nd - 2, nbb = b->nd - 2;
+    *nb = na > nbb ? na : nbb;
+    for (int d = 0; d < *nb; d++) {
+        int da = d - (*nb - na), db = d - (*nb - nbb);
+        Py_ssize_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+        if (x != y && x != 1 && y != 1) {
+            PyErr_Format(PyExc_ValueError,
+                         "matmul: the stacks of matrices do not broadcast: dimension %d has "
+                         "size %zd in operand 0 and %zd in operand 1",
+                         d, x, y);
+            return -1;
+        }
+        shape[d] = x == 1 ? y : x;
+    }
+    return 0;
+}
+
+/* x (2-D or more) as a view with the batch dimensions bshape[0..nb), steps
+ * of 0 where it is broadcast. New reference. */
+static mod_array *batch_view(mod_array *x, int nb, const Py_ssize_t *bshape) {
+    Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS];
+    int lead = nb - (x->nd - 2);
+    for (int d = 0; d < nb; d++) {
+        int dx = d - lead;
+        shape[d] = bshape[d];
+        strides[d] = dx >= 0 && x->shape[dx] == bshape[d] ? x->strides[dx] : 0;
+    }
+    for (int d = 0; d < 2; d++)
+        shape[nb + d] = x->shape[x->nd - 2 + d], strides[nb + d] = x->strides[x->nd - 2 + d];
+    return (mod_array *)mod_array_view(x, nb + 2, shape, strides, x->offset);
+}
+
+/* Matrix i (C order over the batch) of a stack of nb batch dimensions, as a 2-D view. */
+static mod_array *matrix_at(mod_array *x, int nb, Py_ssize_t i) {
+    Py_ssize_t offset = x->offset;
+    for (int d = nb - 1; d >= 0; d--) {
+        offset += (i % x->shape[d]) * x->strides[d];
+        i /= x->shape[d];
+    }
+    return (mod_array *)mod_array_view(x, 2, x->shape + nb, x->strides + nb, offset);
+}
+
+/* x in dtype: itself, or a converted copy. New reference. */
+static mod_array *in_dtype(mod_array *x, PyObject *dtype) {
+    if (x->dtype == dtype) return (mod_array *)Py_NewRef(x);
+    return (mod_array *)mod_ops_copy(x, dtype);
+}
+
+/* Whether cuBLAS computes this product: a CUDA device that has it, a
+ * floating result (integers have no vendor GEMM). */
+static bool by_vendor(ofl_device *dev, PyObject *dtype) {
+    char kind = mod_dtype_name(dtype)[0];
+    return (kind == 'f' || kind == 'c') && mod_vendor_blas_ready(dev);
+}
+
+/* c = a @ b for stacks with equal batch shapes: cuBLAS at once, or the
+ * kernel per matrix. */
+static PyObject *stacked(mod_array *a, mod_array *b, PyObject *dtype, int nb) {
+    ofl_device *dev = mod_array_device(a);
+    if (by_vendor(dev, dtype)) {
+        mod_array *ac = in_dtype(a, dtype), *bc = ac ? in_dtype(b, dtype) : NULL;
+        PyObject *c = bc ? mod_vendor_matmul(ac, bc) : NULL;
+        Py_XDECREF(ac);
+        Py_XDECREF(bc);
+        return c;
+    }
+    Py_ssize_t shape[MOD_MAXDIMS], count = 1;
+    for (int d = 0; d < nb; d++) shape[d] = a->shape[d], count *= a->shape[d];
+    shape[nb] = a->shape[nb], shape[nb + 1] = b->shape[nb + 1];
+    mod_array *c = (mod_array *)mod_array_new_empty(dev, dtype, nb + 2, shape);
+    if (!c || shape[nb] == 0 || shape[nb + 1] == 0) return (PyObject *)c;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        mod_array *ai = matrix_at(a, nb, i), *bi = ai ? matrix_at(b, nb, i) : NULL;
+        mod_array *ci = bi ? matrix_at(c, nb, i) : NULL;
+        int rc = ci ? launch(ai, bi, ci) : -1;
+        Py_XDECREF(ai);
+        Py_XDECREF(bi);
+        Py_XDECREF(ci);
+        if (rc < 0) {
+            Py_DECREF(c);
+            return NULL;
+        }
+    }
+    return (PyObject *)c;
+}
+
+/* a @ b for two offload arrays, as NumPy's matmul: 1-D operands as a row or
+ * a column whose dimension leaves the result, stacks broadcast. */
 static PyObject *matmul(mod_array *a, mod_array *b) {
     ofl_device *dev = mod_array_device(a);
     if (mod_array_device(b) != dev) {
@@ -540,21 +631,14 @@ static PyObject *matmul(mod_array *a, mod_array *b) {
             x->filter, x->name, y->filter, y->name);
     }
     mod_array *ops[2] = {a, b};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++)
         if (ops[i]->nd == 0)
             return PyErr_Format(
                 PyExc_ValueError,
                 "matmul: Input operand %d does not have enough dimensions (has 0, gufunc core "
                 "with signature (n?,k),(k,m?)->(n?,m?) requires 1)",
                 i);
-        if (ops[i]->nd > 2)
-            return PyErr_Format(
-                PyExc_ValueError,
-                "offload.matmul: operand %d has %d dimensions; offload's matmul takes 1-D and "
-                "2-D arrays (stacks of matrices are not supported yet)",
-                i, ops[i]->nd);
-    }
-    Py_ssize_t ka = a->shape[a->nd - 1], kb = b->shape[0];
+    Py_ssize_t ka = a->shape[a->nd - 1], kb = b->shape[b->nd == 1 ? 0 : b->nd - 2];
     if (ka != kb)
         return PyErr_Format(
             PyExc_ValueError,
@@ -563,22 +647,30 @@ static PyObject *matmul(mod_array *a, mod_array *b) {
             kb, ka);
     PyObject *dtype = result_dtype(a, b);
     if (!dtype) return NULL;
+    int nb = 0;
+    Py_ssize_t bshape[MOD_MAXDIMS];
     mod_array *a2 = as_2d(a, true), *b2 = a2 ? as_2d(b, false) : NULL;
-    Py_ssize_t shape[2] = {a2 ? a2->shape[0] : 0, b2 ? b2->shape[1] : 0};
-    mod_array *c = b2 ? (mod_array *)mod_array_new_empty(dev, dtype, 2, shape) : NULL;
+    mod_array *av = NULL, *bv = NULL, *c = NULL;
+    if (b2 && batch_shape(a2, b2, &nb, bshape) == 0 && (av = batch_view(a2, nb, bshape)) &&
+        (bv = batch_view(b2, nb, bshape)))
+        c = (mod_array *)stacked(av, bv, dtype, nb);
     Py_DECREF(dtype);
     PyObject *r = NULL;
-    if (c && (shape[0] == 0 || shape[1] == 0 || launch(a2, b2, c) == 0)) {
-        /* a 1-D operand's dimension goes, as in NumPy: (n,), (m,) or a 0-d array */
-        int nd = 0;
-        Py_ssize_t rshape[2], rstrides[2];
+    if (c) {
+        /* a 1-D operand's dimension goes, as in NumPy: (..., n), (..., m) or a 0-d array */
+        int nd = nb;
+        Py_ssize_t rshape[MOD_MAXDIMS], rstrides[MOD_MAXDIMS];
+        memcpy(rshape, c->shape, sizeof(Py_ssize_t) * (size_t)nb);
+        memcpy(rstrides, c->strides, sizeof(Py_ssize_t) * (size_t)nb);
         for (int d = 0; d < 2; d++)
-            if ((d == 0 && a->nd == 2) || (d == 1 && b->nd == 2))
-                rshape[nd] = c->shape[d], rstrides[nd++] = c->strides[d];
-        r = nd == 2 ? Py_NewRef(c) : mod_array_view(c, nd, rshape, rstrides, c->offset);
+            if ((d == 0 && a->nd >= 2) || (d == 1 && b->nd >= 2))
+                rshape[nd] = c->shape[nb + d], rstrides[nd++] = c->strides[nb + d];
+        r = nd == c->nd ? Py_NewRef(c) : mod_array_view(c, nd, rshape, rstrides, c->offset);
     }
     Py_XDECREF(a2);
     Py_XDECREF(b2);
+    Py_XDECREF(av);
+    Py_XDECREF(bv);
     Py_XDECREF(c);
     return r;
 }
