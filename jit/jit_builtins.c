@@ -75,6 +75,9 @@ const jit_builtin jit_builtins[] = {
     {"numpy.signbit", 1, 1, TY_BOOL, GEN_SIGNBIT, NULL},
     {"math.nextafter numpy.nextafter", 2, 2, TY_FLOAT, GEN_MATH, "nextafter"},
     {"math.cbrt numpy.cbrt", 1, 1, TY_FLOAT, GEN_MATH, "cbrt"},
+    /* x * y + z rounded once (C's fma; Python 3.13's math.fma): a kernel
+     * asks for it, since Python's x * y + z rounds twice and never contracts */
+    {"offload.fma math.fma", 3, 3, TY_FLOAT, GEN_MATH, "fma"},
 };
 const int jit_nbuiltins = sizeof jit_builtins / sizeof *jit_builtins;
 

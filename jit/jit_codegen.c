@@ -1453,8 +1453,8 @@ static LLVMValueRef call_builtin(cg *c, jit_node *n, const jit_builtin *bt) {
     }
     case GEN_MATH: {
         jit_dtype d = dt_of(c, rt);
-        LLVMValueRef args[2];
-        for (int i = 0; i < n->nkids && i < 2; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
+        LLVMValueRef args[3];
+        for (int i = 0; i < n->nkids && i < 3; i++) args[i] = conv(c, a[i], n->kids[i]->type, rt);
         return jit_target_math(&c->m->tg, bt->fn, d == JIT_F64, args, n->nkids);
     }
     default: return fail(c, n, "internal: builtin %s", bt->py), NULL;

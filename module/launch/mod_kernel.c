@@ -26,12 +26,15 @@
  * types a parsed function in place (jit_infer), so compiles of one kernel are
  * serialised by jit_lock; compiles of different kernels run in parallel.
  * Lock order: the GIL is never taken while holding lock or jit_lock. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "mod_launch.h"
+
+#include <math.h>
 
 static PyObject *CompileError; /* Exception: filename, lineno, colno */
 
@@ -956,7 +959,23 @@ static PyObject *kernel_only(PyObject *self, PyObject *const *args, Py_ssize_t n
                         PyUnicode_AsUTF8(self));
 }
 
+/* offload.fma(x, y, z) outside kernels: C's fma on Python floats, so that a
+ * kernel's function gives the same result called as plain Python. */
+static PyObject *host_fma(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    (void)self;
+    if (n != 3)
+        return PyErr_Format(PyExc_TypeError, "fma(x, y, z) takes 3 arguments (%zd given)", n);
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        if ((v[i] = PyFloat_AsDouble(args[i])) == -1.0 && PyErr_Occurred()) return NULL;
+    return PyFloat_FromDouble(fma(v[0], v[1], v[2]));
+}
+
 static PyMethodDef functions[] = {
+    {"fma", (PyCFunction)(void (*)(void))host_fma, METH_FASTCALL,
+     "fma(x, y, z) -> float\n\nx * y + z rounded once (C's fma). In a kernel, the device's fused "
+     "multiply-add instruction in the arguments' float type: Python's x * y + z rounds twice, and "
+     "offload never fuses it behind your back."},
     {"kernel", (PyCFunction)(void (*)(void))kernel_decorator, METH_FASTCALL | METH_KEYWORDS,
      "@offload.kernel\ndef k(item, *args): ...\n\nMake a device kernel; launch it with "
      "k[offload.Range(n)](*args).\n"

@@ -213,9 +213,14 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     for (int j = 0; j < z->tn; j++)
         put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n",
             j, COL_OFFSET(j));
+    /* floats: one rounding per step, and the fused instruction (twice the flops) */
+    bool fused = dtype[0] == 'f';
     for (int r = 0; r < z->tm; r++)
         for (int j = 0; j < z->tn; j++)
-            put(&t, "                c%d_%d += a%d * b%d\n", r, j, r, j);
+            put(&t,
+                fused ? "                c%d_%d = ol.fma(a%d, b%d, c%d_%d)\n"
+                      : "                c%d_%d += a%d * b%d\n",
+                r, j, r, j, r, j);
     put(&t, "            ol.group_barrier(g)\n");
     for (int r = 0; r < z->tm; r++) {
         put(&t, "        i = row0 + ti + %d\n", r);
