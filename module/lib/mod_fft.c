@@ -32,9 +32,11 @@ typedef struct {
 } fft_fn;
 
 static PyObject *fft_dispatch(PyObject *self, PyObject *args, PyObject *kw);
-#define FFT(name, sig, doc)                                                                      \
-    {name, (PyCFunction)(void (*)(void))fft_dispatch, METH_VARARGS | METH_KEYWORDS,              \
-     name sig "\n--\n\n" doc}
+#define FFT(name, sig, doc)                                                                        \
+    {                                                                                              \
+        name, (PyCFunction)(void (*)(void))fft_dispatch, METH_VARARGS | METH_KEYWORDS,             \
+            name sig "\n--\n\n" doc                                                                \
+    }
 #define ONE "(x, /, *, n=None, axis=-1, norm='backward')"
 #define ND "(x, /, *, s=None, axes=None, norm='backward')"
 
@@ -42,15 +44,14 @@ static fft_fn TRANSFORMS[] = {
     {FFT("fft", ONE, "The discrete Fourier transform along axis, x padded or cut to n."), false,
      'c', false, false},
     {FFT("ifft", ONE, "The inverse of fft."), false, 'c', true, false},
-    {FFT("fftn", ND, "The n-dimensional discrete Fourier transform over axes, sizes s."), true,
-     'c', false, false},
+    {FFT("fftn", ND, "The n-dimensional discrete Fourier transform over axes, sizes s."), true, 'c',
+     false, false},
     {FFT("ifftn", ND, "The inverse of fftn."), true, 'c', true, false},
-    {FFT("rfft", ONE, "The transform of a real x: the n // 2 + 1 non-negative frequencies."),
-     false, 'r', false, false},
+    {FFT("rfft", ONE, "The transform of a real x: the n // 2 + 1 non-negative frequencies."), false,
+     'r', false, false},
     {FFT("irfft", ONE, "The inverse of rfft: a real result of n (default 2 * (m - 1))."), false,
      'i', true, false},
-    {FFT("rfftn", ND, "rfft over the last of axes, fft over the others."), true, 'r', false,
-     false},
+    {FFT("rfftn", ND, "rfft over the last of axes, fft over the others."), true, 'r', false, false},
     {FFT("irfftn", ND, "The inverse of rfftn."), true, 'i', true, false},
     {FFT("hfft", ONE, "The transform of a Hermitian-symmetric signal (its first half): real."),
      false, 'i', false, true},
@@ -70,8 +71,10 @@ static PyObject *int_tuple_of(int n, const int *v) {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t && i < n; i++) {
         PyObject *o = PyLong_FromLong(v[i]);
-        if (!o) Py_CLEAR(t);
-        else PyTuple_SET_ITEM(t, i, o);
+        if (!o)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, o);
     }
     return t;
 }
@@ -85,8 +88,10 @@ static PyObject *resize(PyObject *x, int axis, Py_ssize_t m) {
     PyObject *r = NULL;
     for (int d = 0; key && stop && d < a->nd; d++) {
         PyObject *sl = PySlice_New(NULL, d == axis ? stop : NULL, NULL);
-        if (!sl) Py_CLEAR(key);
-        else PyTuple_SET_ITEM(key, d, sl);
+        if (!sl)
+            Py_CLEAR(key);
+        else
+            PyTuple_SET_ITEM(key, d, sl);
     }
     Py_XDECREF(stop);
     if (key && m < have) {
@@ -111,8 +116,8 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     int nd = ((mod_array *)x)->nd, last[3];
     for (int i = 0; i < k; i++) last[i] = nd - k + i;
     PyObject *src = int_tuple_of(k, axes), *dst = int_tuple_of(k, last);
-    PyObject *moved = src && dst ? mod_la_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL)
-                                 : NULL;
+    PyObject *moved =
+        src && dst ? mod_la_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
     PyObject *c = moved ? mod_ops_copy((mod_array *)moved, NULL) : NULL;
     PyObject *t = c ? mod_vendor_fft((mod_array *)c, k, kind, inverse, last_n) : NULL;
     PyObject *r = t ? mod_la_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
@@ -171,8 +176,7 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
     const char *fn = f->def.ml_name;
     p->nd = a->nd;
     PyObject *s_fast = NULL, *ax_fast = NULL;
-    if (f->nd && s_o && !(s_fast = PySequence_Fast(s_o, "fft: s is a sequence of ints")))
-        return -1;
+    if (f->nd && s_o && !(s_fast = PySequence_Fast(s_o, "fft: s is a sequence of ints"))) return -1;
     if (f->nd && ax_o && !(ax_fast = PySequence_Fast(ax_o, "fft: axes is a sequence of ints"))) {
         Py_XDECREF(s_fast);
         return -1;
@@ -190,10 +194,11 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
         p->naxes = s_fast ? (int)PySequence_Fast_GET_SIZE(s_fast) : a->nd;
         for (int i = 0; i < p->naxes; i++) p->axes[i] = a->nd - p->naxes + i;
     }
-    if (rc == 0 && (p->naxes < 1 || p->naxes > a->nd ||
-                    (s_fast && PySequence_Fast_GET_SIZE(s_fast) != p->naxes))) {
-        PyErr_Format(PyExc_ValueError, "%s: %d axes and %zd sizes for an array of %d dimensions",
-                     fn, p->naxes, s_fast ? PySequence_Fast_GET_SIZE(s_fast) : (Py_ssize_t)-1,
+    if (rc == 0 && s_fast && PySequence_Fast_GET_SIZE(s_fast) != p->naxes) {
+        PyErr_SetString(PyExc_ValueError, "Shape and axes have different lengths.");
+        rc = -1;
+    } else if (rc == 0 && (p->naxes < 1 || p->naxes > a->nd)) {
+        PyErr_Format(PyExc_ValueError, "%s: %d axes for an array of %d dimensions", fn, p->naxes,
                      a->nd);
         rc = -1;
     }
@@ -235,9 +240,7 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
     return 0;
 }
 
-static PyObject *cuda_fft(const fft_fn *f, mod_array *a, PyObject *kw) {
-    fft_plan p;
-    if (make_plan(f, a, kw, &p) < 0) return NULL;
+static PyObject *cuda_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
     PyObject *x = Py_NewRef((PyObject *)a);
     if (f->kind != 'r' && mod_dtype_name(a->dtype)[0] != 'c') { /* real into a complex transform */
         PyObject *name = PyUnicode_FromString(a->itemsize == 4 ? "complex64" : "complex128");
@@ -248,7 +251,7 @@ static PyObject *cuda_fft(const fft_fn *f, mod_array *a, PyObject *kw) {
     }
     if (x && f->hermitian && f->kind == 'i')
         Py_SETREF(x, mod_la_call("conj", PyTuple_Pack(1, x), NULL));
-    PyObject *r = x ? cuda_transform(f, x, &p) : NULL;
+    PyObject *r = x ? cuda_transform(f, x, p) : NULL;
     if (r && f->hermitian && f->kind == 'r') {
         PyObject *cr = mod_la_call("conj", PyTuple_Pack(1, r), NULL);
         Py_SETREF(r, cr);
@@ -285,16 +288,20 @@ static PyObject *fft_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
                             "offload.astype",
                             fn, dt);
     if (f->kind == 'r' && complex)
-        return PyErr_Format(PyExc_TypeError,
-                            "offload.%s needs a real floating-point array, not %s", fn, dt);
+        return PyErr_Format(PyExc_TypeError, "offload.%s needs a real floating-point array, not %s",
+                            fn, dt);
     if (a->nd == 0)
-        return PyErr_Format(PyExc_ValueError, "offload.%s needs an array of one or more "
-                                              "dimensions, not a 0-d array",
+        return PyErr_Format(PyExc_ValueError,
+                            "offload.%s needs an array of one or more "
+                            "dimensions, not a 0-d array",
                             fn);
+    /* read on every path, so that each raises the same errors for the same arguments */
+    fft_plan p;
+    if (make_plan(f, a, kw, &p) < 0) return NULL;
     ofl_device *dev = mod_array_device(a);
     switch (mod_la_path(dev, fn)) {
     case MOD_LA_HOST: return mod_la_host_call(dev, "numpy.fft", name, args, kw);
-    case MOD_LA_CUDA: return cuda_fft(f, a, kw);
+    case MOD_LA_CUDA: return cuda_fft(f, a, &p);
     default: return NULL;
     }
 }
@@ -307,15 +314,16 @@ static PyObject *freq(PyObject *args, PyObject *kw, bool real) {
     Py_ssize_t n;
     double d = 1.0;
     PyObject *dtype_o = Py_None, *device_o = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, real ? "n|$dOO:rfftfreq" : "n|$dOO:fftfreq",
-                                     kwlist, &n, &d, &dtype_o, &device_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, real ? "n|$dOO:rfftfreq" : "n|$dOO:fftfreq", kwlist,
+                                     &n, &d, &dtype_o, &device_o))
         return NULL;
     if (n < 1) return PyErr_Format(PyExc_ValueError, "fftfreq: n must be positive, not %zd", n);
     ofl_device *dev;
     if (mod_device_resolve(device_o, &dev) < 0) return NULL;
-    PyObject *dtype = dtype_o == Py_None ? Py_XNewRef(mod_dtype_find_borrowed(
-                                               'f', ofl_device_get_info(dev)->has_fp64 ? 8 : 4))
-                                         : mod_dtype_new(dtype_o);
+    PyObject *dtype =
+        dtype_o == Py_None
+            ? Py_XNewRef(mod_dtype_find_borrowed('f', ofl_device_get_info(dev)->has_fp64 ? 8 : 4))
+            : mod_dtype_new(dtype_o);
     if (!dtype) return NULL;
     if (strncmp(mod_dtype_name(dtype), "float", 5)) {
         PyErr_Format(PyExc_ValueError, "fftfreq: dtype must be a real floating-point type, not %s",
@@ -352,8 +360,8 @@ static PyObject *f_rfftfreq(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
     static char *kwlist[] = {"", "axes", NULL};
     PyObject *x, *axes_o = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, inverse ? "O|$O:ifftshift" : "O|$O:fftshift",
-                                     kwlist, &x, &axes_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, inverse ? "O|$O:ifftshift" : "O|$O:fftshift", kwlist,
+                                     &x, &axes_o))
         return NULL;
     const char *fn = inverse ? "fft.ifftshift" : "fft.fftshift";
     mod_array *a = mod_lib_array_arg(x, fn);
@@ -380,15 +388,18 @@ static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
     for (int i = 0; shifts && i < n; i++) {
         Py_ssize_t h = a->shape[axes[i]] / 2;
         PyObject *o = PyLong_FromSsize_t(inverse ? -h : h);
-        if (!o) Py_CLEAR(shifts);
-        else PyTuple_SET_ITEM(shifts, i, o);
+        if (!o)
+            Py_CLEAR(shifts);
+        else
+            PyTuple_SET_ITEM(shifts, i, o);
     }
     if (!shifts || !axt) {
         Py_XDECREF(shifts);
         Py_XDECREF(axt);
         return NULL;
     }
-    return mod_la_call("roll", Py_BuildValue("(ON)", x, shifts), Py_BuildValue("{s:N}", "axis", axt));
+    return mod_la_call("roll", Py_BuildValue("(ON)", x, shifts),
+                       Py_BuildValue("{s:N}", "axis", axt));
 }
 
 static PyObject *f_fftshift(PyObject *self, PyObject *args, PyObject *kw) {
