@@ -86,8 +86,10 @@ static PyObject *to_device(PyObject *r, ofl_device *dev) {
     PyObject *items = PyTuple_New(n);
     for (Py_ssize_t i = 0; items && i < n; i++) {
         PyObject *item = to_device(PyTuple_GET_ITEM(r, i), dev);
-        if (!item) Py_CLEAR(items);
-        else PyTuple_SET_ITEM(items, i, item);
+        if (!item)
+            Py_CLEAR(items);
+        else
+            PyTuple_SET_ITEM(items, i, item);
     }
     if (!items || PyTuple_CheckExact(r)) return items;
     PyObject *out = PyObject_Call((PyObject *)Py_TYPE(r), items, NULL); /* a named tuple */
@@ -122,8 +124,10 @@ PyObject *mod_la_host_call(ofl_device *dev, const char *module, const char *name
     PyObject *hargs = f ? PyTuple_New(n) : NULL, *hkw = NULL, *r = NULL, *out = NULL;
     for (Py_ssize_t i = 0; hargs && i < n; i++) {
         PyObject *h = to_host(PyTuple_GET_ITEM(args, i), dev, fn);
-        if (!h) Py_CLEAR(hargs);
-        else PyTuple_SET_ITEM(hargs, i, h);
+        if (!h)
+            Py_CLEAR(hargs);
+        else
+            PyTuple_SET_ITEM(hargs, i, h);
     }
     if (!hargs) goto out;
     if (kw && PyDict_GET_SIZE(kw)) {
@@ -138,8 +142,10 @@ PyObject *mod_la_host_call(ofl_device *dev, const char *module, const char *name
         }
     }
     r = PyObject_Call(f, hargs, hkw);
-    if (!r) linalg_error_is_ours();
-    else out = to_device(r, dev);
+    if (!r)
+        linalg_error_is_ours();
+    else
+        out = to_device(r, dev);
 out:
     Py_XDECREF(f);
     Py_XDECREF(hargs);
@@ -213,8 +219,10 @@ static PyObject *stack_matmul(PyObject *x, PyObject *y) {
         PyObject *c = bi ? mod_la_call("matmul", PyTuple_Pack(2, ai, bi), NULL) : NULL;
         Py_XDECREF(ai);
         Py_XDECREF(bi);
-        if (!c) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, i, c);
+        if (!c)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, c);
     }
     PyObject *s = list ? mod_la_call("stack", PyTuple_Pack(1, list), NULL) : NULL;
     r = s ? reshape(s, shape_with(a, 2, 2, mn)) : NULL;
@@ -256,11 +264,10 @@ static PyObject *cutoff(PyObject *s, const mod_array *a, PyObject *rtol) {
     PyObject *one = PyLong_FromLong(-1);
     PyObject *smax = one ? mod_reduce_named("max", s, one, NULL, true) : NULL;
     Py_XDECREF(one);
-    PyObject *rt = rtol == Py_None ? default_rtol(a)
-                   : mod_array_check(rtol)
-                       ? mod_la_call("expand_dims", PyTuple_Pack(1, rtol),
-                                     Py_BuildValue("{s:i}", "axis", -1))
-                       : Py_NewRef(rtol);
+    PyObject *rt = rtol == Py_None         ? default_rtol(a)
+                   : mod_array_check(rtol) ? mod_la_call("expand_dims", PyTuple_Pack(1, rtol),
+                                                         Py_BuildValue("{s:i}", "axis", -1))
+                                           : Py_NewRef(rtol);
     PyObject *r = smax && rt ? PyNumber_Multiply(smax, rt) : NULL;
     Py_XDECREF(smax);
     Py_XDECREF(rt);
@@ -333,18 +340,18 @@ static PyObject *cuda_solve(mod_array **a, PyObject *kw) {
                             "matrices), not %zd",
                             m, m, m, bb->nd < 2 ? bb->shape[0] : bb->shape[bb->nd - 2]);
     }
-    PyObject *batch = mod_np_call(
-        "broadcast_shapes", Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
-                                          mod_int_tuple(bb->nd - 2, bb->shape)),
-        NULL);
+    PyObject *batch = mod_np_call("broadcast_shapes",
+                                  Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
+                                                mod_int_tuple(bb->nd - 2, bb->shape)),
+                                  NULL);
     PyObject *ops[2] = {(PyObject *)a[0], b}, *full[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; batch && i < 2; i++) {
         mod_array *o = (mod_array *)ops[i];
         PyObject *tail = mod_int_tuple(2, o->shape + o->nd - 2);
         PyObject *shape = tail ? PySequence_Concat(batch, tail) : NULL;
         Py_XDECREF(tail);
-        PyObject *v = shape ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
-                            : NULL;
+        PyObject *v =
+            shape ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL) : NULL;
         Py_XDECREF(shape);
         full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
         Py_XDECREF(v);
@@ -389,9 +396,9 @@ static PyObject *cuda_pinv(mod_array **a, PyObject *kw) {
     PyObject *rec = large ? mod_la_call("reciprocal", PyTuple_Pack(1, s), NULL) : NULL;
     PyObject *zero = rec ? mod_la_call("zeros_like", PyTuple_Pack(1, s), NULL) : NULL;
     PyObject *sp = zero ? mod_la_call("where", PyTuple_Pack(3, large, rec, zero), NULL) : NULL;
-    PyObject *spc = sp ? mod_la_call("expand_dims", PyTuple_Pack(1, sp),
-                                     Py_BuildValue("{s:i}", "axis", -1))
-                       : NULL;
+    PyObject *spc =
+        sp ? mod_la_call("expand_dims", PyTuple_Pack(1, sp), Py_BuildValue("{s:i}", "axis", -1))
+           : NULL;
     PyObject *uc = spc ? mod_la_call("conj", PyTuple_Pack(1, u), NULL) : NULL;
     PyObject *uh = uc ? PyObject_GetAttrString(uc, "mT") : NULL;
     PyObject *right = uh ? PyNumber_Multiply(spc, uh) : NULL;
@@ -425,46 +432,78 @@ static PyObject *cuda_matrix_rank(mod_array **a, PyObject *kw) {
 }
 
 static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw);
-#define LA(name, sig, doc) {name, (PyCFunction)(void (*)(void))la_dispatch, \
-                            METH_VARARGS | METH_KEYWORDS, name sig "\n--\n\n" doc}
+#define LA(name, sig, doc)                                                                         \
+    {                                                                                              \
+        name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,              \
+            name sig "\n--\n\n" doc                                                                \
+    }
 
 static la_fn LAPACK[] = {
     {LA("cholesky", "(x, /, *, upper=False)",
         "The Cholesky factor of each Hermitian positive-definite matrix of x: lower "
         "triangular L with x = L @ L^H, or upper U with x = U^H @ U."),
-     1, {"upper"}, true, cuda_cholesky},
-    {LA("det", "(x, /)", "The determinant of each square matrix of x."), 1, {NULL}, true,
-     cuda_det},
+     1,
+     {"upper"},
+     true,
+     cuda_cholesky},
+    {LA("det", "(x, /)", "The determinant of each square matrix of x."), 1, {NULL}, true, cuda_det},
     {LA("eigh", "(x, /)",
         "EighResult(eigenvalues, eigenvectors) of each Hermitian matrix of x, the eigenvalues "
         "(real) ascending."),
-     1, {NULL}, true, cuda_eigh},
+     1,
+     {NULL},
+     true,
+     cuda_eigh},
     {LA("eigvalsh", "(x, /)", "The eigenvalues (real, ascending) of each Hermitian matrix of x."),
-     1, {NULL}, true, cuda_eigvalsh},
+     1,
+     {NULL},
+     true,
+     cuda_eigvalsh},
     {LA("inv", "(x, /)", "The inverse of each square matrix of x."), 1, {NULL}, true, cuda_inv},
     {LA("pinv", "(x, /, *, rtol=None)",
         "The Moore-Penrose pseudo-inverse of each matrix of x: singular values at most rtol "
         "times the largest count as zero (rtol None: max(M, N) * eps)."),
-     1, {"rtol"}, false, cuda_pinv},
+     1,
+     {"rtol"},
+     false,
+     cuda_pinv},
     {LA("qr", "(x, /, *, mode='reduced')",
         "QRResult(Q, R) of each matrix of x; mode 'reduced' (Q is M x K) or 'complete' (M x M)."),
-     1, {"mode"}, false, cuda_qr},
+     1,
+     {"mode"},
+     false,
+     cuda_qr},
     {LA("slogdet", "(x, /)",
         "SlogdetResult(sign, logabsdet) of the determinant of each square matrix of x."),
-     1, {NULL}, true, cuda_slogdet},
+     1,
+     {NULL},
+     true,
+     cuda_slogdet},
     {LA("solve", "(x1, x2, /)",
         "The solution of x1 @ y = x2 for each square matrix of x1: x2 is (..., M, K), or a "
         "vector (M,) when 1-D; the batch dimensions broadcast."),
-     2, {NULL}, true, cuda_solve},
+     2,
+     {NULL},
+     true,
+     cuda_solve},
     {LA("svd", "(x, /, *, full_matrices=True)",
         "SVDResult(U, S, Vh) of each matrix of x, S (real) descending."),
-     1, {"full_matrices"}, false, cuda_svd},
-    {LA("svdvals", "(x, /)", "The singular values (real, descending) of each matrix of x."), 1,
-     {NULL}, false, cuda_svdvals},
+     1,
+     {"full_matrices"},
+     false,
+     cuda_svd},
+    {LA("svdvals", "(x, /)", "The singular values (real, descending) of each matrix of x."),
+     1,
+     {NULL},
+     false,
+     cuda_svdvals},
     {LA("matrix_rank", "(x, /, *, rtol=None)",
         "The rank of each matrix of x: its singular values above rtol times the largest "
         "(rtol None: max(M, N) * eps)."),
-     1, {"rtol"}, false, cuda_matrix_rank},
+     1,
+     {"rtol"},
+     false,
+     cuda_matrix_rank},
 };
 
 static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
@@ -502,18 +541,18 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *mode = kw ? PyDict_GetItemString(kw, "mode") : NULL; /* borrowed */
     if (mode && (!PyUnicode_Check(mode) || (PyUnicode_CompareWithASCIIString(mode, "reduced") &&
                                             PyUnicode_CompareWithASCIIString(mode, "complete"))))
-        return PyErr_Format(PyExc_ValueError,
-                            "linalg.qr: mode is 'reduced' or 'complete', not %R", mode);
+        return PyErr_Format(PyExc_ValueError, "linalg.qr: mode is 'reduced' or 'complete', not %R",
+                            mode);
     ofl_device *dev = mod_array_device(a[0]);
     switch (mod_la_path(dev, fn)) {
-    case MOD_LA_HOST:
-        return mod_la_host_call(dev, "numpy.linalg", f->def.ml_name, args, kw);
+    case MOD_LA_HOST: return mod_la_host_call(dev, "numpy.linalg", f->def.ml_name, args, kw);
     case MOD_LA_CUDA: break;
     default: return NULL;
     }
     /* cuSOLVER's inputs: C-contiguous, one dtype */
-    PyObject *dtype = f->narrays == 1 ? Py_NewRef(a[0]->dtype)
-                                      : mod_la_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
+    PyObject *dtype = f->narrays == 1
+                          ? Py_NewRef(a[0]->dtype)
+                          : mod_la_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
     PyObject *c[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; dtype && i < f->narrays; i++) {
         bool ready = mod_array_is_c_contiguous(a[i]) &&
@@ -561,8 +600,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     for (int w = 0; w < 2; w++) {
-        PyObject *moved =
-            mod_la_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
+        PyObject *moved = mod_la_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
         for (int i = 0; moved && i < 3; i++) {
             PyObject *key = Py_BuildValue("(Oi)", Py_Ellipsis, i);
             comp[w][i] = key ? PyObject_GetItem(moved, key) : NULL;
@@ -598,8 +636,8 @@ done:
 static PyObject *diagonal(mod_array *a, Py_ssize_t k) {
     int nd = a->nd;
     Py_ssize_t rows = a->shape[nd - 2], cols = a->shape[nd - 1];
-    Py_ssize_t len = k >= 0 ? (cols - k < rows ? cols - k : rows)
-                            : (rows + k < cols ? rows + k : cols);
+    Py_ssize_t len =
+        k >= 0 ? (cols - k < rows ? cols - k : rows) : (rows + k < cols ? rows + k : cols);
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], offset = a->offset;
     if (len < 0) len = 0;
     bool any = len > 0;
@@ -640,9 +678,8 @@ static PyObject *f_trace(PyObject *self, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError,
                             "linalg.trace needs an array of two or more dimensions, not %d", a->nd);
     PyObject *d = diagonal(a, k), *axis = PyLong_FromLong(-1);
-    PyObject *r = d && axis ? mod_reduce_named("sum", d, axis, dtype == Py_None ? NULL : dtype,
-                                               false)
-                            : NULL;
+    PyObject *r =
+        d && axis ? mod_reduce_named("sum", d, axis, dtype == Py_None ? NULL : dtype, false) : NULL;
     Py_XDECREF(d);
     Py_XDECREF(axis);
     return r;
@@ -659,8 +696,8 @@ static PyObject *f_outer(PyObject *self, PyObject *args) {
     if (a->nd != 1 || b->nd != 1)
         return PyErr_Format(PyExc_ValueError,
                             "linalg.outer needs two 1-D arrays, not %d-D and %d-D", a->nd, b->nd);
-    PyObject *col = mod_la_call("expand_dims", PyTuple_Pack(1, x1),
-                                Py_BuildValue("{s:i}", "axis", -1));
+    PyObject *col =
+        mod_la_call("expand_dims", PyTuple_Pack(1, x1), Py_BuildValue("{s:i}", "axis", -1));
     PyObject *r = col ? PyNumber_Multiply(col, x2) : NULL;
     Py_XDECREF(col);
     return r;
@@ -686,7 +723,7 @@ static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double 
         PyObject *p = ord == 2 ? PyNumber_Multiply(ax, ax)
                                : mod_la_call("pow", Py_BuildValue("(Od)", ax, ord), NULL);
         PyObject *s = p ? mod_reduce_named("sum", p, axis, NULL, keepdims) : NULL;
-        r = !s ? NULL
+        r = !s         ? NULL
             : ord == 2 ? mod_la_call("sqrt", PyTuple_Pack(1, s), NULL)
                        : mod_la_call("pow", Py_BuildValue("(Od)", s, 1.0 / ord), NULL);
         Py_XDECREF(p);
@@ -735,11 +772,13 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError,
                             "linalg.matrix_norm needs an array of two or more dimensions, not %d",
                             a->nd);
-    bool fro = !ord_o || (PyUnicode_Check(ord_o) && !PyUnicode_CompareWithASCIIString(ord_o, "fro"));
+    bool fro =
+        !ord_o || (PyUnicode_Check(ord_o) && !PyUnicode_CompareWithASCIIString(ord_o, "fro"));
     bool nuc = ord_o && PyUnicode_Check(ord_o) && !PyUnicode_CompareWithASCIIString(ord_o, "nuc");
     double ord = 0;
-    if (!fro && !nuc && (norm_order(ord_o, "matrices", &ord) < 0 ||
-                         !(fabs(ord) == 1 || fabs(ord) == 2 || isinf(ord)))) {
+    if (!fro && !nuc &&
+        (norm_order(ord_o, "matrices", &ord) < 0 ||
+         !(fabs(ord) == 1 || fabs(ord) == 2 || isinf(ord)))) {
         PyErr_Clear();
         return PyErr_Format(PyExc_ValueError, "Invalid norm order %R for matrices", ord_o);
     }
@@ -751,7 +790,10 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
         Py_XDECREF(both);
     } else if (nuc || fabs(ord) == 2) {
         PyObject *s = la_call("svdvals", x);
-        r = s ? mod_reduce_named(nuc ? "sum" : ord > 0 ? "max" : "min", s, last, NULL, false)
+        r = s ? mod_reduce_named(nuc       ? "sum"
+                                 : ord > 0 ? "max"
+                                           : "min",
+                                 s, last, NULL, false)
               : NULL;
         Py_XDECREF(s);
     } else { /* 1: the largest column sum; inf: the largest row sum; negative: smallest */
@@ -778,8 +820,9 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
     mod_array *a = mod_lib_array_arg(x, "linalg.matrix_power");
     if (!a) return NULL;
     if (!PyIndex_Check(n_o))
-        return PyErr_Format(PyExc_TypeError, "linalg.matrix_power: the exponent must be an "
-                                             "integer, not %.100s",
+        return PyErr_Format(PyExc_TypeError,
+                            "linalg.matrix_power: the exponent must be an "
+                            "integer, not %.100s",
                             Py_TYPE(n_o)->tp_name);
     Py_ssize_t n = PyNumber_AsSsize_t(n_o, PyExc_OverflowError);
     if (n == -1 && PyErr_Occurred()) return NULL;
@@ -790,8 +833,8 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
                                     Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
                                                   mod_device_new(mod_array_device(a))));
         PyObject *shape = eye ? mod_int_tuple(a->nd, a->shape) : NULL;
-        PyObject *b = shape ? mod_la_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL)
-                            : NULL;
+        PyObject *b =
+            shape ? mod_la_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL) : NULL;
         PyObject *r = b ? mod_ops_copy((mod_array *)b, NULL) : NULL;
         Py_XDECREF(eye);
         Py_XDECREF(b);
