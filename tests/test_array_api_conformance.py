@@ -7,15 +7,14 @@ version 2024.12, the system's OpenCL platforms only (so PoCL is the default
 device, the one every CI machine has), hypothesis with --max-examples
 OFFLOAD_API_MAX_EXAMPLES (default 20, to fit CI's time; the suite's own default
 is 100), derandomised so that every CI run draws the same examples (unset
-OFFLOAD_API_DERANDOMIZE=0 to explore). The linalg and fft extensions are issue
-23's and are disabled here.
+OFFLOAD_API_DERANDOMIZE=0 to explore). The linalg and fft extensions
+(offload.linalg, offload.fft: issue 23) run too.
 
 Every test the suite is expected to fail is listed, with its reason, in
 tests/array-api-xfails.txt (the suite's --xfails-file format: one test id per
 line, `#` comments). This test fails when a test outside that list fails, and
-requires 95% of the tests that ran to pass (leaving out the names of the two
-disabled extensions, which test_has_names lists anyway). Reproduce a failure by
-hand with the command this test prints.
+requires 95% of the tests that ran to pass. Reproduce a failure by hand with the
+command this test prints.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ SUITE = HERE / "array-api-tests"
 XFAILS = HERE / "array-api-xfails.txt"
 MAX_EXAMPLES = int(os.environ.get("OFFLOAD_API_MAX_EXAMPLES", "20"))
 DERANDOMIZE = os.environ.get("OFFLOAD_API_DERANDOMIZE", "1") != "0"
-LATER = ("test_has_names[linalg-", "test_has_names[fft-")  # issue 23's extensions
 
 pytest.importorskip("hypothesis", reason="the conformance suite needs hypothesis (scripts/setup)")
 pytest.importorskip("ndindex", reason="the conformance suite needs ndindex (scripts/setup)")
@@ -62,7 +60,7 @@ def test_array_api_conformance(tmp_path):
     junit = tmp_path / "suite.xml"
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
            f"--max-examples={MAX_EXAMPLES}", "--hypothesis-disable-deadline",
-           "--disable-extension", "linalg", "fft", "--xfails-file", str(XFAILS),
+           "--xfails-file", str(XFAILS),
            f"--junitxml={junit}", "-o", "junit_family=xunit1"]
     if DERANDOMIZE:
         cmd.append("--hypothesis-derandomize")
@@ -75,13 +73,11 @@ def test_array_api_conformance(tmp_path):
     assert junit.exists(), f"the suite did not run:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}\n{again}"
     got = outcomes(junit)
     total = sum(len(v) for v in got.values())
-    later = [t for t in got["xfailed"] if t.split("::")[-1].startswith(LATER)]
     ran = len(got["passed"]) + len(got["failed"]) + len(got["xfailed"]) + len(got["xpassed"])
-    rate = len(got["passed"]) / (ran - len(later)) if ran > len(later) else 0.0
+    rate = len(got["passed"]) / ran if ran else 0.0
     summary = ", ".join(f"{len(v)} {k}" for k, v in got.items())
     print(f"\narray-api-tests on PoCL, --max-examples={MAX_EXAMPLES}: {summary}; {rate:.1%} of "
-          f"the {ran - len(later)} that ran pass (leaving out {len(later)} names of issue 23's "
-          f"extensions)")
+          f"the {ran} that ran pass")
     assert total > 1000, f"the suite collected only {total} tests:\n{proc.stdout[-4000:]}"
     assert not got["failed"], (
         f"{len(got['failed'])} conformance tests failed that {XFAILS.name} does not list "

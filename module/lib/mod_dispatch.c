@@ -4,7 +4,8 @@
  * and return offload arrays, as CuPy's do.
  *
  * Both send NumPy's call to the offload function of the same name with the
- * same arguments: the offload namespace follows NumPy's names and keywords,
+ * same arguments (numpy.linalg's and numpy.fft's to offload.linalg's and
+ * offload.fft's): the offload namespace follows NumPy's names and keywords,
  * so its functions check the arguments, and a NumPy array among them raises
  * their TypeError (offload never copies to the device behind the user's
  * back). Where offload has no such function, or a ufunc is called with
@@ -18,10 +19,21 @@
 
 static PyObject *namespace; /* the offload module (borrowed: it outlives its types) */
 
-/* offload.<name of NumPy's callable f>, or NULL without an error. */
+/* offload.<name of NumPy's callable f>, or NULL without an error; for
+ * numpy.linalg's and numpy.fft's, offload.linalg.<name> and offload.fft.<name>. */
 static PyObject *counterpart(PyObject *f) {
     PyObject *name = PyObject_GetAttrString(f, "__name__");
-    PyObject *fn = name && PyUnicode_Check(name) ? PyObject_GetAttr(namespace, name) : NULL;
+    PyObject *mod = name ? PyObject_GetAttrString(f, "__module__") : NULL;
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    const char *sub = !m                           ? NULL
+                      : !strcmp(m, "numpy.linalg") ? "linalg"
+                      : !strcmp(m, "numpy.fft")    ? "fft"
+                                                   : NULL;
+    PyErr_Clear(); /* a callable without __module__ is looked up in offload itself */
+    PyObject *space = sub ? PyObject_GetAttrString(namespace, sub) : Py_NewRef(namespace);
+    PyObject *fn = space && name && PyUnicode_Check(name) ? PyObject_GetAttr(space, name) : NULL;
+    Py_XDECREF(space);
+    Py_XDECREF(mod);
     Py_XDECREF(name);
     if (!fn) PyErr_Clear();
     return fn;

@@ -23,6 +23,7 @@ int mod_lib_add_functions(PyObject *module) {
         mod_namespace_add_functions(module) < 0 || mod_manip_add_functions(module) < 0 ||
         mod_stats_add_functions(module) < 0 || mod_index_add_functions(module) < 0 ||
         mod_sort_add_functions(module) < 0 || mod_linalg_add_functions(module) < 0 ||
+        mod_la_add_module(module) < 0 || mod_fft_add_module(module) < 0 ||
         mod_dispatch_init(module) < 0)
         return -1;
     return 0;

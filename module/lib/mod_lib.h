@@ -124,6 +124,21 @@ int mod_fft_add_module(PyObject *module); /* offload.fft, a submodule */
 /* offload.linalg.LinAlgError (a numpy.linalg.LinAlgError), borrowed; set
  * by mod_la_add_module before any linalg call can run. */
 extern PyObject *mod_la_error;
+/* Which of those serves dev: MOD_LA_HOST (an OpenCL CPU device), MOD_LA_CUDA,
+ * or MOD_LA_NONE with a NotImplementedError naming dev and offload.<fn>. */
+enum { MOD_LA_NONE, MOD_LA_HOST, MOD_LA_CUDA };
+int mod_la_path(ofl_device *dev, const char *fn);
+/* <module>.<name>(*args, **kw) -- NumPy's ("numpy.linalg", "numpy.fft") --
+ * on host copies of the offload arrays among args and kw's values (all on
+ * dev, else ExecutionPlacementError), its array results (alone or in
+ * tuples and named tuples, rebuilt as the same type) copied to dev. NumPy's
+ * LinAlgError comes out as mod_la_error. kw may be NULL. */
+PyObject *mod_la_host_call(ofl_device *dev, const char *module, const char *name, PyObject *args,
+                           PyObject *kw);
+/* offload.<name>(*args, **kw), args a new tuple and kw a new dict or NULL,
+ * both stolen (NULL args, or an error already set: passed on, NULL): the
+ * compositions' one way to the namespace. */
+PyObject *mod_la_call(const char *name, PyObject *args, PyObject *kw);
 
 /* ---- mod_vendor.c: cuBLAS, cuSOLVER, cuFFT on CUDA devices ----
  * Called for arrays on a CUDA device only. Inputs are C-contiguous stacks
