@@ -134,9 +134,8 @@ static int first_failure(ofl_buffer *info, int64_t count, const char *routine, i
     return code;
 }
 
-PyObject *mod_la_error; /* TEMPORARY until mod_la.c lands */
 static PyObject *linalg_error(const char *what) {
-    PyErr_SetString(mod_la_error ? mod_la_error : PyExc_ArithmeticError, what);
+    PyErr_SetString(mod_la_error, what);
     return NULL;
 }
 
