@@ -172,10 +172,12 @@ static struct ofl_cuda_math *state(ofl_device *dev, ofl_error *err) {
 /* The code a failure below filled err with (err may be NULL). */
 static int code_of(const ofl_error *err) { return err ? (int)err->code : OFL_ERR_DEVICE; }
 
+/* A library's status: ALLOC_FAILED is 3 in cuBLAS, 2 in cuSOLVER and cuFFT. */
 static int lib_fail(ofl_error *err, ofl_device *dev, const char *call, int status) {
-    return ofl_fail(
-        err, status == 3 /* ALLOC_FAILED, all three */ ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
-        "%s (%s): %s failed with status %d", dev->info.filter, dev->info.name, call, status);
+    int alloc_failed = !strncmp(call, "cublas", 6) ? 3 : 2;
+    return ofl_fail(err, status == alloc_failed ? OFL_ERR_OUT_OF_MEMORY : OFL_ERR_DEVICE,
+                    "%s (%s): %s failed with status %d", dev->info.filter, dev->info.name, call,
+                    status);
 }
 
 static int check_current(ofl_device *dev, ofl_buffer *const *bufs, int n, ofl_error *err) {
@@ -186,6 +188,7 @@ static int check_current(ofl_device *dev, ofl_buffer *const *bufs, int n, ofl_er
 }
 
 static void *at(const ofl_matrix *m, int64_t i, ofl_math_type t) {
+    if (!m->buf) return NULL; /* an empty array's, never read */
     return (void *)(uintptr_t)(m->buf->h.ptr + m->offset + (size_t)(i * m->stride) * elem_size(t));
 }
 static void *at_int(ofl_buffer *b, int64_t i, int64_t per) {
@@ -373,8 +376,8 @@ static int lapack_call(ofl_device *dev, void *p, ofl_error *err) {
             rc = ((int (*)(void *, signed char, signed char, int, int, void *, int, void *, void *,
                            int, void *, int, void *, int, void *, int *))f)(
                 h, job, job, m, n, a, lda, at(&l->b, i, real_of(l->t)),
-                l->flag ? at(&l->c, i, l->t) : NULL, (int)l->c.ld,
-                l->flag ? at(&l->d, i, l->t) : NULL, (int)l->d.ld, w, lwork,
+                l->flag ? at(&l->c, i, l->t) : NULL, l->flag ? (int)l->c.ld : 1,
+                l->flag ? at(&l->d, i, l->t) : NULL, l->flag ? (int)l->d.ld : 1, w, lwork,
                 (void *)(uintptr_t)rwork, info);
         } else if (!strcmp(r, "geqrf"))
             rc = ((int (*)(void *, int, int, void *, int, void *, void *, int, int *))f)(

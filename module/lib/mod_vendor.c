@@ -184,6 +184,12 @@ PyObject *mod_vendor_matmul(mod_array *a, mod_array *b) {
     if (math_type(a, &t) < 0 || !need(OFL_CUBLAS)) return NULL;
     int nd = a->nd;
     Py_ssize_t m = a->shape[nd - 2], k = a->shape[nd - 1], n = b->shape[nd - 1];
+    if (k == 0 || m == 0 || n == 0 || stack_count(a) == 0) { /* nothing to read: zeros */
+        mod_array *c = new_stack(a, a->dtype, 2, m, n);
+        static const char zero[16];
+        if (c && mod_array_fill(c, zero) < 0) Py_CLEAR(c);
+        return (PyObject *)c;
+    }
     layout la, lb;
     mod_array *ac = NULL, *bc = NULL; /* copies where a layout does not fit */
     if (!layout_of(a, &la) && (!(ac = plain_copy(a)) || !layout_of(ac, &la))) goto fail;
