@@ -340,10 +340,10 @@ static PyObject *cuda_solve(mod_array **a, PyObject *kw) {
                             "matrices), not %zd",
                             m, m, m, bb->nd < 2 ? bb->shape[0] : bb->shape[bb->nd - 2]);
     }
-    PyObject *batch = mod_np_call("broadcast_shapes",
-                                  Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
-                                                mod_int_tuple(bb->nd - 2, bb->shape)),
-                                  NULL);
+    PyObject *shapes = Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
+                                     mod_int_tuple(bb->nd - 2, bb->shape));
+    PyObject *batch = shapes ? mod_np_call("broadcast_shapes", shapes, NULL) : NULL;
+    Py_XDECREF(shapes);
     PyObject *ops[2] = {(PyObject *)a[0], b}, *full[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; batch && i < 2; i++) {
         mod_array *o = (mod_array *)ops[i];
