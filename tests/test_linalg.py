@@ -395,3 +395,27 @@ def test_numpy_dispatch(device, rng):
     assert isinstance(got, ol.ndarray) and got.device == x.device
     np.testing.assert_allclose(ol.asnumpy(got), np.linalg.inv(a.astype("float64")), rtol=2e-4, atol=1e-5)
     assert np.linalg.eigh(x).eigenvalues.device == x.device
+
+
+def test_empty_inputs(device, la_path):
+    """Empty stacks and 0 x 0 matrices give NumPy's shapes, and norms of nothing are 0."""
+    for shape in [(0, 3, 3), (2, 0, 0), (0, 0)]:
+        a = np.ones(shape) + np.eye(shape[-1])
+        x = ol.asarray(a, device=device)
+        for name in ("inv", "det", "eigvalsh", "cholesky", "svdvals", "matrix_rank", "pinv"):
+            want = getattr(np.linalg, name)(a)
+            got = host(getattr(ol.linalg, name)(x), device, shape=np.shape(want))
+            assert got.dtype == want.dtype and np.allclose(got, want), (name, shape)
+        sign, logabs = ol.linalg.slogdet(x)
+        assert np.allclose(host(sign, device), np.linalg.slogdet(a).sign)
+        assert host(ol.linalg.solve(x, x), device).shape == shape
+        assert host(ol.linalg.matrix_power(x, 3), device).shape == shape
+        for ord in ("fro", "nuc", 1, 2, np.inf):
+            want = np.linalg.matrix_norm(a, ord=ord)
+            assert np.array_equal(host(ol.linalg.matrix_norm(x, ord=ord), device, shape=np.shape(want)), want)
+    for shape, axis in (((0,), None), ((2, 0), -1), ((0, 3), 0), ((2, 0), 0)):
+        want = np.linalg.vector_norm(np.zeros(shape), ord=np.inf, axis=axis)
+        got = ol.linalg.vector_norm(ol.zeros(shape, device=device), ord=np.inf, axis=axis)
+        assert np.array_equal(host(got, device, shape=np.shape(want)), want)
+    with pytest.raises(ValueError):  # the smallest of nothing: NumPy's error too
+        ol.linalg.matrix_norm(ol.zeros((0, 0), device=device), ord=-1)

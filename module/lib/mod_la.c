@@ -803,6 +803,16 @@ static PyObject *f_outer(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* The largest or smallest of x (magnitudes, >= 0) over axis. The largest of
+ * none is 0, as NumPy's norms say (the sum of none, of the right shape); the
+ * smallest of none stays the reduction's ValueError, as there. */
+static PyObject *extreme(PyObject *x, PyObject *axis, bool keepdims, bool largest) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t size = 1;
+    for (int d = 0; d < a->nd; d++) size *= a->shape[d];
+    return mod_reduce_named(!largest ? "min" : size ? "max" : "sum", x, axis, NULL, keepdims);
+}
+
 /* sum(|x|**ord)**(1/ord), with NumPy's special orders: inf (max |x|), -inf
  * (min), 0 (the count of non-zeros), 1 (no power), 2 (sqrt of squares). */
 static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double ord) {
@@ -810,7 +820,7 @@ static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double 
     if (!ax) return NULL;
     PyObject *real = ((mod_array *)ax)->dtype; /* borrowed: ax holds it */
     if (isinf(ord)) {
-        r = mod_reduce_named(ord > 0 ? "max" : "min", ax, axis, NULL, keepdims);
+        r = extreme(ax, axis, keepdims, ord > 0);
     } else if (ord == 0) {
         PyObject *zero = PyLong_FromLong(0);
         PyObject *nz = zero ? PyObject_RichCompare(x, zero, Py_NE) : NULL;
@@ -890,17 +900,15 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
         Py_XDECREF(both);
     } else if (nuc || fabs(ord) == 2) {
         PyObject *s = la_call("svdvals", x);
-        r = s ? mod_reduce_named(nuc       ? "sum"
-                                 : ord > 0 ? "max"
-                                           : "min",
-                                 s, last, NULL, false)
-              : NULL;
+        r = !s    ? NULL
+            : nuc ? mod_reduce_named("sum", s, last, NULL, false)
+                  : extreme(s, last, false, ord > 0);
         Py_XDECREF(s);
     } else { /* 1: the largest column sum; inf: the largest row sum; negative: smallest */
         PyObject *ax = mod_la_call("abs", PyTuple_Pack(1, x), NULL);
         PyObject *sumaxis = PyLong_FromLong(fabs(ord) == 1 ? -2 : -1);
         PyObject *s = ax && sumaxis ? mod_reduce_named("sum", ax, sumaxis, NULL, false) : NULL;
-        r = s ? mod_reduce_named(ord > 0 ? "max" : "min", s, last, NULL, false) : NULL;
+        r = s ? extreme(s, last, false, ord > 0) : NULL;
         Py_XDECREF(ax);
         Py_XDECREF(sumaxis);
         Py_XDECREF(s);
