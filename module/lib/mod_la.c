@@ -245,7 +245,7 @@ static int kw_flag(PyObject *kw, const char *key, bool dflt) {
     return v ? PyObject_IsTrue(v) : dflt;
 }
 
-/* a 3-tuple (stolen) as a named tuple of result_types[which] */
+/* a tuple (stolen) as a named tuple of result_types[which] */
 static PyObject *named(int which, PyObject *tuple) {
     if (!tuple) return NULL;
     PyObject *r = PyObject_Call(result_types[which], tuple, NULL);
@@ -253,7 +253,7 @@ static PyObject *named(int which, PyObject *tuple) {
     return r;
 }
 
-/* The smallest epsilon of a's (real) dtype times max(m, n), the standard's default rtol */
+/* The machine epsilon of a's (real) dtype times max(M, N), the standard's default rtol */
 static PyObject *default_rtol(const mod_array *a) {
     PyObject *fi = mod_la_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
     PyObject *eps = fi ? PyObject_GetAttrString(fi, "eps") : NULL;
@@ -361,9 +361,9 @@ PyObject *mod_la_vendor_fft(mod_array *x, int rank, int kind, bool inverse, Py_s
 
 typedef struct la_fn la_fn;
 struct la_fn {
-    PyMethodDef def; /* name, doc; the function is la_dispatch */
-    int narrays;     /* positional-only array arguments */
-    const char *kw[2];
+    PyMethodDef def;   /* name, doc; the function is la_dispatch */
+    int narrays;       /* positional-only array arguments */
+    const char *kw[2]; /* its keyword-only arguments, NULL-terminated */
     bool square;
     /* the vendor path: a[] C-contiguous copies in the operands' common dtype */
     PyObject *(*vendor)(mod_array **a, PyObject *kw);
@@ -399,7 +399,7 @@ static PyObject *vendor_svd(mod_array **a, PyObject *kw) {
 static PyObject *vendor_svdvals(mod_array **a, PyObject *kw) { return v_svd(a[0], false, false); }
 
 static PyObject *vendor_qr(mod_array **a, PyObject *kw) {
-    PyObject *mode = kw ? PyDict_GetItemString(kw, "mode") : NULL; /* checked: see check_qr */
+    PyObject *mode = kw ? PyDict_GetItemString(kw, "mode") : NULL; /* la_dispatch checked it */
     bool complete = mode && PyUnicode_CompareWithASCIIString(mode, "complete") == 0;
     return named(QR, v_qr(a[0], complete));
 }
@@ -408,18 +408,21 @@ static PyObject *vendor_qr(mod_array **a, PyObject *kw) {
  * standard and NumPy 2 say): both broadcast to one batch shape. */
 static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
     bool vector = a[1]->nd == 1;
+    if (a[1]->nd == 0)
+        return PyErr_Format(PyExc_ValueError, "linalg.solve: x2 is a 0-d array, not a vector or a "
+                                              "stack of matrices");
     PyObject *b = vector ? mod_la_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
                                        Py_BuildValue("{s:i}", "axis", -1))
                          : Py_NewRef((PyObject *)a[1]);
     if (!b) return NULL;
     mod_array *bb = (mod_array *)b;
     Py_ssize_t m = a[0]->shape[a[0]->nd - 1];
-    if (bb->nd < 2 || bb->shape[bb->nd - 2] != m) {
+    if (bb->shape[bb->nd - 2] != m) {
         Py_DECREF(b);
         return PyErr_Format(PyExc_ValueError,
                             "linalg.solve: x2 needs %zd rows (x1 is a stack of %zd x %zd "
                             "matrices), not %zd",
-                            m, m, m, bb->nd < 2 ? bb->shape[0] : bb->shape[bb->nd - 2]);
+                            m, m, m, bb->shape[bb->nd - 2]);
     }
     PyObject *shapes = Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
                                      mod_int_tuple(bb->nd - 2, bb->shape));
@@ -431,11 +434,19 @@ static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
         PyObject *tail = mod_int_tuple(2, o->shape + o->nd - 2);
         PyObject *shape = tail ? PySequence_Concat(batch, tail) : NULL;
         Py_XDECREF(tail);
-        PyObject *v =
-            shape ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL) : NULL;
+        PyObject *have = shape ? mod_int_tuple(o->nd, o->shape) : NULL;
+        int same = have ? PyObject_RichCompareBool(have, shape, Py_EQ) : -1;
+        Py_XDECREF(have);
+        if (same == 1 && mod_array_is_c_contiguous(o)) {
+            full[i] = Py_NewRef(ops[i]); /* no batch to broadcast: cuSOLVER's input already */
+        } else {
+            PyObject *v = same == 0
+                              ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
+                              : NULL;
+            full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
+            Py_XDECREF(v);
+        }
         Py_XDECREF(shape);
-        full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
-        Py_XDECREF(v);
         if (!full[i]) goto out;
     }
     if (batch) r = v_solve((mod_array *)full[0], (mod_array *)full[1]);
@@ -513,82 +524,44 @@ static PyObject *vendor_matrix_rank(mod_array **a, PyObject *kw) {
 }
 
 static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw);
-#define LA(name, sig, doc)                                                                         \
+/* one row: the name (numpy.linalg's too), its signature, how many arrays it
+ * takes, its keyword (or NULL), whether x is square, the docstring; its
+ * vendor path is vendor_<name> */
+#define LA(name, sig, narrays, kw, square, doc)                                                    \
     {                                                                                              \
-        name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,              \
-            name sig "\n--\n\n" doc                                                                \
+        {#name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,            \
+         #name sig "\n--\n\n" doc},                                                                \
+            narrays, {kw}, square, vendor_##name                                                   \
     }
 
 static la_fn LAPACK[] = {
-    {LA("cholesky", "(x, /, *, upper=False)",
-        "The Cholesky factor of each Hermitian positive-definite matrix of x: lower "
-        "triangular L with x = L @ L^H, or upper U with x = U^H @ U."),
-     1,
-     {"upper"},
-     true,
-     vendor_cholesky},
-    {LA("det", "(x, /)", "The determinant of each square matrix of x."),
-     1,
-     {NULL},
-     true,
-     vendor_det},
-    {LA("eigh", "(x, /)",
-        "EighResult(eigenvalues, eigenvectors) of each Hermitian matrix of x, the eigenvalues "
-        "(real) ascending."),
-     1,
-     {NULL},
-     true,
-     vendor_eigh},
-    {LA("eigvalsh", "(x, /)", "The eigenvalues (real, ascending) of each Hermitian matrix of x."),
-     1,
-     {NULL},
-     true,
-     vendor_eigvalsh},
-    {LA("inv", "(x, /)", "The inverse of each square matrix of x."), 1, {NULL}, true, vendor_inv},
-    {LA("pinv", "(x, /, *, rtol=None)",
-        "The Moore-Penrose pseudo-inverse of each matrix of x: singular values at most rtol "
-        "times the largest count as zero (rtol None: max(M, N) * eps)."),
-     1,
-     {"rtol"},
-     false,
-     vendor_pinv},
-    {LA("qr", "(x, /, *, mode='reduced')",
-        "QRResult(Q, R) of each matrix of x; mode 'reduced' (Q is M x K) or 'complete' (M x M)."),
-     1,
-     {"mode"},
-     false,
-     vendor_qr},
-    {LA("slogdet", "(x, /)",
-        "SlogdetResult(sign, logabsdet) of the determinant of each square matrix of x."),
-     1,
-     {NULL},
-     true,
-     vendor_slogdet},
-    {LA("solve", "(x1, x2, /)",
-        "The solution of x1 @ y = x2 for each square matrix of x1: x2 is (..., M, K), or a "
-        "vector (M,) when 1-D; the batch dimensions broadcast."),
-     2,
-     {NULL},
-     true,
-     vendor_solve},
-    {LA("svd", "(x, /, *, full_matrices=True)",
-        "SVDResult(U, S, Vh) of each matrix of x, S (real) descending."),
-     1,
-     {"full_matrices"},
-     false,
-     vendor_svd},
-    {LA("svdvals", "(x, /)", "The singular values (real, descending) of each matrix of x."),
-     1,
-     {NULL},
-     false,
-     vendor_svdvals},
-    {LA("matrix_rank", "(x, /, *, rtol=None)",
-        "The rank of each matrix of x: its singular values above rtol times the largest "
-        "(rtol None: max(M, N) * eps)."),
-     1,
-     {"rtol"},
-     false,
-     vendor_matrix_rank},
+    LA(cholesky, "(x, /, *, upper=False)", 1, "upper", true,
+       "The Cholesky factor of each Hermitian positive-definite matrix of x: lower triangular L "
+       "with x = L @ L^H, or upper U with x = U^H @ U."),
+    LA(det, "(x, /)", 1, NULL, true, "The determinant of each square matrix of x."),
+    LA(eigh, "(x, /)", 1, NULL, true,
+       "EighResult(eigenvalues, eigenvectors) of each Hermitian matrix of x, the eigenvalues "
+       "(real) ascending."),
+    LA(eigvalsh, "(x, /)", 1, NULL, true,
+       "The eigenvalues (real, ascending) of each Hermitian matrix of x."),
+    LA(inv, "(x, /)", 1, NULL, true, "The inverse of each square matrix of x."),
+    LA(pinv, "(x, /, *, rtol=None)", 1, "rtol", false,
+       "The Moore-Penrose pseudo-inverse of each matrix of x: singular values at most rtol times "
+       "the largest count as zero (rtol None: max(M, N) * eps)."),
+    LA(qr, "(x, /, *, mode='reduced')", 1, "mode", false,
+       "QRResult(Q, R) of each matrix of x; mode 'reduced' (Q is M x K) or 'complete' (M x M)."),
+    LA(slogdet, "(x, /)", 1, NULL, true,
+       "SlogdetResult(sign, logabsdet) of the determinant of each square matrix of x."),
+    LA(solve, "(x1, x2, /)", 2, NULL, true,
+       "The solution of x1 @ y = x2 for each square matrix of x1: x2 is (..., M, K), or a vector "
+       "(M,) when 1-D; the batch dimensions broadcast."),
+    LA(svd, "(x, /, *, full_matrices=True)", 1, "full_matrices", false,
+       "SVDResult(U, S, Vh) of each matrix of x, S (real) descending."),
+    LA(svdvals, "(x, /)", 1, NULL, false,
+       "The singular values (real, descending) of each matrix of x."),
+    LA(matrix_rank, "(x, /, *, rtol=None)", 1, "rtol", false,
+       "The rank of each matrix of x: its singular values above rtol times the largest (rtol "
+       "None: max(M, N) * eps)."),
 };
 
 /* numpy.linalg.<name>(*args, **kw), rtol=None unless given: the standard's
