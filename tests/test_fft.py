@@ -202,3 +202,16 @@ def test_numpy_dispatch(device, rng):
     got = np.fft.fft(x)  # NumPy's function sends the call to offload.fft.fft
     assert isinstance(got, ol.ndarray) and got.device == x.device
     check(ol.asnumpy(got), np.fft.fft(a), "complex128")
+
+
+@pytest.mark.parametrize("name,dtype", [("fft", "complex64"), ("rfft", "float32"), ("irfft", "complex128"),
+                                        ("hfft", "complex64"), ("ihfft", "float64"), ("rfftn", "float32"),
+                                        ("irfftn", "complex64"), ("ifftn", "complex128")])
+def test_empty_inputs(device, name, dtype, la_path):
+    """Transforms of no elements: NumPy's shapes and dtypes (the vendor path never asks cuFFT)."""
+    for shape in ((0, 4), (3, 0, 4)):
+        a = np.ones(shape, dtype)
+        kw = {"n": 6} if not name.endswith("n") else {"s": (5, 6), "axes": (0, -1)}
+        want = getattr(np.fft, name)(a, **kw)
+        got = host(getattr(ol.fft, name)(ol.asarray(a, device=device), **kw), device, want.dtype, want.shape)
+        np.testing.assert_allclose(got, want, atol=1e-6)

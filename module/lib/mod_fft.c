@@ -111,6 +111,32 @@ static PyObject *resize(PyObject *x, int axis, Py_ssize_t m) {
     return r;
 }
 
+static Py_ssize_t elements(PyObject *x) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t n = 1;
+    for (int d = 0; d < a->nd; d++) n *= a->shape[d];
+    return n;
+}
+
+/* What a transform of no elements gives (cuFFT takes no empty batch): zeros
+ * of the result's shape and dtype */
+static PyObject *nothing(PyObject *x, int kind, Py_ssize_t last_n) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t shape[MOD_MAXDIMS];
+    memcpy(shape, a->shape, sizeof(Py_ssize_t) * a->nd);
+    const char *dtype = mod_dtype_name(a->dtype);
+    if (kind == MOD_FFT_R2C) {
+        shape[a->nd - 1] = shape[a->nd - 1] / 2 + 1;
+        dtype = a->itemsize == 4 ? "complex64" : "complex128";
+    } else if (kind == MOD_FFT_C2R) {
+        shape[a->nd - 1] = last_n;
+        dtype = a->itemsize == 8 ? "float32" : "float64";
+    }
+    return mod_la_call(
+        "zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
+        Py_BuildValue("{s:s,s:N}", "dtype", dtype, "device", mod_device_new(mod_array_device(a))));
+}
+
 /* mod_vendor_fft over the given axes of x (stolen), moved last and back */
 static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool inverse,
                              Py_ssize_t last_n) {
@@ -120,7 +146,9 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     PyObject *moved =
         src && dst ? mod_la_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
     PyObject *c = moved ? mod_ops_copy((mod_array *)moved, NULL) : NULL;
-    PyObject *t = c ? mod_la_vendor_fft((mod_array *)c, k, kind, inverse, last_n) : NULL;
+    PyObject *t = !c            ? NULL
+                  : elements(c) ? mod_la_vendor_fft((mod_array *)c, k, kind, inverse, last_n)
+                                : nothing(c, kind, last_n);
     PyObject *r = t ? mod_la_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
     Py_XDECREF(src);
     Py_XDECREF(dst);
