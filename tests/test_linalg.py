@@ -419,3 +419,19 @@ def test_empty_inputs(device, la_path):
         assert np.array_equal(host(got, device, shape=np.shape(want)), want)
     with pytest.raises(ValueError):  # the smallest of nothing: NumPy's error too
         ol.linalg.matrix_norm(ol.zeros((0, 0), device=device), ord=-1)
+
+
+def test_in_the_jupyter_kernel(kernel):
+    """In a notebook: LinAlgError is the cell's error, and the kernel and module carry on."""
+    from kernel_testlib import cell_error, cell_ok, stream_text
+
+    kc = kernel.kc
+    cell_ok(kc, "import offload as ol, numpy as np\nimport offload.linalg, offload.fft")
+    ename, evalue, _ = cell_error(kc, "ol.linalg.inv(ol.zeros((2, 3, 3)))")
+    assert ename == "LinAlgError" and "ingular" in evalue
+    ename, _, _ = cell_error(kc, "ol.linalg.cholesky(ol.asarray(-np.eye(2)))")
+    assert ename == "LinAlgError"
+    msgs = cell_ok(kc, "print(round(float(ol.linalg.det(ol.asarray(np.eye(3) * 2))), 9), "
+                       "ol.fft.fft(ol.ones(4, dtype=ol.complex64)).dtype)")
+    assert stream_text(msgs).split() == ["8.0", "complex64"]
+    kernel.assert_alive("after LinAlgError")
