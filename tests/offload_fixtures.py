@@ -344,3 +344,15 @@ def poisoned(shape, dtype) -> np.ndarray:
     if dt.kind == "f":
         return np.full(shape, np.nan, dt)
     return np.full(shape, np.frombuffer(b"\x5a" * dt.itemsize, dt)[0], dt)
+
+
+@pytest.fixture(params=["host", "vendor"])
+def la_path(request, monkeypatch):
+    """The path offload.linalg's LAPACK functions and offload.fft's transforms take on a CPU
+    device: "host" (NumPy's own on the host's copy) or "vendor" (OFFLOAD_LA_PATH=vendor: the
+    compositions the CUDA path makes around cuSOLVER and cuFFT, with NumPy standing in)."""
+    if request.param == "vendor":
+        monkeypatch.setenv("OFFLOAD_LA_PATH", "vendor")
+    else:
+        monkeypatch.delenv("OFFLOAD_LA_PATH", raising=False)
+    return request.param

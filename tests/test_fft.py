@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from offload_fixtures import load_offload, device_fixture, rng  # noqa: F401  (rng: a fixture)
+from offload_fixtures import load_offload, device_fixture, la_path, rng  # noqa: F401  (fixtures)
 
 ol = load_offload()
 device = device_fixture(ol)
@@ -62,7 +62,7 @@ def test_the_submodule():
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32"])
 @pytest.mark.parametrize("name", ["fft", "ifft"])
-def test_fft_ifft(device, rng, dtype, name):
+def test_fft_ifft(device, rng, dtype, name, la_path):
     a = rand(rng, (3, 8, 5), dtype)
     x = ol.asarray(a, device=device)
     f, ref = getattr(ol.fft, name), getattr(np.fft, name)
@@ -76,7 +76,7 @@ def test_fft_ifft(device, rng, dtype, name):
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 @pytest.mark.parametrize("name", ["fftn", "ifftn"])
-def test_fftn_ifftn(device, rng, dtype, name):
+def test_fftn_ifftn(device, rng, dtype, name, la_path):
     a = rand(rng, (2, 6, 5, 4), dtype)
     x = ol.asarray(a, device=device)
     f, ref = getattr(ol.fft, name), getattr(np.fft, name)
@@ -88,7 +88,7 @@ def test_fftn_ifftn(device, rng, dtype, name):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_rfft_rfftn_ihfft(device, rng, dtype):
+def test_rfft_rfftn_ihfft(device, rng, dtype, la_path):
     a = rand(rng, (4, 6, 7), dtype)
     x = ol.asarray(a, device=device)
     out = COMPLEX[dtype]
@@ -104,7 +104,7 @@ def test_rfft_rfftn_ihfft(device, rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-def test_irfft_irfftn_hfft(device, rng, dtype):
+def test_irfft_irfftn_hfft(device, rng, dtype, la_path):
     a = rand(rng, (3, 5, 6), dtype)
     x = ol.asarray(a, device=device)
     out = REAL[dtype]
@@ -119,7 +119,7 @@ def test_irfft_irfftn_hfft(device, rng, dtype):
             check(host(ol.fft.irfftn(x, norm=norm, **kw), device, out, want.shape), want, out)
 
 
-def test_round_trips(device, rng):
+def test_round_trips(device, rng, la_path):
     a = rand(rng, (4, 16), "complex128")
     x = ol.asarray(a, device=device)
     check(ol.asnumpy(ol.fft.ifft(ol.fft.fft(x))), a, "complex128")
@@ -158,7 +158,7 @@ def test_fftshift_ifftshift(device, rng, dtype):
         ol.fft.fftshift(x, axes=3)
 
 
-def test_errors(device, rng):
+def test_errors(device, rng, la_path):
     a = rand(rng, (4, 6), "complex64")
     x = ol.asarray(a, device=device)
     r = ol.asarray(a.real.copy(), device=device)
@@ -202,3 +202,16 @@ def test_numpy_dispatch(device, rng):
     got = np.fft.fft(x)  # NumPy's function sends the call to offload.fft.fft
     assert isinstance(got, ol.ndarray) and got.device == x.device
     check(ol.asnumpy(got), np.fft.fft(a), "complex128")
+
+
+@pytest.mark.parametrize("name,dtype", [("fft", "complex64"), ("rfft", "float32"), ("irfft", "complex128"),
+                                        ("hfft", "complex64"), ("ihfft", "float64"), ("rfftn", "float32"),
+                                        ("irfftn", "complex64"), ("ifftn", "complex128")])
+def test_empty_inputs(device, name, dtype, la_path):
+    """Transforms of no elements: NumPy's shapes and dtypes (the vendor path never asks cuFFT)."""
+    for shape in ((0, 4), (3, 0, 4)):
+        a = np.ones(shape, dtype)
+        kw = {"n": 6} if not name.endswith("n") else {"s": (5, 6), "axes": (0, -1)}
+        want = getattr(np.fft, name)(a, **kw)
+        got = host(getattr(ol.fft, name)(ol.asarray(a, device=device), **kw), device, want.dtype, want.shape)
+        np.testing.assert_allclose(got, want, atol=1e-6)

@@ -5,13 +5,14 @@
  * lives: on CPU devices whose memory the host addresses, NumPy's pocketfft
  * (numpy.fft, which keeps float32 and complex64 in NumPy 2) on a host copy,
  * the result copied back (mod_la_host_call, shared with mod_la.c); on CUDA
- * devices cuFFT through mod_vendor_fft, which transforms the last 1-3
- * dimensions of a C-contiguous array: the axes are moved last, the input
- * padded or cut to n or s, C2C transforms done in chunks of three axes and a
- * real transform's own axis alone, the scale of norm applied by multiplying,
- * and the axes moved back (cuda_transform); other devices get a
- * NotImplementedError. fftfreq, rfftfreq, fftshift and ifftshift are plain
- * array work (arange, concat, roll) on any device.
+ * devices cuFFT through mod_la_vendor_fft (mod_vendor_fft), which transforms
+ * the last 1-3 dimensions of a C-contiguous array: the axes are moved last,
+ * the input padded or cut to n or s, C2C transforms done in chunks of three
+ * axes and a real transform's own axis alone, the scale of norm applied by
+ * multiplying, and the axes moved back (vendor_transform; tests/test_fft.py
+ * runs it on CPU devices with NumPy standing in for cuFFT, see mod_la_path);
+ * other devices get a NotImplementedError. fftfreq, rfftfreq, fftshift and
+ * ifftshift are plain array work (arange, concat, roll) on any device.
  *
  * Input dtypes follow the standard where NumPy is laxer: integer and boolean
  * arrays are a TypeError (never float64 behind the user's back); complex
@@ -58,7 +59,7 @@ static fft_fn TRANSFORMS[] = {
     {FFT("ihfft", ONE, "The inverse of hfft."), false, 'r', true, true},
 };
 
-/* ---- CUDA: cuFFT over the last dimensions ---- */
+/* ---- the vendor path: cuFFT over the last dimensions ---- */
 
 typedef struct {
     int nd, naxes;
@@ -110,6 +111,32 @@ static PyObject *resize(PyObject *x, int axis, Py_ssize_t m) {
     return r;
 }
 
+static Py_ssize_t elements(PyObject *x) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t n = 1;
+    for (int d = 0; d < a->nd; d++) n *= a->shape[d];
+    return n;
+}
+
+/* What a transform of no elements gives (cuFFT takes no empty batch): zeros
+ * of the result's shape and dtype */
+static PyObject *nothing(PyObject *x, int kind, Py_ssize_t last_n) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t shape[MOD_MAXDIMS];
+    memcpy(shape, a->shape, sizeof(Py_ssize_t) * a->nd);
+    const char *dtype = mod_dtype_name(a->dtype);
+    if (kind == MOD_FFT_R2C) {
+        shape[a->nd - 1] = shape[a->nd - 1] / 2 + 1;
+        dtype = a->itemsize == 4 ? "complex64" : "complex128";
+    } else if (kind == MOD_FFT_C2R) {
+        shape[a->nd - 1] = last_n;
+        dtype = a->itemsize == 8 ? "float32" : "float64";
+    }
+    return mod_la_call(
+        "zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
+        Py_BuildValue("{s:s,s:N}", "dtype", dtype, "device", mod_device_new(mod_array_device(a))));
+}
+
 /* mod_vendor_fft over the given axes of x (stolen), moved last and back */
 static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool inverse,
                              Py_ssize_t last_n) {
@@ -119,7 +146,9 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     PyObject *moved =
         src && dst ? mod_la_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
     PyObject *c = moved ? mod_ops_copy((mod_array *)moved, NULL) : NULL;
-    PyObject *t = c ? mod_vendor_fft((mod_array *)c, k, kind, inverse, last_n) : NULL;
+    PyObject *t = !c            ? NULL
+                  : elements(c) ? mod_la_vendor_fft((mod_array *)c, k, kind, inverse, last_n)
+                                : nothing(c, kind, last_n);
     PyObject *r = t ? mod_la_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
     Py_XDECREF(src);
     Py_XDECREF(dst);
@@ -146,8 +175,8 @@ static PyObject *scaled(PyObject *x, double scale) { /* x stolen */
     return r;
 }
 
-/* The transform on a CUDA device. x is a new reference, stolen. */
-static PyObject *cuda_transform(const fft_fn *f, PyObject *x, const fft_plan *p) {
+/* The transform from mod_la_vendor_fft's (cuFFT's) pieces. x is a new reference, stolen. */
+static PyObject *vendor_transform(const fft_fn *f, PyObject *x, const fft_plan *p) {
     int k = p->naxes, lastaxis = p->axes[k - 1];
     if (f->kind == 'c') {
         for (int i = 0; x && i < k; i++) x = resize(x, p->axes[i], p->s[i]);
@@ -223,8 +252,8 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
     Py_XDECREF(s_fast);
     Py_XDECREF(ax_fast);
     if (rc < 0) return -1;
-    /* hfft and ihfft are irfft and rfft with the direction of norm swapped */
-    bool inverse = f->inverse != f->hermitian;
+    /* the transform's own direction: hfft (made of irfft) scales as a forward one */
+    bool inverse = f->inverse;
     if (!norm || !PyUnicode_CompareWithASCIIString(norm, "backward"))
         p->scale = inverse ? 1.0 / n_total : 1.0;
     else if (!PyUnicode_CompareWithASCIIString(norm, "ortho"))
@@ -240,7 +269,7 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
     return 0;
 }
 
-static PyObject *cuda_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
+static PyObject *vendor_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
     PyObject *x = Py_NewRef((PyObject *)a);
     if (f->kind != 'r' && mod_dtype_name(a->dtype)[0] != 'c') { /* real into a complex transform */
         PyObject *name = PyUnicode_FromString(a->itemsize == 4 ? "complex64" : "complex128");
@@ -251,7 +280,7 @@ static PyObject *cuda_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
     }
     if (x && f->hermitian && f->kind == 'i')
         Py_SETREF(x, mod_la_call("conj", PyTuple_Pack(1, x), NULL));
-    PyObject *r = x ? cuda_transform(f, x, p) : NULL;
+    PyObject *r = x ? vendor_transform(f, x, p) : NULL;
     if (r && f->hermitian && f->kind == 'r') {
         PyObject *cr = mod_la_call("conj", PyTuple_Pack(1, r), NULL);
         Py_SETREF(r, cr);
@@ -301,7 +330,7 @@ static PyObject *fft_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     ofl_device *dev = mod_array_device(a);
     switch (mod_la_path(dev, fn)) {
     case MOD_LA_HOST: return mod_la_host_call(dev, "numpy.fft", name, args, kw);
-    case MOD_LA_CUDA: return cuda_fft(f, a, &p);
+    case MOD_LA_VENDOR: return vendor_fft(f, a, &p);
     default: return NULL;
     }
 }

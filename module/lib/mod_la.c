@@ -17,6 +17,8 @@
  *   compositions of them (det from slogdet, eigvalsh from eigh, pinv and
  *   matrix_rank from svd); other devices get a NotImplementedError that says
  *   what serves these functions.
+ * (mod_la_path's test switch runs those compositions on CPU devices too, with
+ * NumPy standing in for mod_vendor: tests/test_linalg.py runs both paths.)
  * Singular or non-positive-definite input is offload.linalg.LinAlgError, a
  * numpy.linalg.LinAlgError, whichever path found it. Floating-point input is
  * required where the standard asks for it (TypeError otherwise), as
@@ -26,6 +28,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 PyObject *mod_la_error;
@@ -33,7 +36,7 @@ static PyObject *namespace;       /* offload (borrowed: it outlives its function
 static PyObject *linalg;          /* offload.linalg (borrowed: offload holds it) */
 static PyObject *np_linalg_error; /* numpy.linalg.LinAlgError, kept for the process */
 
-/* NumPy 2's result types, kept for the process (CUDA results are made of them too) */
+/* NumPy 2's result types, kept for the process (the vendor path's are made of them too) */
 enum { EIGH, QR, SLOGDET, SVD, NRESULTS };
 static PyObject *result_types[NRESULTS];
 
@@ -56,8 +59,11 @@ static PyObject *la_call(const char *name, PyObject *x) {
 
 int mod_la_path(ofl_device *dev, const char *fn) {
     const ofl_device_info *in = ofl_device_get_info(dev);
-    if (in->backend == OFL_OPENCL && in->type == OFL_CPU) return MOD_LA_HOST;
-    if (in->backend == OFL_CUDA) return MOD_LA_CUDA;
+    if (in->backend == OFL_OPENCL && in->type == OFL_CPU) {
+        const char *path = getenv("OFFLOAD_LA_PATH");
+        return path && !strcmp(path, "vendor") ? MOD_LA_VENDOR : MOD_LA_HOST;
+    }
+    if (in->backend == OFL_CUDA) return MOD_LA_VENDOR;
     PyErr_Format(PyExc_NotImplementedError,
                  "offload.%s does not run on %s (%s): it runs on CPU devices (NumPy's LAPACK "
                  "and pocketfft on the host's copy) and on CUDA devices (cuSOLVER, cuFFT); "
@@ -239,7 +245,7 @@ static int kw_flag(PyObject *kw, const char *key, bool dflt) {
     return v ? PyObject_IsTrue(v) : dflt;
 }
 
-/* a 3-tuple (stolen) as a named tuple of result_types[which] */
+/* a tuple (stolen) as a named tuple of result_types[which] */
 static PyObject *named(int which, PyObject *tuple) {
     if (!tuple) return NULL;
     PyObject *r = PyObject_Call(result_types[which], tuple, NULL);
@@ -247,7 +253,7 @@ static PyObject *named(int which, PyObject *tuple) {
     return r;
 }
 
-/* The smallest epsilon of a's (real) dtype times max(m, n), the standard's default rtol */
+/* The machine epsilon of a's (real) dtype times max(M, N), the standard's default rtol */
 static PyObject *default_rtol(const mod_array *a) {
     PyObject *fi = mod_la_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
     PyObject *eps = fi ? PyObject_GetAttrString(fi, "eps") : NULL;
@@ -274,25 +280,102 @@ static PyObject *cutoff(PyObject *s, const mod_array *a, PyObject *rtol) {
     return r;
 }
 
+/* ---- the vendor path's leaves ----
+ * mod_vendor's on CUDA devices; on others (only under the test switch, see
+ * mod_la_path) NumPy's with the same contract: C-contiguous results on the
+ * device, tuples for several. */
+
+static bool on_cuda(const mod_array *a) {
+    return ofl_device_get_info(mod_array_device(a))->backend == OFL_CUDA;
+}
+
+/* <module>.<name>(*args, **kw) by mod_la_host_call; args and kw (or NULL) stolen */
+static PyObject *stand_in(const char *module, const char *name, PyObject *args, PyObject *kw) {
+    PyObject *r = NULL;
+    if (args && !PyErr_Occurred())
+        r = mod_la_host_call(mod_array_device((mod_array *)PyTuple_GET_ITEM(args, 0)), module, name,
+                             args, kw);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static PyObject *v_solve(mod_array *a, mod_array *b) {
+    return on_cuda(a) ? mod_vendor_solve(a, b)
+                      : stand_in("numpy.linalg", "solve", PyTuple_Pack(2, a, b), NULL);
+}
+static PyObject *v_inv(mod_array *a) {
+    return on_cuda(a) ? mod_vendor_inv(a)
+                      : stand_in("numpy.linalg", "inv", PyTuple_Pack(1, a), NULL);
+}
+static PyObject *v_slogdet(mod_array *a) {
+    return on_cuda(a) ? mod_vendor_slogdet(a)
+                      : stand_in("numpy.linalg", "slogdet", PyTuple_Pack(1, a), NULL);
+}
+static PyObject *v_cholesky(mod_array *a, bool upper) {
+    return on_cuda(a) ? mod_vendor_cholesky(a, upper)
+                      : stand_in("numpy.linalg", "cholesky", PyTuple_Pack(1, a),
+                                 Py_BuildValue("{s:O}", "upper", upper ? Py_True : Py_False));
+}
+static PyObject *v_eigh(mod_array *a, bool vectors) {
+    return on_cuda(a)
+               ? mod_vendor_eigh(a, vectors)
+               : stand_in("numpy.linalg", vectors ? "eigh" : "eigvalsh", PyTuple_Pack(1, a), NULL);
+}
+static PyObject *v_svd(mod_array *a, bool full_matrices, bool uv) {
+    if (on_cuda(a)) return mod_vendor_svd(a, full_matrices, uv);
+    return uv ? stand_in(
+                    "numpy.linalg", "svd", PyTuple_Pack(1, a),
+                    Py_BuildValue("{s:O}", "full_matrices", full_matrices ? Py_True : Py_False))
+              : stand_in("numpy.linalg", "svdvals", PyTuple_Pack(1, a), NULL);
+}
+static PyObject *v_qr(mod_array *a, bool complete) {
+    return on_cuda(a) ? mod_vendor_qr(a, complete)
+                      : stand_in("numpy.linalg", "qr", PyTuple_Pack(1, a),
+                                 Py_BuildValue("{s:s}", "mode", complete ? "complete" : "reduced"));
+}
+
+PyObject *mod_la_vendor_fft(mod_array *x, int rank, int kind, bool inverse, Py_ssize_t last_n) {
+    if (on_cuda(x)) return mod_vendor_fft(x, rank, kind, inverse, last_n);
+    Py_ssize_t axes[3], s[3];
+    for (int i = 0; i < rank; i++) {
+        axes[i] = x->nd - rank + i;
+        s[i] = i == rank - 1 ? last_n : x->shape[axes[i]];
+    }
+    PyObject *ax = mod_int_tuple(rank, axes);
+    if (!ax) return NULL;
+    /* unnormalised both ways: an inverse's "forward" norm scales by 1 */
+    if (kind == MOD_FFT_C2C)
+        return stand_in(
+            "numpy.fft", inverse ? "ifftn" : "fftn", PyTuple_Pack(1, x),
+            Py_BuildValue("{s:N,s:s}", "axes", ax, "norm", inverse ? "forward" : "backward"));
+    if (kind == MOD_FFT_R2C)
+        return stand_in("numpy.fft", "rfftn", PyTuple_Pack(1, x),
+                        Py_BuildValue("{s:N}", "axes", ax));
+    return stand_in(
+        "numpy.fft", "irfftn", PyTuple_Pack(1, x),
+        Py_BuildValue("{s:N,s:N,s:s}", "axes", ax, "s", mod_int_tuple(rank, s), "norm", "forward"));
+}
+
 /* ---- LAPACK's functions: one dispatcher, a table ---- */
 
 typedef struct la_fn la_fn;
 struct la_fn {
-    PyMethodDef def; /* name, doc; the function is la_dispatch */
-    int narrays;     /* positional-only array arguments */
-    const char *kw[2];
+    PyMethodDef def;   /* name, doc; the function is la_dispatch */
+    int narrays;       /* positional-only array arguments */
+    const char *kw[2]; /* its keyword-only arguments, NULL-terminated */
     bool square;
-    /* the CUDA path: a[] C-contiguous copies in the operands' common dtype */
-    PyObject *(*cuda)(mod_array **a, PyObject *kw);
+    /* the vendor path: a[] C-contiguous copies in the operands' common dtype */
+    PyObject *(*vendor)(mod_array **a, PyObject *kw);
 };
 
-static PyObject *cuda_cholesky(mod_array **a, PyObject *kw) {
+static PyObject *vendor_cholesky(mod_array **a, PyObject *kw) {
     int upper = kw_flag(kw, "upper", false);
-    return upper < 0 ? NULL : mod_vendor_cholesky(a[0], upper);
+    return upper < 0 ? NULL : v_cholesky(a[0], upper);
 }
 
-static PyObject *cuda_det(mod_array **a, PyObject *kw) {
-    PyObject *sl = mod_vendor_slogdet(a[0]);
+static PyObject *vendor_det(mod_array **a, PyObject *kw) {
+    PyObject *sl = v_slogdet(a[0]);
     if (!sl) return NULL;
     PyObject *e = mod_la_call("exp", PyTuple_Pack(1, PyTuple_GET_ITEM(sl, 1)), NULL);
     PyObject *r = e ? PyNumber_Multiply(PyTuple_GET_ITEM(sl, 0), e) : NULL;
@@ -301,63 +384,72 @@ static PyObject *cuda_det(mod_array **a, PyObject *kw) {
     return r;
 }
 
-static PyObject *cuda_eigh(mod_array **a, PyObject *kw) {
-    return named(EIGH, mod_vendor_eigh(a[0], true));
+static PyObject *vendor_eigh(mod_array **a, PyObject *kw) {
+    return named(EIGH, v_eigh(a[0], true));
 }
-static PyObject *cuda_eigvalsh(mod_array **a, PyObject *kw) { return mod_vendor_eigh(a[0], false); }
-static PyObject *cuda_inv(mod_array **a, PyObject *kw) { return mod_vendor_inv(a[0]); }
-static PyObject *cuda_slogdet(mod_array **a, PyObject *kw) {
-    return named(SLOGDET, mod_vendor_slogdet(a[0]));
+static PyObject *vendor_eigvalsh(mod_array **a, PyObject *kw) { return v_eigh(a[0], false); }
+static PyObject *vendor_inv(mod_array **a, PyObject *kw) { return v_inv(a[0]); }
+static PyObject *vendor_slogdet(mod_array **a, PyObject *kw) {
+    return named(SLOGDET, v_slogdet(a[0]));
 }
-static PyObject *cuda_svd(mod_array **a, PyObject *kw) {
+static PyObject *vendor_svd(mod_array **a, PyObject *kw) {
     int full = kw_flag(kw, "full_matrices", true);
-    return full < 0 ? NULL : named(SVD, mod_vendor_svd(a[0], full, true));
+    return full < 0 ? NULL : named(SVD, v_svd(a[0], full, true));
 }
-static PyObject *cuda_svdvals(mod_array **a, PyObject *kw) {
-    return mod_vendor_svd(a[0], false, false);
-}
+static PyObject *vendor_svdvals(mod_array **a, PyObject *kw) { return v_svd(a[0], false, false); }
 
-static PyObject *cuda_qr(mod_array **a, PyObject *kw) {
-    PyObject *mode = kw ? PyDict_GetItemString(kw, "mode") : NULL; /* checked: see check_qr */
+static PyObject *vendor_qr(mod_array **a, PyObject *kw) {
+    PyObject *mode = kw ? PyDict_GetItemString(kw, "mode") : NULL; /* la_dispatch checked it */
     bool complete = mode && PyUnicode_CompareWithASCIIString(mode, "complete") == 0;
-    return named(QR, mod_vendor_qr(a[0], complete));
+    return named(QR, v_qr(a[0], complete));
 }
 
 /* x1 (..., M, M), x2 (..., M, K) or (M,) (a vector only when 1-D, as the
  * standard and NumPy 2 say): both broadcast to one batch shape. */
-static PyObject *cuda_solve(mod_array **a, PyObject *kw) {
+static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
     bool vector = a[1]->nd == 1;
+    if (a[1]->nd == 0)
+        return PyErr_Format(PyExc_ValueError, "linalg.solve: x2 is a 0-d array, not a vector or a "
+                                              "stack of matrices");
     PyObject *b = vector ? mod_la_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
                                        Py_BuildValue("{s:i}", "axis", -1))
                          : Py_NewRef((PyObject *)a[1]);
     if (!b) return NULL;
     mod_array *bb = (mod_array *)b;
     Py_ssize_t m = a[0]->shape[a[0]->nd - 1];
-    if (bb->nd < 2 || bb->shape[bb->nd - 2] != m) {
+    if (bb->shape[bb->nd - 2] != m) {
         Py_DECREF(b);
         return PyErr_Format(PyExc_ValueError,
                             "linalg.solve: x2 needs %zd rows (x1 is a stack of %zd x %zd "
                             "matrices), not %zd",
-                            m, m, m, bb->nd < 2 ? bb->shape[0] : bb->shape[bb->nd - 2]);
+                            m, m, m, bb->shape[bb->nd - 2]);
     }
-    PyObject *batch = mod_np_call("broadcast_shapes",
-                                  Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
-                                                mod_int_tuple(bb->nd - 2, bb->shape)),
-                                  NULL);
+    PyObject *shapes = Py_BuildValue("(NN)", mod_int_tuple(a[0]->nd - 2, a[0]->shape),
+                                     mod_int_tuple(bb->nd - 2, bb->shape));
+    PyObject *batch = shapes ? mod_np_call("broadcast_shapes", shapes, NULL) : NULL;
+    Py_XDECREF(shapes);
     PyObject *ops[2] = {(PyObject *)a[0], b}, *full[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; batch && i < 2; i++) {
         mod_array *o = (mod_array *)ops[i];
         PyObject *tail = mod_int_tuple(2, o->shape + o->nd - 2);
         PyObject *shape = tail ? PySequence_Concat(batch, tail) : NULL;
         Py_XDECREF(tail);
-        PyObject *v =
-            shape ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL) : NULL;
+        PyObject *have = shape ? mod_int_tuple(o->nd, o->shape) : NULL;
+        int same = have ? PyObject_RichCompareBool(have, shape, Py_EQ) : -1;
+        Py_XDECREF(have);
+        if (same == 1 && mod_array_is_c_contiguous(o)) {
+            full[i] = Py_NewRef(ops[i]); /* no batch to broadcast: cuSOLVER's input already */
+        } else {
+            PyObject *v = same == 0
+                              ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
+                              : NULL;
+            full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
+            Py_XDECREF(v);
+        }
         Py_XDECREF(shape);
-        full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
-        Py_XDECREF(v);
         if (!full[i]) goto out;
     }
-    if (batch) r = mod_vendor_solve((mod_array *)full[0], (mod_array *)full[1]);
+    if (batch) r = v_solve((mod_array *)full[0], (mod_array *)full[1]);
     if (r && vector) {
         PyObject *key = Py_BuildValue("(Oi)", Py_Ellipsis, 0);
         Py_SETREF(r, key ? PyObject_GetItem(r, key) : NULL);
@@ -378,7 +470,7 @@ static PyObject *rtol_arg(PyObject *kw) {
 
 /* conj(Vh).mT @ (S⁺[..., None] * conj(U).mT), S⁺ the reciprocals of the
  * singular values above the cutoff, 0 for the others (NumPy's pinv) */
-static PyObject *cuda_pinv(mod_array **a, PyObject *kw) {
+static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
     mod_array *x = a[0];
     Py_ssize_t m = x->shape[x->nd - 2], n = x->shape[x->nd - 1];
     if (m == 0 || n == 0) {
@@ -387,7 +479,7 @@ static PyObject *cuda_pinv(mod_array **a, PyObject *kw) {
                            Py_BuildValue("{s:O,s:N}", "dtype", x->dtype, "device",
                                          mod_device_new(mod_array_device(x))));
     }
-    PyObject *usv = mod_vendor_svd(x, false, true);
+    PyObject *usv = v_svd(x, false, true);
     if (!usv) return NULL;
     PyObject *u = PyTuple_GET_ITEM(usv, 0), *s = PyTuple_GET_ITEM(usv, 1),
              *vh = PyTuple_GET_ITEM(usv, 2);
@@ -413,13 +505,13 @@ static PyObject *cuda_pinv(mod_array **a, PyObject *kw) {
 }
 
 /* the number of singular values above the cutoff (NumPy's matrix_rank) */
-static PyObject *cuda_matrix_rank(mod_array **a, PyObject *kw) {
+static PyObject *vendor_matrix_rank(mod_array **a, PyObject *kw) {
     mod_array *x = a[0];
     if (x->shape[x->nd - 2] == 0 || x->shape[x->nd - 1] == 0)
         return mod_la_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 0, NULL)),
                            Py_BuildValue("{s:s,s:N}", "dtype", "int64", "device",
                                          mod_device_new(mod_array_device(x))));
-    PyObject *s = mod_vendor_svd(x, false, false);
+    PyObject *s = v_svd(x, false, false);
     PyObject *cut = s ? cutoff(s, x, rtol_arg(kw)) : NULL;
     PyObject *large = cut ? PyObject_RichCompare(s, cut, Py_GT) : NULL;
     PyObject *r = large ? mod_la_call("count_nonzero", PyTuple_Pack(1, large),
@@ -432,79 +524,60 @@ static PyObject *cuda_matrix_rank(mod_array **a, PyObject *kw) {
 }
 
 static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw);
-#define LA(name, sig, doc)                                                                         \
+/* one row: the name (numpy.linalg's too), its signature, how many arrays it
+ * takes, its keyword (or NULL), whether x is square, the docstring; its
+ * vendor path is vendor_<name> */
+#define LA(name, sig, narrays, kw, square, doc)                                                    \
     {                                                                                              \
-        name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,              \
-            name sig "\n--\n\n" doc                                                                \
+        {#name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,            \
+         #name sig "\n--\n\n" doc},                                                                \
+            narrays, {kw}, square, vendor_##name                                                   \
     }
 
 static la_fn LAPACK[] = {
-    {LA("cholesky", "(x, /, *, upper=False)",
-        "The Cholesky factor of each Hermitian positive-definite matrix of x: lower "
-        "triangular L with x = L @ L^H, or upper U with x = U^H @ U."),
-     1,
-     {"upper"},
-     true,
-     cuda_cholesky},
-    {LA("det", "(x, /)", "The determinant of each square matrix of x."), 1, {NULL}, true, cuda_det},
-    {LA("eigh", "(x, /)",
-        "EighResult(eigenvalues, eigenvectors) of each Hermitian matrix of x, the eigenvalues "
-        "(real) ascending."),
-     1,
-     {NULL},
-     true,
-     cuda_eigh},
-    {LA("eigvalsh", "(x, /)", "The eigenvalues (real, ascending) of each Hermitian matrix of x."),
-     1,
-     {NULL},
-     true,
-     cuda_eigvalsh},
-    {LA("inv", "(x, /)", "The inverse of each square matrix of x."), 1, {NULL}, true, cuda_inv},
-    {LA("pinv", "(x, /, *, rtol=None)",
-        "The Moore-Penrose pseudo-inverse of each matrix of x: singular values at most rtol "
-        "times the largest count as zero (rtol None: max(M, N) * eps)."),
-     1,
-     {"rtol"},
-     false,
-     cuda_pinv},
-    {LA("qr", "(x, /, *, mode='reduced')",
-        "QRResult(Q, R) of each matrix of x; mode 'reduced' (Q is M x K) or 'complete' (M x M)."),
-     1,
-     {"mode"},
-     false,
-     cuda_qr},
-    {LA("slogdet", "(x, /)",
-        "SlogdetResult(sign, logabsdet) of the determinant of each square matrix of x."),
-     1,
-     {NULL},
-     true,
-     cuda_slogdet},
-    {LA("solve", "(x1, x2, /)",
-        "The solution of x1 @ y = x2 for each square matrix of x1: x2 is (..., M, K), or a "
-        "vector (M,) when 1-D; the batch dimensions broadcast."),
-     2,
-     {NULL},
-     true,
-     cuda_solve},
-    {LA("svd", "(x, /, *, full_matrices=True)",
-        "SVDResult(U, S, Vh) of each matrix of x, S (real) descending."),
-     1,
-     {"full_matrices"},
-     false,
-     cuda_svd},
-    {LA("svdvals", "(x, /)", "The singular values (real, descending) of each matrix of x."),
-     1,
-     {NULL},
-     false,
-     cuda_svdvals},
-    {LA("matrix_rank", "(x, /, *, rtol=None)",
-        "The rank of each matrix of x: its singular values above rtol times the largest "
-        "(rtol None: max(M, N) * eps)."),
-     1,
-     {"rtol"},
-     false,
-     cuda_matrix_rank},
+    LA(cholesky, "(x, /, *, upper=False)", 1, "upper", true,
+       "The Cholesky factor of each Hermitian positive-definite matrix of x: lower triangular L "
+       "with x = L @ L^H, or upper U with x = U^H @ U."),
+    LA(det, "(x, /)", 1, NULL, true, "The determinant of each square matrix of x."),
+    LA(eigh, "(x, /)", 1, NULL, true,
+       "EighResult(eigenvalues, eigenvectors) of each Hermitian matrix of x, the eigenvalues "
+       "(real) ascending."),
+    LA(eigvalsh, "(x, /)", 1, NULL, true,
+       "The eigenvalues (real, ascending) of each Hermitian matrix of x."),
+    LA(inv, "(x, /)", 1, NULL, true, "The inverse of each square matrix of x."),
+    LA(pinv, "(x, /, *, rtol=None)", 1, "rtol", false,
+       "The Moore-Penrose pseudo-inverse of each matrix of x: singular values at most rtol times "
+       "the largest count as zero (rtol None: max(M, N) * eps)."),
+    LA(qr, "(x, /, *, mode='reduced')", 1, "mode", false,
+       "QRResult(Q, R) of each matrix of x; mode 'reduced' (Q is M x K) or 'complete' (M x M)."),
+    LA(slogdet, "(x, /)", 1, NULL, true,
+       "SlogdetResult(sign, logabsdet) of the determinant of each square matrix of x."),
+    LA(solve, "(x1, x2, /)", 2, NULL, true,
+       "The solution of x1 @ y = x2 for each square matrix of x1: x2 is (..., M, K), or a vector "
+       "(M,) when 1-D; the batch dimensions broadcast."),
+    LA(svd, "(x, /, *, full_matrices=True)", 1, "full_matrices", false,
+       "SVDResult(U, S, Vh) of each matrix of x, S (real) descending."),
+    LA(svdvals, "(x, /)", 1, NULL, false,
+       "The singular values (real, descending) of each matrix of x."),
+    LA(matrix_rank, "(x, /, *, rtol=None)", 1, "rtol", false,
+       "The rank of each matrix of x: its singular values above rtol times the largest (rtol "
+       "None: max(M, N) * eps)."),
 };
+
+/* numpy.linalg.<name>(*args, **kw), rtol=None unless given: the standard's
+ * default, max(M, N) * eps, which NumPy's pinv takes only so (without: 1e-15) */
+static PyObject *host_lapack(const la_fn *f, ofl_device *dev, PyObject *args, PyObject *kw) {
+    bool rtol = f->kw[0] && !strcmp(f->kw[0], "rtol");
+    PyObject *hkw = !rtol ? Py_XNewRef(kw) : kw ? PyDict_Copy(kw) : PyDict_New();
+    if (rtol && (!hkw || (!PyDict_GetItemString(hkw, "rtol") &&
+                          PyDict_SetItemString(hkw, "rtol", Py_None) < 0))) {
+        Py_XDECREF(hkw);
+        return NULL;
+    }
+    PyObject *r = mod_la_host_call(dev, "numpy.linalg", f->def.ml_name, args, hkw);
+    Py_XDECREF(hkw);
+    return r;
+}
 
 static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     const la_fn *f = PyCapsule_GetPointer(self, "offload.linalg");
@@ -545,8 +618,8 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
                             mode);
     ofl_device *dev = mod_array_device(a[0]);
     switch (mod_la_path(dev, fn)) {
-    case MOD_LA_HOST: return mod_la_host_call(dev, "numpy.linalg", f->def.ml_name, args, kw);
-    case MOD_LA_CUDA: break;
+    case MOD_LA_HOST: return host_lapack(f, dev, args, kw);
+    case MOD_LA_VENDOR: break;
     default: return NULL;
     }
     /* cuSOLVER's inputs: C-contiguous, one dtype */
@@ -560,7 +633,7 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
         c[i] = ready ? Py_NewRef((PyObject *)a[i]) : mod_ops_copy(a[i], dtype);
         if (!c[i]) goto out;
     }
-    if (dtype) r = f->cuda((mod_array **)c, kw);
+    if (dtype) r = f->vendor((mod_array **)c, kw);
 out:
     Py_XDECREF(dtype);
     Py_XDECREF(c[0]);
@@ -703,6 +776,16 @@ static PyObject *f_outer(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* The largest or smallest of x (magnitudes, >= 0) over axis. The largest of
+ * none is 0, as NumPy's norms say (the sum of none, of the right shape); the
+ * smallest of none stays the reduction's ValueError, as there. */
+static PyObject *extreme(PyObject *x, PyObject *axis, bool keepdims, bool largest) {
+    mod_array *a = (mod_array *)x;
+    Py_ssize_t size = 1;
+    for (int d = 0; d < a->nd; d++) size *= a->shape[d];
+    return mod_reduce_named(!largest ? "min" : size ? "max" : "sum", x, axis, NULL, keepdims);
+}
+
 /* sum(|x|**ord)**(1/ord), with NumPy's special orders: inf (max |x|), -inf
  * (min), 0 (the count of non-zeros), 1 (no power), 2 (sqrt of squares). */
 static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double ord) {
@@ -710,7 +793,7 @@ static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double 
     if (!ax) return NULL;
     PyObject *real = ((mod_array *)ax)->dtype; /* borrowed: ax holds it */
     if (isinf(ord)) {
-        r = mod_reduce_named(ord > 0 ? "max" : "min", ax, axis, NULL, keepdims);
+        r = extreme(ax, axis, keepdims, ord > 0);
     } else if (ord == 0) {
         PyObject *zero = PyLong_FromLong(0);
         PyObject *nz = zero ? PyObject_RichCompare(x, zero, Py_NE) : NULL;
@@ -790,17 +873,15 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
         Py_XDECREF(both);
     } else if (nuc || fabs(ord) == 2) {
         PyObject *s = la_call("svdvals", x);
-        r = s ? mod_reduce_named(nuc       ? "sum"
-                                 : ord > 0 ? "max"
-                                           : "min",
-                                 s, last, NULL, false)
-              : NULL;
+        r = !s    ? NULL
+            : nuc ? mod_reduce_named("sum", s, last, NULL, false)
+                  : extreme(s, last, false, ord > 0);
         Py_XDECREF(s);
     } else { /* 1: the largest column sum; inf: the largest row sum; negative: smallest */
         PyObject *ax = mod_la_call("abs", PyTuple_Pack(1, x), NULL);
         PyObject *sumaxis = PyLong_FromLong(fabs(ord) == 1 ? -2 : -1);
         PyObject *s = ax && sumaxis ? mod_reduce_named("sum", ax, sumaxis, NULL, false) : NULL;
-        r = s ? mod_reduce_named(ord > 0 ? "max" : "min", s, last, NULL, false) : NULL;
+        r = s ? extreme(s, last, false, ord > 0) : NULL;
         Py_XDECREF(ax);
         Py_XDECREF(sumaxis);
         Py_XDECREF(s);

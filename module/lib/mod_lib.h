@@ -124,10 +124,15 @@ int mod_fft_add_module(PyObject *module); /* offload.fft, a submodule */
 /* offload.linalg.LinAlgError (a numpy.linalg.LinAlgError), borrowed; set
  * by mod_la_add_module before any linalg call can run. */
 extern PyObject *mod_la_error;
-/* Which of those serves dev: MOD_LA_HOST (an OpenCL CPU device), MOD_LA_CUDA,
- * or MOD_LA_NONE with a NotImplementedError naming dev and offload.<fn>. */
-enum { MOD_LA_NONE, MOD_LA_HOST, MOD_LA_CUDA };
+/* Which of those serves dev: MOD_LA_HOST (an OpenCL CPU device), MOD_LA_VENDOR
+ * (a CUDA device), or MOD_LA_NONE with a NotImplementedError naming dev and
+ * offload.<fn>. A test switch, OFFLOAD_LA_PATH=vendor, sends OpenCL CPU
+ * devices down the vendor path too, with NumPy standing in for mod_vendor
+ * (below), so that the compositions around its calls run where CI runs. */
+enum { MOD_LA_NONE, MOD_LA_HOST, MOD_LA_VENDOR };
 int mod_la_path(ofl_device *dev, const char *fn);
+/* mod_vendor_fft on a CUDA device; NumPy's, with its contract, elsewhere. */
+PyObject *mod_la_vendor_fft(mod_array *x, int rank, int kind, bool inverse, Py_ssize_t last_n);
 /* <module>.<name>(*args, **kw) -- NumPy's ("numpy.linalg", "numpy.fft") --
  * on host copies of the offload arrays among args and kw's values (all on
  * dev, else ExecutionPlacementError), its array results (alone or in
