@@ -585,9 +585,12 @@ static mod_array *in_dtype(mod_array *x, PyObject *dtype) {
 }
 
 /* Whether cuBLAS computes this product: a CUDA device that has it, a
- * floating result (integers have no vendor GEMM). */
+ * floating result (integers have no vendor GEMM), and no one asking for the
+ * kernel (OFFLOAD_MATMUL=kernel, or a tiling to tune it with). */
 static bool by_vendor(ofl_device *dev, PyObject *dtype) {
     char kind = mod_dtype_name(dtype)[0];
+    const char *tiles = getenv("OFFLOAD_MATMUL_TILES"), *how = getenv("OFFLOAD_MATMUL");
+    if ((tiles && *tiles) || (how && !strcmp(how, "kernel"))) return false;
     return (kind == 'f' || kind == 'c') && mod_vendor_blas_ready(dev);
 }
 

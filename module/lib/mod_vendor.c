@@ -111,6 +111,7 @@ static ofl_buffer *int_buffer(ofl_device *dev, int64_t count) {
  * matrix in *which), 0 when all succeeded, -1 with an exception when the
  * read failed. A negative code is a wrong argument of ours: SystemError. */
 static int first_failure(ofl_buffer *info, int64_t count, const char *routine, int64_t *which) {
+    if (count == 0) return 0; /* nothing ran, nothing failed */
     int *codes = PyMem_Malloc((size_t)(count ? count : 1) * sizeof(int));
     if (!codes) return PyErr_NoMemory(), -1;
     ofl_error err;
@@ -230,7 +231,9 @@ static int job_start(job *j, mod_array *a, bool transposed, bool pivots) {
     memset(j, 0, sizeof *j);
     if (math_type(a, &j->t) < 0 || !need(OFL_CUSOLVER)) return -1;
     j->dev = mod_array_device(a);
-    j->count = stack_count(a);
+    /* an empty stack or empty matrices: the libraries do not run, no info to read */
+    bool empty = a->shape[a->nd - 1] == 0 || a->shape[a->nd - 2] == 0;
+    j->count = empty ? 0 : stack_count(a);
     j->w = transposed ? transposed_copy(a) : plain_copy(a);
     if (!j->w || !(j->info = int_buffer(j->dev, j->count))) return -1;
     if (pivots && !(j->piv = int_buffer(j->dev, j->count * a->shape[a->nd - 1]))) return -1;
@@ -399,7 +402,7 @@ PyObject *mod_vendor_slogdet(mod_array *a) {
         PyBuffer_Release(&db), PyBuffer_Release(&sb);
         goto done;
     }
-    for (int64_t i = 0; i < j.count; i++) {
+    for (int64_t i = 0; i < stack_count(a); i++) { /* 0 x 0 matrices too: sign 1, log 0 */
         double sg[2];
         lu_slogdet(db.buf, piv, j.t, n, i, sg, (double *)lb.buf + i);
         ((double *)sb.buf)[cx ? 2 * i : i] = sg[0];
