@@ -1,26 +1,32 @@
 /* mod_matmul: offload.matmul(a, b) and the @ operator on offload arrays.
  *
- * Owns NumPy's matmul rules for 1-D and 2-D operands (shapes, the result
+ * Owns NumPy's matmul rules (1-D operands as a row or a column whose
+ * dimension leaves the result, stacks of matrices broadcast, the result
  * dtype, the error messages), the refusal to mix with host data, and the
- * kernel: a tiled nd-range kernel written here as Python text, compiled
- * through mod_gen (once per text) and specialised by the JIT per operand
- * dtypes and layouts (a C-contiguous operand gets the contiguous
- * specialisation). The launch is queued on the operands' device like any
- * other: nothing here waits for the device.
+ * choice of who computes a float product: cuBLAS on a CUDA device (one
+ * strided-batched call through mod_vendor), NumPy's BLAS on an OpenCL CPU
+ * device's data (mod_la_host_call: that memory is the host's, and OpenBLAS
+ * beats any kernel there), else -- integers, other devices, or
+ * OFFLOAD_MATMUL=kernel -- the kernel below, launched once per matrix of a
+ * stack. Nothing here waits for the device but the host copies.
  *
  * Called by: mod_lib_add_functions (offload.matmul) and ndarray's
  * nb_matrix_multiply slot (mod_matmul_operator, set by mod_lib.c), which also
  * serves the reflected form: CPython calls the slot with the offload array
  * on either side.
  *
- * The kernel. A work-group of TY x TX work-items computes a BM x BN block of
+ * The kernel: a tiled nd-range kernel written here as Python text, compiled
+ * through mod_gen (once per text) and specialised by the JIT per operand
+ * dtypes and layouts (a C-contiguous operand gets the contiguous
+ * specialisation). A work-group of TY x TX work-items computes a BM x BN block of
  * the result (BM = TY*TM, BN = TX*TN): each work-item a TM x TN register
  * block, held in scalar locals the text names one by one (c0_0 ... ), so no
  * compiler has to prove a private array's indices constant. Per BK-wide
  * step along k the group copies a BM x BK slab of a and a BK x BN slab of b
  * into local memory (zeros past the edges, so any m, n, k work and the
  * inner loop has no bounds tests), waits at a barrier, and each work-item
- * reads TM + TN values per k and does TM*TN multiply-adds. The a slab is
+ * reads TM + TN values per k and does TM*TN multiply-adds (offload.fma for
+ * floats: one instruction each). The a slab is
  * stored transposed (k-major) so both reads in the inner loop are runs of
  * consecutive elements (vector loads on CUDA); rows are padded by 4
  * elements so the transposing stores do not collide in shared-memory banks.
@@ -31,8 +37,9 @@
  * CUDA's 65535 grid rows are walked by a loop over the groups' rows.
  *
  * The tiling per device is choose_tiles'; OFFLOAD_MATMUL_TILES overrides it
- * (a knob for tuning on a device, read at each product), and the private
- * offload._matmul_source shows the text a product would run. */
+ * (a knob for tuning on a device, read at each product; it implies the
+ * kernel), and the private offload._matmul_source shows the text a product
+ * would run. */
 #include "mod_lib.h"
 
 #include <stdarg.h>
@@ -584,23 +591,34 @@ static mod_array *in_dtype(mod_array *x, PyObject *dtype) {
     return (mod_array *)mod_ops_copy(x, dtype);
 }
 
-/* Whether cuBLAS computes this product: a CUDA device that has it, a
- * floating result (integers have no vendor GEMM), and no one asking for the
- * kernel (OFFLOAD_MATMUL=kernel, or a tiling to tune it with). */
-static bool by_vendor(ofl_device *dev, PyObject *dtype) {
+/* Who computes a product of dtype on dev: the kernel, cuBLAS (a CUDA device
+ * that has it), or NumPy's BLAS on the host's copies (an OpenCL CPU device,
+ * whose memory is the host's: OpenBLAS beats any kernel there). Floating
+ * results only (BLAS has no integer GEMM); OFFLOAD_MATMUL=kernel, or a
+ * tiling to tune the kernel with, keeps the kernel. */
+enum { BY_KERNEL, BY_CUBLAS, BY_HOST_BLAS };
+static int computed_by(ofl_device *dev, PyObject *dtype) {
     char kind = mod_dtype_name(dtype)[0];
     const char *tiles = getenv("OFFLOAD_MATMUL_TILES"), *how = getenv("OFFLOAD_MATMUL");
-    if ((tiles && *tiles) || (how && !strcmp(how, "kernel"))) return false;
-    return (kind == 'f' || kind == 'c') && mod_vendor_blas_ready(dev);
+    if ((tiles && *tiles) || (how && !strcmp(how, "kernel")) || (kind != 'f' && kind != 'c'))
+        return BY_KERNEL;
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    if (in->backend == OFL_OPENCL && in->type == OFL_CPU) return BY_HOST_BLAS;
+    return mod_vendor_blas_ready(dev) ? BY_CUBLAS : BY_KERNEL;
 }
 
 /* c = a @ b for stacks with equal batch shapes: cuBLAS at once, or the
  * kernel per matrix. */
 static PyObject *stacked(mod_array *a, mod_array *b, PyObject *dtype, int nb) {
     ofl_device *dev = mod_array_device(a);
-    if (by_vendor(dev, dtype)) {
+    int by = computed_by(dev, dtype);
+    if (by != BY_KERNEL) {
         mod_array *ac = in_dtype(a, dtype), *bc = ac ? in_dtype(b, dtype) : NULL;
-        PyObject *c = bc ? mod_vendor_matmul(ac, bc) : NULL;
+        PyObject *ab = bc ? PyTuple_Pack(2, ac, bc) : NULL, *c = NULL;
+        if (ab)
+            c = by == BY_CUBLAS ? mod_vendor_matmul(ac, bc)
+                                : mod_la_host_call(dev, "numpy", "matmul", ab, NULL);
+        Py_XDECREF(ab);
         Py_XDECREF(ac);
         Py_XDECREF(bc);
         return c;
