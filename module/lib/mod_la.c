@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-PyObject *mod_la_error;
+/* mod_la_error is defined in mod_vendor.c, which raises it too: the lower file owns it */
 static PyObject *namespace;       /* offload (borrowed: it outlives its functions) */
 static PyObject *linalg;          /* offload.linalg (borrowed: offload holds it) */
 static PyObject *np_linalg_error; /* numpy.linalg.LinAlgError, kept for the process */

@@ -135,6 +135,10 @@ static int first_failure(ofl_buffer *info, int64_t count, const char *routine, i
     return code;
 }
 
+/* offload.linalg.LinAlgError: made by mod_la_add_module, defined here, the
+ * lower of the two files that raise it. */
+PyObject *mod_la_error;
+
 static PyObject *linalg_error(const char *what) {
     PyErr_SetString(mod_la_error, what);
     return NULL;
