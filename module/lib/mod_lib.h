@@ -1,7 +1,9 @@
 /* lib: the array library offload writes for itself, the array API 2024.12
  * namespace -- element-wise operators and functions (mod_ops), reductions
  * (mod_reduce), statistics and scans (mod_stats), matmul (mod_matmul) and the
- * rest of the main namespace's linear algebra (mod_linalg), manipulation
+ * rest of the main namespace's linear algebra (mod_linalg), the linalg and fft
+ * extensions (mod_la, mod_fft: NumPy's LAPACK and pocketfft on CPU devices,
+ * mod_vendor's libraries on CUDA devices), manipulation
  * (mod_manip), advanced indexing (mod_index), sorting and sets (mod_sort),
  * the namespace's own functions and creation (mod_namespace), and NumPy's
  * dispatch to all of them (mod_dispatch) -- each a Python kernel text that
