@@ -709,10 +709,10 @@ done:
 static PyObject *diagonal(mod_array *a, Py_ssize_t k) {
     int nd = a->nd;
     Py_ssize_t rows = a->shape[nd - 2], cols = a->shape[nd - 1];
-    Py_ssize_t len =
-        k >= 0 ? (cols - k < rows ? cols - k : rows) : (rows + k < cols ? rows + k : cols);
+    Py_ssize_t len = 0; /* an offset past the matrix (any size: no overflow) gives none */
+    if (k >= 0 && k < cols) len = cols - k < rows ? cols - k : rows;
+    if (k < 0 && k > -rows) len = rows + k < cols ? rows + k : cols;
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], offset = a->offset;
-    if (len < 0) len = 0;
     bool any = len > 0;
     for (int i = 0; i < nd - 2; i++) {
         shape[i] = a->shape[i];
