@@ -101,9 +101,9 @@ static PyObject *resize(PyObject *x, int axis, Py_ssize_t m) {
         Py_ssize_t shape[MOD_MAXDIMS];
         memcpy(shape, a->shape, sizeof(Py_ssize_t) * a->nd);
         shape[axis] = m;
-        r = mod_la_call("zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
-                        Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
-                                      mod_device_new(mod_array_device(a))));
+        r = mod_lib_call("zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
+                         Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
+                                       mod_device_new(mod_array_device(a))));
         if (r && PyObject_SetItem(r, key, x) < 0) Py_CLEAR(r);
     }
     Py_XDECREF(key);
@@ -132,7 +132,7 @@ static PyObject *nothing(PyObject *x, int kind, Py_ssize_t last_n) {
         shape[a->nd - 1] = last_n;
         dtype = a->itemsize == 8 ? "float32" : "float64";
     }
-    return mod_la_call(
+    return mod_lib_call(
         "zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
         Py_BuildValue("{s:s,s:N}", "dtype", dtype, "device", mod_device_new(mod_array_device(a))));
 }
@@ -144,12 +144,12 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     for (int i = 0; i < k; i++) last[i] = nd - k + i;
     PyObject *src = int_tuple_of(k, axes), *dst = int_tuple_of(k, last);
     PyObject *moved =
-        src && dst ? mod_la_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
+        src && dst ? mod_lib_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
     PyObject *c = moved ? mod_ops_copy((mod_array *)moved, NULL) : NULL;
     PyObject *t = !c            ? NULL
                   : elements(c) ? mod_la_vendor_fft((mod_array *)c, k, kind, inverse, last_n)
                                 : nothing(c, kind, last_n);
-    PyObject *r = t ? mod_la_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
+    PyObject *r = t ? mod_lib_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
     Py_XDECREF(src);
     Py_XDECREF(dst);
     Py_XDECREF(moved);
@@ -279,10 +279,10 @@ static PyObject *vendor_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
         Py_XDECREF(dt);
     }
     if (x && f->hermitian && f->kind == 'i')
-        Py_SETREF(x, mod_la_call("conj", PyTuple_Pack(1, x), NULL));
+        Py_SETREF(x, mod_lib_call("conj", PyTuple_Pack(1, x), NULL));
     PyObject *r = x ? vendor_transform(f, x, p) : NULL;
     if (r && f->hermitian && f->kind == 'r') {
-        PyObject *cr = mod_la_call("conj", PyTuple_Pack(1, r), NULL);
+        PyObject *cr = mod_lib_call("conj", PyTuple_Pack(1, r), NULL);
         Py_SETREF(r, cr);
     }
     return r;
@@ -364,11 +364,12 @@ static PyObject *freq(PyObject *args, PyObject *kw, bool real) {
     Py_ssize_t bounds[2][2] = {{0, real ? n / 2 + 1 : (n - 1) / 2 + 1}, {-(n / 2), 0}};
     int nparts = real || n / 2 == 0 ? 1 : 2;
     for (int i = 0; device && i < nparts; i++)
-        if (!(parts[i] = mod_la_call("arange", Py_BuildValue("(nn)", bounds[i][0], bounds[i][1]),
-                                     Py_BuildValue("{s:O,s:O}", "dtype", dtype, "device", device))))
+        if (!(parts[i] =
+                  mod_lib_call("arange", Py_BuildValue("(nn)", bounds[i][0], bounds[i][1]),
+                               Py_BuildValue("{s:O,s:O}", "dtype", dtype, "device", device))))
             goto out;
     k = nparts == 1 ? Py_NewRef(parts[0])
-                    : mod_la_call("concat", Py_BuildValue("([OO])", parts[0], parts[1]), NULL);
+                    : mod_lib_call("concat", Py_BuildValue("([OO])", parts[0], parts[1]), NULL);
 out:
     Py_XDECREF(device);
     Py_XDECREF(parts[0]);
@@ -427,8 +428,8 @@ static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
         Py_XDECREF(axt);
         return NULL;
     }
-    return mod_la_call("roll", Py_BuildValue("(ON)", x, shifts),
-                       Py_BuildValue("{s:N}", "axis", axt));
+    return mod_lib_call("roll", Py_BuildValue("(ON)", x, shifts),
+                        Py_BuildValue("{s:N}", "axis", axt));
 }
 
 static PyObject *f_fftshift(PyObject *self, PyObject *args, PyObject *kw) {

@@ -166,12 +166,12 @@ int mod_gen_init(void) {
 }
 
 PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw) {
-    if (!args) return NULL;
-    PyObject *ol = PyImport_ImportModule("offload"); /* sys.modules' */
+    PyObject *ol = args && !PyErr_Occurred() ? PyImport_ImportModule("offload") : NULL;
     PyObject *fn = ol ? PyObject_GetAttrString(ol, name) : NULL;
     PyObject *r = fn ? PyObject_Call(fn, args, kw) : NULL;
     Py_XDECREF(fn);
     Py_XDECREF(ol);
-    Py_DECREF(args);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
     return r;
 }

@@ -40,15 +40,6 @@ static PyObject *np_linalg_error; /* numpy.linalg.LinAlgError, kept for the proc
 enum { EIGH, QR, SLOGDET, SVD, NRESULTS };
 static PyObject *result_types[NRESULTS];
 
-PyObject *mod_la_call(const char *name, PyObject *args, PyObject *kw) {
-    PyObject *fn = args && !PyErr_Occurred() ? PyObject_GetAttrString(namespace, name) : NULL;
-    PyObject *r = fn ? PyObject_Call(fn, args, kw) : NULL;
-    Py_XDECREF(fn);
-    Py_XDECREF(args);
-    Py_XDECREF(kw);
-    return r;
-}
-
 /* offload.linalg.<name>(x), for the compositions that stand on another of its functions */
 static PyObject *la_call(const char *name, PyObject *x) {
     PyObject *fn = PyObject_GetAttrString(linalg, name);
@@ -201,42 +192,13 @@ static PyObject *shape_with(const mod_array *a, int drop, int ntail, const Py_ss
 }
 
 static PyObject *reshape(PyObject *x, PyObject *shape) { /* shape stolen */
-    return shape ? mod_la_call("reshape", Py_BuildValue("(ON)", x, shape), NULL) : NULL;
+    return shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", x, shape), NULL) : NULL;
 }
 
-/* a @ b for stacks (..., m, k) @ (..., k, n) with equal batch shapes: one
- * offload.matmul per matrix (it takes 2-D operands), stacked. */
-static PyObject *stack_matmul(PyObject *x, PyObject *y) {
-    mod_array *a = (mod_array *)x, *b = (mod_array *)y;
-    if (a->nd == 2) return mod_la_call("matmul", PyTuple_Pack(2, x, y), NULL);
-    Py_ssize_t m = a->shape[a->nd - 2], k = a->shape[a->nd - 1], n = b->shape[b->nd - 1];
-    Py_ssize_t batch = 1;
-    for (int i = 0; i < a->nd - 2; i++) batch *= a->shape[i];
-    Py_ssize_t mn[2] = {m, n};
-    if (batch == 0)
-        return mod_la_call("empty", Py_BuildValue("(N)", shape_with(a, 2, 2, mn)),
-                           Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
-                                         mod_device_new(mod_array_device(a))));
-    PyObject *a3 = reshape(x, Py_BuildValue("(nnn)", batch, m, k));
-    PyObject *b3 = a3 ? reshape(y, Py_BuildValue("(nnn)", batch, k, n)) : NULL;
-    PyObject *list = b3 ? PyList_New(batch) : NULL, *r = NULL;
-    for (Py_ssize_t i = 0; list && i < batch; i++) {
-        PyObject *ai = PySequence_GetItem(a3, i), *bi = ai ? PySequence_GetItem(b3, i) : NULL;
-        PyObject *c = bi ? mod_la_call("matmul", PyTuple_Pack(2, ai, bi), NULL) : NULL;
-        Py_XDECREF(ai);
-        Py_XDECREF(bi);
-        if (!c)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, i, c);
-    }
-    PyObject *s = list ? mod_la_call("stack", PyTuple_Pack(1, list), NULL) : NULL;
-    r = s ? reshape(s, shape_with(a, 2, 2, mn)) : NULL;
-    Py_XDECREF(s);
-    Py_XDECREF(list);
-    Py_XDECREF(a3);
-    Py_XDECREF(b3);
-    return r;
+/* offload.matmul(x, y) (stacks broadcast), through the namespace: mod_matmul
+ * calls down into this file's host path */
+static PyObject *matmul(PyObject *x, PyObject *y) {
+    return mod_lib_call("matmul", PyTuple_Pack(2, x, y), NULL);
 }
 
 /* kw[key] as a truth value, dflt when absent; -1 with an exception */
@@ -255,7 +217,7 @@ static PyObject *named(int which, PyObject *tuple) {
 
 /* The machine epsilon of a's (real) dtype times max(M, N), the standard's default rtol */
 static PyObject *default_rtol(const mod_array *a) {
-    PyObject *fi = mod_la_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
+    PyObject *fi = mod_lib_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
     PyObject *eps = fi ? PyObject_GetAttrString(fi, "eps") : NULL;
     Py_XDECREF(fi);
     if (!eps) return NULL;
@@ -271,8 +233,8 @@ static PyObject *cutoff(PyObject *s, const mod_array *a, PyObject *rtol) {
     PyObject *smax = one ? mod_reduce_named("max", s, one, NULL, true) : NULL;
     Py_XDECREF(one);
     PyObject *rt = rtol == Py_None         ? default_rtol(a)
-                   : mod_array_check(rtol) ? mod_la_call("expand_dims", PyTuple_Pack(1, rtol),
-                                                         Py_BuildValue("{s:i}", "axis", -1))
+                   : mod_array_check(rtol) ? mod_lib_call("expand_dims", PyTuple_Pack(1, rtol),
+                                                          Py_BuildValue("{s:i}", "axis", -1))
                                            : Py_NewRef(rtol);
     PyObject *r = smax && rt ? PyNumber_Multiply(smax, rt) : NULL;
     Py_XDECREF(smax);
@@ -377,7 +339,7 @@ static PyObject *vendor_cholesky(mod_array **a, PyObject *kw) {
 static PyObject *vendor_det(mod_array **a, PyObject *kw) {
     PyObject *sl = v_slogdet(a[0]);
     if (!sl) return NULL;
-    PyObject *e = mod_la_call("exp", PyTuple_Pack(1, PyTuple_GET_ITEM(sl, 1)), NULL);
+    PyObject *e = mod_lib_call("exp", PyTuple_Pack(1, PyTuple_GET_ITEM(sl, 1)), NULL);
     PyObject *r = e ? PyNumber_Multiply(PyTuple_GET_ITEM(sl, 0), e) : NULL;
     Py_XDECREF(e);
     Py_DECREF(sl);
@@ -411,8 +373,8 @@ static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
     if (a[1]->nd == 0)
         return PyErr_Format(PyExc_ValueError, "linalg.solve: x2 is a 0-d array, not a vector or a "
                                               "stack of matrices");
-    PyObject *b = vector ? mod_la_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
-                                       Py_BuildValue("{s:i}", "axis", -1))
+    PyObject *b = vector ? mod_lib_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
+                                        Py_BuildValue("{s:i}", "axis", -1))
                          : Py_NewRef((PyObject *)a[1]);
     if (!b) return NULL;
     mod_array *bb = (mod_array *)b;
@@ -441,7 +403,7 @@ static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
             full[i] = Py_NewRef(ops[i]); /* no batch to broadcast: cuSOLVER's input already */
         } else {
             PyObject *v = same == 0
-                              ? mod_la_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
+                              ? mod_lib_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
                               : NULL;
             full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
             Py_XDECREF(v);
@@ -475,9 +437,9 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
     Py_ssize_t m = x->shape[x->nd - 2], n = x->shape[x->nd - 1];
     if (m == 0 || n == 0) {
         Py_ssize_t nm[2] = {n, m};
-        return mod_la_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 2, nm)),
-                           Py_BuildValue("{s:O,s:N}", "dtype", x->dtype, "device",
-                                         mod_device_new(mod_array_device(x))));
+        return mod_lib_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 2, nm)),
+                            Py_BuildValue("{s:O,s:N}", "dtype", x->dtype, "device",
+                                          mod_device_new(mod_array_device(x))));
     }
     PyObject *usv = v_svd(x, false, true);
     if (!usv) return NULL;
@@ -485,21 +447,19 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
              *vh = PyTuple_GET_ITEM(usv, 2);
     PyObject *cut = cutoff(s, x, rtol_arg(kw));
     PyObject *large = cut ? PyObject_RichCompare(s, cut, Py_GT) : NULL;
-    PyObject *rec = large ? mod_la_call("reciprocal", PyTuple_Pack(1, s), NULL) : NULL;
-    PyObject *zero = rec ? mod_la_call("zeros_like", PyTuple_Pack(1, s), NULL) : NULL;
-    PyObject *sp = zero ? mod_la_call("where", PyTuple_Pack(3, large, rec, zero), NULL) : NULL;
+    PyObject *rec = large ? mod_lib_call("reciprocal", PyTuple_Pack(1, s), NULL) : NULL;
+    PyObject *zero = rec ? mod_lib_call("zeros_like", PyTuple_Pack(1, s), NULL) : NULL;
+    PyObject *sp = zero ? mod_lib_call("where", PyTuple_Pack(3, large, rec, zero), NULL) : NULL;
     PyObject *spc =
-        sp ? mod_la_call("expand_dims", PyTuple_Pack(1, sp), Py_BuildValue("{s:i}", "axis", -1))
+        sp ? mod_lib_call("expand_dims", PyTuple_Pack(1, sp), Py_BuildValue("{s:i}", "axis", -1))
            : NULL;
-    PyObject *uc = spc ? mod_la_call("conj", PyTuple_Pack(1, u), NULL) : NULL;
+    PyObject *uc = spc ? mod_lib_call("conj", PyTuple_Pack(1, u), NULL) : NULL;
     PyObject *uh = uc ? PyObject_GetAttrString(uc, "mT") : NULL;
     PyObject *right = uh ? PyNumber_Multiply(spc, uh) : NULL;
-    PyObject *vc = right ? mod_la_call("conj", PyTuple_Pack(1, vh), NULL) : NULL;
+    PyObject *vc = right ? mod_lib_call("conj", PyTuple_Pack(1, vh), NULL) : NULL;
     PyObject *v = vc ? PyObject_GetAttrString(vc, "mT") : NULL;
-    PyObject *vcopy = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
-    PyObject *rcopy = vcopy ? mod_ops_copy((mod_array *)right, NULL) : NULL;
-    PyObject *r = rcopy ? stack_matmul(vcopy, rcopy) : NULL;
-    PyObject *tmp[] = {cut, large, rec, zero, sp, spc, uc, uh, right, vc, v, vcopy, rcopy, usv};
+    PyObject *r = v ? matmul(v, right) : NULL;
+    PyObject *tmp[] = {cut, large, rec, zero, sp, spc, uc, uh, right, vc, v, usv};
     for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) Py_XDECREF(tmp[i]);
     return r;
 }
@@ -508,14 +468,14 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
 static PyObject *vendor_matrix_rank(mod_array **a, PyObject *kw) {
     mod_array *x = a[0];
     if (x->shape[x->nd - 2] == 0 || x->shape[x->nd - 1] == 0)
-        return mod_la_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 0, NULL)),
-                           Py_BuildValue("{s:s,s:N}", "dtype", "int64", "device",
-                                         mod_device_new(mod_array_device(x))));
+        return mod_lib_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 0, NULL)),
+                            Py_BuildValue("{s:s,s:N}", "dtype", "int64", "device",
+                                          mod_device_new(mod_array_device(x))));
     PyObject *s = v_svd(x, false, false);
     PyObject *cut = s ? cutoff(s, x, rtol_arg(kw)) : NULL;
     PyObject *large = cut ? PyObject_RichCompare(s, cut, Py_GT) : NULL;
-    PyObject *r = large ? mod_la_call("count_nonzero", PyTuple_Pack(1, large),
-                                      Py_BuildValue("{s:i}", "axis", -1))
+    PyObject *r = large ? mod_lib_call("count_nonzero", PyTuple_Pack(1, large),
+                                       Py_BuildValue("{s:i}", "axis", -1))
                         : NULL;
     Py_XDECREF(s);
     Py_XDECREF(cut);
@@ -625,7 +585,7 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     /* cuSOLVER's inputs: C-contiguous, one dtype */
     PyObject *dtype = f->narrays == 1
                           ? Py_NewRef(a[0]->dtype)
-                          : mod_la_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
+                          : mod_lib_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
     PyObject *c[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; dtype && i < f->narrays; i++) {
         bool ready = mod_array_is_c_contiguous(a[i]) &&
@@ -658,7 +618,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
     int nmin = a->nd < b->nd ? a->nd : b->nd, axis = -1;
     if (axis_o && mod_lib_axis(axis_o, nmin, "linalg.cross", &axis) < 0) return NULL;
     if (axis_o) axis -= nmin; /* from the end: the broadcast shape's last nmin axes are both's */
-    PyObject *pair = mod_la_call("broadcast_arrays", PyTuple_Pack(2, x1, x2), NULL);
+    PyObject *pair = mod_lib_call("broadcast_arrays", PyTuple_Pack(2, x1, x2), NULL);
     if (!pair) return NULL;
     PyObject *ops[2], *comp[2][3] = {{NULL}}, *out[3] = {NULL}, *r = NULL;
     for (int w = 0; w < 2; w++) ops[w] = PySequence_GetItem(pair, w);
@@ -673,7 +633,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     for (int w = 0; w < 2; w++) {
-        PyObject *moved = mod_la_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
+        PyObject *moved = mod_lib_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
         for (int i = 0; moved && i < 3; i++) {
             PyObject *key = Py_BuildValue("(Oi)", Py_Ellipsis, i);
             comp[w][i] = key ? PyObject_GetItem(moved, key) : NULL;
@@ -693,7 +653,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
         if (!out[i]) goto done;
     }
     PyObject *list = Py_BuildValue("[OOO]", out[0], out[1], out[2]);
-    r = list ? mod_la_call("stack", PyTuple_Pack(1, list), Py_BuildValue("{s:i}", "axis", ax))
+    r = list ? mod_lib_call("stack", PyTuple_Pack(1, list), Py_BuildValue("{s:i}", "axis", ax))
              : NULL;
     Py_XDECREF(list);
 done:
@@ -709,10 +669,10 @@ done:
 static PyObject *diagonal(mod_array *a, Py_ssize_t k) {
     int nd = a->nd;
     Py_ssize_t rows = a->shape[nd - 2], cols = a->shape[nd - 1];
-    Py_ssize_t len =
-        k >= 0 ? (cols - k < rows ? cols - k : rows) : (rows + k < cols ? rows + k : cols);
+    Py_ssize_t len = 0; /* an offset past the matrix (any size: no overflow) gives none */
+    if (k >= 0 && k < cols) len = cols - k < rows ? cols - k : rows;
+    if (k < 0 && k > -rows) len = rows + k < cols ? rows + k : cols;
     Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS], offset = a->offset;
-    if (len < 0) len = 0;
     bool any = len > 0;
     for (int i = 0; i < nd - 2; i++) {
         shape[i] = a->shape[i];
@@ -770,7 +730,7 @@ static PyObject *f_outer(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError,
                             "linalg.outer needs two 1-D arrays, not %d-D and %d-D", a->nd, b->nd);
     PyObject *col =
-        mod_la_call("expand_dims", PyTuple_Pack(1, x1), Py_BuildValue("{s:i}", "axis", -1));
+        mod_lib_call("expand_dims", PyTuple_Pack(1, x1), Py_BuildValue("{s:i}", "axis", -1));
     PyObject *r = col ? PyNumber_Multiply(col, x2) : NULL;
     Py_XDECREF(col);
     return r;
@@ -789,7 +749,7 @@ static PyObject *extreme(PyObject *x, PyObject *axis, bool keepdims, bool larges
 /* sum(|x|**ord)**(1/ord), with NumPy's special orders: inf (max |x|), -inf
  * (min), 0 (the count of non-zeros), 1 (no power), 2 (sqrt of squares). */
 static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double ord) {
-    PyObject *ax = mod_la_call("abs", PyTuple_Pack(1, x), NULL), *r = NULL;
+    PyObject *ax = mod_lib_call("abs", PyTuple_Pack(1, x), NULL), *r = NULL;
     if (!ax) return NULL;
     PyObject *real = ((mod_array *)ax)->dtype; /* borrowed: ax holds it */
     if (isinf(ord)) {
@@ -804,11 +764,11 @@ static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double 
         r = mod_reduce_named("sum", ax, axis, NULL, keepdims);
     } else {
         PyObject *p = ord == 2 ? PyNumber_Multiply(ax, ax)
-                               : mod_la_call("pow", Py_BuildValue("(Od)", ax, ord), NULL);
+                               : mod_lib_call("pow", Py_BuildValue("(Od)", ax, ord), NULL);
         PyObject *s = p ? mod_reduce_named("sum", p, axis, NULL, keepdims) : NULL;
         r = !s         ? NULL
-            : ord == 2 ? mod_la_call("sqrt", PyTuple_Pack(1, s), NULL)
-                       : mod_la_call("pow", Py_BuildValue("(Od)", s, 1.0 / ord), NULL);
+            : ord == 2 ? mod_lib_call("sqrt", PyTuple_Pack(1, s), NULL)
+                       : mod_lib_call("pow", Py_BuildValue("(Od)", s, 1.0 / ord), NULL);
         Py_XDECREF(p);
         Py_XDECREF(s);
     }
@@ -878,7 +838,7 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
                   : extreme(s, last, false, ord > 0);
         Py_XDECREF(s);
     } else { /* 1: the largest column sum; inf: the largest row sum; negative: smallest */
-        PyObject *ax = mod_la_call("abs", PyTuple_Pack(1, x), NULL);
+        PyObject *ax = mod_lib_call("abs", PyTuple_Pack(1, x), NULL);
         PyObject *sumaxis = PyLong_FromLong(fabs(ord) == 1 ? -2 : -1);
         PyObject *s = ax && sumaxis ? mod_reduce_named("sum", ax, sumaxis, NULL, false) : NULL;
         r = s ? extreme(s, last, false, ord > 0) : NULL;
@@ -910,12 +870,12 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
     if (!is_floating(a)) return need_floating("linalg.matrix_power", a);
     if (need_matrices(a, true) < 0) return NULL;
     if (n == 0) {
-        PyObject *eye = mod_la_call("eye", Py_BuildValue("(n)", a->shape[a->nd - 1]),
-                                    Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
-                                                  mod_device_new(mod_array_device(a))));
+        PyObject *eye = mod_lib_call("eye", Py_BuildValue("(n)", a->shape[a->nd - 1]),
+                                     Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
+                                                   mod_device_new(mod_array_device(a))));
         PyObject *shape = eye ? mod_int_tuple(a->nd, a->shape) : NULL;
         PyObject *b =
-            shape ? mod_la_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL) : NULL;
+            shape ? mod_lib_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL) : NULL;
         PyObject *r = b ? mod_ops_copy((mod_array *)b, NULL) : NULL;
         Py_XDECREF(eye);
         Py_XDECREF(b);
@@ -926,13 +886,13 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
     if (n == PY_SSIZE_T_MIN) return PyErr_Format(PyExc_OverflowError, "matrix_power: n too large");
     while (base) {
         if (n & 1) {
-            PyObject *p = r ? stack_matmul(r, base) : Py_NewRef(base);
+            PyObject *p = r ? matmul(r, base) : Py_NewRef(base);
             Py_XSETREF(r, p);
             if (!r) break;
         }
         n >>= 1;
         if (!n) break;
-        Py_SETREF(base, stack_matmul(base, base));
+        Py_SETREF(base, matmul(base, base));
     }
     if (!base) Py_CLEAR(r);
     Py_XDECREF(base);

@@ -1,7 +1,9 @@
 /* lib: the array library offload writes for itself, the array API 2024.12
  * namespace -- element-wise operators and functions (mod_ops), reductions
  * (mod_reduce), statistics and scans (mod_stats), matmul (mod_matmul) and the
- * rest of the main namespace's linear algebra (mod_linalg), manipulation
+ * rest of the main namespace's linear algebra (mod_linalg), the linalg and fft
+ * extensions (mod_la, mod_fft: NumPy's LAPACK and pocketfft on CPU devices,
+ * mod_vendor's libraries on CUDA devices), manipulation
  * (mod_manip), advanced indexing (mod_index), sorting and sets (mod_sort),
  * the namespace's own functions and creation (mod_namespace), and NumPy's
  * dispatch to all of them (mod_dispatch) -- each a Python kernel text that
@@ -40,7 +42,8 @@ int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
 mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
 
 /* offload.<name>(*args, **kw), for rooms that compose the namespace's own
- * functions; args, a new tuple, is stolen (NULL: an error is already set). */
+ * functions: args a new tuple and kw a new dict or NULL, both stolen (NULL
+ * args, or an error already set: passed on, NULL). */
 PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw);
 
 /* numpy.exceptions.AxisError(axis, nd) -- NumPy's own class (a ValueError
@@ -140,10 +143,6 @@ PyObject *mod_la_vendor_fft(mod_array *x, int rank, int kind, bool inverse, Py_s
  * LinAlgError comes out as mod_la_error. kw may be NULL. */
 PyObject *mod_la_host_call(ofl_device *dev, const char *module, const char *name, PyObject *args,
                            PyObject *kw);
-/* offload.<name>(*args, **kw), args a new tuple and kw a new dict or NULL,
- * both stolen (NULL args, or an error already set: passed on, NULL): the
- * compositions' one way to the namespace. */
-PyObject *mod_la_call(const char *name, PyObject *args, PyObject *kw);
 
 /* ---- mod_vendor.c: cuBLAS, cuSOLVER, cuFFT on CUDA devices ----
  * Called for arrays on a CUDA device only. Inputs are C-contiguous stacks

@@ -55,7 +55,6 @@ static PyObject *f_vecdot(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *dtype = PyObject_GetAttrString(prod, "dtype");
     PyObject *kwargs = dtype ? Py_BuildValue("{s:i,s:N}", "axis", axis, "dtype", dtype) : NULL;
     PyObject *r = kwargs ? mod_lib_call("sum", Py_BuildValue("(O)", prod), kwargs) : NULL;
-    Py_XDECREF(kwargs);
     Py_DECREF(prod);
     return r;
 }

@@ -299,7 +299,6 @@ PyObject *mod_vendor_inv(mod_array *a) {
         PyObject *kw =
             device ? Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device", device) : NULL;
         mod_array *eye = (mod_array *)mod_lib_call("eye", Py_BuildValue("(n)", n), kw);
-        Py_XDECREF(kw);
         if (eye) {
             /* one identity per matrix: a view that repeats it over a's batch */
             Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS] = {0};
