@@ -145,15 +145,15 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     PyObject *src = int_tuple_of(k, axes), *dst = int_tuple_of(k, last);
     PyObject *moved =
         src && dst ? mod_lib_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
-    PyObject *c = moved ? mod_ops_copy((mod_array *)moved, NULL) : NULL;
-    PyObject *t = !c            ? NULL
-                  : elements(c) ? mod_la_vendor_fft((mod_array *)c, k, kind, inverse, last_n)
-                                : nothing(c, kind, last_n);
+    /* mod_vendor_fft copies a view it cannot read in place (and what C2R consumes) */
+    PyObject *t = !moved ? NULL
+                  : elements(moved)
+                      ? mod_la_vendor_fft((mod_array *)moved, k, kind, inverse, last_n)
+                      : nothing(moved, kind, last_n);
     PyObject *r = t ? mod_lib_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
     Py_XDECREF(src);
     Py_XDECREF(dst);
     Py_XDECREF(moved);
-    Py_XDECREF(c);
     Py_XDECREF(t);
     Py_DECREF(x);
     return r;
