@@ -57,6 +57,29 @@ static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kw) {
     Py_RETURN_NONE;
 }
 
+/* The vendor math libraries' pip wheels (nvidia-cublas-cu12, ...) install
+ * into site-packages, which the runtime cannot know: it is told sys.path's
+ * directories at import. Failing that, it looks where the system's are. */
+static void math_library_search(void) {
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    PyObject *sep = PyUnicode_FromString(":");
+    PyObject *dirs = NULL, *joined = NULL;
+    if (path && PyList_Check(path) && sep && (dirs = PyList_New(0))) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
+            PyObject *d = PyList_GET_ITEM(path, i);
+            if (PyUnicode_Check(d) && PyUnicode_GET_LENGTH(d) > 0 && PyList_Append(dirs, d) < 0)
+                break;
+        }
+        joined = PyUnicode_Join(sep, dirs);
+    }
+    const char *text = joined ? PyUnicode_AsUTF8(joined) : NULL;
+    if (text) ofl_math_search(text);
+    PyErr_Clear(); /* a sys.path it cannot read leaves the system's libraries */
+    Py_XDECREF(joined);
+    Py_XDECREF(dirs);
+    Py_XDECREF(sep);
+}
+
 static PyMethodDef module_methods[] = {
     {"_check_same_device", check_same_device, METH_VARARGS,
      "_check_same_device(*arrays) -> Device or None\n\nThe device all offload arrays among the "
@@ -96,6 +119,7 @@ PyMODINIT_FUNC PyInit_offload(void) {
         mod_loops_add_functions(m) < 0 || mod_lib_add_functions(m) < 0)
         goto fail;
     mod_errors_catch_interrupts();
+    math_library_search();
     return m;
 fail:
     Py_DECREF(m);

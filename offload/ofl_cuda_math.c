@@ -14,8 +14,9 @@
  * the device's pool, freed in stream order, so nothing here waits.
  *
  * Called by: the module's array library (module/lib/mod_vendor.c). */
-#include <dlfcn.h>
+#include <dlfcn.h> /* with _GNU_SOURCE (the build's): dlinfo, the path of a soname opened */
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ typedef struct {
     const char *subdir;   /* the cu12 wheel's nvidia/<subdir>/lib */
     const char *wheel;    /* what to install */
     void *h;              /* NULL until opened */
-    bool tried;
+    bool tried;           /* since the last ofl_math_search */
+    char path[4096];      /* the file opened */
 } vendor_lib;
 
 static vendor_lib libs[] = {
@@ -38,17 +40,20 @@ static vendor_lib libs[] = {
                     "cublas",
                     "nvidia-cublas-cu12",
                     NULL,
-                    false},
+                    false,
+                    ""},
     [OFL_CUSOLVER] = {{"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so", NULL},
                       "cusolver",
                       "nvidia-cusolver-cu12",
                       NULL,
-                      false},
+                      false,
+                      ""},
     [OFL_CUFFT] = {{"libcufft.so.12", "libcufft.so.11", "libcufft.so", NULL},
                    "cufft",
                    "nvidia-cufft-cu12",
                    NULL,
-                   false},
+                   false,
+                   ""},
 };
 static pthread_mutex_t libs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *search_dirs; /* ofl_math_search's, owned */
@@ -57,6 +62,7 @@ void ofl_math_search(const char *dirs) {
     pthread_mutex_lock(&libs_lock);
     free(search_dirs);
     search_dirs = dirs ? strdup(dirs) : NULL;
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) libs[i].tried = libs[i].h != NULL;
     pthread_mutex_unlock(&libs_lock);
 }
 
@@ -91,10 +97,17 @@ static void *open_lib(vendor_lib *l) {
 static void *lib_handle(ofl_math_lib which) {
     vendor_lib *l = &libs[which];
     pthread_mutex_lock(&libs_lock);
-    if (!l->tried) l->h = open_lib(l), l->tried = true;
+    if (!l->tried) {
+        l->h = open_lib(l), l->tried = true;
+        struct link_map *map = NULL;
+        if (l->h && dlinfo(l->h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name)
+            snprintf(l->path, sizeof l->path, "%s", map->l_name);
+    }
     pthread_mutex_unlock(&libs_lock);
     return l->h;
 }
+
+const char *ofl_math_path(ofl_math_lib lib) { return lib_handle(lib) ? libs[lib].path : NULL; }
 
 bool ofl_math_available(ofl_math_lib lib, const char **why) {
     static const char *const missing[] = {

@@ -171,10 +171,14 @@ typedef struct {
     int64_t stride; /* elements from one matrix of the stack to the next */
 } ofl_matrix;
 
-/* Directories (':'-separated, copied) holding nvidia/<lib>/lib or nvidia/cu13/lib. */
+/* Directories (':'-separated, copied) holding nvidia/<lib>/lib or nvidia/cu13/lib;
+ * libraries not found before are looked for again. */
 void ofl_math_search(const char *dirs);
-/* Whether lib opens; false with *why (static text) naming what to install. */
+/* Whether lib opens (at its first call, then remembered); false with *why
+ * (static text) naming what to install. */
 bool ofl_math_available(ofl_math_lib lib, const char **why);
+/* The file lib was opened from, or NULL where it does not open. */
+const char *ofl_math_path(ofl_math_lib lib);
 /* c = op(a) op(b) for each of batch, op transposing where ta/tb (conjugate
  * transposing complex); tf32 lets float32 use TF32 tensor cores. */
 int ofl_math_gemm(ofl_device *dev, ofl_math_type t, bool ta, bool tb, int64_t m, int64_t n,

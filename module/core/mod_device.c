@@ -388,6 +388,28 @@ static size_t first_of_platform(ofl_device *const *list, size_t i) {
     return i;
 }
 
+/* Where a CUDA device is listed: which vendor math library serves it (the
+ * file it opened), or what to install -- CUDA devices' matmul, linalg and
+ * fft (issue 23). html escapes the text. */
+static void math_libraries(sbuf *b, ofl_device *const *list, size_t n, bool html) {
+    bool cuda = false;
+    for (size_t i = 0; i < n; i++) cuda |= ofl_device_get_info(list[i])->backend == OFL_CUDA;
+    if (!cuda) return;
+    static const char *const names[] = {
+        [OFL_CUBLAS] = "cuBLAS", [OFL_CUSOLVER] = "cuSOLVER", [OFL_CUFFT] = "cuFFT"};
+    sb_printf(b, html ? "<p><b>CUDA math libraries:</b><br>\n" : "\nCUDA math libraries:\n");
+    for (int lib = OFL_CUBLAS; lib <= OFL_CUFFT; lib++) {
+        const char *why = NULL, *path = NULL;
+        if (ofl_math_available((ofl_math_lib)lib, &why)) path = ofl_math_path((ofl_math_lib)lib);
+        sb_printf(b, html ? "%s: " : "  %-9s ", names[lib]);
+        if (html)
+            sb_html(b, path ? path : why), sb_printf(b, "<br>\n");
+        else
+            sb_printf(b, "%s\n", path ? path : why);
+    }
+    if (html) sb_printf(b, "</p>\n");
+}
+
 static void text_listing(sbuf *b, int verbosity) {
     size_t n;
     const char *why;
@@ -429,6 +451,7 @@ static void text_listing(sbuf *b, int verbosity) {
     }
     /* what was found but cannot serve (a runtime missing a library, no CUDA driver) */
     if (verbosity >= 1 && why && *why) sb_printf(b, "\nNot listed: %s\n", why);
+    if (verbosity >= 1) math_libraries(b, list, n, false);
 }
 
 /* Attribute names break at their underscores, so long headers need not widen
@@ -574,6 +597,7 @@ static void html_listing(sbuf *b, int verbosity) {
         sb_html(b, why);
         sb_printf(b, "</p>\n");
     }
+    if (verbosity >= 1) math_libraries(b, list, n, true);
 }
 
 static PyObject *listing_str(void (*list)(sbuf *, int), int verbosity) {

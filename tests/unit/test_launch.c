@@ -12,6 +12,8 @@
  * launch is printed, not checked: machines differ.
  *
  * Prints "N passed, M failed" as its last line; exits non-zero on any failure. */
+#include <dlfcn.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -747,7 +749,59 @@ static void test_cuda(void) {
     check_fault(&t);
 }
 
+/* The vendor math libraries' search (ofl_cuda_math.c), without a GPU: where
+ * this machine has no cuFFT, the answer names the wheel; a file of that name
+ * under a search directory's nvidia/cufft/lib (a cu12 wheel's layout) or
+ * nvidia/cu13/lib is then found, and its path told. The stand-in is a copy of
+ * this process's libm: any shared object opens. */
+static void copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    CHECK(in && out);
+    char buf[65536];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0) CHECK(fwrite(buf, 1, n, out) == n);
+    if (in) fclose(in);
+    if (out) fclose(out);
+}
+
+static void test_math_search(void) {
+    const char *why = NULL;
+    if (ofl_math_available(OFL_CUFFT, &why)) {
+        printf("math search: this machine has cuFFT (%s); skipped\n", ofl_math_path(OFL_CUFFT));
+        return;
+    }
+    CHECK_HAS(why, "pip install nvidia-cufft-cu12");
+    CHECK(ofl_math_path(OFL_CUFFT) == NULL);
+    Dl_info info;
+    CHECK(dladdr((void *)&cos, &info) && info.dli_fname);
+    char dir[] = "/tmp/ofl-math-XXXXXX", sub[256], lib[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(sub, sizeof sub, "mkdir -p %s/site/nvidia/cufft/lib %s/other/nvidia/cu13/lib", dir,
+             dir);
+    CHECK(system(sub) == 0);
+    /* a directory without it changes nothing */
+    snprintf(sub, sizeof sub, "%s/other", dir);
+    ofl_math_search(sub);
+    CHECK(!ofl_math_available(OFL_CUFFT, NULL));
+    snprintf(lib, sizeof lib, "%s/site/nvidia/cufft/lib/libcufft.so.12", dir);
+    copy_file(info.dli_fname, lib);
+    snprintf(sub, sizeof sub, "/nonexistent:%s/other:%s/site", dir, dir);
+    ofl_math_search(sub);
+    CHECK(ofl_math_available(OFL_CUFFT, NULL));
+    CHECK_STR(ofl_math_path(OFL_CUFFT), lib);
+    /* CUDA 13's wheels put every library in nvidia/cu13/lib */
+    if (!ofl_math_available(OFL_CUSOLVER, NULL)) {
+        snprintf(lib, sizeof lib, "%s/other/nvidia/cu13/lib/libcusolver.so.12", dir);
+        copy_file(info.dli_fname, lib);
+        ofl_math_search(sub);
+        CHECK_STR(ofl_math_path(OFL_CUSOLVER), lib);
+    }
+    snprintf(sub, sizeof sub, "rm -rf %s", dir);
+    CHECK(system(sub) == 0);
+}
+
 int main(void) {
+    test_math_search();
     /* two PoCL devices, for the check across devices (must precede discovery) */
     setenv("POCL_DEVICES", "pthread pthread", 0);
     const char *why = NULL;
