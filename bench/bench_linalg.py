@@ -17,8 +17,8 @@ eigh 2048^2 float32, fft of 2^24 complex64, rfft of 2^24 float32. CPU: matmul fl
 512, 1024, 2048, solve 1024^2 float64, fft of 2^20 complex128 and rfft of 2^20 float64.
 Inputs come from a fixed seed; symmetric ones for eigh, diagonally dominant ones for solve.
 
-Timing: each case runs twice (plans, handles, pools), then --reps calls back to back and
-one synchronisation, on both sides: seconds per call, what a user's loop of calls gets.
+Timing: each case runs three times (plans, handles, pools), then --reps calls back to back
+and one synchronisation, on both sides: seconds per call, what a user's loop of calls gets.
 ratio = peer time / offload time (> 1: offload faster). Targets (issue 23 item 7, on the
 H100): matmul >= 0.95, solve >= 0.9, svd >= 0.9, eigh >= 0.9, fft >= 0.9, rfft >= 0.9;
 on the CPU device against NumPy, matmul >= 0.9 at 512-2048.
@@ -29,25 +29,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
-os.environ.pop("CUPY_TF32", None)
-os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+import offload as ol
 
-import offload as ol  # noqa: E402
-
-
-def per_call(fn, sync, reps):
-    for _ in range(2):
-        fn()
-    sync()
-    t = time.perf_counter()
-    for _ in range(reps):
-        r = fn()
-    sync()
-    return (time.perf_counter() - t) / reps, r
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_arrays import wall_per_call as per_call  # noqa: E402  (TF32 off for CuPy there too)
 
 
 def host(x):

@@ -468,9 +468,7 @@ int mod_fft_add_module(PyObject *module) {
         Py_XDECREF(cap);
         Py_XDECREF(f);
     }
-    /* a real submodule: `import offload.fft` finds it */
-    if (rc == 0) rc = PyDict_SetItemString(PyImport_GetModuleDict(), "offload.fft", m);
-    if (rc == 0) rc = PyModule_AddObjectRef(module, "fft", m);
+    if (rc == 0) rc = mod_lib_add_submodule(module, "fft", m);
     Py_XDECREF(modname);
     Py_DECREF(m);
     return rc;

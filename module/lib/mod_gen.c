@@ -175,3 +175,10 @@ PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw) {
     Py_XDECREF(kw);
     return r;
 }
+
+int mod_lib_add_submodule(PyObject *module, const char *name, PyObject *sub) {
+    char full[64];
+    snprintf(full, sizeof full, "offload.%s", name);
+    if (PyDict_SetItemString(PyImport_GetModuleDict(), full, sub) < 0) return -1;
+    return PyModule_AddObjectRef(module, name, sub);
+}

@@ -979,9 +979,7 @@ int mod_la_add_module(PyObject *module) {
         rc = f ? PyModule_AddObjectRef(m, shared[i], f) : -1;
         Py_XDECREF(f);
     }
-    /* a real submodule: `import offload.linalg` finds it */
-    if (rc == 0) rc = PyDict_SetItemString(PyImport_GetModuleDict(), "offload.linalg", m);
-    if (rc == 0) rc = PyModule_AddObjectRef(module, "linalg", m);
+    if (rc == 0) rc = mod_lib_add_submodule(module, "linalg", m);
     Py_XDECREF(modname);
     Py_DECREF(m);
     return rc;

@@ -46,6 +46,10 @@ mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
  * args, or an error already set: passed on, NULL). */
 PyObject *mod_lib_call(const char *name, PyObject *args, PyObject *kw);
 
+/* sub as offload.<name>: an attribute of module and a real submodule
+ * (`import offload.<name>` finds it in sys.modules). 0 or -1. */
+int mod_lib_add_submodule(PyObject *module, const char *name, PyObject *sub);
+
 /* numpy.exceptions.AxisError(axis, nd) -- NumPy's own class (a ValueError
  * and an IndexError) and message, prefix (or NULL) starting it; returns -1. */
 int mod_lib_axis_error(Py_ssize_t axis, int nd, const char *prefix);
