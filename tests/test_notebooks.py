@@ -1,7 +1,7 @@
 """Every notebook under notebooks/ runs top to bottom on the offload kernel
 (the README's quick start shows the tour; this keeps it from rotting).
 
-The workshop notebooks (01-08) are lessons (conventions in notebooks/README.md):
+The workshop notebooks (01-09) are lessons (conventions in notebooks/README.md):
 an opening cell with objectives, prerequisites and minutes; markdown between code
 cells; exercises whose answer key lies between BEGIN/END SOLUTION markers, each
 followed by a check cell; and NumPy checks that assert the results, so that a
@@ -35,6 +35,7 @@ WORKSHOPS = [
     "06-offload-loops.ipynb",
     "07-capstone-kmeans.ipynb",
     "08-arrays-like-numpy.ipynb",
+    "09-linear-algebra.ipynb",
 ]
 NOTEBOOK_TIMEOUT = 600  # seconds per test that runs a whole notebook (cells: 120 s each)
 
