@@ -33,6 +33,7 @@ from offload_fixtures import (  # noqa: F401  (rng: a fixture)
     load_offload,
     random_array,
     rng,
+    run_python,
 )
 
 ol = load_offload()
@@ -499,3 +500,29 @@ def test_nonzero_errors(device):
         ol.nonzero(np.arange(3))
     if np.isnan(np.float32("nan")):
         check_equal(ol.nonzero(host(np.array([0, np.nan, -0.0, 1], np.float32), device))[0], np.array([1, 3]))
+
+
+def test_integer_indexing_without_64_bit_atomics():
+    """Bounds checks flag the first bad position with a 32-bit atomic min, so integer-array
+    indexing, take and assignment run on devices without 64-bit atomics (many laptop GPUs;
+    OFFLOAD_WITHOUT=atomic64 makes the CPU device pretend to be one), and an index out of
+    range is still NumPy's IndexError."""
+    code = """
+import numpy as np, offload as ol
+x = ol.asarray(np.arange(10, dtype=np.float32))
+idx = ol.asarray(np.array([1, -2, 3], np.int32))
+got = [x[idx].asnumpy().tolist(), ol.take(x, idx).asnumpy().tolist(),
+       x[ol.argmax(x)].asnumpy().tolist()]
+x[idx] = 0
+got.append(x.asnumpy().tolist())
+try:
+    x[ol.asarray(np.array([0, 10], np.int64))]
+    got.append("no error")
+except IndexError as e:
+    got.append(str(e))
+result = {"got": got}
+"""
+    r = run_python(code, env={"OFFLOAD_WITHOUT": "atomic64"}, timeout=120)["got"]
+    assert r[:3] == [[1.0, 8.0, 3.0], [1.0, 8.0, 3.0], 9.0]
+    assert r[3] == [0.0, 0.0, 2.0, 0.0, 4.0, 5.0, 6.0, 7.0, 0.0, 9.0]
+    assert r[4] == "index 10 is out of bounds for axis 0 with size 10"

@@ -368,22 +368,37 @@ static void plan_clear(plan *p) {
 }
 
 /* Checks every index array that needs it on the device and reads the flags
- * back: IndexError naming the first index out of range, as NumPy does. */
+ * back: IndexError naming the first index out of range, as NumPy does. The
+ * flags are int32 -- every device has 32-bit atomics -- unless an index
+ * array has 2^31 elements or more (then int64, which needs 64-bit ones). */
 static int check_bounds(mod_array *x, plan *p) {
-    int64_t flags[MAXK];
     int nchk = 0;
+    bool wide = false;
     for (int k = 0; k < p->K; k++)
-        if (p->check[k]) flags[nchk++] = INT64_MAX;
+        if (p->check[k]) {
+            mod_array *ix = (mod_array *)p->idx[k];
+            wide |= size_of(ix->nd, ix->shape) > INT32_MAX;
+            nchk++;
+        }
     if (nchk == 0) return 0;
     ofl_device *dev = mod_array_device(x);
-    PyObject *fl = upload_i64(flags, nchk, dev);
+    const char *flag_dtype = wide ? "int64" : "int32";
+    PyObject *fl = mod_lib_call(
+        "full", Py_BuildValue("(iL)", nchk, wide ? (long long)INT64_MAX : (long long)INT32_MAX),
+        Py_BuildValue("{s:s,s:N}", "dtype", flag_dtype, "device", mod_device_new(dev)));
     if (!fl) return -1;
-    static const char src[] = "def index_check(item, idx, n, flags, k):\n"
-                              "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
-                              "    j = item.get_id(0)\n"
-                              "    v = idx[j]\n"
-                              "    if v < -n or v >= n:\n"
-                              "        ol.AtomicRef(flags, k).fetch_min(np.int64(j))\n";
+    static const char src32[] = "def index_check32(item, idx, n, flags, k):\n"
+                                "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
+                                "    j = item.get_id(0)\n"
+                                "    v = idx[j]\n"
+                                "    if v < -n or v >= n:\n"
+                                "        ol.AtomicRef(flags, k).fetch_min(np.int32(j))\n";
+    static const char src64[] = "def index_check64(item, idx, n, flags, k):\n"
+                                "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
+                                "    j = item.get_id(0)\n"
+                                "    v = idx[j]\n"
+                                "    if v < -n or v >= n:\n"
+                                "        ol.AtomicRef(flags, k).fetch_min(np.int64(j))\n";
     int rc = 0;
     for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
         if (!p->check[k]) continue;
@@ -392,17 +407,25 @@ static int check_bounds(mod_array *x, plan *p) {
         PyObject *v = n ? mod_array_view(ix, 1, &n, st, ix->offset) : NULL;
         PyObject *nn = PyLong_FromSsize_t(p->an[k]), *cc = PyLong_FromLong(c++);
         PyObject *args[] = {v, nn, fl, cc};
-        PyObject *r = v && nn && cc ? launch_range("index_check", src, n, args, 4) : NULL;
+        PyObject *r = v && nn && cc ? launch_range(wide ? "index_check64" : "index_check32",
+                                                   wide ? src64 : src32, n, args, 4)
+                                    : NULL;
         if (!r && (n || PyErr_Occurred())) rc = -1;
         Py_XDECREF(r);
         Py_XDECREF(v);
         Py_XDECREF(nn);
         Py_XDECREF(cc);
     }
-    if (rc == 0) rc = read_i64((mod_array *)fl, 0, flags, nchk);
+    int64_t flags[MAXK];
+    PyObject *host = NULL;
+    if (rc == 0 && !(host = mod_call_method(fl, "astype", Py_BuildValue("(s)", "int64"), NULL)))
+        rc = -1;
+    if (rc == 0) rc = read_i64((mod_array *)host, 0, flags, nchk);
+    Py_XDECREF(host);
+    int64_t none = wide ? INT64_MAX : INT32_MAX;
     for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
         if (!p->check[k]) continue;
-        if (flags[c++] == INT64_MAX) continue;
+        if (flags[c++] == none) continue;
         int64_t bad;
         if (read_i64((mod_array *)p->idx[k], flags[c - 1], &bad, 1) < 0)
             rc = -1;
