@@ -817,10 +817,24 @@ static int cu_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
 }
 
 const ofl_backend_ops ofl_cuda_ops = {
-    "cuda",           cu_open,        cu_alloc,
-    cu_free,          cu_write,       cu_read,
-    cu_copy,          cu_synchronize, cu_mark,
-    cu_event_wait,    cu_poll,        cu_event_elapsed,
-    cu_event_release, cu_build,       cu_program_release,
-    cu_launch,        NULL,           NULL, /* no host memory in place */
+    "cuda",
+    cu_open,
+    cu_alloc,
+    cu_free,
+    cu_write,
+    cu_read,
+    cu_copy,
+    cu_synchronize,
+    cu_mark,
+    cu_event_wait,
+    cu_poll,
+    cu_event_elapsed,
+    cu_event_release,
+    cu_build,
+    cu_program_release,
+    cu_launch,
+    NULL,
+    NULL, /* no host memory in place */
+    NULL,
+    NULL,
 };

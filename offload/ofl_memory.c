@@ -178,6 +178,30 @@ int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error
     return rc;
 }
 
+void *ofl_buffer_map(ofl_buffer *buf, bool write, ofl_error *err) {
+    if (!buf) return ofl_fail(err, OFL_ERR_INVALID, "map: no buffer given"), NULL;
+    ofl_device *dev = buf->dev;
+    if (!dev->ops->map || dev->info.type != OFL_CPU) {
+        ofl_fail(err, OFL_ERR_INVALID, "%s (%s): its memory is not the host's to map",
+                 dev->info.filter, dev->info.name);
+        return NULL;
+    }
+    void *p = NULL;
+    if (ofl_device_lock(dev, err) != 0) return NULL;
+    if (check_current(buf, err) == 0 && drain(dev, err) == 0) p = dev->ops->map(buf, write, err);
+    ofl_device_unlock(dev);
+    return p;
+}
+
+int ofl_buffer_unmap(ofl_buffer *buf, void *p, ofl_error *err) {
+    int rc = ofl_device_lock(buf->dev, err);
+    if (rc == 0) {
+        rc = buf->dev->ops->unmap(buf, p, err);
+        ofl_device_unlock(buf->dev);
+    }
+    return rc;
+}
+
 /* Through host memory, in pieces; backwards when the regions overlap with the
  * destination after the source, so that the result is memmove's. */
 static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,

@@ -248,6 +248,44 @@ static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset) {
 
 /* ---- device -> host ---- */
 
+PyObject *mod_array_map_host(mod_array *a, bool write, mod_host_map *map) {
+    *map = (mod_host_map){mod_array_buffer(a), NULL};
+    if (!map->buf) return np_empty(a->nd, a->shape, a->dtype); /* no elements */
+    ofl_error err;
+    Py_BEGIN_ALLOW_THREADS;
+    map->p = ofl_buffer_map(map->buf, write, &err);
+    Py_END_ALLOW_THREADS;
+    if (!map->p) return mod_raise(&err);
+    /* numpy.ndarray(shape, dtype, buffer, offset, strides) over the mapping */
+    PyObject *mem = PyMemoryView_FromMemory(map->p, (Py_ssize_t)ofl_buffer_size(map->buf),
+                                            write ? PyBUF_WRITE : PyBUF_READ);
+    PyObject *shape = mod_int_tuple(a->nd, a->shape), *strides = mod_int_tuple(a->nd, a->strides);
+    PyObject *args = mem && shape ? PyTuple_Pack(2, shape, a->dtype) : NULL;
+    PyObject *kw = args && strides ? Py_BuildValue("{s:O,s:n,s:O}", "buffer", mem, "offset",
+                                                   a->offset, "strides", strides)
+                                   : NULL;
+    PyObject *view = kw ? mod_np_call("ndarray", args, kw) : NULL;
+    Py_XDECREF(mem);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!view) mod_array_unmap_host(map);
+    return view;
+}
+
+int mod_array_unmap_host(mod_host_map *map) {
+    if (!map->p) return 0;
+    ofl_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = ofl_buffer_unmap(map->buf, map->p, &err);
+    Py_END_ALLOW_THREADS;
+    map->p = NULL;
+    if (rc && !PyErr_Occurred()) mod_raise(&err);
+    return rc ? -1 : 0;
+}
+
 PyObject *mod_array_asnumpy(mod_array *a) {
     if (mod_array_is_c_contiguous(a)) {
         PyObject *out = np_empty(a->nd, a->shape, a->dtype);

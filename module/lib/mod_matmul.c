@@ -5,7 +5,7 @@
  * dtype, the error messages), the refusal to mix with host data, and the
  * choice of who computes a float product: cuBLAS on a CUDA device (one
  * strided-batched call through mod_vendor), NumPy's BLAS on an OpenCL CPU
- * device's data (mod_la_host_call: that memory is the host's, and OpenBLAS
+ * device's buffers mapped in place (that memory is the host's, and OpenBLAS
  * beats any kernel there), else -- integers, other devices, or
  * OFFLOAD_MATMUL=kernel -- the kernel below, launched once per matrix of a
  * stack. Nothing here waits for the device but the host copies.
@@ -609,18 +609,43 @@ static int computed_by(ofl_device *dev, PyObject *dtype) {
     return mod_vendor_blas_ready(dev) ? BY_CUBLAS : BY_KERNEL;
 }
 
-/* c = a @ b for stacks with equal batch shapes: cuBLAS at once, or the
- * kernel per matrix. */
+/* c = a @ b by NumPy's matmul (its BLAS) on the CPU device's memory in place:
+ * a and b mapped for reading, c for writing, no copies. */
+static PyObject *host_blas(mod_array *a, mod_array *b, int nb) {
+    Py_ssize_t shape[MOD_MAXDIMS];
+    memcpy(shape, a->shape, sizeof(Py_ssize_t) * (size_t)nb);
+    shape[nb] = a->shape[nb], shape[nb + 1] = b->shape[nb + 1];
+    mod_array *c = (mod_array *)mod_array_new_empty(mod_array_device(a), a->dtype, nb + 2, shape);
+    if (!c) return NULL;
+    mod_host_map ma = {0}, mb = {0}, mc = {0};
+    PyObject *va = mod_array_map_host(a, false, &ma);
+    PyObject *vb = va ? mod_array_map_host(b, false, &mb) : NULL;
+    PyObject *vc = vb ? mod_array_map_host(c, true, &mc) : NULL;
+    PyObject *args = vc ? PyTuple_Pack(2, va, vb) : NULL;
+    PyObject *kw = args ? Py_BuildValue("{s:O}", "out", vc) : NULL;
+    PyObject *r = kw ? mod_np_call("matmul", args, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_XDECREF(va);
+    Py_XDECREF(vb);
+    Py_XDECREF(vc);
+    /* the views are gone: unmap (each, even after a failure) */
+    int rc = mod_array_unmap_host(&ma) | mod_array_unmap_host(&mb) | mod_array_unmap_host(&mc);
+    if (!r || rc) Py_CLEAR(c);
+    return (PyObject *)c;
+}
+
+/* c = a @ b for stacks with equal batch shapes: cuBLAS at once, NumPy's BLAS
+ * in place, or the kernel per matrix. */
 static PyObject *stacked(mod_array *a, mod_array *b, PyObject *dtype, int nb) {
     ofl_device *dev = mod_array_device(a);
     int by = computed_by(dev, dtype);
     if (by != BY_KERNEL) {
         mod_array *ac = in_dtype(a, dtype), *bc = ac ? in_dtype(b, dtype) : NULL;
-        PyObject *ab = bc ? PyTuple_Pack(2, ac, bc) : NULL, *c = NULL;
-        if (ab)
-            c = by == BY_CUBLAS ? mod_vendor_matmul(ac, bc)
-                                : mod_la_host_call(dev, "numpy", "matmul", ab, NULL);
-        Py_XDECREF(ab);
+        PyObject *c = !bc               ? NULL
+                      : by == BY_CUBLAS ? mod_vendor_matmul(ac, bc)
+                                        : host_blas(ac, bc, nb);
         Py_XDECREF(ac);
         Py_XDECREF(bc);
         return c;
