@@ -68,8 +68,9 @@ typedef struct {
     int (*wrap_host)(ofl_device *dev, void *host, size_t bytes, ofl_buffer *buf, ofl_error *err);
     int (*sync_host)(ofl_buffer *buf, size_t off, size_t n, ofl_error *err);
     /* The whole buffer mapped into the host's address space (NULL: the
-     * backend cannot), and unmapped; lock held, queue drained. */
-    void *(*map)(ofl_buffer *buf, bool write, ofl_error *err);
+     * backend cannot), and unmapped; lock held, queue drained. A map that
+     * does not block is valid after the next synchronize. */
+    void *(*map)(ofl_buffer *buf, bool write, bool blocking, ofl_error *err);
     int (*unmap)(ofl_buffer *buf, void *p, ofl_error *err);
 } ofl_backend_ops;
 

@@ -178,19 +178,27 @@ int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error
     return rc;
 }
 
-void *ofl_buffer_map(ofl_buffer *buf, bool write, ofl_error *err) {
-    if (!buf) return ofl_fail(err, OFL_ERR_INVALID, "map: no buffer given"), NULL;
-    ofl_device *dev = buf->dev;
-    if (!dev->ops->map || dev->info.type != OFL_CPU) {
-        ofl_fail(err, OFL_ERR_INVALID, "%s (%s): its memory is not the host's to map",
-                 dev->info.filter, dev->info.name);
-        return NULL;
-    }
-    void *p = NULL;
-    if (ofl_device_lock(dev, err) != 0) return NULL;
-    if (check_current(buf, err) == 0 && drain(dev, err) == 0) p = dev->ops->map(buf, write, err);
+int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n,
+                    ofl_error *err) {
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    if (n == 0) return 0;
+    ofl_device *dev = bufs[0]->dev;
+    for (int i = 0; i < n; i++)
+        if (bufs[i]->dev != dev || !dev->ops->map || dev->info.type != OFL_CPU)
+            return ofl_fail(err, OFL_ERR_INVALID, "%s (%s): its memory is not the host's to map",
+                            bufs[i]->dev->info.filter, bufs[i]->dev->info.name);
+    int rc = ofl_device_lock(dev, err);
+    if (rc) return rc;
+    for (int i = 0; i < n && rc == 0; i++) rc = check_current(bufs[i], err);
+    if (rc == 0) rc = drain(dev, err);
+    /* queued together and waited for once: PoCL's wait costs more than a map */
+    for (int i = 0; i < n && rc == 0; i++)
+        if (!(out[i] = dev->ops->map(bufs[i], write[i], false, err))) rc = OFL_ERR_DEVICE;
+    if (rc == 0) rc = dev->ops->synchronize(dev, err);
+    for (int i = 0; i < n && rc; i++)
+        if (out[i]) dev->ops->unmap(bufs[i], out[i], NULL), out[i] = NULL;
     ofl_device_unlock(dev);
-    return p;
+    return rc;
 }
 
 int ofl_buffer_unmap(ofl_buffer *buf, void *p, ofl_error *err) {

@@ -493,10 +493,10 @@ static int cl_sync_host(ofl_buffer *buf, size_t off, size_t n, ofl_error *err) {
  * (the memory itself where the runtime used it in place) for host code --
  * NumPy's BLAS -- to compute in, and the unmap makes what it wrote the
  * device's. */
-static void *cl_map(ofl_buffer *buf, bool write, ofl_error *err) {
+static void *cl_map(ofl_buffer *buf, bool write, bool blocking, ofl_error *err) {
     cl_int rc;
     size_t n = buf->size ? buf->size : 1;
-    void *p = clEnqueueMapBuffer(buf->dev->h.cl.queue, buf->h.mem, CL_TRUE,
+    void *p = clEnqueueMapBuffer(buf->dev->h.cl.queue, buf->h.mem, blocking ? CL_TRUE : CL_FALSE,
                                  write ? CL_MAP_READ | CL_MAP_WRITE : CL_MAP_READ, 0, n, 0, NULL,
                                  NULL, &rc);
     if (!p) transfer_fail(err, buf, "clEnqueueMapBuffer", rc);

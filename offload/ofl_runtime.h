@@ -138,11 +138,13 @@ int ofl_buffer_wrap_host(ofl_device *dev, void *host, size_t bytes, ofl_buffer *
                          ofl_error *err);
 int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error *err);
 void *ofl_buffer_host(const ofl_buffer *buf); /* the memory wrap_host was given, else NULL */
-/* A CPU device's buffer mapped whole into the host's address space, after
- * its queue drains, for host code to read (and write) in place; NULL with
- * err elsewhere. Unmap before the device uses it again: the unmap makes the
+/* n buffers of one CPU device, each mapped whole into the host's address
+ * space (out[i]) after the queue drains, for host code to read (and where
+ * write[i], write) in place; 0, or an error (nothing mapped) on other
+ * devices. Unmap each before the device uses it again: the unmap makes the
  * host's writes the device's. */
-void *ofl_buffer_map(ofl_buffer *buf, bool write, ofl_error *err);
+int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n,
+                    ofl_error *err);
 int ofl_buffer_unmap(ofl_buffer *buf, void *p, ofl_error *err);
 
 int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);

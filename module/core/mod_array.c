@@ -248,16 +248,10 @@ static PyObject *np_strided(mod_array *a, PyObject *buf, Py_ssize_t offset) {
 
 /* ---- device -> host ---- */
 
-PyObject *mod_array_map_host(mod_array *a, bool write, mod_host_map *map) {
-    *map = (mod_host_map){mod_array_buffer(a), NULL};
-    if (!map->buf) return np_empty(a->nd, a->shape, a->dtype); /* no elements */
-    ofl_error err;
-    Py_BEGIN_ALLOW_THREADS;
-    map->p = ofl_buffer_map(map->buf, write, &err);
-    Py_END_ALLOW_THREADS;
-    if (!map->p) return mod_raise(&err);
-    /* numpy.ndarray(shape, dtype, buffer, offset, strides) over the mapping */
-    PyObject *mem = PyMemoryView_FromMemory(map->p, (Py_ssize_t)ofl_buffer_size(map->buf),
+/* numpy.ndarray(shape, dtype, buffer, offset, strides) over a's mapped memory */
+static PyObject *host_view(mod_array *a, void *p, bool write) {
+    if (!p) return np_empty(a->nd, a->shape, a->dtype); /* no elements, no buffer */
+    PyObject *mem = PyMemoryView_FromMemory(p, (Py_ssize_t)ofl_buffer_size(mod_array_buffer(a)),
                                             write ? PyBUF_WRITE : PyBUF_READ);
     PyObject *shape = mod_int_tuple(a->nd, a->shape), *strides = mod_int_tuple(a->nd, a->strides);
     PyObject *args = mem && shape ? PyTuple_Pack(2, shape, a->dtype) : NULL;
@@ -270,12 +264,44 @@ PyObject *mod_array_map_host(mod_array *a, bool write, mod_host_map *map) {
     Py_XDECREF(strides);
     Py_XDECREF(args);
     Py_XDECREF(kw);
-    if (!view) mod_array_unmap_host(map);
     return view;
 }
 
+int mod_arrays_map_host(mod_array **a, const bool *write, int n, PyObject **views,
+                        mod_host_map *maps) {
+    ofl_buffer *bufs[MOD_MAP_MAX];
+    bool wr[MOD_MAP_MAX];
+    void *ptr[MOD_MAP_MAX];
+    int m = 0, rc = 0;
+    for (int i = 0; i < n; i++) {
+        views[i] = NULL, maps[i] = (mod_host_map){mod_array_buffer(a[i]), NULL};
+        if (maps[i].buf) bufs[m] = maps[i].buf, wr[m++] = write[i];
+    }
+    ofl_error err;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = ofl_buffers_map(bufs, wr, ptr, m, &err);
+    Py_END_ALLOW_THREADS;
+    if (rc) {
+        for (int i = 0; i < n; i++) maps[i].buf = NULL;
+        mod_raise(&err);
+        return -1;
+    }
+    for (int i = 0, k = 0; i < n; i++)
+        if (maps[i].buf) maps[i].p = ptr[k++];
+    for (int i = 0; i < n && rc == 0; i++)
+        if (!(views[i] = host_view(a[i], maps[i].p, write[i]))) rc = -1;
+    if (rc) {
+        for (int i = 0; i < n; i++) {
+            Py_CLEAR(views[i]);
+            mod_array_unmap_host(&maps[i]);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 int mod_array_unmap_host(mod_host_map *map) {
-    if (!map->p) return 0;
+    if (!map->buf || !map->p) return 0;
     ofl_error err;
     int rc;
     Py_BEGIN_ALLOW_THREADS;

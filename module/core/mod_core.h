@@ -148,16 +148,19 @@ ofl_device *mod_array_device(const mod_array *a);
 ofl_buffer *mod_array_buffer(const mod_array *a); /* NULL for an empty array */
 bool mod_array_is_c_contiguous(const mod_array *a);
 PyObject *mod_array_asnumpy(mod_array *a); /* waits for pending work on its device */
-/* a as a NumPy array over its own memory, mapped (a CPU device's: the
- * host's), after pending work: host code (NumPy's BLAS) reads, and with
- * write writes, the device's array in place. The view does not keep the
- * mapping: the caller drops its only reference, then unmaps (which makes
- * the writes the device's). NULL with an exception on other devices. */
+/* Arrays a[0..n) of one CPU device (whose memory is the host's) as NumPy
+ * arrays over their own memory, mapped after pending work: host code
+ * (NumPy's BLAS) reads them, and where write[i] writes, in place. The views
+ * do not keep the mappings: the caller drops them, then unmaps each map
+ * (which makes the writes the device's). 0, or -1 with an exception (on
+ * other devices too) and nothing to release. */
+#define MOD_MAP_MAX 8
 typedef struct {
     ofl_buffer *buf;
     void *p; /* NULL: nothing mapped */
 } mod_host_map;
-PyObject *mod_array_map_host(mod_array *a, bool write, mod_host_map *map);
+int mod_arrays_map_host(mod_array **a, const bool *write, int n, PyObject **views,
+                        mod_host_map *maps);
 int mod_array_unmap_host(mod_host_map *map); /* 0, or -1 with an exception */
 /* An array over foreign memory: takes buf (from ofl_buffer_wrap; freed even on
  * failure) and a reference to owner, which keeps the memory alive and is

@@ -617,21 +617,25 @@ static PyObject *host_blas(mod_array *a, mod_array *b, int nb) {
     shape[nb] = a->shape[nb], shape[nb + 1] = b->shape[nb + 1];
     mod_array *c = (mod_array *)mod_array_new_empty(mod_array_device(a), a->dtype, nb + 2, shape);
     if (!c) return NULL;
-    mod_host_map ma = {0}, mb = {0}, mc = {0};
-    PyObject *va = mod_array_map_host(a, false, &ma);
-    PyObject *vb = va ? mod_array_map_host(b, false, &mb) : NULL;
-    PyObject *vc = vb ? mod_array_map_host(c, true, &mc) : NULL;
-    PyObject *args = vc ? PyTuple_Pack(2, va, vb) : NULL;
-    PyObject *kw = args ? Py_BuildValue("{s:O}", "out", vc) : NULL;
+    mod_array *abc[3] = {a, b, c};
+    static const bool write[3] = {false, false, true};
+    PyObject *v[3];
+    mod_host_map maps[3];
+    if (mod_arrays_map_host(abc, write, 3, v, maps) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    PyObject *args = PyTuple_Pack(2, v[0], v[1]);
+    PyObject *kw = args ? Py_BuildValue("{s:O}", "out", v[2]) : NULL;
     PyObject *r = kw ? mod_np_call("matmul", args, kw) : NULL;
     Py_XDECREF(r);
     Py_XDECREF(args);
     Py_XDECREF(kw);
-    Py_XDECREF(va);
-    Py_XDECREF(vb);
-    Py_XDECREF(vc);
-    /* the views are gone: unmap (each, even after a failure) */
-    int rc = mod_array_unmap_host(&ma) | mod_array_unmap_host(&mb) | mod_array_unmap_host(&mc);
+    int rc = 0;
+    for (int i = 0; i < 3; i++) { /* the views go first, then every mapping, even after a failure */
+        Py_DECREF(v[i]);
+        rc |= mod_array_unmap_host(&maps[i]);
+    }
     if (!r || rc) Py_CLEAR(c);
     return (PyObject *)c;
 }
