@@ -178,8 +178,7 @@ int ofl_buffer_sync_host(ofl_buffer *buf, size_t offset, size_t bytes, ofl_error
     return rc;
 }
 
-int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n,
-                    ofl_error *err) {
+int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n, ofl_error *err) {
     for (int i = 0; i < n; i++) out[i] = NULL;
     if (n == 0) return 0;
     ofl_device *dev = bufs[0]->dev;

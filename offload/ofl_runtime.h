@@ -143,8 +143,7 @@ void *ofl_buffer_host(const ofl_buffer *buf); /* the memory wrap_host was given,
  * write[i], write) in place; 0, or an error (nothing mapped) on other
  * devices. Unmap each before the device uses it again: the unmap makes the
  * host's writes the device's. */
-int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n,
-                    ofl_error *err);
+int ofl_buffers_map(ofl_buffer *const *bufs, const bool *write, void **out, int n, ofl_error *err);
 int ofl_buffer_unmap(ofl_buffer *buf, void *p, ofl_error *err);
 
 int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);

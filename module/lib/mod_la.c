@@ -65,15 +65,30 @@ int mod_la_path(ofl_device *dev, const char *fn) {
 
 /* ---- the host path ---- */
 
-static PyObject *to_host(PyObject *o, ofl_device *dev, const char *fn) {
-    if (!mod_array_check(o)) return Py_NewRef(o);
+/* The offload arrays among the host call's arguments, in the order
+ * host_arg meets them (args, then kw's values): all on dev. -1 with an
+ * exception. */
+static int gather(PyObject *o, ofl_device *dev, const char *fn, mod_array **arrs, int *n) {
+    if (!mod_array_check(o)) return 0;
     ofl_device *d = mod_array_device((mod_array *)o);
-    if (d != dev)
-        return PyErr_Format(mod_ExecutionPlacementError,
-                            "offload.%s: arrays live on two devices, %s and %s; move one with "
-                            ".to_device(...)",
-                            fn, ofl_device_get_info(dev)->filter, ofl_device_get_info(d)->filter);
-    return mod_array_asnumpy((mod_array *)o);
+    if (d != dev) {
+        PyErr_Format(mod_ExecutionPlacementError,
+                     "offload.%s: arrays live on two devices, %s and %s; move one with "
+                     ".to_device(...)",
+                     fn, ofl_device_get_info(dev)->filter, ofl_device_get_info(d)->filter);
+        return -1;
+    }
+    if (*n == MOD_MAP_MAX) {
+        PyErr_Format(PyExc_SystemError, "offload.%s: more than %d arrays", fn, MOD_MAP_MAX);
+        return -1;
+    }
+    arrs[(*n)++] = (mod_array *)o;
+    return 0;
+}
+
+/* o for the host: the next mapped view where it is an offload array (new reference) */
+static PyObject *host_arg(PyObject *o, PyObject **views, int *k) {
+    return Py_NewRef(mod_array_check(o) ? views[(*k)++] : o);
 }
 
 static PyObject *to_device(PyObject *r, ofl_device *dev) {
@@ -117,37 +132,48 @@ PyObject *mod_la_host_call(ofl_device *dev, const char *module, const char *name
     PyObject *mod = PyImport_ImportModule(module);
     PyObject *f = mod ? PyObject_GetAttrString(mod, name) : NULL;
     Py_XDECREF(mod);
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *hargs = f ? PyTuple_New(n) : NULL, *hkw = NULL, *r = NULL, *out = NULL;
-    for (Py_ssize_t i = 0; hargs && i < n; i++) {
-        PyObject *h = to_host(PyTuple_GET_ITEM(args, i), dev, fn);
-        if (!h)
-            Py_CLEAR(hargs);
-        else
-            PyTuple_SET_ITEM(hargs, i, h);
+    /* the arrays read in place: mapped (the device's memory is the host's), not copied */
+    Py_ssize_t n = PyTuple_GET_SIZE(args), pos = 0;
+    mod_array *arrs[MOD_MAP_MAX];
+    PyObject *views[MOD_MAP_MAX], *key, *value, *hargs = NULL, *hkw = NULL, *r = NULL, *out = NULL;
+    mod_host_map maps[MOD_MAP_MAX];
+    bool readonly[MOD_MAP_MAX] = {false};
+    int narr = 0, k = 0, rc = f ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++)
+        rc = gather(PyTuple_GET_ITEM(args, i), dev, fn, arrs, &narr);
+    while (rc == 0 && kw && PyDict_Next(kw, &pos, &key, &value))
+        rc = gather(value, dev, fn, arrs, &narr);
+    if (rc < 0 || mod_arrays_map_host(arrs, readonly, narr, views, maps) < 0) {
+        Py_XDECREF(f);
+        return NULL;
     }
+    hargs = PyTuple_New(n);
+    for (Py_ssize_t i = 0; hargs && i < n; i++)
+        PyTuple_SET_ITEM(hargs, i, host_arg(PyTuple_GET_ITEM(args, i), views, &k));
     if (!hargs) goto out;
     if (kw && PyDict_GET_SIZE(kw)) {
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
         if (!(hkw = PyDict_New())) goto out;
-        while (PyDict_Next(kw, &pos, &key, &value)) {
-            PyObject *h = to_host(value, dev, fn);
-            int rc = h ? PyDict_SetItem(hkw, key, h) : -1;
-            Py_XDECREF(h);
-            if (rc < 0) goto out;
+        for (pos = 0; PyDict_Next(kw, &pos, &key, &value);) {
+            PyObject *h = host_arg(value, views, &k);
+            int st = PyDict_SetItem(hkw, key, h);
+            Py_DECREF(h);
+            if (st < 0) goto out;
         }
     }
     r = PyObject_Call(f, hargs, hkw);
     if (!r)
         linalg_error_is_ours();
     else
-        out = to_device(r, dev);
+        out = to_device(r, dev); /* copies: r may be a view of the mapped inputs */
 out:
     Py_XDECREF(f);
     Py_XDECREF(hargs);
     Py_XDECREF(hkw);
     Py_XDECREF(r);
+    for (int i = 0; i < narr; i++) { /* the views go first, then the mappings */
+        Py_DECREF(views[i]);
+        if (mod_array_unmap_host(&maps[i]) < 0) Py_CLEAR(out);
+    }
     return out;
 }
 
