@@ -356,3 +356,25 @@ def la_path(request, monkeypatch):
     else:
         monkeypatch.delenv("OFFLOAD_LA_PATH", raising=False)
     return request.param
+
+
+def checked_host(x, device, dtype=None, shape=None):
+    """x's data, after checking that it is an offload array on device (of dtype and shape)."""
+    import numpy as np
+    ol = load_offload()
+    assert isinstance(x, ol.ndarray), type(x)
+    assert x.device == ol.Device(device)
+    if dtype is not None:
+        assert x.dtype == np.dtype(dtype), (x.dtype, dtype)
+    if shape is not None:
+        assert x.shape == tuple(shape), (x.shape, shape)
+    return ol.asnumpy(x)
+
+
+def random_floats(rng, shape, dtype):
+    """Standard normal values (both parts for a complex dtype) in dtype."""
+    import numpy as np
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)

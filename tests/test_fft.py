@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from offload_fixtures import load_offload, device_fixture, la_path, rng  # noqa: F401  (fixtures)
+from offload_fixtures import checked_host as host, random_floats as rand
 
 ol = load_offload()
 device = device_fixture(ol)
@@ -26,21 +27,6 @@ RTOL = {"complex64": 1e-4, "float32": 1e-4, "complex128": 1e-10, "float64": 1e-1
 NORMS = ["backward", "ortho", "forward"]
 NAMES = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
          "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
-
-
-def host(x, device, dtype, shape):
-    assert isinstance(x, ol.ndarray), type(x)
-    assert x.device == ol.Device(device)
-    assert x.dtype == np.dtype(dtype), (x.dtype, dtype)
-    assert x.shape == tuple(shape), (x.shape, shape)
-    return ol.asnumpy(x)
-
-
-def rand(rng, shape, dtype):
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
 
 
 def wide(a):

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from offload_fixtures import PYDIR, load_offload, device_fixture, la_path, rng  # noqa: F401  (fixtures)
+from offload_fixtures import checked_host as host, random_floats as rand
 
 ol = load_offload()
 device = device_fixture(ol)
@@ -30,24 +31,6 @@ REAL = {"float32": "float32", "float64": "float64", "complex64": "float32", "com
 NAMES = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
          "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve",
          "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm"]
-
-
-def host(x, device, dtype=None, shape=None):
-    """x's data, after checking that it is an offload array on device (of dtype and shape)."""
-    assert isinstance(x, ol.ndarray), type(x)
-    assert x.device == ol.Device(device)
-    if dtype is not None:
-        assert x.dtype == np.dtype(dtype), (x.dtype, dtype)
-    if shape is not None:
-        assert x.shape == tuple(shape), (x.shape, shape)
-    return ol.asnumpy(x)
-
-
-def rand(rng, shape, dtype):
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
 
 
 def invertible(rng, shape, dtype):
