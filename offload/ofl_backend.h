@@ -189,9 +189,15 @@ struct ofl_program {
 };
 
 /* The files below call downward only, in this order (scripts/check-layers):
- *   ofl_filter > ofl_program > ofl_cuda_math > ofl_memory > ofl_registry >
+ *   ofl_filter > ofl_cuda_math > ofl_program > ofl_memory > ofl_registry >
  *   ofl_opencl, ofl_cuda > ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
  *   ofl_cuda_api. */
+
+/* ---- ofl_program.c, for work queued outside ofl_launch ---- */
+
+/* dev has queued work (a vendor library's, ofl_cuda_math.c) that
+ * ofl_synchronize_launched must wait for, as for a launch; dev's lock held. */
+void ofl_timing_note_queued(ofl_device *dev);
 
 /* ---- ofl_util.c: errors and words for messages ---- */
 

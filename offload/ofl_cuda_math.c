@@ -193,6 +193,14 @@ static int lib_fail(ofl_error *err, ofl_device *dev, const char *call, int statu
                     status);
 }
 
+/* Work a library queued: %time, %timeit and DeviceTimer wait for it as for
+ * a launch (ofl_synchronize_launched). Their device time counts launches
+ * only: a library's kernels are not in it. */
+static int queued(ofl_device *dev) {
+    ofl_timing_note_queued(dev);
+    return 0;
+}
+
 static int check_current(ofl_device *dev, ofl_buffer *const *bufs, int n, ofl_error *err) {
     for (int i = 0; i < n; i++)
         if (bufs[i] && bufs[i]->generation != dev->generation)
@@ -267,7 +275,7 @@ static int gemm_call(ofl_device *dev, void *p, ofl_error *err) {
                   at(&g->a, 0, g->t), (int)g->a.ld, g->a.stride, at(&g->b, 0, g->t), (int)g->b.ld,
                   g->b.stride, single ? (void *)zerof : zero, at(&g->c, 0, g->t), (int)g->c.ld,
                   g->c.stride, (int)g->batch);
-    return rc ? lib_fail(err, dev, name, rc) : 0;
+    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
 }
 
 int ofl_math_gemm(ofl_device *dev, ofl_math_type t, bool ta, bool tb, int64_t m, int64_t n,
@@ -401,7 +409,7 @@ static int lapack_call(ofl_device *dev, void *p, ofl_error *err) {
     }
     ofl_cuda_scratch_free(dev, work);
     ofl_cuda_scratch_free(dev, rwork);
-    return rc ? lib_fail(err, dev, name, rc) : 0;
+    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
 }
 
 static int lapack(lapack_args *l, ofl_device *dev, ofl_error *err) {
@@ -548,7 +556,7 @@ static int fft_call(ofl_device *dev, void *p, ofl_error *err) {
                                                                                 f->inverse ? 1 : -1)
                                     : ((int (*)(int, void *, void *))exec)(plan->plan, in, out);
     ofl_cuda_scratch_free(dev, work);
-    return rc ? lib_fail(err, dev, name, rc) : 0;
+    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
 }
 
 int ofl_math_fft(ofl_device *dev, ofl_fft_kind kind, ofl_math_type t, bool inverse, int rank,

@@ -242,6 +242,11 @@ void ofl_program_device_time(const ofl_program *prog, uint64_t *ns, uint64_t *la
     pthread_mutex_unlock(&timing.lock);
 }
 
+void ofl_timing_note_queued(ofl_device *dev) {
+    dev_timing *dt = timing_of(dev);
+    if (dt) dt->launched = true;
+}
+
 int ofl_synchronize_launched(ofl_error *err) {
     size_t n;
     dev_timing *d = timing_devs(&n);
