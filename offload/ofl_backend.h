@@ -195,9 +195,12 @@ struct ofl_program {
 
 /* ---- ofl_program.c, for work queued outside ofl_launch ---- */
 
-/* dev has queued work (a vendor library's, ofl_cuda_math.c) that
- * ofl_synchronize_launched must wait for, as for a launch; dev's lock held. */
-void ofl_timing_note_queued(ofl_device *dev);
+/* Work queued outside ofl_launch (the vendor libraries', ofl_cuda_math.c),
+ * with dev's lock held: a span begun before it and ended after (queued: the
+ * work was queued) counts as a launch -- ofl_synchronize_launched waits for
+ * it, and while timing is on its device time is recorded (no program's). */
+ofl_event *ofl_timing_span_begin(ofl_device *dev); /* NULL: not timed */
+void ofl_timing_span_end(ofl_device *dev, ofl_event *tev, bool queued);
 
 /* ---- ofl_util.c: errors and words for messages ---- */
 

@@ -11,7 +11,8 @@
  * went with the old context; they are dropped, not destroyed). Every call
  * runs under ofl_cuda_call -- the device's lock, its context current -- and
  * queues on the device's stream; workspaces are stream-ordered scratch from
- * the device's pool, freed in stream order, so nothing here waits.
+ * the device's pool, freed in stream order, so nothing here waits. Each
+ * library call is a timed span like a launch (%timeit's device time).
  *
  * Called by: the module's array library (module/lib/mod_vendor.c). */
 #include <dlfcn.h> /* with _GNU_SOURCE (the build's): dlinfo, the path of a soname opened */
@@ -193,14 +194,6 @@ static int lib_fail(ofl_error *err, ofl_device *dev, const char *call, int statu
                     status);
 }
 
-/* Work a library queued: %time, %timeit and DeviceTimer wait for it as for
- * a launch (ofl_synchronize_launched). Their device time counts launches
- * only: a library's kernels are not in it. */
-static int queued(ofl_device *dev) {
-    ofl_timing_note_queued(dev);
-    return 0;
-}
-
 static int check_current(ofl_device *dev, ofl_buffer *const *bufs, int n, ofl_error *err) {
     for (int i = 0; i < n; i++)
         if (bufs[i] && bufs[i]->generation != dev->generation)
@@ -270,12 +263,14 @@ static int gemm_call(ofl_device *dev, void *p, ofl_error *err) {
     bool single = g->t == OFL_MATH_F32 || g->t == OFL_MATH_C64;
     int rc = set_stream(h, dev->h.cu.stream);
     if (!rc) rc = set_math(h, g->tf32 && g->t == OFL_MATH_F32 ? 3 /* TF32_TENSOR_OP */ : 0);
+    ofl_event *span = ofl_timing_span_begin(dev);
     if (!rc)
         rc = gemm(h, g->ta, g->tb, (int)g->m, (int)g->n, (int)g->k, single ? (void *)onef : one,
                   at(&g->a, 0, g->t), (int)g->a.ld, g->a.stride, at(&g->b, 0, g->t), (int)g->b.ld,
                   g->b.stride, single ? (void *)zerof : zero, at(&g->c, 0, g->t), (int)g->c.ld,
                   g->c.stride, (int)g->batch);
-    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
+    ofl_timing_span_end(dev, span, rc == 0);
+    return rc ? lib_fail(err, dev, name, rc) : 0;
 }
 
 int ofl_math_gemm(ofl_device *dev, ofl_math_type t, bool ta, bool tb, int64_t m, int64_t n,
@@ -376,6 +371,7 @@ static int lapack_call(ofl_device *dev, void *p, ofl_error *err) {
     }
     void *w = (void *)(uintptr_t)work;
     int m = (int)l->m, n = (int)l->n, lda = (int)l->a.ld, rc = 0;
+    ofl_event *span = ofl_timing_span_begin(dev);
     for (int64_t i = 0; i < l->batch && !rc; i++) {
         void *a = at(&l->a, i, l->t);
         int *info = at_int(l->info, i, 1);
@@ -407,9 +403,10 @@ static int lapack_call(ofl_device *dev, void *p, ofl_error *err) {
             rc = ((int (*)(void *, int, int, int, void *, int, void *, void *, int, int *))f)(
                 h, m, n, (int)l->k, a, lda, at(&l->b, i, l->t), w, lwork, info);
     }
+    ofl_timing_span_end(dev, span, rc == 0);
     ofl_cuda_scratch_free(dev, work);
     ofl_cuda_scratch_free(dev, rwork);
-    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
+    return rc ? lib_fail(err, dev, name, rc) : 0;
 }
 
 static int lapack(lapack_args *l, ofl_device *dev, ofl_error *err) {
@@ -551,12 +548,14 @@ static int fft_call(ofl_device *dev, void *p, ofl_error *err) {
     void *out = (void *)(uintptr_t)(f->out->h.ptr + f->out_offset);
     int rc = set_stream(plan->plan, dev->h.cu.stream);
     if (!rc) rc = set_work(plan->plan, (void *)(uintptr_t)work);
+    ofl_event *span = ofl_timing_span_begin(dev);
     if (!rc)
         rc = f->kind == OFL_FFT_C2C ? ((int (*)(int, void *, void *, int))exec)(plan->plan, in, out,
                                                                                 f->inverse ? 1 : -1)
                                     : ((int (*)(int, void *, void *))exec)(plan->plan, in, out);
+    ofl_timing_span_end(dev, span, rc == 0);
     ofl_cuda_scratch_free(dev, work);
-    return rc ? lib_fail(err, dev, name, rc) : queued(dev);
+    return rc ? lib_fail(err, dev, name, rc) : 0;
 }
 
 int ofl_math_fft(ofl_device *dev, ofl_fft_kind kind, ofl_math_type t, bool inverse, int rank,

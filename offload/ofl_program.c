@@ -147,7 +147,8 @@ static void take_records(dev_timing *dt, size_t done) {
         if (s >= 0) { /* < 0 among the done ones: untimed (a reset context's, say) */
             uint64_t ns = (uint64_t)(s * 1e9 + 0.5);
             timing.ns += ns, timing.n++;
-            prog_time *p = prog_slot(dt->v[k].prog, true);
+            /* a library's span has no program (ofl_timing_span_begin) */
+            prog_time *p = dt->v[k].prog ? prog_slot(dt->v[k].prog, true) : NULL;
             if (p) p->ns += ns, p->n++;
         }
         dev->ops->event_release(ev);
@@ -242,9 +243,27 @@ void ofl_program_device_time(const ofl_program *prog, uint64_t *ns, uint64_t *la
     pthread_mutex_unlock(&timing.lock);
 }
 
-void ofl_timing_note_queued(ofl_device *dev) {
+ofl_event *ofl_timing_span_begin(ofl_device *dev) {
     dev_timing *dt = timing_of(dev);
-    if (dt) dt->launched = true;
+    ofl_event *tev = NULL;
+    if (!dt || __atomic_load_n(&timing.on, __ATOMIC_RELAXED) <= 0 ||
+        !(tev = calloc(1, sizeof *tev)))
+        return NULL;
+    tev->dev = dev;
+    tev->generation = dev->generation;
+    if (dev->ops->mark(tev, false, NULL) == 0) return tev;
+    dev->ops->event_release(tev);
+    free(tev);
+    return NULL; /* timing never fails the work: it goes untimed */
+}
+
+void ofl_timing_span_end(ofl_device *dev, ofl_event *tev, bool queued) {
+    dev_timing *dt = timing_of(dev);
+    if (dt && queued) dt->launched = true;
+    if (!tev) return;
+    if (queued && dt && dev->ops->mark(tev, true, NULL) == 0 && record(dt, tev, NULL)) return;
+    dev->ops->event_release(tev);
+    free(tev);
 }
 
 int ofl_synchronize_launched(ofl_error *err) {
