@@ -416,11 +416,16 @@ static int check_bounds(mod_array *x, plan *p) {
         Py_XDECREF(nn);
         Py_XDECREF(cc);
     }
+    /* the flags read back as they are (no conversion kernel), widened here */
     int64_t flags[MAXK];
-    PyObject *host = NULL;
-    if (rc == 0 && !(host = mod_call_method(fl, "astype", Py_BuildValue("(s)", "int64"), NULL)))
-        rc = -1;
-    if (rc == 0) rc = read_i64((mod_array *)host, 0, flags, nchk);
+    PyObject *host = rc == 0 ? mod_array_asnumpy((mod_array *)fl) : NULL;
+    Py_buffer view;
+    if (rc == 0 && (!host || mod_np_buffer(host, &view, false) < 0)) rc = -1;
+    if (rc == 0) {
+        for (int c = 0; c < nchk; c++)
+            flags[c] = wide ? ((const int64_t *)view.buf)[c] : ((const int32_t *)view.buf)[c];
+        PyBuffer_Release(&view);
+    }
     Py_XDECREF(host);
     int64_t none = wide ? INT64_MAX : INT32_MAX;
     for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
