@@ -72,6 +72,10 @@ typedef struct {
      * does not block is valid after the next synchronize. */
     void *(*map)(ofl_buffer *buf, bool write, bool blocking, ofl_error *err);
     int (*unmap)(ofl_buffer *buf, void *p, ofl_error *err);
+    /* Between two devices of this backend (NULL: through the host): dst's
+     * lock held and its queue drained, src's queue drained; waited for. */
+    int (*copy_peer)(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
+                     ofl_error *err);
 } ofl_backend_ops;
 
 typedef struct ofl_cuda_compiler ofl_cuda_compiler; /* ofl_cuda_compiler.h */
@@ -124,7 +128,10 @@ struct ofl_device {
              * hold this for reading, the context reset for writing. */
             pthread_rwlock_t gate;
             ofl_cuda_compiler *compiler; /* the thread that loads PTX; NULL: none */
-            struct ofl_cuda_math *math;  /* vendor libraries' handles (ofl_cuda_math.c) */
+            /* GPUs (bit: CUDA ordinal) whose memory this context was asked
+             * to reach directly, and those it reaches; cleared by a reset */
+            uint64_t peers_asked, peers_on;
+            struct ofl_cuda_math *math; /* vendor libraries' handles (ofl_cuda_math.c) */
         } cu;
     } h;
 };

@@ -40,6 +40,7 @@ static ofl_device *describe(CUdevice d, int driver) {
     snprintf(in->platform, sizeof in->platform, "CUDA");
     snprintf(in->driver_version, sizeof in->driver_version, "%d.%d", driver / 1000,
              driver % 1000 / 10);
+    in->cuda_ordinal = d;
     in->cuda_cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     in->cuda_cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     snprintf(in->version, sizeof in->version, "CUDA compute capability %d.%d", in->cuda_cc_major,
@@ -73,6 +74,17 @@ static ofl_device *describe(CUdevice d, int driver) {
     return dev;
 }
 
+/* The driver numbers GPUs fastest first unless CUDA_DEVICE_ORDER says
+ * otherwise, so cuda:gpu:N follows the PCI address instead: the order
+ * nvidia-smi shows, the same in every process on the machine. */
+static int by_pci_address(const void *a, const void *b) {
+    const ofl_device *x = *(ofl_device *const *)a, *y = *(ofl_device *const *)b;
+    if (x->pci_domain != y->pci_domain) return x->pci_domain < y->pci_domain ? -1 : 1;
+    if (x->pci_bus != y->pci_bus) return x->pci_bus < y->pci_bus ? -1 : 1;
+    if (x->pci_dev != y->pci_dev) return x->pci_dev < y->pci_dev ? -1 : 1;
+    return x->h.cu.dev < y->h.cu.dev ? -1 : x->h.cu.dev > y->h.cu.dev;
+}
+
 void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen) {
     const char *why;
     note[0] = '\0';
@@ -86,12 +98,14 @@ void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen) {
         snprintf(note, notelen, "a CUDA driver but no CUDA device");
         return;
     }
+    size_t first = list->n;
     for (int i = 0; i < n; i++) {
         CUdevice d;
         if (ofl_cu.cuDeviceGet(&d, i) != CUDA_SUCCESS) continue;
         ofl_device *dev = describe(d, driver);
         if (dev) ofl_devlist_add(list, dev);
     }
+    qsort(list->v + first, list->n - first, sizeof *list->v, by_pci_address);
 }
 
 /* ---- calls with the device's context current ---- */
@@ -269,6 +283,7 @@ static void reset(ofl_device *dev, ofl_error *err) {
     dev->h.cu.fault = CUDA_SUCCESS;
     pthread_rwlock_wrlock(&dev->h.cu.gate); /* no event call inside the old context */
     dev->h.cu.stream = NULL;
+    dev->h.cu.peers_asked = dev->h.cu.peers_on = 0;
     for (int k = 0; k < 2; k++) dev->h.cu.stage[k] = NULL, dev->h.cu.staged[k] = NULL;
     CUresult rc = CUDA_ERROR_NOT_FOUND;
     bool was_reset = false;
@@ -516,6 +531,37 @@ static int cu_copy(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, s
     CUresult rc =
         ofl_cu.cuMemcpyDtoDAsync(dst->h.ptr + doff, src->h.ptr + soff, n, dev->h.cu.stream);
     return leave(dev, finish(dev, "cuMemcpyDtoD", rc, err), err);
+}
+
+/* Asks once per pair (and per context) for direct access to the peer's
+ * memory, which turns the driver's copy through the host into one over
+ * NVLink or PCIe; in dst's context. A pair that cannot, or a refusal, leaves
+ * the staged copy, which still works. */
+static void reach_peer(ofl_device *dev, const ofl_device *peer) {
+    int ord = peer->h.cu.dev, can = 0;
+    if (ord < 0 || ord >= 64 || (dev->h.cu.peers_asked >> ord & 1) ||
+        !ofl_cu.cuDeviceCanAccessPeer || !ofl_cu.cuCtxEnablePeerAccess)
+        return;
+    dev->h.cu.peers_asked |= UINT64_C(1) << ord;
+    if (ofl_cu.cuDeviceCanAccessPeer(&can, dev->h.cu.dev, peer->h.cu.dev) != CUDA_SUCCESS || !can)
+        return;
+    CUresult rc = ofl_cu.cuCtxEnablePeerAccess(peer->h.cu.ctx, 0);
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+        dev->h.cu.peers_on |= UINT64_C(1) << ord;
+}
+
+/* On dst's stream, after its earlier work; src's queue was drained first
+ * (ofl_copy), and the wait here keeps src's memory untouched until the copy
+ * is done -- src's own stream knows nothing of it. */
+static int cu_copy_peer(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
+                        ofl_error *err) {
+    ofl_device *dev = dst->dev;
+    int st = enter(dev, err);
+    if (st) return st;
+    reach_peer(dev, src->dev);
+    CUresult rc = ofl_cu.cuMemcpyPeerAsync(dst->h.ptr + doff, dev->h.cu.ctx, src->h.ptr + soff,
+                                           src->dev->h.cu.ctx, n, dev->h.cu.stream);
+    return leave(dev, finish(dev, "cuMemcpyPeerAsync", rc, err), err);
 }
 
 static int cu_synchronize(ofl_device *dev, ofl_error *err) {
@@ -837,4 +883,5 @@ const ofl_backend_ops ofl_cuda_ops = {
     NULL, /* no host memory in place */
     NULL,
     NULL,
+    cu_copy_peer,
 };

@@ -43,6 +43,7 @@ enum {
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701, /* not sticky: the launch was refused */
     CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704, /* not an error for us */
     CUDA_ERROR_ASSERT = 710,
     CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
     CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
@@ -110,6 +111,11 @@ typedef struct {
     CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t n, CUstream s); /* _v2 */
     CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t n, CUstream s);       /* _v2 */
     CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s); /* _v2 */
+    CUresult (*cuMemcpyPeerAsync)(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                                  size_t n, CUstream s);
+    /* optional: direct copies between GPUs (without them the driver stages through the host) */
+    CUresult (*cuDeviceCanAccessPeer)(int *can, CUdevice dev, CUdevice peer);
+    CUresult (*cuCtxEnablePeerAccess)(CUcontext peer, unsigned flags); /* of the current context */
     CUresult (*cuEventCreate)(CUevent *ev, unsigned flags);
     CUresult (*cuEventRecord)(CUevent ev, CUstream stream);
     CUresult (*cuEventSynchronize)(CUevent ev);

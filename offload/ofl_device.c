@@ -14,6 +14,7 @@ ofl_device *ofl_device_new(const ofl_backend_ops *ops) {
     }
     dev->ops = ops;
     dev->pci_domain = -1;
+    dev->info.cuda_ordinal = -1;
     return dev;
 }
 

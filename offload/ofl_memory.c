@@ -233,6 +233,21 @@ static int copy_via_host(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t s
     return rc;
 }
 
+/* Device to device where the backend can (GPU peers): src's queue drained
+ * under its lock, then the copy under dst's, never both locks at once. */
+static int copy_peer(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
+                     ofl_error *err) {
+    int rc = ofl_device_lock(src->dev, err);
+    if (rc) return rc;
+    if ((rc = check_current(src, err)) == 0) rc = drain(src->dev, err);
+    ofl_device_unlock(src->dev);
+    if (rc || (rc = ofl_device_lock(dst->dev, err)) != 0) return rc;
+    if ((rc = check_current(dst, err)) == 0 && (rc = drain(dst->dev, err)) == 0)
+        rc = dst->dev->ops->copy_peer(dst, doff, src, soff, n, err);
+    ofl_device_unlock(dst->dev);
+    return rc;
+}
+
 int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset, size_t bytes,
              ofl_error *err) {
     int rc = check_range(dst, dst_offset, bytes, "copy to", err);
@@ -240,6 +255,8 @@ int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_off
     if (rc || bytes == 0 || (dst == src && dst_offset == src_offset)) return rc;
     bool overlap = dst == src && dst_offset < src_offset + bytes &&
                    src_offset < dst_offset + bytes; /* drivers refuse or misbehave */
+    if (dst->dev != src->dev && dst->dev->ops == src->dev->ops && dst->dev->ops->copy_peer)
+        return copy_peer(dst, dst_offset, src, src_offset, bytes, err);
     if (dst->dev != src->dev || overlap)
         return copy_via_host(dst, dst_offset, src, src_offset, bytes, err);
     if ((rc = ofl_device_lock(dst->dev, err)) != 0) return rc;

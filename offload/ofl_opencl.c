@@ -749,4 +749,5 @@ const ofl_backend_ops ofl_opencl_ops = {
     cl_read,   cl_copy,          cl_synchronize,   cl_mark,  cl_event_wait,
     cl_poll,   cl_event_elapsed, cl_event_release, cl_build, cl_program_release,
     cl_launch, cl_wrap_host,     cl_sync_host,     cl_map,   cl_unmap,
+    NULL, /* between devices: through the host */
 };

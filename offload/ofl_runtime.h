@@ -60,6 +60,7 @@ typedef struct {
     bool has_spir;                    /* cl_khr_spir (SPIR 1.2 bitcode) */
     char pci_bus_id[32];              /* "0000:3b:00.0" or "" */
     int cuda_cc_major, cuda_cc_minor; /* compute capability; 0 for OpenCL */
+    int cuda_ordinal;                 /* the driver's number (CuPy's, DLPack's); -1 for OpenCL */
 } ofl_device_info;
 
 /* ---- devices ---- */
@@ -148,8 +149,9 @@ int ofl_buffer_unmap(ofl_buffer *buf, void *p, ofl_error *err);
 
 int ofl_write(ofl_buffer *dst, size_t offset, const void *src, size_t bytes, ofl_error *err);
 int ofl_read(ofl_buffer *src, size_t offset, void *dst, size_t bytes, ofl_error *err);
-/* Any two buffers: same device directly, different devices through the host;
- * overlapping regions of one buffer copy as memmove does. */
+/* Any two buffers: same device directly; two GPUs peer to peer (direct where
+ * the pair can reach each other's memory); other pairs through the host.
+ * Overlapping regions of one buffer copy as memmove does. */
 int ofl_copy(ofl_buffer *dst, size_t dst_offset, ofl_buffer *src, size_t src_offset, size_t bytes,
              ofl_error *err);
 

@@ -101,6 +101,7 @@ int mod_device_resolve(PyObject *arg, ofl_device **out) {
     X(HAS_FP16, "has_fp16", "computes in float16")                                                 \
     X(HAS_ATOMIC64, "has_atomic64", "has 64-bit atomics")                                          \
     X(IL_VERSION, "il_version", "SPIR-V versions accepted ('' when none)")                         \
+    X(PCI_BUS_ID, "pci_bus_id", "PCI address 'dddd:bb:dd.f' ('' when unknown); orders the GPUs")   \
     X(PLATFORM, "platform", "OpenCL platform name, or 'CUDA'")                                     \
     X(IS_CPU, "is_cpu", "device_type == 'cpu'")                                                    \
     X(IS_GPU, "is_gpu", "device_type == 'gpu'")                                                    \
@@ -150,6 +151,7 @@ static PyObject *attr_new(const ofl_device_info *in, int which) {
     case A_HAS_FP16: return PyBool_FromLong(in->has_fp16);
     case A_HAS_ATOMIC64: return PyBool_FromLong(in->has_atomic64);
     case A_IL_VERSION: return PyUnicode_FromString(in->il_version);
+    case A_PCI_BUS_ID: return PyUnicode_FromString(in->pci_bus_id);
     case A_PLATFORM: return PyUnicode_FromString(in->platform);
     case A_IS_CPU: return PyBool_FromLong(in->type == OFL_CPU);
     case A_IS_GPU: return PyBool_FromLong(in->type == OFL_GPU);

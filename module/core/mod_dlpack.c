@@ -92,7 +92,7 @@ static bool is_cuda(ofl_device *dev) { return ofl_device_get_info(dev)->backend 
 
 /* The CUDA ordinal of a CUDA device: the registry numbers CUDA devices (all of
  * type gpu) in the driver's order, so cuda:gpu:N is ordinal N. */
-static int cuda_ordinal(ofl_device *dev) { return ofl_device_get_info(dev)->index; }
+static int cuda_ordinal(ofl_device *dev) { return ofl_device_get_info(dev)->cuda_ordinal; }
 
 static ofl_device *cuda_device(int ordinal) {
     size_t n;
