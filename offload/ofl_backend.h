@@ -128,9 +128,9 @@ struct ofl_device {
              * hold this for reading, the context reset for writing. */
             pthread_rwlock_t gate;
             ofl_cuda_compiler *compiler; /* the thread that loads PTX; NULL: none */
-            /* GPUs (bit: CUDA ordinal) whose memory this context was asked
-             * to reach directly, and those it reaches; cleared by a reset */
-            uint64_t peers_asked, peers_on;
+            /* GPUs (bit: CUDA ordinal) whose memory this context asked to
+             * reach directly; cleared by a reset */
+            uint64_t peers_asked;
             struct ofl_cuda_math *math; /* vendor libraries' handles (ofl_cuda_math.c) */
         } cu;
     } h;

@@ -76,6 +76,7 @@ static const struct {
     OPT(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
     OPT(cuMemPoolSetAttribute, "cuMemPoolSetAttribute"),
     OPT(cuMemPoolTrimTo, "cuMemPoolTrimTo"),
+    OPT(cuMemPoolSetAccess, "cuMemPoolSetAccess"),
     OPT(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
     OPT(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset"),
 #undef SYM

@@ -27,6 +27,15 @@ typedef struct {
 } CUuuid;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4 /* CUmemPool_attribute; the value is a cuuint64_t */
+typedef struct {
+    int type; /* CUmemLocationType: 1, a device */
+    int id;   /* its ordinal */
+} CUmemLocation;
+typedef struct {
+    CUmemLocation location;
+    int flags; /* CUmemAccess_flags: 3, read and write */
+} CUmemAccessDesc;
+enum { CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };
 
 enum {
     CUDA_SUCCESS = 0,
@@ -147,6 +156,8 @@ typedef struct {
     CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *pool, CUdevice dev);
     CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attr, void *value);
     CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t keep);
+    /* a pool's memory is reached by a peer only where the pool allows it */
+    CUresult (*cuMemPoolSetAccess)(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
     /* optional, to recover from a kernel's fault */
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2, else v1 */
     CUresult (*cuDevicePrimaryCtxReset)(CUdevice dev);   /* _v2, else v1 */
