@@ -31,8 +31,8 @@ static PyObject *host_bytes(mod_array *a) {
     PyObject *args = host ? PyTuple_Pack(1, host) : NULL;
     PyObject *c = args ? mod_np_call("ascontiguousarray", args, NULL) : NULL;
     PyObject *flat = c ? PyObject_CallMethod(c, "reshape", "i", -1) : NULL;
-    PyObject *u8 = flat ? PyObject_CallMethod(flat, "view", "O", mod_dtype_find_borrowed('u', 1))
-                        : NULL;
+    PyObject *u8 =
+        flat ? PyObject_CallMethod(flat, "view", "O", mod_dtype_find_borrowed('u', 1)) : NULL;
     Py_XDECREF(host);
     Py_XDECREF(args);
     Py_XDECREF(c);
@@ -138,8 +138,7 @@ static PyMethodDef setting_methods[] = {
 
 static PyGetSetDef setting_getset[] = {
     {"device", (getter)setting_device, NULL, "the Device set (None: the default device)", NULL},
-    {"previous", (getter)setting_previous, NULL, "the setting before, put back by __exit__",
-     NULL},
+    {"previous", (getter)setting_previous, NULL, "the setting before, put back by __exit__", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
