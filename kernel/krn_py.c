@@ -693,8 +693,31 @@ static void load_glue(void) {
     Py_XDECREF(r);
 }
 
+/* Python processes the kernel starts (Dask's workers, multiprocessing's
+ * spawn, `!python3 script.py`) import offload as a plain extension module,
+ * not the one built into this binary: the kernelspec names its directory
+ * (the build tree's python/, or site-packages once installed), and it goes
+ * after whatever PYTHONPATH the user has, for the children to inherit. */
+static void export_module_dir(void) {
+    const char *dir = getenv("OFFLOAD_MODULE_DIR"), *path = getenv("PYTHONPATH");
+    if (!dir || !*dir) return;
+    if (!path || !*path) {
+        setenv("PYTHONPATH", dir, 1);
+        return;
+    }
+    size_t n = strlen(dir);
+    for (const char *p = path; p; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL)
+        if (strncmp(p, dir, n) == 0 && (p[n] == ':' || p[n] == '\0')) return;
+    char *joined = malloc(strlen(path) + n + 2);
+    if (!joined) return;
+    sprintf(joined, "%s:%s", path, dir);
+    setenv("PYTHONPATH", joined, 1);
+    free(joined);
+}
+
 int krn_py_init(const krn_io *io, char *err, size_t errlen) {
     py.io = io;
+    export_module_dir();
     krn_pymod_set_io(io);
     if (PyImport_AppendInittab("_offload_kernel", krn_pymod_init) ||
         PyImport_AppendInittab("_offload_magics", mag_module_init) ||

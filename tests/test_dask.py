@@ -159,12 +159,12 @@ def test_local_cluster_of_two_processes(ol, tmp_path):
 
 @pytest.fixture
 def dask_kernel(tmp_path):
-    """A kernel whose child processes (the cluster's workers, plain python3) import the
-    standalone offload from the build tree, as an installed one does from site-packages."""
+    """A kernel started as Jupyter starts it, with no PYTHONPATH: its child processes (the
+    cluster's workers, plain python3) import the standalone offload from the directory the
+    kernelspec names (OFFLOAD_MODULE_DIR: the build tree's python/, or site-packages)."""
     from kernel_testlib import start_kernel
 
-    path = os.pathsep.join(p for p in [str(PYDIR), os.environ.get("PYTHONPATH", "")] if p)
-    k = start_kernel(tmp_path / "kernel.stderr", extra_env={"PYTHONPATH": path})
+    k = start_kernel(tmp_path / "kernel.stderr", extra_env={"PYTHONPATH": None})
     yield k
     k.shutdown()
 
