@@ -196,3 +196,26 @@ def test_dlpack_names_the_drivers_ordinal(ol, gpus):
             assert c.sum().item() == 120.0
         back = ol.from_dlpack(c)
         assert back.device == d
+
+
+def test_local_rank_picks_its_gpu(ol, gpus):
+    """An MPI rank (or Dask worker) r takes GPU r mod n (README, "The device of a rank")."""
+    for rank in (1, len(gpus) + 1):
+        r = run_python(
+            "import offload as ol\n"
+            "result['d'] = ol.default_device().filter_string\n"
+            "result['r'] = ol.local_rank()\n",
+            env={"OMPI_COMM_WORLD_LOCAL_RANK": str(rank), "OFFLOAD_DEVICE": None},
+        )
+        assert r["r"] == rank and r["d"] == f"cuda:gpu:{rank % len(gpus)}", r
+
+
+def test_pickle_between_gpus(ol, gpus):
+    import pickle
+
+    host = np.random.default_rng().standard_normal((300, 7)).astype(np.float32)
+    x = ol.asarray(host, device=gpus[0])
+    with ol.pickle_device(gpus[1]):
+        y = pickle.loads(pickle.dumps(x, protocol=5))
+    assert y.device == gpus[1]
+    check_equal(y, host, "unpickled on the second GPU")
