@@ -40,17 +40,16 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RADIX_BITS 4
 #define RADIX (1 << RADIX_BITS)
 #define RUN 32        /* elements a work-item counts and scatters */
 #define SCAN_CHUNK 64 /* elements a work-item sums in a scan's first pass */
-/* At most this many, a scan is one work-item's loop: cheap on a CPU, where
- * a launch costs more than thousands of adds; a GPU thread's dependent loads
- * are slow, so there the chunks recurse down to a few hundred. */
+/* At most this many, a CPU's scan is one work-item's loop: there a launch
+ * costs more than thousands of adds. */
 #define SCAN_SERIAL_CPU 4096
-#define SCAN_SERIAL_GPU 256
 
 /* ---- kernel texts and launches ---- */
 
@@ -136,12 +135,16 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
     return launch("sort_scan_serial", &t, 1, 0, &av);
 }
 
-/* a[0..m) becomes its exclusive prefix sums: chunks' sums, their scan
- * (recursively), then each chunk's scan from its start. */
+/* a[0..m) becomes its exclusive prefix sums. A GPU's: the scans' blocks
+ * form (mod_stats.c; OFFLOAD_SCAN_FORM=blocks takes it on a CPU too); a
+ * CPU's: chunks' sums, their scan (recursively), then each chunk's scan
+ * from its start. */
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
-    bool cpu = ofl_device_get_info(dev)->type == OFL_CPU;
-    if (m <= (cpu ? SCAN_SERIAL_CPU : SCAN_SERIAL_GPU)) return scan_serial(a, m);
+    const char *f = getenv("OFFLOAD_SCAN_FORM");
+    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
+        return mod_lib_exclusive_scan(a, m);
+    if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
     if (!sums) return -1;
