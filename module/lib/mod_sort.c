@@ -31,8 +31,9 @@
  * unique_* sort the flattened input with its indices, mark the first of each
  * run of equal values (NaN != NaN: each NaN its own value, as the array API
  * and NumPy 2 say), scan the marks, and scatter: values, the first index
- * (the sort is stable), counts from the runs' starts and inverse indices. The
- * number of unique values is the one number read back, to size the results.
+ * (the sort is stable), counts from the runs' starts and inverse indices
+ * (unique_values scatters the values alone). The number of unique values is
+ * the one number read back, to size the results.
  *
  * searchsorted is a binary search per element of x2, both operands in NumPy's
  * common dtype, NaN ordered last as in NumPy's sort. */
@@ -1041,7 +1042,8 @@ static PyObject *f_unique(int what, PyObject *xo) {
              *indices = NULL, *starts = NULL, *counts = NULL, *inverse = NULL, *inv_flat = NULL,
              *result = NULL;
     Py_ssize_t m = 0;
-    if (!(inverse = mod_array_new_empty(dev, int64_dtype(), x->nd, x->shape))) goto done;
+    bool more = what != U_VALUES; /* unique_values writes the values alone */
+    if (more && !(inverse = mod_array_new_empty(dev, int64_dtype(), x->nd, x->shape))) goto done;
     if (N > 0) {
         if (!(c = mod_ops_copy(x, NULL)) || !(cflat = flat_view((mod_array *)c, N, NULL)) ||
             !(order = radix_order((mod_array *)c, N, N, false)) ||
@@ -1078,10 +1080,27 @@ static PyObject *f_unique(int what, PyObject *xo) {
         Py_XDECREF(item);
         if (m < 0) goto done;
     }
-    if (!(values = new_1d(dev, x->dtype, m)) || !(indices = new_1d(dev, int64_dtype(), m)) ||
-        !(starts = new_1d(dev, int64_dtype(), m)) || !(counts = new_1d(dev, int64_dtype(), m)))
+    if (!(values = new_1d(dev, x->dtype, m))) goto done;
+    if (more &&
+        (!(indices = new_1d(dev, int64_dtype(), m)) || !(starts = new_1d(dev, int64_dtype(), m)) ||
+         !(counts = new_1d(dev, int64_dtype(), m))))
         goto done;
-    if (N > 0) {
+    if (N > 0 && !more) {
+        mod_text t;
+        t.n = 0;
+        mod_text_put(&t, "def unique_values_scatter(it, sv, g, values):\n"
+                         "    i = it.get_id(0)\n"
+                         "    first = i == 0\n"
+                         "    if i > 0:\n"
+                         "        first = sv[i] != sv[np.uint64(i - 1)]\n"
+                         "    if first:\n"
+                         "        values[np.uint64(g[i])] = sv[i]\n");
+        argv_t av = {.n = 0};
+        arg_obj(&av, sv);
+        arg_obj(&av, g);
+        arg_obj(&av, values);
+        if (launch("unique_values_scatter", &t, N, 0, &av) < 0) goto done;
+    } else if (N > 0) {
         if (!(inv_flat = flat_view((mod_array *)inverse, N, NULL))) goto done;
         mod_text t;
         t.n = 0;
