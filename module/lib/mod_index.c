@@ -485,12 +485,11 @@ static void plan_clear(plan *p) {
     p->K = 0;
 }
 
-/* The flags of p's checked index arrays (*nchk of them): each keeps the
- * first position where its index is out of range, none yet. They are int32
- * -- every device has 32-bit atomics -- unless an index array has 2^31
- * elements or more (then int64, which needs 64-bit ones). NULL with no
- * error: nothing to check. */
-static PyObject *new_flags(mod_array *x, plan *p, int *nchk, bool *wide) {
+/* How many of p's index arrays are checked (*nchk), and whether their
+ * flags -- each keeps the first position where its index is out of range --
+ * are int64 (wide: an index array of 2^31 elements or more, which needs
+ * 64-bit atomics) rather than int32 (every device has 32-bit atomics). */
+static void count_checks(plan *p, int *nchk, bool *wide) {
     *nchk = 0, *wide = false;
     for (int k = 0; k < p->K; k++)
         if (p->check[k]) {
@@ -498,11 +497,6 @@ static PyObject *new_flags(mod_array *x, plan *p, int *nchk, bool *wide) {
             *wide |= size_of(ix->nd, ix->shape) > INT32_MAX;
             (*nchk)++;
         }
-    if (*nchk == 0) return NULL;
-    return mod_lib_call(
-        "full", Py_BuildValue("(iL)", *nchk, *wide ? (long long)INT64_MAX : (long long)INT32_MAX),
-        Py_BuildValue("{s:s,s:N}", "dtype", *wide ? "int64" : "int32", "device",
-                      mod_device_new(mod_array_device(x))));
 }
 
 /* Reads the flags back (waits): IndexError naming the first index out of
@@ -542,8 +536,13 @@ static int report_flags(plan *p, PyObject *fl, int nchk, bool wide) {
 static int check_bounds(mod_array *x, plan *p) {
     int nchk;
     bool wide;
-    PyObject *fl = new_flags(x, p, &nchk, &wide);
-    if (!fl) return PyErr_Occurred() ? -1 : 0;
+    count_checks(p, &nchk, &wide);
+    if (nchk == 0) return 0;
+    PyObject *fl = mod_lib_call(
+        "full", Py_BuildValue("(iL)", nchk, wide ? (long long)INT64_MAX : (long long)INT32_MAX),
+        Py_BuildValue("{s:s,s:N}", "dtype", wide ? "int64" : "int32", "device",
+                      mod_device_new(mod_array_device(x))));
+    if (!fl) return -1;
     static const char src32[] = "def index_check32(item, idx, n, flags, k):\n"
                                 "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
                                 "    j = item.get_id(0)\n"
@@ -660,8 +659,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     int mode = !out ? (varr ? 1 : 2) : 0;
     int nchk = 0;
     bool wide = false;
-    PyObject *fl = mode == 0 ? new_flags(x, p, &nchk, &wide) : NULL;
-    if (!fl && PyErr_Occurred()) return -1;
+    if (mode == 0) count_checks(p, &nchk, &wide);
     /* merge the dimensions: per d the strides of x, the value and each index, in elements */
     int nops = 2 + p->K;
     Py_ssize_t sh[MOD_MAXDIMS], st[MOD_MAXDIMS][2 + MAXK];
@@ -688,7 +686,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
         memset(st[0], 0, sizeof st[0]);
         nd = 1;
     }
-    int64_t meta[MOD_MAXDIMS * (3 + MAXK) + 2 * MAXK];
+    int64_t meta[MOD_MAXDIMS * (3 + MAXK) + 3 * MAXK];
     int m = 0;
     for (int d = 0; d < nd; d++) {
         meta[m++] = sh[d];
@@ -697,13 +695,26 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
         for (int k = 0; k < p->K; k++) meta[m++] = st[d][2 + k];
     }
     for (int k = 0; k < p->K; k++) meta[m++] = p->as[k] / x->itemsize, meta[m++] = p->an[k];
+    /* a gather's flags ride in the same upload, after meta: int64 words, or
+     * int32 pairs, all "none yet" */
+    int fm = m;
+    for (int c = 0; c < nchk; c += wide ? 1 : 2)
+        meta[m++] = wide ? INT64_MAX : (int64_t)0x7FFFFFFF7FFFFFFFLL;
     ofl_device *dev = mod_array_device(x);
     Py_ssize_t xb, vb = 0, ost[1] = {x->itemsize};
-    PyObject *mt = upload_i64(meta, m, dev);
+    PyObject *mt = upload_i64(meta, m, dev), *fl = NULL;
     PyObject *xv = mt ? flat_view(x, &xb) : NULL;
     PyObject *vv = NULL, *ov = NULL, *ndo = NULL, *xbo = NULL, *vbo = NULL, *r = NULL;
     PyObject *iv[MAXK] = {NULL};
     int rc = -1;
+    if (xv && nchk) {
+        mod_array *ma = (mod_array *)mt;
+        Py_ssize_t fn = nchk, fst = wide ? 8 : 4;
+        if (!(fl = mod_array_view(ma, 1, &fn, &fst, ma->offset + (Py_ssize_t)fm * 8))) goto out;
+        mod_array *fa = (mod_array *)fl; /* meta's int64 words read as the flags' dtype */
+        Py_SETREF(fa->dtype, Py_NewRef(mod_dtype_find_borrowed('i', fst)));
+        fa->itemsize = fst;
+    }
     if (!xv) goto out;
     xb += (p->xoff - x->offset) / x->itemsize;
     if (varr) {
