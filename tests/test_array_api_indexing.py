@@ -207,6 +207,18 @@ def test_mask_longer_than_one_scan_group(device, rng):
     check_equal(ol.nonzero(m)[0], np.nonzero(mask)[0])
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "float32", "int64", "complex128"])
+def test_mask_of_x_shape_every_dtype(device, rng, dtype):
+    """x[mask] with mask of x's shape compacts the values directly (groups of 4096 elements,
+    2048 for 16-byte ones): several groups, tails, 2-D, none and all selected."""
+    for shape in [(9001,), (70, 130), (4096,)]:
+        x = (rng.random(shape) * 100).astype(dtype)
+        if dtype == "complex128":
+            x = x + 1j * rng.random(shape)
+        for mask in (rng.random(shape) < 0.4, np.zeros(shape, bool), np.ones(shape, bool)):
+            check_equal(host(x, device)[host(mask, device)], x[mask], f"{dtype} {shape}")
+
+
 def test_mask_over_groups_2d(device, rng):
     x = random_array("int64", (45, 70), seed=2)
     mask = rng.random((45, 70)) < 0.4

@@ -345,13 +345,14 @@ def test_rows_past_16_bits(device, rng):
 TILES_CHILD = """
 import os
 os.environ["OFFLOAD_SORT_FORM"] = "tiles"
+os.environ["OFFLOAD_SCAN_FORM"] = "blocks"  # the GPU's exclusive scans too
 import numpy as np, offload
 rng = np.random.default_rng(SEED)
 pocl = [d for d in offload.get_devices() if "PoCL" in d.version]
 bad = []
 cases = [("float32", (1,)), ("float32", (7,)), ("float32", (2048,)), ("float32", (2049,)), ("int64", (9000,)),
          ("float64", (40000,)), ("uint8", (5000,)), ("int16", (300, 17)), ("complex64", (3000,)),
-         ("bool", (4097,))]
+         ("bool", (4097,)), ("float32", (600_000,))]
 for dt, shape in cases:
     n = int(np.prod(shape))
     if dt == "complex64":
@@ -370,12 +371,22 @@ for dt, shape in cases:
         want = np.argsort(a, axis=axis, kind="stable")
         if not np.array_equal(got, want):
             bad.append([dt, shape, axis])
+    if dt != "complex64":
+        u = offload.unique_values(x).asnumpy()
+        nan = np.isnan(a) if dt.startswith("float") else np.zeros(a.shape, bool)
+        uk = u[~np.isnan(u)] if dt.startswith("float") else u
+        if not np.array_equal(uk, np.unique(a[~nan])) or u.size - uk.size != nan.sum():
+            bad.append([dt, shape, "unique_values"])  # each NaN its own value
+        if not np.array_equal(offload.unique_counts(x).counts.asnumpy()[: uk.size],
+                              np.unique_counts(a[~nan]).counts):
+            bad.append([dt, shape, "unique_counts"])
 result["bad"] = bad if pocl else "no PoCL device"
 """
 
 
 def test_tiles_form_on_pocl(rng):
-    """The GPU's pass (tiles in local memory), forced on PoCL's CPU device."""
+    """The GPU's pass (tiles in local memory) and exclusive scans (blocks), forced on PoCL's CPU
+    device."""
     r = run_python(TILES_CHILD.replace("SEED", str(int(rng.integers(2**31)))), timeout=600)
     assert r["bad"] == [], r["bad"]
 

@@ -11,10 +11,12 @@
  * indices are adjacent in the key, else they come first; a boolean mask is
  * its nonzero() (one integer array per axis it covers); True / False add an
  * axis of length 1 / 0. Negative indices wrap; an index out of range is an
- * IndexError with NumPy's wording. That check runs on the device -- a kernel
- * keeps the first offending position of each index array in a flag array --
- * and is read back at the indexing call, so the IndexError surfaces there
- * (and nothing was written: setitem checks before it scatters). The result
+ * IndexError with NumPy's wording. That check runs on the device -- the
+ * first offending position of each index array is kept in a flag array --
+ * and is read back at the indexing call, so the IndexError surfaces there:
+ * a gather checks as it reads (an index out of range reads nothing), and
+ * setitem checks in a kernel of its own before it scatters, so nothing was
+ * written. The result
  * of x[...] is a new C-contiguous array on x's device; a 0-d result stays a
  * 0-d array (NumPy returns a scalar).
  *
@@ -22,7 +24,8 @@
  * result's dimensions (merged where every operand steps as one) come in a
  * small int64 array with x's, the value's and each index array's strides,
  * so one text serves every shape: a text per (operation, number of index
- * arrays), specialised by the JIT per dtype. Index arrays are used as
+ * arrays, checked ones), specialised by the JIT per dtype; one merged
+ * dimension (take, 1-D keys) has a text without the per-element divisions. Index arrays are used as
  * C-contiguous int64 (others are converted by a kernel first; uint64 wraps
  * as NumPy's cast to intp does).
  *
@@ -30,8 +33,10 @@
  * (a tree in local memory), a scan of those counts by one work-group, and a
  * scatter that ranks each group's elements with a scan in local memory and
  * writes their coordinates. The total is read back (the result's shape
- * depends on it). On CPU devices the barriers make these kernels slower
- * than they could be, but they are correct everywhere.
+ * depends on it). x[mask] with a mask of x's shape (both C-contiguous) skips
+ * the coordinates: its scatter compacts the values themselves, each group
+ * staging its selected values in local memory and writing them coalesced. On CPU devices the
+ * barriers make these kernels slower than they could be, but they are correct everywhere.
  *
  * x[key] = value: value a scalar (converted as NumPy's x.dtype.type(v):
  * 300 into int8 raises OverflowError), an offload array on x's device, or a
@@ -156,11 +161,12 @@ static PyObject *launch_groups(const char *name, const char *src, Py_ssize_t gro
 
 /* ---- compaction: the coordinates of a's nonzero elements ---- */
 
-/* Group g counts the nonzero elements of m[g * CHUNK, (g + 1) * CHUNK). */
-static const char *count_text(mod_text *t) {
+/* Group g counts the nonzero elements of m[g * GROUP * per, (g + 1) * GROUP * per). */
+static const char *count_text(mod_text *t, int per, char *name, size_t namelen) {
     t->n = 0;
+    snprintf(name, namelen, "index_nz_count%s", per == PER_ITEM ? "" : per == 8 ? "8" : "16");
     mod_text_put(t,
-                 "def index_nz_count(item, m, counts, n):\n"
+                 "def %s(item, m, counts, n):\n"
                  "    # offload nonzero / x[mask]: per-group counts (module/lib/mod_index.c)\n"
                  "    grp = item.get_group()\n"
                  "    li = item.get_local_id(0)\n"
@@ -182,7 +188,7 @@ static const char *count_text(mod_text *t) {
                  "        h = h // 2\n"
                  "    if li == 0:\n"
                  "        counts[g] = buf[0]\n",
-                 PER_ITEM, CHUNK, GROUP, GROUP, GROUP / 2);
+                 name, per, GROUP * per, GROUP, GROUP, GROUP / 2);
     return t->s;
 }
 
@@ -299,7 +305,9 @@ static PyObject *nonzero_rows(mod_array *a) {
     if (!mv || !counts || !offs || !total || !nn || !GG) goto done;
     mod_text t;
     PyObject *cargs[] = {mv, counts, nn};
-    if (!(r = launch_groups("index_nz_count", count_text(&t), G, cargs, 3))) goto done;
+    char cname[32];
+    if (!(r = launch_groups(cname, count_text(&t, PER_ITEM, cname, sizeof cname), G, cargs, 3)))
+        goto done;
     Py_DECREF(r);
     PyObject *sargs[] = {counts, offs, total, GG};
     if (!(r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) goto done;
@@ -345,6 +353,116 @@ static PyObject *row_of(mod_array *rows, int d) {
     return mod_array_view(rows, 1, &n, st, rows->offset + (Py_ssize_t)d * n * 8);
 }
 
+/* ---- x[mask] with mask of x's shape: the values, compacted directly ---- */
+
+/* Group g copies the selected elements of x[g * GROUP * per, ...) to out
+ * from offs[g]: work-item l takes per consecutive elements, a scan of the
+ * work-items' counts (Hillis-Steele, ping-pong) places them in local memory
+ * in order, and the group writes them out coalesced. */
+static const char *mask_take_text(mod_text *t, PyObject *dtype, int per, char *name,
+                                  size_t namelen) {
+    t->n = 0;
+    const char *dn = mod_dtype_name(dtype);
+    snprintf(name, namelen, "index_mask_take_%s", dn);
+    mod_text_put(t,
+                 "def %s(item, m, x, offs, out, n):\n"
+                 "    # offload x[mask]: the values (module/lib/mod_index.c)\n"
+                 "    grp = item.get_group()\n"
+                 "    li = item.get_local_id(0)\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    base = g * %d + li * %d\n"
+                 "    c = np.int32(0)\n"
+                 "    for e in range(%d):\n"
+                 "        j = base + e\n"
+                 "        if j < n:\n"
+                 "            if m[np.uint64(j)] != 0:\n"
+                 "                c += 1\n"
+                 "    sc = ol.local_array(%d, np.int32)\n"
+                 "    vals = ol.local_array(%d, np.%s)\n"
+                 "    sc[li] = c\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    s = 0\n"
+                 "    d = 1\n"
+                 "    while d < %d:\n"
+                 "        v = sc[s + li]\n"
+                 "        if li >= d:\n"
+                 "            v = v + sc[s + li - d]\n"
+                 "        sc[%d - s + li] = v\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        s = %d - s\n"
+                 "        d *= 2\n"
+                 "    q = sc[s + li] - c\n"
+                 "    for e in range(%d):\n"
+                 "        j = base + e\n"
+                 "        if j < n:\n"
+                 "            if m[np.uint64(j)] != 0:\n"
+                 "                vals[q] = x[np.uint64(j)]\n"
+                 "                q += 1\n"
+                 "    tot = sc[s + %d]\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    run = offs[g]\n"
+                 "    i = li\n"
+                 "    while i < tot:\n"
+                 "        out[np.uint64(run + i)] = vals[i]\n"
+                 "        i += %d\n",
+                 name, GROUP * per, per, per, 2 * GROUP, GROUP * per, dn, GROUP, GROUP, GROUP, per,
+                 GROUP - 1, GROUP);
+    return t->s;
+}
+
+/* x[mask], x and mask (bool, x's shape, on x's device) C-contiguous: a new
+ * 1-D array. A count per group, their scan, the total read back, then the
+ * values themselves -- no coordinates written and gathered. */
+static PyObject *mask_values(mod_array *x, mod_array *mask) {
+    ofl_device *dev = mod_array_device(x);
+    Py_ssize_t n = size_of(x->nd, x->shape), one = 1, shape[1] = {0};
+    if (n == 0) return mod_array_new_empty(dev, x->dtype, 1, shape);
+    int per = x->itemsize > 8 ? 8 : 16; /* the group's values fit 32 KB of local memory */
+    Py_ssize_t G = (n + GROUP * per - 1) / (GROUP * per), two = 2 * G + 1, st[1] = {8};
+    PyObject *work = mod_array_new_empty(dev, i64(), 1, &two); /* counts offs total */
+    PyObject *mv = NULL, *xv = NULL, *counts = NULL, *offs = NULL, *total = NULL, *nn = NULL,
+             *GG = NULL, *out = NULL, *r;
+    Py_ssize_t mst[1] = {mask->itemsize}, xst[1] = {x->itemsize};
+    if (!work) goto done;
+    mod_array *w = (mod_array *)work;
+    mv = mod_array_view(mask, 1, &n, mst, mask->offset);
+    xv = mod_array_view(x, 1, &n, xst, x->offset);
+    counts = mod_array_view(w, 1, &G, st, w->offset);
+    offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
+    total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
+    nn = PyLong_FromSsize_t(n);
+    GG = PyLong_FromSsize_t(G);
+    if (!mv || !xv || !counts || !offs || !total || !nn || !GG) goto done;
+    mod_text t;
+    char name[64];
+    PyObject *cargs[] = {mv, counts, nn};
+    if (!(r = launch_groups(name, count_text(&t, per, name, sizeof name), G, cargs, 3))) goto done;
+    Py_DECREF(r);
+    PyObject *sargs[] = {counts, offs, total, GG};
+    if (!(r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) goto done;
+    Py_DECREF(r);
+    int64_t count;
+    if (read_i64(w, 2 * G, &count, 1) < 0) goto done;
+    shape[0] = (Py_ssize_t)count;
+    if (!(out = mod_array_new_empty(dev, x->dtype, 1, shape)) || count == 0) goto done;
+    PyObject *targs[] = {mv, xv, offs, out, nn};
+    if (!(r = launch_groups(name, mask_take_text(&t, x->dtype, per, name, sizeof name), G, targs,
+                            5)))
+        Py_CLEAR(out);
+    else
+        Py_DECREF(r);
+done:
+    Py_XDECREF(work);
+    Py_XDECREF(mv);
+    Py_XDECREF(xv);
+    Py_XDECREF(counts);
+    Py_XDECREF(offs);
+    Py_XDECREF(total);
+    Py_XDECREF(nn);
+    Py_XDECREF(GG);
+    return out;
+}
+
 /* ---- the plan of one gather or scatter ---- */
 
 /* What x[key] reads: the result's dimensions, each stepping x by xs bytes
@@ -367,25 +485,63 @@ static void plan_clear(plan *p) {
     p->K = 0;
 }
 
-/* Checks every index array that needs it on the device and reads the flags
- * back: IndexError naming the first index out of range, as NumPy does. The
- * flags are int32 -- every device has 32-bit atomics -- unless an index
- * array has 2^31 elements or more (then int64, which needs 64-bit ones). */
-static int check_bounds(mod_array *x, plan *p) {
-    int nchk = 0;
-    bool wide = false;
+/* How many of p's index arrays are checked (*nchk), and whether their
+ * flags -- each keeps the first position where its index is out of range --
+ * are int64 (wide: an index array of 2^31 elements or more, which needs
+ * 64-bit atomics) rather than int32 (every device has 32-bit atomics). */
+static void count_checks(plan *p, int *nchk, bool *wide) {
+    *nchk = 0, *wide = false;
     for (int k = 0; k < p->K; k++)
         if (p->check[k]) {
             mod_array *ix = (mod_array *)p->idx[k];
-            wide |= size_of(ix->nd, ix->shape) > INT32_MAX;
-            nchk++;
+            *wide |= size_of(ix->nd, ix->shape) > INT32_MAX;
+            (*nchk)++;
         }
+}
+
+/* Reads the flags back (waits): IndexError naming the first index out of
+ * range, as NumPy does. Consumes fl. */
+static int report_flags(plan *p, PyObject *fl, int nchk, bool wide) {
+    /* the flags read back as they are (no conversion kernel), widened here */
+    int64_t flags[MAXK];
+    int rc = 0;
+    PyObject *host = mod_array_asnumpy((mod_array *)fl);
+    Py_buffer view;
+    if (!host || mod_np_buffer(host, &view, false) < 0) rc = -1;
+    if (rc == 0) {
+        for (int c = 0; c < nchk; c++)
+            flags[c] = wide ? ((const int64_t *)view.buf)[c] : ((const int32_t *)view.buf)[c];
+        PyBuffer_Release(&view);
+    }
+    Py_XDECREF(host);
+    int64_t none = wide ? INT64_MAX : INT32_MAX;
+    for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
+        if (!p->check[k]) continue;
+        if (flags[c++] == none) continue;
+        int64_t bad;
+        if (read_i64((mod_array *)p->idx[k], flags[c - 1], &bad, 1) < 0)
+            rc = -1;
+        else {
+            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %zd",
+                         (long long)bad, p->axis[k], p->an[k]);
+            rc = -1;
+        }
+    }
+    Py_DECREF(fl);
+    return rc;
+}
+
+/* Checks every index array that needs it on the device, before a scatter
+ * (a gather checks as it reads: run_access). */
+static int check_bounds(mod_array *x, plan *p) {
+    int nchk;
+    bool wide;
+    count_checks(p, &nchk, &wide);
     if (nchk == 0) return 0;
-    ofl_device *dev = mod_array_device(x);
-    const char *flag_dtype = wide ? "int64" : "int32";
     PyObject *fl = mod_lib_call(
         "full", Py_BuildValue("(iL)", nchk, wide ? (long long)INT64_MAX : (long long)INT32_MAX),
-        Py_BuildValue("{s:s,s:N}", "dtype", flag_dtype, "device", mod_device_new(dev)));
+        Py_BuildValue("{s:s,s:N}", "dtype", wide ? "int64" : "int32", "device",
+                      mod_device_new(mod_array_device(x))));
     if (!fl) return -1;
     static const char src32[] = "def index_check32(item, idx, n, flags, k):\n"
                                 "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
@@ -416,32 +572,11 @@ static int check_bounds(mod_array *x, plan *p) {
         Py_XDECREF(nn);
         Py_XDECREF(cc);
     }
-    /* the flags read back as they are (no conversion kernel), widened here */
-    int64_t flags[MAXK];
-    PyObject *host = rc == 0 ? mod_array_asnumpy((mod_array *)fl) : NULL;
-    Py_buffer view;
-    if (rc == 0 && (!host || mod_np_buffer(host, &view, false) < 0)) rc = -1;
-    if (rc == 0) {
-        for (int c = 0; c < nchk; c++)
-            flags[c] = wide ? ((const int64_t *)view.buf)[c] : ((const int32_t *)view.buf)[c];
-        PyBuffer_Release(&view);
+    if (rc < 0) {
+        Py_DECREF(fl);
+        return -1;
     }
-    Py_XDECREF(host);
-    int64_t none = wide ? INT64_MAX : INT32_MAX;
-    for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
-        if (!p->check[k]) continue;
-        if (flags[c++] == none) continue;
-        int64_t bad;
-        if (read_i64((mod_array *)p->idx[k], flags[c - 1], &bad, 1) < 0)
-            rc = -1;
-        else {
-            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %d with size %zd",
-                         (long long)bad, p->axis[k], p->an[k]);
-            rc = -1;
-        }
-    }
-    Py_DECREF(fl);
-    return rc;
+    return report_flags(p, fl, nchk, wide);
 }
 
 /* The kernel text of a gather (value NULL: out[o] = x[...]) or scatter
@@ -449,44 +584,66 @@ static int check_bounds(mod_array *x, plan *p) {
  * holds, per merged result dimension d from row 0, W numbers: its length,
  * x's stride, (the value's stride,) each index array's stride; then per
  * index array its x stride and length. */
-static const char *access_text(mod_text *t, int K, int mode, char *name, size_t namelen) {
-    /* mode 0: gather, 1: scatter of an array, 2: scatter of a scalar */
-    int W = 2 + (mode == 1) + K;
-    snprintf(name, namelen, "index_%s_%d%s", mode ? "put" : "take", K, mode == 2 ? "_scalar" : "");
+static const char *access_text(mod_text *t, int K, int mode, bool flat, const bool *check,
+                               bool wide, char *name, size_t namelen) {
+    /* mode 0: gather, 1: scatter of an array, 2: scatter of a scalar; flat:
+     * one merged dimension, whose coordinate is o itself (no division);
+     * check (gathers): which index arrays are checked here, their first bad
+     * position kept in flags (int64 if wide), nothing read for it */
+    int W = 2 + (mode == 1) + K, bits = 0;
+    for (int k = 0; k < K && check; k++) bits |= check[k] << k;
+    snprintf(name, namelen, "index_%s_%d%s%s", mode ? "put" : "take", K, mode == 2 ? "_scalar" : "",
+             flat ? "_flat" : "");
+    if (bits) {
+        size_t u = strlen(name);
+        snprintf(name + u, namelen - u, "_chk%d%s", bits, wide ? "w" : "");
+    }
     t->n = 0;
     mod_text_put(t, "def %s(item, %s", name, mode ? "x, v" : "out, x");
     for (int k = 0; k < K; k++) mod_text_put(t, ", i%d", k);
-    mod_text_put(t, ", meta, nd, xb%s):\n", mode == 1 ? ", vb" : "");
+    mod_text_put(t, ", meta, nd, xb%s%s):\n", mode == 1 ? ", vb" : "", bits ? ", flags" : "");
     mod_text_put(t, "    # offload x[indices]%s (module/lib/mod_index.c)\n", mode ? " = v" : "");
     mod_text_put(t, "    o = item.get_id(0)\n"
                     "    rem = np.int64(o)\n"
                     "    xo = np.int64(xb)\n");
     if (mode == 1) mod_text_put(t, "    vo = np.int64(vb)\n");
     for (int k = 0; k < K; k++) mod_text_put(t, "    p%d = np.int64(0)\n", k);
-    mod_text_put(t,
-                 "    d = nd - 1\n"
-                 "    while d >= 0:\n"
-                 "        r = np.uint64(d * %d)\n"
-                 "        s = meta[r]\n"
-                 "        c = rem %% s\n"
-                 "        rem = rem // s\n"
-                 "        xo += c * meta[r + 1]\n",
-                 W);
-    int col = 2;
-    if (mode == 1) mod_text_put(t, "        vo += c * meta[r + %d]\n", col++);
-    for (int k = 0; k < K; k++) mod_text_put(t, "        p%d += c * meta[r + %d]\n", k, col++);
-    mod_text_put(t,
-                 "        d -= 1\n"
-                 "    e = np.uint64(nd * %d)\n",
-                 W);
-    for (int k = 0; k < K; k++)
+    const char *ind = flat ? "    " : "        ";
+    if (flat)
+        mod_text_put(t, "    r = np.uint64(0)\n"
+                        "    c = rem\n");
+    else
         mod_text_put(t,
-                     "    w%d = i%d[np.uint64(p%d)]\n"
+                     "    d = nd - 1\n"
+                     "    while d >= 0:\n"
+                     "        r = np.uint64(d * %d)\n"
+                     "        s = meta[r]\n"
+                     "        c = rem %% s\n"
+                     "        rem = rem // s\n",
+                     W);
+    mod_text_put(t, "%sxo += c * meta[r + 1]\n", ind);
+    int col = 2;
+    if (mode == 1) mod_text_put(t, "%svo += c * meta[r + %d]\n", ind, col++);
+    for (int k = 0; k < K; k++) mod_text_put(t, "%sp%d += c * meta[r + %d]\n", ind, k, col++);
+    if (!flat) mod_text_put(t, "        d -= 1\n");
+    mod_text_put(t, "    e = np.uint64(nd * %d)\n", W);
+    if (bits) mod_text_put(t, "    ok = True\n");
+    for (int k = 0, c = 0; k < K; k++) {
+        mod_text_put(t, "    w%d = i%d[np.uint64(p%d)]\n", k, k, k);
+        if (bits >> k & 1)
+            mod_text_put(t,
+                         "    if w%d < -meta[e + %d] or w%d >= meta[e + %d]:\n"
+                         "        ol.AtomicRef(flags, %d).fetch_min(np.%s(p%d))\n"
+                         "        ok = False\n",
+                         k, 2 * k + 1, k, 2 * k + 1, c++, wide ? "int64" : "int32", k);
+        mod_text_put(t,
                      "    if w%d < 0:\n"
                      "        w%d += meta[e + %d]\n"
                      "    xo += w%d * meta[e + %d]\n",
-                     k, k, k, k, k, 2 * k + 1, k, 2 * k);
-    if (mode == 0) mod_text_put(t, "    out[o] = x[np.uint64(xo)]\n");
+                     k, k, 2 * k + 1, k, 2 * k);
+    }
+    if (mode == 0)
+        mod_text_put(t, "%sout[o] = x[np.uint64(xo)]\n", bits ? "    if ok:\n        " : "    ");
     if (mode == 1) mod_text_put(t, "    x[np.uint64(xo)] = v[np.uint64(vo)]\n");
     if (mode == 2) mod_text_put(t, "    x[np.uint64(xo)] = v\n");
     return t->s;
@@ -500,6 +657,9 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     Py_ssize_t n = size_of(p->nd, p->shape);
     if (n == 0) return 0;
     int mode = !out ? (varr ? 1 : 2) : 0;
+    int nchk = 0;
+    bool wide = false;
+    if (mode == 0) count_checks(p, &nchk, &wide);
     /* merge the dimensions: per d the strides of x, the value and each index, in elements */
     int nops = 2 + p->K;
     Py_ssize_t sh[MOD_MAXDIMS], st[MOD_MAXDIMS][2 + MAXK];
@@ -526,7 +686,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
         memset(st[0], 0, sizeof st[0]);
         nd = 1;
     }
-    int64_t meta[MOD_MAXDIMS * (3 + MAXK) + 2 * MAXK];
+    int64_t meta[MOD_MAXDIMS * (3 + MAXK) + 3 * MAXK];
     int m = 0;
     for (int d = 0; d < nd; d++) {
         meta[m++] = sh[d];
@@ -535,13 +695,26 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
         for (int k = 0; k < p->K; k++) meta[m++] = st[d][2 + k];
     }
     for (int k = 0; k < p->K; k++) meta[m++] = p->as[k] / x->itemsize, meta[m++] = p->an[k];
+    /* a gather's flags ride in the same upload, after meta: int64 words, or
+     * int32 pairs, all "none yet" */
+    int fm = m;
+    for (int c = 0; c < nchk; c += wide ? 1 : 2)
+        meta[m++] = wide ? INT64_MAX : (int64_t)0x7FFFFFFF7FFFFFFFLL;
     ofl_device *dev = mod_array_device(x);
     Py_ssize_t xb, vb = 0, ost[1] = {x->itemsize};
-    PyObject *mt = upload_i64(meta, m, dev);
+    PyObject *mt = upload_i64(meta, m, dev), *fl = NULL;
     PyObject *xv = mt ? flat_view(x, &xb) : NULL;
     PyObject *vv = NULL, *ov = NULL, *ndo = NULL, *xbo = NULL, *vbo = NULL, *r = NULL;
     PyObject *iv[MAXK] = {NULL};
     int rc = -1;
+    if (xv && nchk) {
+        mod_array *ma = (mod_array *)mt;
+        Py_ssize_t fn = nchk, fst = wide ? 8 : 4;
+        if (!(fl = mod_array_view(ma, 1, &fn, &fst, ma->offset + (Py_ssize_t)fm * 8))) goto out;
+        mod_array *fa = (mod_array *)fl; /* meta's int64 words read as the flags' dtype */
+        Py_SETREF(fa->dtype, Py_NewRef(mod_dtype_find_borrowed('i', fst)));
+        fa->itemsize = fst;
+    }
     if (!xv) goto out;
     xb += (p->xoff - x->offset) / x->itemsize;
     if (varr) {
@@ -567,12 +740,15 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     args[a++] = ndo;
     args[a++] = xbo;
     if (mode == 1) args[a++] = vbo;
+    if (fl) args[a++] = fl;
     mod_text t;
     char name[64];
-    access_text(&t, p->K, mode, name, sizeof name);
+    access_text(&t, p->K, mode, nd == 1, fl ? p->check : NULL, wide, name, sizeof name);
     r = launch_range(name, t.s, n, args, a);
     rc = r ? 0 : -1;
+    if (fl) rc = rc == 0 ? report_flags(p, Py_NewRef(fl), nchk, wide) : -1;
 out:
+    Py_XDECREF(fl);
     Py_XDECREF(r);
     Py_XDECREF(mt);
     Py_XDECREF(xv);
@@ -922,7 +1098,9 @@ static int plan_key(mod_array *x, PyObject *key, plan *p) {
         p->nd++;
     }
     /* as NumPy: no bounds errors when the index arrays broadcast to nothing */
-    rc = size_of(nb, b) == 0 ? 0 : check_bounds(x, p);
+    if (size_of(nb, b) == 0)
+        for (int k = 0; k < p->K; k++) p->check[k] = false;
+    rc = 0;
 out:
     for (int i = 0; i < nitems; i++) Py_XDECREF(items[i].arr);
     if (rc < 0) plan_clear(p);
@@ -938,9 +1116,18 @@ static PyObject *gather(mod_array *x, plan *p) {
 }
 
 PyObject *mod_index_getitem(mod_array *x, PyObject *key) {
+    if (mod_array_check(key)) {
+        mod_array *m = (mod_array *)key;
+        if (is_bool(m->dtype) && m->nd == x->nd && x->nd > 0 &&
+            !memcmp(m->shape, x->shape, sizeof(Py_ssize_t) * (size_t)x->nd) &&
+            mod_array_device(m) == mod_array_device(x) && mod_array_is_c_contiguous(x) &&
+            mod_array_is_c_contiguous(m))
+            return mask_values(x, m);
+    }
     plan p;
     if (plan_key(x, key, &p) < 0) return NULL;
-    PyObject *r = gather(x, &p);
+    /* an empty result checks its indices all the same, as NumPy's */
+    PyObject *r = size_of(p.nd, p.shape) == 0 && check_bounds(x, &p) < 0 ? NULL : gather(x, &p);
     plan_clear(&p);
     return r;
 }
@@ -1011,7 +1198,7 @@ static int scatter(mod_array *x, plan *p, PyObject *value) {
 int mod_index_setitem(mod_array *x, PyObject *key, PyObject *value) {
     plan p;
     if (plan_key(x, key, &p) < 0) return -1;
-    int rc = scatter(x, &p, value);
+    int rc = check_bounds(x, &p) < 0 ? -1 : scatter(x, &p, value);
     plan_clear(&p);
     return rc;
 }
@@ -1151,7 +1338,6 @@ static PyObject *f_take_along_axis(PyObject *self, PyObject *args, PyObject *kw)
     p.K = 1;
     p.idx[0] = idx;
     p.as[0] = x->strides[axis], p.an[0] = x->shape[axis], p.axis[0] = axis, p.check[0] = true;
-    if (size_of(p.nd, p.shape) > 0 && check_bounds(x, &p) < 0) goto out;
     r = gather(x, &p);
 out:
     plan_clear(&p);

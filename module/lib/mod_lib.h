@@ -107,8 +107,11 @@ PyObject *mod_reduce_named(const char *name, PyObject *x, PyObject *axis, PyObje
 int mod_namespace_add_functions(PyObject *module); /* mod_namespace.c: info, dtypes, creation */
 int mod_manip_add_functions(PyObject *module);     /* mod_manip.c: concat stack flip ... */
 int mod_stats_add_functions(PyObject *module);     /* mod_stats.c: std var cumulative_* diff */
-int mod_index_add_functions(PyObject *module);     /* mod_index.c: take take_along_axis nonzero */
-int mod_sort_add_functions(PyObject *module); /* mod_sort.c: sort argsort searchsorted unique_* */
+/* mod_stats.c: a[0..n) (int32 or int64, contiguous) becomes its exclusive
+ * prefix sums, in place, by the scans' blocks form (made for GPUs). */
+int mod_lib_exclusive_scan(mod_array *a, Py_ssize_t n);
+int mod_index_add_functions(PyObject *module); /* mod_index.c: take take_along_axis nonzero */
+int mod_sort_add_functions(PyObject *module);  /* mod_sort.c: sort argsort searchsorted unique_* */
 /* mod_linalg.c: matrix_transpose, tensordot, vecdot (the main namespace's) */
 int mod_linalg_add_functions(PyObject *module);
 /* mod_dispatch.c: ndarray's __array_ufunc__ and __array_function__, which

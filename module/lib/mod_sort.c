@@ -31,8 +31,9 @@
  * unique_* sort the flattened input with its indices, mark the first of each
  * run of equal values (NaN != NaN: each NaN its own value, as the array API
  * and NumPy 2 say), scan the marks, and scatter: values, the first index
- * (the sort is stable), counts from the runs' starts and inverse indices. The
- * number of unique values is the one number read back, to size the results.
+ * (the sort is stable), counts from the runs' starts and inverse indices
+ * (unique_values scatters the values alone). The number of unique values is
+ * the one number read back, to size the results.
  *
  * searchsorted is a binary search per element of x2, both operands in NumPy's
  * common dtype, NaN ordered last as in NumPy's sort. */
@@ -40,17 +41,16 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RADIX_BITS 4
 #define RADIX (1 << RADIX_BITS)
 #define RUN 32        /* elements a work-item counts and scatters */
 #define SCAN_CHUNK 64 /* elements a work-item sums in a scan's first pass */
-/* At most this many, a scan is one work-item's loop: cheap on a CPU, where
- * a launch costs more than thousands of adds; a GPU thread's dependent loads
- * are slow, so there the chunks recurse down to a few hundred. */
+/* At most this many, a CPU's scan is one work-item's loop: there a launch
+ * costs more than thousands of adds. */
 #define SCAN_SERIAL_CPU 4096
-#define SCAN_SERIAL_GPU 256
 
 /* ---- kernel texts and launches ---- */
 
@@ -136,12 +136,16 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
     return launch("sort_scan_serial", &t, 1, 0, &av);
 }
 
-/* a[0..m) becomes its exclusive prefix sums: chunks' sums, their scan
- * (recursively), then each chunk's scan from its start. */
+/* a[0..m) becomes its exclusive prefix sums. A GPU's: the scans' blocks
+ * form (mod_stats.c; OFFLOAD_SCAN_FORM=blocks takes it on a CPU too); a
+ * CPU's: chunks' sums, their scan (recursively), then each chunk's scan
+ * from its start. */
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
-    bool cpu = ofl_device_get_info(dev)->type == OFL_CPU;
-    if (m <= (cpu ? SCAN_SERIAL_CPU : SCAN_SERIAL_GPU)) return scan_serial(a, m);
+    const char *f = getenv("OFFLOAD_SCAN_FORM");
+    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
+        return mod_lib_exclusive_scan(a, m);
+    if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
     if (!sums) return -1;
@@ -1038,7 +1042,8 @@ static PyObject *f_unique(int what, PyObject *xo) {
              *indices = NULL, *starts = NULL, *counts = NULL, *inverse = NULL, *inv_flat = NULL,
              *result = NULL;
     Py_ssize_t m = 0;
-    if (!(inverse = mod_array_new_empty(dev, int64_dtype(), x->nd, x->shape))) goto done;
+    bool more = what != U_VALUES; /* unique_values writes the values alone */
+    if (more && !(inverse = mod_array_new_empty(dev, int64_dtype(), x->nd, x->shape))) goto done;
     if (N > 0) {
         if (!(c = mod_ops_copy(x, NULL)) || !(cflat = flat_view((mod_array *)c, N, NULL)) ||
             !(order = radix_order((mod_array *)c, N, N, false)) ||
@@ -1075,10 +1080,27 @@ static PyObject *f_unique(int what, PyObject *xo) {
         Py_XDECREF(item);
         if (m < 0) goto done;
     }
-    if (!(values = new_1d(dev, x->dtype, m)) || !(indices = new_1d(dev, int64_dtype(), m)) ||
-        !(starts = new_1d(dev, int64_dtype(), m)) || !(counts = new_1d(dev, int64_dtype(), m)))
+    if (!(values = new_1d(dev, x->dtype, m))) goto done;
+    if (more &&
+        (!(indices = new_1d(dev, int64_dtype(), m)) || !(starts = new_1d(dev, int64_dtype(), m)) ||
+         !(counts = new_1d(dev, int64_dtype(), m))))
         goto done;
-    if (N > 0) {
+    if (N > 0 && !more) {
+        mod_text t;
+        t.n = 0;
+        mod_text_put(&t, "def unique_values_scatter(it, sv, g, values):\n"
+                         "    i = it.get_id(0)\n"
+                         "    first = i == 0\n"
+                         "    if i > 0:\n"
+                         "        first = sv[i] != sv[np.uint64(i - 1)]\n"
+                         "    if first:\n"
+                         "        values[np.uint64(g[i])] = sv[i]\n");
+        argv_t av = {.n = 0};
+        arg_obj(&av, sv);
+        arg_obj(&av, g);
+        arg_obj(&av, values);
+        if (launch("unique_values_scatter", &t, N, 0, &av) < 0) goto done;
+    } else if (N > 0) {
         if (!(inv_flat = flat_view((mod_array *)inverse, N, NULL))) goto done;
         mod_text t;
         t.n = 0;

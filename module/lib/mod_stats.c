@@ -23,12 +23,16 @@
  *   rows, so for inner > 1 their loads are neighbours. A CPU device always
  *   takes this form: its runtimes run a work-group's barrier tree one
  *   work-item at a time (see mod_reduce.c's CPU form).
- * - blocks (a GPU with few long rows): a work-group scans a block of
- *   L * SCAN_PER_ITEM elements of a row in local memory (coalesced loads,
- *   a sequential scan per work-item, a Hillis-Steele tree over the
- *   work-items' totals), leaving the block's total; the totals are scanned
- *   by the same function (recursively, any form), then added to the
- *   blocks after the first.
+ * - blocks (a GPU with few long rows): reduce, then scan. Enough groups to
+ *   fill the device each own a span of whole tiles of a row; when a row has
+ *   several spans, a first launch leaves each span's total, and the second
+ *   scans each span tile by tile (L * kper elements in local memory: a
+ *   sequential run per work-item, a tree over the runs' totals), starting
+ *   from the sum of the totals before it and carrying the tile's total to
+ *   the next. So the data is read twice and written once, in two launches
+ *   (one for a single span), with no division per element. An exclusive
+ *   form scans in place: mod_lib_exclusive_scan, the sort's and unique's
+ *   scans on GPUs.
  * Sums and products accumulate in the result's dtype, as NumPy's
  * add.accumulate does (its cumsum is sequential; the runs and blocks only
  * regroup the float additions). OFFLOAD_SCAN_FORM=runs|blocks forces a form
@@ -150,7 +154,6 @@ static PyObject *m_std(PyObject *x, PyObject *a, PyObject *k) { return var_or_st
 /* ---- scans: kernel texts ---- */
 
 #define SCAN_GROUP 256    /* work-items per group of the blocks form, at most */
-#define SCAN_PER_ITEM 8   /* elements per work-item of a block */
 #define SCAN_MIN_RUN 4096 /* elements a run keeps at least when a row is split (runs form) */
 
 /* What a scan's texts depend on. A bool scan (NumPy's add.accumulate with
@@ -160,6 +163,7 @@ typedef struct {
     bool prod;
     const char *acc; /* the result's dtype name, the accumulator's */
     bool boolean;
+    bool exclusive; /* blocks form only: element k gets the total before it */
 } scan_key;
 
 /* the accumulator's type in the kernel, its identity, the operator */
@@ -185,6 +189,10 @@ static void fmt_load(const scan_key *k, const char *arr, const char *idx, bool f
 static void fmt_store(const scan_key *k, const char *v, char *buf, size_t n) {
     snprintf(buf, n, k->boolean ? "(%s) != 0" : "%s", v);
 }
+
+/* Elements per work-item of a blocks-form tile: 16, 8 for complex128, whose
+ * tile then still fits CUDA's 48 KB of static local memory. */
+static int kper(const scan_key *k) { return strcmp(k->acc, "complex128") ? 16 : 8; }
 
 static void scan_suffix(const scan_key *k, char *buf, size_t n) {
     snprintf(buf, n, "%s_%s", k->prod ? "prod" : "sum", k->boolean ? "bool" : k->acc);
@@ -272,113 +280,180 @@ static void add_runs_text(mod_text *t, const scan_key *k, char *name, size_t nam
                  name, ldt, st);
 }
 
-/* blocks form, first launch: group g scans block g % nb of row g // nb. */
-static void blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], id[48], ld[96], st[96];
+/* blocks form: the header every text of it shares. Group g works on span
+ * g % Gr (C elements from k0, the last shorter) of row g // Gr; the row's
+ * elements are `inner` apart from ib in x (from ob in out). */
+static void blocks_head(mod_text *t) {
+    mod_text_put(t, "    li = item.get_local_id(0)\n"
+                    "    grp = item.get_group()\n"
+                    "    g = grp.get_group_id(0)\n"
+                    "    L = item.get_local_range(0)\n"
+                    "    m = g // Gr\n"
+                    "    b = g %% Gr\n"
+                    "    o = m // inner\n"
+                    "    r = m %% inner\n"
+                    "    k0 = b * C\n"
+                    "    k1 = min(k0 + C, K)\n"
+                    "    ib = o * K * inner + r\n");
+}
+
+/* red (L accumulators in local memory) folded into red[0]; L a power of two. */
+static void put_tree(mod_text *t, const scan_key *k) {
+    mod_text_put(t,
+                 "    ol.group_barrier(grp)\n"
+                 "    h = L // 2\n"
+                 "    while h > 0:\n"
+                 "        if li < h:\n"
+                 "            red[li] = red[li] %s red[li + h]\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        h = h // 2\n",
+                 kop(k));
+}
+
+/* blocks form, first launch (only when a row has several spans): tot[g] =
+ * the total of group g's span. Neighbouring work-items, neighbouring
+ * elements; full rounds of kper loads are unconditional, so their
+ * loads are all in flight at once. */
+static void reduce_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
+    char sfx[48], id[48], ld[96], lde[96];
     scan_suffix(k, sfx, sizeof sfx);
     fmt_ident(k, id, sizeof id);
-    fmt_load(k, "x", "np.uint64(ib + k * inner)", true, ld, sizeof ld);
-    fmt_store(k, "buf[e * L + li]", st, sizeof st);
-    const char *op = kop(k), *acc = kacc(k);
-    snprintf(name, namelen, "scan_blocks_%s", sfx);
-    mod_text_put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, nb):\n", name);
+    fmt_load(k, "x", "np.uint64(i)", true, ld, sizeof ld);
+    fmt_load(k, "x", "np.uint64(i + e * step)", true, lde, sizeof lde);
+    const char *op = kop(k);
+    snprintf(name, namelen, "scan_reduce_%s", sfx);
+    mod_text_put(t, "def %s(item, x, tot, K, inner, Gr, C):\n", name);
     mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
                  k->prod ? "prod" : "sum");
-    mod_text_put(t,
-                 "    li = item.get_local_id(0)\n"
-                 "    grp = item.get_group()\n"
-                 "    g = grp.get_group_id(0)\n"
-                 "    L = item.get_local_range(0)\n"
-                 "    m = g // nb\n"
-                 "    b = g %% nb\n"
-                 "    o = m // inner\n"
-                 "    r = m %% inner\n"
-                 "    k0 = b * L * %d\n"
-                 "    ib = o * K * inner + r\n"
-                 "    ob = (o * Ko + inc) * inner + r\n"
-                 "    buf = ol.local_array(%d, np.%s)\n"
-                 "    sums = ol.local_array(%d, np.%s)\n",
-                 SCAN_PER_ITEM, SCAN_GROUP * SCAN_PER_ITEM, acc, SCAN_GROUP, acc);
-    /* loads: neighbouring work-items, neighbouring elements */
-    mod_text_put(t,
-                 "    for e in range(%d):\n"
-                 "        k = k0 + e * L + li\n"
-                 "        v = %s\n"
-                 "        if k < K:\n"
-                 "            v = %s\n"
-                 "        buf[e * L + li] = v\n"
-                 "    ol.group_barrier(grp)\n",
-                 SCAN_PER_ITEM, id, ld);
+    blocks_head(t);
     mod_text_put(t,
                  "    a = %s\n"
-                 "    for e in range(%d):\n"
-                 "        a = a %s buf[li * %d + e]\n"
-                 "        buf[li * %d + e] = a\n"
-                 "    sums[li] = a\n"
-                 "    ol.group_barrier(grp)\n",
-                 id, SCAN_PER_ITEM, op, SCAN_PER_ITEM, SCAN_PER_ITEM);
-    mod_text_put(t,
-                 "    d = 1\n"
-                 "    while d < L:\n"
-                 "        v = %s\n"
-                 "        if li >= d:\n"
-                 "            v = sums[li - d]\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        if li >= d:\n"
-                 "            sums[li] = v %s sums[li]\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        d *= 2\n"
-                 "    if li > 0:\n"
-                 "        p = sums[li - 1]\n"
+                 "    kk = k0 + li\n"
+                 "    i = ib + kk * inner\n"
+                 "    step = L * inner\n"
+                 "    while kk + %d * L < k1:\n"
                  "        for e in range(%d):\n"
-                 "            buf[li * %d + e] = p %s buf[li * %d + e]\n"
-                 "    ol.group_barrier(grp)\n",
-                 id, op, SCAN_PER_ITEM, SCAN_PER_ITEM, op, SCAN_PER_ITEM);
-    mod_text_put(t,
-                 "    for e in range(%d):\n"
-                 "        k = k0 + e * L + li\n"
-                 "        if k < K:\n"
-                 "            out[np.uint64(ob + k * inner)] = %s\n"
-                 "    if li == 0:\n"
-                 "        if inc == 1 and b == 0:\n"
-                 "            out[np.uint64(o * Ko * inner + r)] = %s\n"
-                 "        if nb > 1:\n"
-                 "            tot[np.uint64(g)] = %s\n",
-                 SCAN_PER_ITEM, st, k->boolean ? (k->prod ? "True" : "False") : id,
-                 k->boolean ? "sums[L - 1] != 0" : "sums[L - 1]");
+                 "            a = a %s %s\n"
+                 "        kk += %d * L\n"
+                 "        i += %d * step\n"
+                 "    while kk < k1:\n"
+                 "        a = a %s %s\n"
+                 "        kk += L\n"
+                 "        i += step\n"
+                 "    red = ol.local_array(%d, np.%s)\n"
+                 "    red[li] = a\n",
+                 id, kper(k) - 1, kper(k), op, lde, kper(k), kper(k), op, ld, SCAN_GROUP, kacc(k));
+    put_tree(t, k);
+    mod_text_put(t, "    if li == 0:\n        tot[g] = %s\n",
+                 k->boolean ? "red[0] != 0" : "red[0]");
 }
 
-/* blocks form, third launch: element k of row m, in block b > 0, gets the
- * total of blocks 0..b-1. */
-static void add_blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], ldt[96], ldo[96], st[256], v[200];
+/* Local index of tile element q: one word of padding per 32, so that work-
+ * item l's run (l * kper + e) meets no bank twice. */
+#define PAD(q) "(" q ") + ((" q ") >> 5)"
+
+/* blocks form, second launch: group g starts from the total of the spans
+ * before its own (tot, summed by the group), then scans its span tile by
+ * tile of L * kper elements in local memory -- coalesced loads, a
+ * sequential run per work-item, a Hillis-Steele tree (ping-pong, one barrier
+ * a step) over the runs' totals, coalesced stores -- carrying the total
+ * from tile to tile. exclusive: element k gets the total before it (the
+ * sort's scans, in place: a tile is read before it is written). */
+static void blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
+    char sfx[48], id[48], ld[96], ldt[96], st[96];
     scan_suffix(k, sfx, sizeof sfx);
-    fmt_load(k, "tot", "np.uint64(m * nb + b - 1)", false, ldt, sizeof ldt);
-    fmt_load(k, "out", "j", false, ldo, sizeof ldo);
-    snprintf(v, sizeof v, "%s %s %s", ldt, kop(k), ldo);
-    fmt_store(k, v, st, sizeof st);
-    snprintf(name, namelen, "scan_add_blocks_%s", sfx);
+    fmt_ident(k, id, sizeof id);
+    fmt_load(k, "x", "np.uint64(ib + kk * inner)", true, ld, sizeof ld);
+    fmt_load(k, "tot", "np.uint64(m * Gr + j)", false, ldt, sizeof ldt);
+    fmt_store(k, "buf[" PAD("q") "]", st, sizeof st);
+    const char *op = kop(k), *acc = kacc(k);
+    const int P = kper(k), B = SCAN_GROUP * P;
+    snprintf(name, namelen, "scan_blocks%s_%s", k->exclusive ? "_excl" : "", sfx);
+    mod_text_put(t, "def %s(item, x, out, tot, K, Ko, inner, inc, Gr, C):\n", name);
+    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
+                 k->prod ? "prod" : "sum");
+    blocks_head(t);
     mod_text_put(t,
-                 "def %s(item, out, tot, M, K, Ko, inner, inc, nb, B):\n"
-                 "    w = item.get_id(0)\n"
-                 "    m = w // K\n"
-                 "    k = w %% K\n"
-                 "    b = k // B\n"
-                 "    if b > 0:\n"
-                 "        o = m // inner\n"
-                 "        r = m %% inner\n"
-                 "        j = np.uint64((o * Ko + inc + k) * inner + r)\n"
-                 "        out[j] = %s\n",
-                 name, st);
+                 "    ob = (o * Ko + inc) * inner + r\n"
+                 "    red = ol.local_array(%d, np.%s)\n"
+                 "    buf = ol.local_array(%d, np.%s)\n"
+                 "    sc = ol.local_array(%d, np.%s)\n"
+                 "    a = %s\n"
+                 "    j = li\n"
+                 "    while j < b:\n"
+                 "        a = a %s %s\n"
+                 "        j += L\n"
+                 "    red[li] = a\n",
+                 SCAN_GROUP, acc, B + B / 32, acc, 2 * SCAN_GROUP, acc, id, op, ldt);
+    put_tree(t, k);
+    mod_text_put(t,
+                 "    p = red[0]\n"
+                 "    if inc == 1 and b == 0 and li == 0:\n"
+                 "        out[np.uint64(o * Ko * inner + r)] = %s\n"
+                 "    t0 = k0\n"
+                 "    while t0 < k1:\n"
+                 "        for e in range(%d):\n"
+                 "            q = e * L + li\n"
+                 "            kk = t0 + q\n"
+                 "            v = %s\n"
+                 "            if kk < k1:\n"
+                 "                v = %s\n"
+                 "            buf[" PAD("q") "] = v\n"
+                                             "        ol.group_barrier(grp)\n"
+                                             "        a = %s\n"
+                                             "        for e in range(%d):\n"
+                                             "            q = li * %d + e\n"
+                                             "            v = buf[" PAD("q") "]\n",
+                 k->boolean ? (k->prod ? "True" : "False") : id, P, id, ld, id, P, P);
+    if (k->exclusive)
+        mod_text_put(t,
+                     "            buf[" PAD("q") "] = a\n"
+                                                 "            a = a %s v\n",
+                     op);
+    else
+        mod_text_put(t,
+                     "            a = a %s v\n"
+                     "            buf[" PAD("q") "] = a\n",
+                     op);
+    mod_text_put(t,
+                 "        sc[li] = a\n"
+                 "        ol.group_barrier(grp)\n"
+                 "        c = 0\n"
+                 "        d = 1\n"
+                 "        while d < L:\n"
+                 "            v = sc[c + li]\n"
+                 "            if li >= d:\n"
+                 "                v = sc[c + li - d] %s v\n"
+                 "            sc[L - c + li] = v\n"
+                 "            ol.group_barrier(grp)\n"
+                 "            c = L - c\n"
+                 "            d *= 2\n"
+                 "        s = p\n"
+                 "        if li > 0:\n"
+                 "            s = p %s sc[c + li - 1]\n"
+                 "        for e in range(%d):\n"
+                 "            q = li * %d + e\n"
+                 "            buf[" PAD("q") "] = s %s buf[" PAD(
+                     "q") "]\n"
+                          "        p = p %s sc[c + L - 1]\n"
+                          "        ol.group_barrier(grp)\n"
+                          "        for e in range(%d):\n"
+                          "            q = e * L + li\n"
+                          "            kk = t0 + q\n"
+                          "            if kk < k1:\n"
+                          "                out[np.uint64(ob + kk * inner)] = %s\n"
+                          "        ol.group_barrier(grp)\n"
+                          "        t0 += L * %d\n",
+                 op, op, P, P, op, op, P, st, P);
 }
 
-enum { TXT_RUNS, TXT_TOTALS, TXT_ADD_RUNS, TXT_BLOCKS, TXT_ADD_BLOCKS };
+enum { TXT_RUNS, TXT_TOTALS, TXT_ADD_RUNS, TXT_REDUCE, TXT_BLOCKS };
 
 /* The kernel of one text for key (borrowed; mod_gen keeps it). */
 static PyObject *scan_kernel(const scan_key *k, int which) {
     char memo[96], sfx[48];
     scan_suffix(k, sfx, sizeof sfx);
-    snprintf(memo, sizeof memo, "scan %d %s", which, sfx);
+    snprintf(memo, sizeof memo, "scan %d %s%s", which, sfx, k->exclusive ? " excl" : "");
     PyObject *kern = mod_gen_kernel_by_key_borrowed(memo);
     if (kern) return kern;
     mod_text *t = PyMem_Malloc(sizeof *t);
@@ -389,15 +464,15 @@ static PyObject *scan_kernel(const scan_key *k, int which) {
     case TXT_RUNS: runs_text(t, k, name, sizeof name); break;
     case TXT_TOTALS: totals_text(t, k, name, sizeof name); break;
     case TXT_ADD_RUNS: add_runs_text(t, k, name, sizeof name); break;
-    case TXT_BLOCKS: blocks_text(t, k, name, sizeof name); break;
-    default: add_blocks_text(t, k, name, sizeof name); break;
+    case TXT_REDUCE: reduce_text(t, k, name, sizeof name); break;
+    default: blocks_text(t, k, name, sizeof name); break;
     }
     if (mod_text_ok(t, name) && (kern = mod_gen_kernel_borrowed(name, t->s)) &&
         mod_gen_remember(memo, kern) < 0)
         kern = NULL;
     PyMem_Free(t);
     /* loops bounded by the array: no cancel checks (the blocks form has barriers) */
-    if (kern && which != TXT_BLOCKS) mod_kernel_runs_to_end(kern);
+    if (kern && which < TXT_REDUCE) mod_kernel_runs_to_end(kern);
     return kern;
 }
 
@@ -440,8 +515,8 @@ static Py_ssize_t scan_group(ofl_device *dev) {
 }
 
 /* Scans M rows of K elements of x (C-contiguous, the rows `inner` apart)
- * into out (the same with Ko = K + inc elements a row). x may be out (the
- * totals of the blocks form scan in place). */
+ * into out (the same with Ko = K + inc elements a row). x may be out for an
+ * exclusive scan (always the blocks form). */
 static int scan_into(const scan_key *k, mod_array *x, mod_array *out, Py_ssize_t M, Py_ssize_t K,
                      Py_ssize_t inner, int inc) {
     if (M == 0) return 0;
@@ -450,9 +525,9 @@ static int scan_into(const scan_key *k, mod_array *x, mod_array *out, Py_ssize_t
     Py_ssize_t cus = in->max_compute_units ? (Py_ssize_t)in->max_compute_units : 1;
     Py_ssize_t Ko = K + inc;
     const char *force = getenv("OFFLOAD_SCAN_FORM");
-    bool blocks = in->type != OFL_CPU && K >= 512 && M < 16 * 1024;
+    bool blocks = k->exclusive || (in->type != OFL_CPU && K >= 512 && M < 16 * 1024);
     if (force && !strcmp(force, "blocks")) blocks = K > 0;
-    if (force && !strcmp(force, "runs")) blocks = false;
+    if (force && !strcmp(force, "runs")) blocks = k->exclusive;
     Py_ssize_t nx = M * K, no = M * Ko;
     if (no == 0) return 0;
     /* 1-D views of the whole buffers: the kernels take the layout as numbers
@@ -482,26 +557,33 @@ static int scan_into(const scan_key *k, mod_array *x, mod_array *out, Py_ssize_t
         rc = 0;
         goto out;
     }
-    Py_ssize_t L = scan_group(dev), B = L * SCAN_PER_ITEM, nb = (K + B - 1) / B;
-    if (nb > 1) {
-        Py_ssize_t n = M * nb;
+    /* blocks: enough groups to fill the device, each a span of whole tiles */
+    Py_ssize_t L = scan_group(dev), B = L * kper(k), tiles = (K + B - 1) / B;
+    Py_ssize_t Gr = (8 * cus + M - 1) / M;
+    if (Gr > tiles) Gr = tiles;
+    Py_ssize_t C = (tiles + Gr - 1) / Gr * B;
+    Gr = (K + C - 1) / C;
+    if (Gr > 1) {
+        Py_ssize_t n = M * Gr;
         if (!(tot = mod_array_new_empty(dev, out->dtype, 1, &n))) goto out;
+        PyObject *a1[2] = {x1, tot};
+        Py_ssize_t n1[] = {K, inner, Gr, C};
+        if (scan_launch(k, TXT_REDUCE, M * Gr * L, L, a1, 2, n1, 4) < 0) goto out;
     }
     PyObject *arrays[3] = {x1, o1, tot ? tot : o1};
-    Py_ssize_t nums[] = {M, K, Ko, inner, inc, nb, B};
-    if (scan_launch(k, TXT_BLOCKS, M * nb * L, L, arrays, 3, nums, 6) < 0) goto out;
-    if (nb > 1) {
-        /* the block totals: M rows of nb, scanned in place */
-        if (scan_into(k, (mod_array *)tot, (mod_array *)tot, M, nb, 1, 0) < 0) goto out;
-        PyObject *a3[2] = {o1, tot};
-        if (scan_launch(k, TXT_ADD_BLOCKS, M * K, 0, a3, 2, nums, 7) < 0) goto out;
-    }
+    Py_ssize_t nums[] = {K, Ko, inner, inc, Gr, C};
+    if (scan_launch(k, TXT_BLOCKS, M * Gr * L, L, arrays, 3, nums, 6) < 0) goto out;
     rc = 0;
 out:
     Py_XDECREF(x1);
     Py_XDECREF(o1);
     Py_XDECREF(tot);
     return rc;
+}
+
+int mod_lib_exclusive_scan(mod_array *a, Py_ssize_t n) {
+    scan_key key = {.acc = mod_dtype_name(a->dtype), .exclusive = true};
+    return scan_into(&key, a, a, 1, n, 1, 0);
 }
 
 /* ---- scans: the Python surface ---- */
