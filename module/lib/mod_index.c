@@ -281,6 +281,53 @@ static const char *scatter_text(mod_text *t) {
     return t->s;
 }
 
+/* The tally of a mask's true elements: a count per group of GROUP * per
+ * elements, the counts' exclusive scan (each group's first output: offs)
+ * and their total, the one number read back, to size the result. */
+typedef struct {
+    PyObject *work;                  /* counts, offs, total: int64; owned */
+    PyObject *counts, *offs, *total; /* views of work; owned */
+    PyObject *nn;                    /* the mask's length as a Python int; owned */
+    Py_ssize_t G;                    /* groups */
+    int64_t count;
+} tally_t;
+
+static void tally_clear(tally_t *c) {
+    Py_CLEAR(c->work);
+    Py_CLEAR(c->counts);
+    Py_CLEAR(c->offs);
+    Py_CLEAR(c->total);
+    Py_CLEAR(c->nn);
+}
+
+/* mv: the n mask elements, 1-D. 0, or -1 with an exception; tally_clear
+ * after, either way. */
+static int tally_marks(ofl_device *dev, PyObject *mv, Py_ssize_t n, int per, tally_t *c) {
+    *c = (tally_t){.G = (n + GROUP * per - 1) / (GROUP * per)};
+    Py_ssize_t G = c->G, two = 2 * G + 1, one = 1, st[1] = {8};
+    if (!(c->work = mod_array_new_empty(dev, i64(), 1, &two))) return -1;
+    mod_array *w = (mod_array *)c->work;
+    c->counts = mod_array_view(w, 1, &G, st, w->offset);
+    c->offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
+    c->total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
+    c->nn = PyLong_FromSsize_t(n);
+    PyObject *GG = PyLong_FromSsize_t(G), *r;
+    int rc = -1;
+    mod_text t;
+    char name[64];
+    PyObject *cargs[] = {mv, c->counts, c->nn}, *sargs[] = {c->counts, c->offs, c->total, GG};
+    if (c->counts && c->offs && c->total && c->nn && GG &&
+        (r = launch_groups(name, count_text(&t, per, name, sizeof name), G, cargs, 3))) {
+        Py_DECREF(r);
+        if ((r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) {
+            Py_DECREF(r);
+            rc = read_i64(w, 2 * G, &c->count, 1);
+        }
+    }
+    Py_XDECREF(GG);
+    return rc;
+}
+
 /* The coordinates of a's nonzero elements (a != 0, NaN counts), C order:
  * a new int64 array of shape (max(a.ndim, 1), count). */
 static PyObject *nonzero_rows(mod_array *a) {
@@ -289,31 +336,14 @@ static PyObject *nonzero_rows(mod_array *a) {
     Py_ssize_t n = size_of(a->nd, a->shape), shape[2] = {k, 0};
     if (n == 0) return mod_array_new_empty(dev, i64(), 2, shape);
     PyObject *m = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_ops_copy(a, NULL);
-    Py_ssize_t G = (n + CHUNK - 1) / CHUNK, two = 2 * G + 1, one = 1;
-    PyObject *work = m ? mod_array_new_empty(dev, i64(), 1, &two) : NULL; /* counts offs total */
-    PyObject *mv = NULL, *counts = NULL, *offs = NULL, *total = NULL, *nn = NULL, *GG = NULL;
-    PyObject *out = NULL, *shp = NULL, *kk = NULL, *tt = NULL, *ov = NULL, *r;
+    PyObject *mv = NULL, *out = NULL, *shp = NULL, *kk = NULL, *tt = NULL, *ov = NULL, *r;
     Py_ssize_t st[1] = {8}, mst[1] = {((mod_array *)a)->itemsize};
-    if (!work) goto done;
-    mod_array *w = (mod_array *)work;
-    mv = mod_array_view((mod_array *)m, 1, &n, mst, ((mod_array *)m)->offset);
-    counts = mod_array_view(w, 1, &G, st, w->offset);
-    offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
-    total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
-    nn = PyLong_FromSsize_t(n);
-    GG = PyLong_FromSsize_t(G);
-    if (!mv || !counts || !offs || !total || !nn || !GG) goto done;
-    mod_text t;
-    PyObject *cargs[] = {mv, counts, nn};
-    char cname[32];
-    if (!(r = launch_groups(cname, count_text(&t, PER_ITEM, cname, sizeof cname), G, cargs, 3)))
+    tally_t c = {0};
+    if (!m || !(mv = mod_array_view((mod_array *)m, 1, &n, mst, ((mod_array *)m)->offset)) ||
+        tally_marks(dev, mv, n, PER_ITEM, &c) < 0)
         goto done;
-    Py_DECREF(r);
-    PyObject *sargs[] = {counts, offs, total, GG};
-    if (!(r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) goto done;
-    Py_DECREF(r);
-    int64_t count;
-    if (read_i64(w, 2 * G, &count, 1) < 0) goto done;
+    int64_t count = c.count;
+    mod_text t;
     shape[1] = (Py_ssize_t)count;
     if (!(out = mod_array_new_empty(dev, i64(), 2, shape)) || count == 0) goto done;
     int64_t dims[MOD_MAXDIMS] = {0};
@@ -325,21 +355,16 @@ static PyObject *nonzero_rows(mod_array *a) {
     tt = PyLong_FromLongLong(count);
     ov = mod_array_view((mod_array *)out, 1, &all, st, ((mod_array *)out)->offset);
     if (!shp || !kk || !tt || !ov) goto fail;
-    PyObject *xargs[] = {mv, offs, ov, shp, kk, nn, tt};
-    if (!(r = launch_groups("index_nz_scatter", scatter_text(&t), G, xargs, 7))) goto fail;
+    PyObject *xargs[] = {mv, c.offs, ov, shp, kk, c.nn, tt};
+    if (!(r = launch_groups("index_nz_scatter", scatter_text(&t), c.G, xargs, 7))) goto fail;
     Py_DECREF(r);
     goto done;
 fail:
     Py_CLEAR(out);
 done:
+    tally_clear(&c);
     Py_XDECREF(m);
-    Py_XDECREF(work);
     Py_XDECREF(mv);
-    Py_XDECREF(counts);
-    Py_XDECREF(offs);
-    Py_XDECREF(total);
-    Py_XDECREF(nn);
-    Py_XDECREF(GG);
     Py_XDECREF(shp);
     Py_XDECREF(kk);
     Py_XDECREF(tt);
@@ -415,51 +440,29 @@ static const char *mask_take_text(mod_text *t, PyObject *dtype, int per, char *n
  * values themselves -- no coordinates written and gathered. */
 static PyObject *mask_values(mod_array *x, mod_array *mask) {
     ofl_device *dev = mod_array_device(x);
-    Py_ssize_t n = size_of(x->nd, x->shape), one = 1, shape[1] = {0};
+    Py_ssize_t n = size_of(x->nd, x->shape), shape[1] = {0};
     if (n == 0) return mod_array_new_empty(dev, x->dtype, 1, shape);
     int per = x->itemsize > 8 ? 8 : 16; /* the group's values fit 32 KB of local memory */
-    Py_ssize_t G = (n + GROUP * per - 1) / (GROUP * per), two = 2 * G + 1, st[1] = {8};
-    PyObject *work = mod_array_new_empty(dev, i64(), 1, &two); /* counts offs total */
-    PyObject *mv = NULL, *xv = NULL, *counts = NULL, *offs = NULL, *total = NULL, *nn = NULL,
-             *GG = NULL, *out = NULL, *r;
+    PyObject *mv = NULL, *xv = NULL, *out = NULL, *r;
     Py_ssize_t mst[1] = {mask->itemsize}, xst[1] = {x->itemsize};
-    if (!work) goto done;
-    mod_array *w = (mod_array *)work;
+    tally_t c = {0};
     mv = mod_array_view(mask, 1, &n, mst, mask->offset);
     xv = mod_array_view(x, 1, &n, xst, x->offset);
-    counts = mod_array_view(w, 1, &G, st, w->offset);
-    offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
-    total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
-    nn = PyLong_FromSsize_t(n);
-    GG = PyLong_FromSsize_t(G);
-    if (!mv || !xv || !counts || !offs || !total || !nn || !GG) goto done;
+    if (!mv || !xv || tally_marks(dev, mv, n, per, &c) < 0) goto done;
+    shape[0] = (Py_ssize_t)c.count;
+    if (!(out = mod_array_new_empty(dev, x->dtype, 1, shape)) || c.count == 0) goto done;
     mod_text t;
     char name[64];
-    PyObject *cargs[] = {mv, counts, nn};
-    if (!(r = launch_groups(name, count_text(&t, per, name, sizeof name), G, cargs, 3))) goto done;
-    Py_DECREF(r);
-    PyObject *sargs[] = {counts, offs, total, GG};
-    if (!(r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) goto done;
-    Py_DECREF(r);
-    int64_t count;
-    if (read_i64(w, 2 * G, &count, 1) < 0) goto done;
-    shape[0] = (Py_ssize_t)count;
-    if (!(out = mod_array_new_empty(dev, x->dtype, 1, shape)) || count == 0) goto done;
-    PyObject *targs[] = {mv, xv, offs, out, nn};
-    if (!(r = launch_groups(name, mask_take_text(&t, x->dtype, per, name, sizeof name), G, targs,
+    PyObject *targs[] = {mv, xv, c.offs, out, c.nn};
+    if (!(r = launch_groups(name, mask_take_text(&t, x->dtype, per, name, sizeof name), c.G, targs,
                             5)))
         Py_CLEAR(out);
     else
         Py_DECREF(r);
 done:
-    Py_XDECREF(work);
+    tally_clear(&c);
     Py_XDECREF(mv);
     Py_XDECREF(xv);
-    Py_XDECREF(counts);
-    Py_XDECREF(offs);
-    Py_XDECREF(total);
-    Py_XDECREF(nn);
-    Py_XDECREF(GG);
     return out;
 }
 
