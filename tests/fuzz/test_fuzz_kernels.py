@@ -362,6 +362,9 @@ class _NP64:
     float64 = staticmethod(np.float64)
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def close(got: float, want: float, loose: bool) -> bool:
     if math.isnan(want):
         return math.isnan(got)
@@ -399,6 +402,12 @@ def check(src: str, name: str, inputs: dict, result: dict) -> str | None:
         if not close(exact[i], wide[i], loose):
             STATS["precision-sensitive"] += 1
             continue  # precision-sensitive (e.g. a float32 comparison near a tie): no verdict
+        if loose and math.isinf(got[i]) and abs(exact[i]) > F32_MAX:
+            # The kernel types statically: `1.5 if i > 0 else c[i]` is a float32 (a weak
+            # Python float meets a float32, NEP 50), where Python's value is whichever
+            # branch ran -- here a float64 beyond float32's range (seed 4089981786).
+            STATS["float32 range"] += 1
+            continue
         if nudged is None:
             nudged = [reference(src, name, inputs, True, u) for u in (LIBM_ULPS, -LIBM_ULPS)]
         if any(r[i] is None or not close(r[i], exact[i], loose) for r in nudged):
