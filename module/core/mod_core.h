@@ -1,8 +1,8 @@
 /* core: what the rest of the offload module stands on -- the runtime-error
  * boundary, NumPy, dtypes, offload.Device, offload.ndarray (its memory,
- * layout, transfers and Python type), DLPack, and the functions that make
- * arrays. Callers: launch/, lib/ and module/mod_module.c. Core calls only
- * the runtime (offload/) and CPython: ndarray's operations that run
+ * layout, transfers and Python type), DLPack, pickling, and the functions
+ * that make arrays. Callers: launch/, lib/ and module/mod_module.c. Core calls
+ * only the runtime (offload/) and CPython: ndarray's operations that run
  * generated kernels are lib/'s, handed to mod_array_init (mod_array_kernels),
  * so core never names a room above it.
  *
@@ -208,6 +208,13 @@ int mod_dlpack_init(PyObject *module);
 PyObject *mod_dlpack_import(PyObject *obj, PyObject *device, PyObject *copy);
 /* 1 when obj exports DLPack from CUDA memory, 0 when not, -1 with an exception. */
 int mod_dlpack_is_cuda(PyObject *obj);
+
+/* ---- mod_pickle.c: pickling, pickle_device, copy, sizeof, Dask's token ---- */
+
+/* Gives ndarray __reduce_ex__, __copy__, __deepcopy__, __sizeof__ and
+ * __dask_tokenize__ (after mod_array_init); adds pickle_device and
+ * _unpickle_array to module. */
+int mod_pickle_init(PyObject *module);
 
 /* ---- mod_create.c: asarray, empty, zeros, ones, full, arange, *_like, asnumpy ---- */
 

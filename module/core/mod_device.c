@@ -7,11 +7,12 @@
  * by the underlying device as well, for subclasses or future changes. */
 #include "mod_core.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-static ofl_device *default_override; /* set_default_device(); NULL: the runtime's default */
+static ofl_device *default_override; /* set_default_device(); NULL: the rule below */
 
 /* ---- the runtime, called without the GIL (discovery can take a while) ---- */
 
@@ -33,10 +34,114 @@ static int select_device(const char *filter, ofl_device **out) {
     return rc ? -1 : 0;
 }
 
+/* ---- the default device: one per process, or one per node-local rank ----
+ *
+ * set_default_device()'s choice; else $OFFLOAD_DEVICE (read at every use, by
+ * the runtime); else, where a node-local rank is known, device (rank modulo
+ * n) of the n devices of the preferred kind -- the GPUs if there are any,
+ * else the CPU devices -- in get_devices() order; else the runtime's default
+ * (the first GPU, else the first CPU device). So the ranks of `mpirun -n N`
+ * or the workers of a Dask LocalCluster spread over a node's GPUs by
+ * themselves. The rank and its device are looked for once, at the first use
+ * of the default device in the process (default_device(), local_rank(), an
+ * array made or unpickled without a device), and kept: a process keeps its
+ * device, as it keeps a CUDA context. */
+
+/* node-local rank from the launcher: Open MPI, MVAPICH2, MPICH's Hydra and
+ * Intel MPI, Cray PALS, Slurm's srun -- in that order, so that an mpirun
+ * inside a Slurm allocation is believed over the allocation */
+static const char *const rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                                        "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"};
+
+static struct {
+    bool looked;
+    long rank;          /* -1: none */
+    const char *source; /* the variable, or "Dask worker name" */
+    ofl_device *device; /* rank's device; NULL: none */
+} ranked;
+
+static bool env_set(const char *name) {
+    const char *v = getenv(name);
+    for (; v && *v; v++)
+        if (!isspace((unsigned char)*v)) return true;
+    return false; /* VAR= (empty) means unset, as shells write it */
+}
+
+static long rank_from_env(const char **source) {
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *v = getenv(rank_vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0) {
+            *source = rank_vars[i];
+            return r;
+        }
+    }
+    return -1;
+}
+
+/* The name of the Dask worker this process runs, when it is an int
+ * (LocalCluster numbers its workers 0..n-1). Only where `distributed` is
+ * imported already: offload never imports Dask. get_worker() knows the worker
+ * inside a task; elsewhere (data unpickled by the worker's event loop) the
+ * one Worker of a worker process is taken. */
+static long rank_from_dask(void) {
+    PyObject *modules = PySys_GetObject("modules"); /* borrowed */
+    PyObject *dist = modules ? PyDict_GetItemString(modules, "distributed") : NULL;
+    PyObject *wmod = modules ? PyDict_GetItemString(modules, "distributed.worker") : NULL;
+    if (!dist || !wmod) return -1;
+    PyObject *worker = PyObject_CallMethod(wmod, "get_worker", NULL);
+    if (!worker) {
+        PyErr_Clear();
+        PyObject *cls = PyObject_GetAttrString(wmod, "Worker");
+        PyObject *all = cls ? PyObject_GetAttrString(cls, "_instances") : NULL;
+        PyObject *list = all ? PySequence_List(all) : NULL;
+        if (list && PyList_GET_SIZE(list) == 1) worker = Py_NewRef(PyList_GET_ITEM(list, 0));
+        Py_XDECREF(cls);
+        Py_XDECREF(all);
+        Py_XDECREF(list);
+    }
+    PyObject *name = worker ? PyObject_GetAttrString(worker, "name") : NULL;
+    long r = name && PyLong_CheckExact(name) ? PyLong_AsLong(name) : -1;
+    PyErr_Clear(); /* a worker we cannot read is no worker */
+    Py_XDECREF(worker);
+    Py_XDECREF(name);
+    return r < 0 ? -1 : r;
+}
+
+static void find_rank(void) {
+    if (ranked.looked) return;
+    ranked.looked = true;
+    ranked.rank = rank_from_env(&ranked.source);
+    if (ranked.rank < 0 && (ranked.rank = rank_from_dask()) >= 0)
+        ranked.source = "Dask worker name";
+    if (ranked.rank < 0) return;
+    size_t n, gpus = 0, cpus = 0;
+    ofl_device *const *list = devices(&n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        ofl_device_type t = ofl_device_get_info(list[i])->type;
+        gpus += t == OFL_GPU, cpus += t == OFL_CPU;
+    }
+    ofl_device_type kind = gpus ? OFL_GPU : OFL_CPU;
+    size_t count = gpus ? gpus : cpus, k = (size_t)ranked.rank % (count ? count : 1);
+    for (size_t i = 0; i < n && count; i++)
+        if (ofl_device_get_info(list[i])->type == kind && k-- == 0) {
+            ranked.device = list[i];
+            break;
+        }
+}
+
 int mod_device_default(ofl_device **out) {
     if (default_override) {
         *out = default_override;
         return 0;
+    }
+    if (!env_set("OFFLOAD_DEVICE")) {
+        find_rank();
+        if (ranked.device) {
+            *out = ranked.device;
+            return 0;
+        }
     }
     return select_device(NULL, out);
 }
@@ -314,10 +419,15 @@ static PyObject *default_device(PyObject *self, PyObject *unused) {
     return mod_device_default(&dev) < 0 ? NULL : mod_device_new(dev);
 }
 
+static PyObject *local_rank(PyObject *self, PyObject *unused) {
+    find_rank();
+    return ranked.rank < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(ranked.rank);
+}
+
 static PyObject *set_default_device(PyObject *self, PyObject *arg) {
     ofl_device *dev = NULL;
     if (arg != Py_None && mod_device_resolve(arg, &dev) < 0) return NULL;
-    default_override = dev; /* None: back to $OFFLOAD_DEVICE / first GPU / first CPU */
+    default_override = dev; /* None: back to the rule above */
     Py_RETURN_NONE;
 }
 
@@ -371,6 +481,14 @@ static size_t shown_attrs(int verbosity, const int **ids) {
     }
     *ids = all;
     return A_PLATFORM + 1;
+}
+
+/* Why the default device is what it is, when a rank chose it: the listing
+ * says so, since the same command shows another default in another rank. */
+static bool rank_chose(ofl_device *def, char *out, size_t n) {
+    if (!def || def != ranked.device || default_override || env_set("OFFLOAD_DEVICE")) return false;
+    snprintf(out, n, "default device by local rank %ld (%s)", ranked.rank, ranked.source);
+    return true;
 }
 
 static ofl_device *default_or_null(void) {
@@ -451,6 +569,8 @@ static void text_listing(sbuf *b, int verbosity) {
             }
         }
     }
+    char note[160];
+    if (rank_chose(def, note, sizeof note)) sb_printf(b, "%s%s\n", verbosity ? "\n" : "", note);
     /* what was found but cannot serve (a runtime missing a library, no CUDA driver) */
     if (verbosity >= 1 && why && *why) sb_printf(b, "\nNot listed: %s\n", why);
     if (verbosity >= 1) math_libraries(b, list, n, false);
@@ -594,6 +714,8 @@ static void html_listing(sbuf *b, int verbosity) {
     sb_printf(b, "<table class=\"offload-lsplatform\">\n");
     (verbosity >= 2 ? html_turned : html_rows)(b, list, n, def, ids, nattrs);
     sb_printf(b, "</table>\n");
+    char note[160];
+    if (rank_chose(def, note, sizeof note)) sb_printf(b, "<p>%s</p>\n", note);
     if (verbosity >= 1 && why && *why) {
         sb_printf(b, "<p><b>Not listed:</b> ");
         sb_html(b, why);
@@ -646,8 +768,15 @@ static PyMethodDef device_functions[] = {
      "get_devices(backend=None, device_type=None) -> list of Device\n\nEvery device, GPUs first; "
      "backend 'opencl' or 'cuda', device_type 'gpu', 'cpu', 'accelerator' or 'custom' narrow it."},
     {"default_device", default_device, METH_NOARGS,
-     "default_device() -> Device\n\nset_default_device()'s choice, else $OFFLOAD_DEVICE, else the "
-     "first GPU, else the first CPU."},
+     "default_device() -> Device\n\nset_default_device()'s choice, else $OFFLOAD_DEVICE, else "
+     "(where local_rank() is not None) device local_rank() modulo n of the n GPUs, or of the n "
+     "CPU devices when there is no GPU, else the first GPU, else the first CPU device."},
+    {"local_rank", local_rank, METH_NOARGS,
+     "local_rank() -> int or None\n\nThis process's rank on its node, as the default device "
+     "uses it: from the launcher ($OMPI_COMM_WORLD_LOCAL_RANK, $MV2_COMM_WORLD_LOCAL_RANK, "
+     "$MPI_LOCALRANKID, $PMI_LOCAL_RANK, $SLURM_LOCALID, first found) or, in a Dask worker, "
+     "the worker's name when it is an int; None when neither. Looked for once, at the first "
+     "use of the default device."},
     {"set_default_device", set_default_device, METH_O,
      "set_default_device(f)\n\nMake f (a filter string or Device) the default device; None "
      "restores the automatic choice."},

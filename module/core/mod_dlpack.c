@@ -5,11 +5,18 @@
  * - CUDA arrays are shared, never copied (unless copy=True): the tensor points
  *   at element [0,...,0] with byte_offset 0, as NumPy and PyTorch export, since
  *   some consumers ignore byte_offset. Strides are in elements, always given.
- * - Other arrays live in OpenCL buffers, which have no host address (PoCL's are
- *   host memory, but OpenCL hands out a pointer only while mapped). They are
- *   exported as a host copy, kDLCPU, which DLPack 1.x lets a producer do unless
- *   copy=False (the versioned tensor then says DLPACK_FLAG_BITMASK_IS_COPIED);
- *   so __dlpack_device__ reports (kDLCPU, 0) for them, and np.from_dlpack works.
+ * - Other arrays live in OpenCL buffers, which have no host address (a CPU
+ *   device's are host memory, but OpenCL hands out a pointer only while
+ *   mapped). They are exported as a host copy, kDLCPU, which DLPack 1.x lets a
+ *   producer do unless copy=False (the versioned tensor then says
+ *   DLPACK_FLAG_BITMASK_IS_COPIED); so __dlpack_device__ reports (kDLCPU, 0)
+ *   for them, and np.from_dlpack works without keeping anything mapped.
+ * - copy=False on a CPU device (what mpi4py asks, to send from and receive
+ *   into an array in place): the buffer is mapped for reading and writing,
+ *   after the work queued on it, and the tensor points into the mapping; the
+ *   tensor's owner unmaps it when the consumer's deleter runs, which makes
+ *   what the consumer wrote the device's. Until then offload must not use the
+ *   array (mpi4py lets go when the call returns). Other OpenCL devices refuse.
  * - The tensor holds a reference to what keeps its memory alive (the array, or
  *   the host copy); its deleter drops it, taking the GIL.
  *
@@ -215,6 +222,56 @@ static PyObject *export_host(mod_array *a, bool versioned) {
     return cap;
 }
 
+/* The owner of a mapped export: unmaps when the tensor is deleted. */
+static const char MAPPING[] = "offload.host_mapping";
+typedef struct {
+    mod_host_map map;
+    PyObject *array; /* owned: keeps the buffer */
+} mapping;
+
+static void mapping_destructor(PyObject *cap) {
+    mapping *m = PyCapsule_GetPointer(cap, MAPPING);
+    PyObject *type, *value, *tb; /* a destructor may run while an exception is pending */
+    PyErr_Fetch(&type, &value, &tb);
+    if (mod_array_unmap_host(&m->map) < 0) PyErr_WriteUnraisable(m->array);
+    Py_DECREF(m->array);
+    PyMem_RawFree(m);
+    PyErr_Restore(type, value, tb);
+}
+
+/* copy=False to the host from a CPU device: the array's own memory, mapped
+ * (see the top of the file). An empty array maps nothing. */
+static PyObject *export_mapped(mod_array *a, bool versioned) {
+    mapping *m = PyMem_RawCalloc(1, sizeof *m);
+    if (!m) return PyErr_NoMemory();
+    m->map.buf = mod_array_buffer(a);
+    if (m->map.buf) {
+        ofl_error err;
+        bool write = true;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = ofl_buffers_map(&m->map.buf, &write, &m->map.p, 1, &err);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            PyMem_RawFree(m);
+            return mod_raise(&err);
+        }
+    }
+    m->array = Py_NewRef((PyObject *)a);
+    PyObject *owner = PyCapsule_New(m, MAPPING, mapping_destructor);
+    if (!owner) { /* nothing else unmaps it */
+        mod_array_unmap_host(&m->map);
+        Py_DECREF(m->array);
+        PyMem_RawFree(m);
+        return NULL;
+    }
+    void *data = m->map.p ? (char *)m->map.p + a->offset : NULL;
+    PyObject *cap = make_capsule(owner, data, (DLDevice){kDLCPU, 0}, a->dtype, a->itemsize, a->nd,
+                                 a->shape, a->strides, versioned, 0);
+    Py_DECREF(owner);
+    return cap;
+}
+
 static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy_arg = Py_None;
@@ -252,6 +309,7 @@ static PyObject *dlpack_export(mod_array *a, PyObject *args, PyObject *kw) {
                                     "__dlpack__: the array lives on %s; exporting it to the host "
                                     "(dl_device=(1, 0)) needs a copy, but copy=False",
                                     in->filter);
+            if (in->type == OFL_CPU) return export_mapped(a, versioned);
             return PyErr_Format(PyExc_BufferError,
                                 "__dlpack__: the array lives on %s, which has no host-addressable "
                                 "memory; it can only be exported as a host copy, but copy=False "
@@ -624,9 +682,12 @@ static PyMethodDef dlpack_functions[] = {
 static PyMethodDef array_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))dlpack_export, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
-     "CUDA arrays are shared; others are exported as a host copy (copy=False refuses)."},
+     "CUDA arrays are shared; others are exported as a host copy, except that copy=False on a "
+     "CPU device maps the array's own memory until the consumer lets it go (other devices "
+     "refuse copy=False)."},
     {"__dlpack_device__", (PyCFunction)dlpack_device, METH_NOARGS,
-     "__dlpack_device__() -> (2, ordinal) for CUDA arrays, else (1, 0): exported as host copies"},
+     "__dlpack_device__() -> (2, ordinal) for CUDA arrays, else (1, 0): the host (a copy, or "
+     "with copy=False a CPU device's mapped memory)"},
     {NULL, NULL, 0, NULL},
 };
 

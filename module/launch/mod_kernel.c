@@ -971,6 +971,148 @@ static PyObject *host_fma(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return PyFloat_FromDouble(fma(v[0], v[1], v[2]));
 }
 
+/* ---- pickling: Dask and multiprocessing ship kernels to other processes ----
+ *
+ * A kernel of an importable module -- the module's attribute of that name is
+ * this very object -- pickles by reference, as pickle does functions: the
+ * other process imports it. Any other kernel (in __main__, a notebook cell, a
+ * closure) pickles by value: its Python function, which cloudpickle (Dask's
+ * pickler) pickles by value there, and the source lines the JIT reads; the
+ * other process puts those into linecache when its own has nothing under that
+ * file name (a notebook cell exists only in the Jupyter kernel that ran it)
+ * and names the function's code after that file again. Specialisations are not shipped: each
+ * process compiles its own (the disk cache serves processes of one machine). */
+
+static PyObject *pickle_fn(const char *name) {
+    PyObject *m = PyImport_ImportModule("offload");
+    PyObject *f = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    return f;
+}
+
+/* 1 when module.qualname is self (module not __main__), 0 when not, -1 with an exception */
+static int importable(PyObject *self, PyObject *module, PyObject *qualname) {
+    if (!PyUnicode_Check(module) || !PyUnicode_Check(qualname) ||
+        !PyUnicode_CompareWithASCIIString(module, "__main__"))
+        return 0;
+    PyObject *modules = PySys_GetObject("modules"); /* borrowed */
+    PyObject *o = modules ? PyDict_GetItemWithError(modules, module) : NULL;
+    PyObject *dot = o ? PyUnicode_FromString(".") : NULL;
+    PyObject *parts = dot ? PyUnicode_Split(qualname, dot, -1) : NULL;
+    Py_XDECREF(dot);
+    Py_XINCREF(o);
+    for (Py_ssize_t i = 0; parts && o && i < PyList_GET_SIZE(parts); i++) {
+        PyObject *next = PyObject_GetAttr(o, PyList_GET_ITEM(parts, i));
+        Py_SETREF(o, next);
+    }
+    if (!o) PyErr_Clear(); /* not found there: by value */
+    Py_XDECREF(parts);
+    int same = o == self;
+    Py_XDECREF(o);
+    return PyErr_Occurred() ? -1 : same;
+}
+
+static PyObject *reduce_function(PyObject *self, PyObject *pyfunc, const char *kind, int bounds) {
+    PyObject *module = PyObject_GetAttrString(pyfunc, "__module__");
+    PyObject *qualname = module ? PyObject_GetAttrString(pyfunc, "__qualname__") : NULL;
+    int by_ref = qualname ? importable(self, module, qualname) : -1;
+    PyObject *r = NULL;
+    if (by_ref == 1) {
+        PyObject *f = pickle_fn("_import_kernel");
+        r = f ? Py_BuildValue("(N(OO))", f, module, qualname) : NULL;
+    } else if (by_ref == 0) {
+        PyObject *code = PyObject_GetAttrString(pyfunc, "__code__");
+        PyObject *file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+        PyObject *globals = file ? PyObject_GetAttrString(pyfunc, "__globals__") : NULL;
+        PyObject *linecache = globals ? PyImport_ImportModule("linecache") : NULL;
+        PyObject *lines =
+            linecache ? PyObject_CallMethod(linecache, "getlines", "OO", file, globals) : NULL;
+        PyObject *f = lines ? pickle_fn("_rebuild_kernel") : NULL;
+        r = f ? Py_BuildValue("(N(sOiOO))", f, kind, pyfunc, bounds, file, lines) : NULL;
+        Py_XDECREF(code);
+        Py_XDECREF(file);
+        Py_XDECREF(globals);
+        Py_XDECREF(linecache);
+        Py_XDECREF(lines);
+    }
+    Py_XDECREF(module);
+    Py_XDECREF(qualname);
+    return r;
+}
+
+static PyObject *kernel_reduce(mod_kernel *k, PyObject *unused) {
+    return reduce_function((PyObject *)k, k->pyfunc, "kernel", k->boundscheck);
+}
+static PyObject *devfunc_reduce(mod_devfunc *d, PyObject *unused) {
+    return reduce_function((PyObject *)d, d->pyfunc, "device_func", -1);
+}
+
+/* _import_kernel(module, qualname): what pickle does for a function */
+static PyObject *import_kernel(PyObject *self, PyObject *args) {
+    PyObject *module, *qualname;
+    if (!PyArg_ParseTuple(args, "UU:_import_kernel", &module, &qualname)) return NULL;
+    PyObject *o = PyImport_Import(module);
+    PyObject *dot = PyUnicode_FromString(".");
+    PyObject *parts = o && dot ? PyUnicode_Split(qualname, dot, -1) : NULL;
+    for (Py_ssize_t i = 0; parts && o && i < PyList_GET_SIZE(parts); i++)
+        Py_SETREF(o, PyObject_GetAttr(o, PyList_GET_ITEM(parts, i)));
+    Py_XDECREF(dot);
+    Py_XDECREF(parts);
+    return o;
+}
+
+/* _rebuild_kernel(kind, pyfunc, boundscheck, filename, lines) */
+static PyObject *rebuild_kernel(PyObject *self, PyObject *args) {
+    const char *kind;
+    PyObject *pyfunc, *file, *lines;
+    int bounds;
+    if (!PyArg_ParseTuple(args, "sOiOO!:_rebuild_kernel", &kind, &pyfunc, &bounds, &file,
+                          &PyList_Type, &lines))
+        return NULL;
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
+    int have = cache && PyUnicode_Check(file) ? PySequence_Contains(cache, file) : -1;
+    if (have == 0 && PyList_GET_SIZE(lines) > 0) {
+        /* mtime None: checkcache never drops it, as for the Jupyter kernel's cells */
+        PyObject *entry = Py_BuildValue("(nOOO)", (Py_ssize_t)0, Py_None, lines, file);
+        if (!entry || PyObject_SetItem(cache, file, entry) < 0) have = -1;
+        Py_XDECREF(entry);
+    }
+    Py_XDECREF(linecache);
+    Py_XDECREF(cache);
+    if (have < 0 && PyErr_Occurred()) return NULL;
+    /* cloudpickle 3.1 names every code it rebuilds "<dynamic-code>": point it
+     * at the file whose lines the JIT is to read (and tracebacks show) */
+    PyObject *code = PyObject_GetAttrString(pyfunc, "__code__");
+    PyObject *now = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+    int same = now ? PyObject_RichCompareBool(now, file, Py_EQ) : -1;
+    if (same == 0) {
+        PyObject *kw = Py_BuildValue("{sO}", "co_filename", file);
+        PyObject *meth = kw ? PyObject_GetAttrString(code, "replace") : NULL;
+        PyObject *empty = meth ? PyTuple_New(0) : NULL;
+        PyObject *fixed = empty ? PyObject_Call(meth, empty, kw) : NULL;
+        same = fixed ? PyObject_SetAttrString(pyfunc, "__code__", fixed) : -1;
+        Py_XDECREF(kw);
+        Py_XDECREF(meth);
+        Py_XDECREF(empty);
+        Py_XDECREF(fixed);
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(now);
+    if (same < 0) return NULL;
+    if (!strcmp(kind, "device_func")) return device_func(NULL, &pyfunc, 1);
+    return kernel_with(bounds < 0 ? Py_None : bounds ? Py_True : Py_False, pyfunc);
+}
+
+static PyMethodDef kernel_pickle_methods[] = {
+    {"__reduce__", (PyCFunction)kernel_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+static PyMethodDef devfunc_pickle_methods[] = {
+    {"__reduce__", (PyCFunction)devfunc_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef functions[] = {
     {"fma", (PyCFunction)(void (*)(void))host_fma, METH_FASTCALL,
      "fma(x, y, z) -> float\n\nx * y + z rounded once (C's fma). In a kernel, the device's fused "
@@ -992,6 +1134,10 @@ static PyMethodDef functions[] = {
     {"call_kernel_async", (PyCFunction)(void (*)(void))call_kernel_async, METH_FASTCALL,
      "call_kernel_async(kernel, range, *args) -> Event\n\nQueue a launch; the Event waits and "
      "times it."},
+    {"_import_kernel", import_kernel, METH_VARARGS,
+     "_import_kernel(module, qualname): a pickled kernel, by reference"},
+    {"_rebuild_kernel", rebuild_kernel, METH_VARARGS,
+     "_rebuild_kernel(kind, pyfunc, boundscheck, filename, lines): a pickled kernel, by value"},
     {"kernel_table", kernel_table, METH_NOARGS,
      "kernel_table() -> list of dict\n\n"
      "Every kernel compiled in this process and still alive (a kernel that is garbage-collected "
@@ -1038,7 +1184,9 @@ static PyMethodDef kernel_only_functions[] = {
 
 int mod_kernel_add_functions(PyObject *module) {
     if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&DevFuncType) < 0 ||
-        PyType_Ready(&LaunchType) < 0)
+        PyType_Ready(&LaunchType) < 0 ||
+        mod_type_add_methods(&KernelType, kernel_pickle_methods) < 0 ||
+        mod_type_add_methods(&DevFuncType, devfunc_pickle_methods) < 0)
         return -1;
     jit_set_devfunc_type(&DevFuncType, devfunc_pyfunc);
     jit_set_offload_module(module);
