@@ -454,10 +454,23 @@ def test_to_device_and_dlpack(device, rng):
     cap = x.__dlpack__(max_version=(1, 0))
     assert "dltensor_versioned" in repr(cap)
     assert "dltensor" in repr(x.__dlpack__())
-    if device.backend != "cuda":  # OpenCL arrays export as host copies only
+    if device.backend != "cuda":  # OpenCL arrays export host copies (copy=None, True)
         np.testing.assert_array_equal(np.from_dlpack(x[1:, ::2]), h[1:, ::2])
         assert x.__dlpack_device__() == (1, 0)
-        with pytest.raises(BufferError):
-            x.__dlpack__(copy=False)
+        if device.device_type == "cpu":
+            # copy=False: the device's own memory, mapped until the consumer lets go
+            y = x.copy()
+            y += 1  # queued work the export waits for
+            v = np.from_dlpack(y[1:, ::2], copy=False)
+            np.testing.assert_array_equal(v, (h + 1)[1:, ::2])
+            v[...] = 0
+            del v  # unmaps: the writes are the device's
+            want = h + 1
+            want[1:, ::2] = 0
+            check(y, want)
+            check(y * 2, want * 2)  # and kernels see them
+        else:
+            with pytest.raises(BufferError):
+                x.__dlpack__(copy=False)
     else:
         assert x.__dlpack_device__()[0] == 2

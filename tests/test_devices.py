@@ -614,3 +614,53 @@ def test_lsplatform(ol, cpu, capfd):
 def test_lsplatform_bad_verbosity(ol):
     with pytest.raises((ValueError, TypeError)):
         ol.lsplatform("loud")
+
+
+# ---------------------------------------------------------------- the device of a rank (issue 24)
+
+RANK_PROBE = """
+import offload as ol
+result["rank"] = ol.local_rank()
+result["default"] = ol.default_device().filter_string
+result["listing"] = ol._lsplatform_bundle()["text/plain"]
+ol.set_default_device(ol.get_devices()[-1])
+result["after_set"] = ol.default_device().filter_string
+ol.set_default_device(None)
+result["back"] = ol.default_device().filter_string
+"""
+
+RANK_VARS = ["OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+             "PMI_LOCAL_RANK", "SLURM_LOCALID"]
+
+
+@pytest.mark.parametrize("env,rank", [
+    ({}, None),
+    ({"OMPI_COMM_WORLD_LOCAL_RANK": "1"}, 1),
+    ({"OMPI_COMM_WORLD_LOCAL_RANK": "2"}, 2),
+    ({"SLURM_LOCALID": "3"}, 3),
+    ({"MPI_LOCALRANKID": "1", "SLURM_LOCALID": "0"}, 1),  # the MPI launcher's wins
+    ({"PMI_LOCAL_RANK": "x", "MV2_COMM_WORLD_LOCAL_RANK": "0"}, 0),  # not a number: ignored
+    ({"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OFFLOAD_DEVICE": CPU_FILTER}, 1),  # the variable wins
+], ids=["none", "ompi1", "ompi2", "slurm3", "hydra-over-slurm", "bad-value", "OFFLOAD_DEVICE"])
+def test_default_device_by_local_rank(ol, env, rank):
+    """$OFFLOAD_DEVICE, else device (rank mod n) of the n GPUs or else CPU devices, else the
+    first; set_default_device() over all of them."""
+    full = {v: None for v in RANK_VARS + ["OFFLOAD_DEVICE"]}
+    full.update(env)
+    r = run_python(RANK_PROBE, env=full)
+    devs = [d.filter_string for d in ol.get_devices()]
+    gpus = [d.filter_string for d in ol.get_devices(device_type="gpu")]
+    kind = gpus or [d.filter_string for d in ol.get_devices(device_type="cpu")]
+    assert r["rank"] == rank
+    if "OFFLOAD_DEVICE" in env:
+        want = env["OFFLOAD_DEVICE"]
+    elif rank is None:
+        want = devs[0]
+    else:
+        want = kind[rank % len(kind)]
+    assert r["default"] == want
+    line = [ln for ln in r["listing"].splitlines() if ln.startswith(want + " ")]
+    assert line and line[0].endswith("(default)"), r["listing"]
+    noted = "default device by local rank" in r["listing"]
+    assert noted == (rank is not None and "OFFLOAD_DEVICE" not in env), r["listing"]
+    assert r["after_set"] == devs[-1] and r["back"] == want

@@ -109,26 +109,29 @@ static long rank_from_dask(void) {
     return r < 0 ? -1 : r;
 }
 
+/* Computed into locals and published last: the device listing and Dask's
+ * lookup let the GIL go, and a second thread that comes meanwhile does the
+ * same work to the same result rather than see half of it. */
 static void find_rank(void) {
     if (ranked.looked) return;
-    ranked.looked = true;
-    ranked.rank = rank_from_env(&ranked.source);
-    if (ranked.rank < 0 && (ranked.rank = rank_from_dask()) >= 0)
-        ranked.source = "Dask worker name";
-    if (ranked.rank < 0) return;
-    size_t n, gpus = 0, cpus = 0;
-    ofl_device *const *list = devices(&n, NULL);
-    for (size_t i = 0; i < n; i++) {
-        ofl_device_type t = ofl_device_get_info(list[i])->type;
-        gpus += t == OFL_GPU, cpus += t == OFL_CPU;
-    }
-    ofl_device_type kind = gpus ? OFL_GPU : OFL_CPU;
-    size_t count = gpus ? gpus : cpus, k = (size_t)ranked.rank % (count ? count : 1);
-    for (size_t i = 0; i < n && count; i++)
-        if (ofl_device_get_info(list[i])->type == kind && k-- == 0) {
-            ranked.device = list[i];
-            break;
+    const char *source = NULL;
+    long rank = rank_from_env(&source);
+    if (rank < 0 && (rank = rank_from_dask()) >= 0) source = "Dask worker name";
+    ofl_device *dev = NULL;
+    if (rank >= 0) {
+        size_t n, gpus = 0, cpus = 0;
+        ofl_device *const *list = devices(&n, NULL);
+        for (size_t i = 0; i < n; i++) {
+            ofl_device_type t = ofl_device_get_info(list[i])->type;
+            gpus += t == OFL_GPU, cpus += t == OFL_CPU;
         }
+        ofl_device_type kind = gpus ? OFL_GPU : OFL_CPU;
+        size_t count = gpus ? gpus : cpus, k = (size_t)rank % (count ? count : 1);
+        for (size_t i = 0; i < n && count && !dev; i++)
+            if (ofl_device_get_info(list[i])->type == kind && k-- == 0) dev = list[i];
+    }
+    ranked.rank = rank, ranked.source = source, ranked.device = dev;
+    ranked.looked = true;
 }
 
 int mod_device_default(ofl_device **out) {
