@@ -1,15 +1,22 @@
 """Every notebook under notebooks/ runs top to bottom on the offload kernel
 (the README's quick start shows the tour; this keeps it from rotting).
 
-The workshop notebooks (01-09) are lessons (conventions in notebooks/README.md):
+The workshop notebooks (01-10) are lessons (conventions in notebooks/README.md):
 an opening cell with objectives, prerequisites and minutes; markdown between code
 cells; exercises whose answer key lies between BEGIN/END SOLUTION markers, each
 followed by a check cell; and NumPy checks that assert the results, so that a
 regression in offload fails the notebook here. They are stored without outputs.
 02 is also run with two PoCL CPU devices, so that its ExecutionPlacementError
 branch runs too, and every workshop runs on a device that pretends to lack
-float64 and 64-bit atomics, as many GPUs do. tests/test_workshop.py checks the
-student copies and the rest of the kit, reusing the runs of executed_key().
+float64 and 64-bit atomics, as many GPUs do. 10 is also run with three devices
+(two PoCL devices beside Intel's), so that its split has more parts than two.
+tests/test_workshop.py checks the student copies and the rest of the kit, reusing
+the runs of executed_key().
+
+10 starts Dask workers: plain python3 processes that import the standalone offload
+module. An installed offload is in site-packages; for the build tree's, the kernels
+started here get <builddir>/python on PYTHONPATH (kernel_env), which their child
+processes inherit, as tests/test_dask.py does.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from kernel_testlib import KERNEL_NAME
+from kernel_testlib import BUILDDIR, KERNEL_NAME
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -36,11 +43,22 @@ WORKSHOPS = [
     "07-capstone-kmeans.ipynb",
     "08-arrays-like-numpy.ipynb",
     "09-linear-algebra.ipynb",
+    "10-multi-device.ipynb",
 ]
 NOTEBOOK_TIMEOUT = 600  # seconds per test that runs a whole notebook (cells: 120 s each)
 
 
+def kernel_env(env: dict | None = None) -> dict:
+    """env (default os.environ) with the build tree's standalone offload first on PYTHONPATH,
+    for the processes a notebook starts (10's Dask workers)."""
+    env = dict(os.environ if env is None else env)
+    paths = [str(BUILDDIR / "python")] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 def run_notebook(path: Path, tmp_path: Path, **start_kernel_kwargs) -> nbformat.NotebookNode:
+    start_kernel_kwargs["env"] = kernel_env(start_kernel_kwargs.get("env"))
     nb = nbformat.read(path, as_version=4)
     # Raises CellExecutionError, naming the cell and its traceback, on any error.
     NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120,
@@ -60,7 +78,7 @@ def executed_key(path: Path) -> nbformat.NotebookNode:
         nb = nbformat.read(path, as_version=4)
         with tempfile.TemporaryDirectory(prefix="nb-run-") as cwd:
             NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120, allow_errors=True,
-                           resources={"metadata": {"path": cwd}}).execute()
+                           resources={"metadata": {"path": cwd}}).execute(env=kernel_env())
         _executed[path] = nb
     return _executed[path]
 
@@ -160,6 +178,28 @@ def test_compute_follows_data_with_two_devices(tmp_path):
         pytest.skip("POCL_DEVICES gave no second device (is the CPU device PoCL's?)")
     assert "ExecutionPlacementError: " in out, out
     assert re.search(r"ok on Device\(\S+:1\)", out), "axpy_like ran on the second device too"
+
+
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
+def test_multi_device_with_three_devices(tmp_path):
+    """10 with two PoCL devices beside Intel's CPU runtime: every split has a part per device,
+    each device prints its live line, placement errors are real, and the Dask cluster has a
+    worker on each device."""
+    env = dict(os.environ, POCL_DEVICES="pthread pthread")
+    nb = run_notebook(NOTEBOOK_DIR / "10-multi-device.ipynb", tmp_path, env=env)
+    out = stdout_of(nb)
+    m = re.search(r"^the team: (\d+) device\(s\)$", out, re.M)
+    assert m, out
+    k = int(m.group(1))
+    if k < 2:
+        pytest.skip("POCL_DEVICES gave no second device (is the CPU device PoCL's?)")
+    saxpy = re.findall(r"^  (\S+) +[\d,]+ elements +[\d.]+ ms +[\d.]+ GB/s", out, re.M)
+    assert len(saxpy) == len(set(saxpy)) == k, out
+    bands = re.findall(r"^  (\S+) +rows +\d+-\d+ ", out, re.M)
+    assert len(bands) == 2 * k and len(set(bands)) == k, out
+    assert "ExecutionPlacementError: " in out, out
+    workers = re.findall(r"^worker (\d+) at \S+: default device (\S+)$", out, re.M)
+    assert sorted(int(r) for r, _ in workers) == list(range(k)) and len({d for _, d in workers}) == k, out
 
 
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT)
