@@ -26,10 +26,8 @@ RUN bash scripts/quickstart \
     && python3 scripts/workshop check \
     && rm -rf /var/lib/apt/lists/* /root/.cache
 
-# The in-tree kernelspec "Python 3 (offload)" (written by make), beside ipykernel's; the in-tree
-# standalone module for the processes a notebook starts (10-multi-device's Dask workers).
-ENV JUPYTER_PATH=/opt/offload/share/jupyter \
-    PYTHONPATH=/opt/offload/python
+# The in-tree kernelspec "Python 3 (offload)" (written by make), beside ipykernel's.
+ENV JUPYTER_PATH=/opt/offload/share/jupyter
 EXPOSE 8888
 WORKDIR /opt/offload/notebooks
 CMD ["jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root"]

@@ -14,9 +14,8 @@ tests/test_workshop.py checks the student copies and the rest of the kit, reusin
 the runs of executed_key().
 
 10 starts Dask workers: plain python3 processes that import the standalone offload
-module. An installed offload is in site-packages; for the build tree's, the kernels
-started here get <builddir>/python on PYTHONPATH (kernel_env), which their child
-processes inherit, as tests/test_dask.py does.
+module from the directory the kernelspec names (OFFLOAD_MODULE_DIR), which the kernel
+puts on the PYTHONPATH its children inherit -- nothing here sets it.
 """
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from kernel_testlib import BUILDDIR, KERNEL_NAME
+from kernel_testlib import KERNEL_NAME
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -48,17 +47,7 @@ WORKSHOPS = [
 NOTEBOOK_TIMEOUT = 600  # seconds per test that runs a whole notebook (cells: 120 s each)
 
 
-def kernel_env(env: dict | None = None) -> dict:
-    """env (default os.environ) with the build tree's standalone offload first on PYTHONPATH,
-    for the processes a notebook starts (10's Dask workers)."""
-    env = dict(os.environ if env is None else env)
-    paths = [str(BUILDDIR / "python")] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    return env
-
-
 def run_notebook(path: Path, tmp_path: Path, **start_kernel_kwargs) -> nbformat.NotebookNode:
-    start_kernel_kwargs["env"] = kernel_env(start_kernel_kwargs.get("env"))
     nb = nbformat.read(path, as_version=4)
     # Raises CellExecutionError, naming the cell and its traceback, on any error.
     NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120,
@@ -78,7 +67,7 @@ def executed_key(path: Path) -> nbformat.NotebookNode:
         nb = nbformat.read(path, as_version=4)
         with tempfile.TemporaryDirectory(prefix="nb-run-") as cwd:
             NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120, allow_errors=True,
-                           resources={"metadata": {"path": cwd}}).execute(env=kernel_env())
+                           resources={"metadata": {"path": cwd}}).execute()
         _executed[path] = nb
     return _executed[path]
 

@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from kernel_testlib import KERNEL_NAME
-from test_notebooks import NOTEBOOK_DIR, NOTEBOOK_TIMEOUT, errors_in, executed_key, kernel_env, tags
+from test_notebooks import NOTEBOOK_DIR, NOTEBOOK_TIMEOUT, errors_in, executed_key, tags
 
 ROOT = NOTEBOOK_DIR.parent
 SCRIPT = ROOT / "scripts" / "workshop"
@@ -114,7 +114,7 @@ def test_student_copy_checks_fail_with_hints(key, student_dir):
     nb.cells.append(new_code_cell(f"print({ALIVE!r})"))
     with tempfile.TemporaryDirectory(prefix="student-run-") as cwd:
         NotebookClient(nb, kernel_name=KERNEL_NAME, timeout=120, allow_errors=True,
-                       resources={"metadata": {"path": cwd}}).execute(env=kernel_env())
+                       resources={"metadata": {"path": cwd}}).execute()
     checks = [(i, c) for i, c in enumerate(nb.cells) if "check" in tags(c)]
     assert checks
     for i, cell in checks:
