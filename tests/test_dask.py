@@ -87,6 +87,13 @@ def host(v):
     return np.asarray(ol.asnumpy(v)) if isinstance(v, ol.ndarray) else np.asarray(v)
 
 
+def close(h, want):
+    # sums in another order (Dask's tree, the device's groups): a float32 column sum of 60
+    # values near 1 may be ~0.1 and differ by a few 1e-6 -- hence an absolute bound too
+    f32 = h.dtype == np.float32
+    return bool(np.allclose(h, want, rtol=1e-5 if f32 else 1e-11, atol=1e-4 if f32 else 1e-12))
+
+
 if __name__ == "__main__":
     seed = int(sys.argv[1])
     rng = np.random.default_rng(seed)
@@ -118,7 +125,7 @@ if __name__ == "__main__":
             h = host(g)
             out["checks"][name] = [type(g).__name__, str(h.dtype) == str(np.asarray(want).dtype),
                                    h.shape == np.shape(want),
-                                   bool(np.allclose(h, want, rtol=1e-5 if h.dtype == np.float32 else 1e-11))]
+                                   close(h, want)]
         # the blocks really ran in both workers, on their devices
         owners = client.run(lambda: len(ol.kernel_table()))
         out["compiled_in"] = sorted(owners.values())
