@@ -99,6 +99,7 @@ if __name__ == "__main__":
     rng = np.random.default_rng(seed)
     out = {}
     cpus = [d.filter_string for d in ol.get_devices(device_type="cpu")]
+    gpus = [d.filter_string for d in ol.get_devices(device_type="gpu")]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         out["where"] = sorted(client.run(where).values())
@@ -133,7 +134,7 @@ if __name__ == "__main__":
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                       env={"OFFLOAD_DEVICE": cpus[-1]}) as cluster, Client(cluster) as client:
         out["env"] = list(client.run(where).values())
-    out["cpus"] = cpus
+    out["cpus"], out["team"] = cpus, gpus or cpus
     print("RESULT" + json.dumps(out))
 '''
 
@@ -154,9 +155,9 @@ def run_script(tmp_path, text, timeout=150):
 @pytest.mark.timeout(180)
 def test_local_cluster_of_two_processes(ol, tmp_path):
     seed, r = run_script(tmp_path, CLUSTER_SCRIPT)
-    cpus = r["cpus"]
-    # worker i -> CPU device i mod n (no GPU here)
-    assert r["where"] == [[0, cpus[0]], [1, cpus[1 % len(cpus)]]], r["where"]
+    cpus, team = r["cpus"], r["team"]
+    # worker i -> device i mod n of the GPUs, else of the CPU devices (CI: no GPU)
+    assert r["where"] == [[0, team[0]], [1, team[1 % len(team)]]], r["where"]
     assert r["chunktype"] == "ndarray"
     bad = {k: v for k, v in r["checks"].items() if v[0] != "ndarray" or not all(v[1:])}
     assert not bad, f"seed {seed}: {bad}"
