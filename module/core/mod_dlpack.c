@@ -97,8 +97,9 @@ static const char VERSIONED[] = "dltensor_versioned", USED_VERSIONED[] = "used_d
 
 static bool is_cuda(ofl_device *dev) { return ofl_device_get_info(dev)->backend == OFL_CUDA; }
 
-/* The CUDA ordinal of a CUDA device: the registry numbers CUDA devices (all of
- * type gpu) in the driver's order, so cuda:gpu:N is ordinal N. */
+/* The driver's number of a CUDA device (CuPy's and PyTorch's device id), which
+ * DLPack speaks: offload lists GPUs in PCI order, the driver fastest first,
+ * so cuda:gpu:N need not be ordinal N. */
 static int cuda_ordinal(ofl_device *dev) { return ofl_device_get_info(dev)->cuda_ordinal; }
 
 static ofl_device *cuda_device(int ordinal) {
