@@ -204,6 +204,10 @@ typedef struct {
     bool vfloat;     /* the keys of floats (see float_key_alone), else bits ^ vxor */
     uint64_t vxor;   /* ints: the bits' XOR; floats: all ones for descending, else 0 */
     const char *vdt; /* out's dtype: unsigned, the values' width */
+    /* the index form of one row: the last pass writes the indices into pos
+     * (argsort's int64 result) and sets pos_done */
+    PyObject *pos; /* borrowed; NULL: into idx */
+    bool pos_done;
 } plan_t;
 
 /* "np.uintB(c)" as the kernel language reads it (no literal past int64). */
@@ -459,13 +463,14 @@ static int pass_runs(plan_t *p, int sh, bool last) {
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
     arg_obj(&av, values ? p->out : key2);
-    if (with_idx) arg_obj(&av, idx2);
+    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
     arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, p->runs);
     arg_int(&av, p->per);
     arg_typed(&av, p->kdt, sh);
     if (launch(name, &t, p->runs, 0, &av) < 0) return -1;
+    p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
@@ -474,18 +479,17 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * A group of TILE_T work-items owns a tile of TILE_T * K consecutive keys,
  * loaded coalesced into local memory. The count kernel adds the tile's
  * 8-bit digits into 256 local counters (atomics: counts need no order) and
- * writes cnt[digit][tile]; one exclusive scan over cnt (digit-major) gives
- * each (digit, tile) its global start. The scatter kernel loads the tile
- * again and sorts it stably by the digit in local memory, in two splits of
- * 4 bits (low nibble, then high): in each, work-item l counts the nibbles
- * of its K consecutive keys, and an exclusive scan of those counts
- * (nibble-major, l fastest) gives each work-item's tile-local start per
- * nibble. Then each digit's first position in the sorted tile is found, and
- * the tile is written out coalesced: position q of digit d goes to
- * cnt[d][tile] + q - (d's first position). Local arrays are padded (one
- * word per 32 keys, per 16 counters) so that work-item l's strided reads
- * meet no bank conflicts. A pass of keys alone (p->idx NULL) moves no
- * indices, and the last one of a value sort (p->out) writes values. */
+ * writes cnt[digit][tile] (8 copies of the counters, by work-item l % 8:
+ * keys that share few digits -- floats in [0, 1) -- contend less); one exclusive scan over cnt
+ * (digit-major) gives each (digit, tile) its global start. The scatter kernel loads the tile again
+ * and sorts it stably by the digit in local memory, in two splits of 4 bits (low nibble, then
+ * high): in each, work-item l counts the nibbles of its K consecutive keys, and an exclusive scan
+ * of those counts (nibble-major, l fastest) gives each work-item's tile-local start per nibble.
+ * Then each digit's first position in the sorted tile is found, and the tile is written out
+ * coalesced: position q of digit d goes to cnt[d][tile] + q - (d's first position). Local arrays
+ * are padded (one word per 32 keys, per 16 counters) so that work-item l's strided reads meet no
+ * bank conflicts. A pass of keys alone (p->idx NULL) moves no indices, and the last one of a value
+ * sort (p->out) writes values. */
 
 static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
@@ -502,18 +506,24 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
                  "    g = grp.get_group_id(0)\n"
-                 "    h = ol.local_array(256, np.int32)\n"
-                 "    h[l] = 0\n"
+                 "    h = ol.local_array(2048, np.int32)\n"
+                 "    for c in range(8):\n"
+                 "        h[c * 256 + l] = 0\n"
                  "    ol.group_barrier(grp)\n"
                  "    base = g * %d\n"
+                 "    hc = (l & 7) * 256\n"
                  "    for j in range(%d):\n"
                  "        i = base + j * %d + l\n"
                  "        if i < n:\n"
                  "            k = key[np.uint64(i)]\n"
-                 "            ol.AtomicRef(h, " DIGIT(
-                     "k", "sh", "255") ").fetch_add(1)\n"
+                 "            d = " DIGIT(
+                     "k", "sh", "255") "\n"
+                                       "            ol.AtomicRef(h, hc + d).fetch_add(1)\n"
                                        "    ol.group_barrier(grp)\n"
-                                       "    cnt[np.uint64(l * tiles + g)] = h[l]\n",
+                                       "    s = np.int32(0)\n"
+                                       "    for c in range(8):\n"
+                                       "        s += h[c * 256 + l]\n"
+                                       "    cnt[np.uint64(l * tiles + g)] = s\n",
                  name, TK, K, T);
     argv_t av = {.n = 0};
     arg_obj(&av, key);
@@ -646,13 +656,14 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
     arg_obj(&av, values ? p->out : key2);
-    if (with_idx) arg_obj(&av, idx2);
+    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
     arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, p->ntiles);
     arg_typed(&av, p->kdt, sh);
     arg_typed(&av, p->kdt, sh + 4);
     if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
+    p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
@@ -672,6 +683,8 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
     Py_ssize_t K = 16;
+    const char *e = getenv("OFFLOAD_SORT_TILE_K"); /* experiments: fewer keys a work-item */
+    if (e && atoi(e) >= 1 && atoi(e) <= 16) K = atoi(e);
     while (K > 1 &&
            (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 18 * TILE_T * 4 + 256 * 8 + 64) > lm)
         K /= 2;
@@ -732,8 +745,11 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
 }
 
 /* The sorted order of c (C-contiguous, N elements in rows of n): a new 1-D
- * array (int32 or int64) of flat indices into c, row by row. */
-static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool descending) {
+ * array (int32 or int64) of flat indices into c, row by row; or pos (a new
+ * reference: an int64 array of N) where the last pass wrote them there --
+ * one row of a real dtype with at least one pass. */
+static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool descending,
+                             PyObject *pos) {
     ofl_device *dev = mod_array_device(c);
     PyObject *dtype = c->dtype;
     char kind = kind_of(dtype);
@@ -766,6 +782,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         words[nw++] = W_VALUE;
     }
     if (rows > 1) words[nw++] = W_ROW;
+    if (nw == 1) p.pos = pos;
     for (int w = 0; w < nw; w++) {
         mod_text t;
         t.n = 0;
@@ -783,7 +800,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
         if (passes(&p, mask, bits) < 0) goto out;
     }
-    result = Py_NewRef(p.idx[p.cur]);
+    result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
 out:
     plan_free(&p);
     Py_XDECREF(x);
@@ -1031,7 +1048,10 @@ static PyObject *sort_along(mod_array *x, int axis, bool descending, bool positi
     PyObject *moved = mod_array_new_empty(dev, dtype, nd, shape);
     if (!moved) return NULL;
     PyObject *view = mod_array_view(x, nd, shape, strides, x->offset);
-    PyObject *c = view ? mod_ops_copy((mod_array *)view, NULL) : NULL;
+    PyObject *c = !view ? NULL
+                  : mod_array_is_c_contiguous((mod_array *)view)
+                      ? Py_NewRef(view)
+                      : mod_ops_copy((mod_array *)view, NULL);
     if (c && !positions && n == N) { /* one row: keys alone where exact */
         PyObject *v = radix_values((mod_array *)c, N, descending);
         if (v != Py_None) {
@@ -1048,10 +1068,11 @@ static PyObject *sort_along(mod_array *x, int axis, bool descending, bool positi
         }
         Py_DECREF(v);
     }
-    PyObject *order = c ? radix_order((mod_array *)c, N, n, descending) : NULL;
-    PyObject *out = order ? flat_view((mod_array *)moved, N, NULL) : NULL;
-    PyObject *cflat = out ? flat_view((mod_array *)c, N, NULL) : NULL;
-    int rc = cflat ? gather(out, cflat, order, N, n, positions) : -1;
+    PyObject *out = c ? flat_view((mod_array *)moved, N, NULL) : NULL;
+    PyObject *order =
+        out ? radix_order((mod_array *)c, N, n, descending, positions ? out : NULL) : NULL;
+    PyObject *cflat = order ? flat_view((mod_array *)c, N, NULL) : NULL;
+    int rc = !cflat ? -1 : order == out ? 0 : gather(out, cflat, order, N, n, positions);
     Py_XDECREF(view);
     Py_XDECREF(c);
     Py_XDECREF(order);
@@ -1385,7 +1406,7 @@ static PyObject *f_unique(int what, PyObject *xo) {
             goto done;
         if (sv == Py_None) { /* the index form: the order, then the values in it */
             Py_CLEAR(sv);
-            if (!(order = radix_order((mod_array *)c, N, N, false)) ||
+            if (!(order = radix_order((mod_array *)c, N, N, false, NULL)) ||
                 !(sv = new_1d(dev, x->dtype, N)) || gather(sv, cflat, order, N, N, false) < 0)
                 goto done;
         }
