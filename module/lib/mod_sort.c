@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RADIX_BITS 4
 #define RADIX (1 << RADIX_BITS)
@@ -72,6 +73,24 @@ static void args_clear(argv_t *a) {
     a->n = 0;
 }
 
+/* OFFLOAD_SORT_PROFILE=1: each launch and scan waited for and timed on
+ * stderr (the wait costs; for finding where a sort's time goes). */
+static double prof_t0;
+static bool prof_on(void) { return getenv("OFFLOAD_SORT_PROFILE") != NULL; }
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+static void prof_mark(ofl_device *dev, const char *what) {
+    if (!prof_on() || !dev) return;
+    ofl_error err;
+    ofl_synchronize(dev, &err);
+    double t = now_ms();
+    if (what) fprintf(stderr, "  [sort] %-40s %8.3f ms\n", what, t - prof_t0);
+    prof_t0 = now_ms();
+}
+
 /* Launches the text's kernel `name` over Range(items), or an NdRange of
  * groups of `local` work-items (local > 0); clears a. Every loop in these
  * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
@@ -86,7 +105,12 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
             mod_kernel_runs_to_end(k);
             mod_shape range = {.ndim = 1, .size = {items}};
             if (local > 0) range.nd = true, range.local[0] = local;
+            ofl_device *pd = NULL;
+            for (int i = 0; i < a->n && prof_on() && !pd; i++)
+                if (mod_array_check(a->v[i])) pd = mod_array_device((mod_array *)a->v[i]);
+            prof_mark(pd, NULL);
             PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
+            prof_mark(pd, name);
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         }
@@ -143,8 +167,12 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
     const char *f = getenv("OFFLOAD_SCAN_FORM");
-    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
-        return mod_lib_exclusive_scan(a, m);
+    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks"))) {
+        prof_mark(dev, NULL);
+        int rc = mod_lib_exclusive_scan(a, m);
+        prof_mark(dev, "exclusive_scan");
+        return rc;
+    }
     if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
@@ -244,7 +272,6 @@ static void put_inverse(mod_text *t, const plan_t *p, const char *ind) {
 
 #define TILE_T 256        /* work-items of a tile's group */
 #define CPU_RUN_MIN 16384 /* the runs form: elements a run walks at least */
-#define BITS_PARTS 16384  /* the tiles form: partial OR/ANDs of the key bits */
 
 /* A numpy scalar of dtype holding v (a shift count in the keys' type, so
  * that key >> sh stays unsigned). */
@@ -343,16 +370,81 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
+/* The tiles form's varying_bits: many work-items (a GPU needs them to keep
+ * its memory busy), each group's OR and AND reduced in local memory, then
+ * one atomic per group into res. */
+static int varying_bits_grouped(plan_t *p, uint64_t *mask) {
+    const char *kt = mod_dtype_name(p->kdt);
+    char all[96];
+    const_expr(all, sizeof all, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
+    Py_ssize_t G = (p->N + 255) / 256 * 256;
+    if (G > 1024 * 256) G = 1024 * 256;
+    Py_ssize_t per = (p->N + G - 1) / G;
+    uint64_t ones = p->kbits == 64 ? ~0ULL : 0xffffffffULL;
+    PyObject *init = PyObject_CallMethod(mod_numpy_borrowed(), "array", "[KK]s", 0ULL,
+                                         (unsigned long long)ones, kt);
+    PyObject *res = init ? mod_array_from_host(init, p->dev) : NULL;
+    Py_XDECREF(init);
+    if (!res) return -1;
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def sort_bits_grouped(item, key, res, n, G, per):\n"
+                 "    grp = item.get_group()\n"
+                 "    l = item.get_local_id(0)\n"
+                 "    g = item.get_global_id(0)\n"
+                 "    lr = ol.local_array(2, np.%s)\n"
+                 "    if l == 0:\n"
+                 "        lr[0] = np.%s(0)\n"
+                 "        lr[1] = %s\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    o = np.%s(0)\n"
+                 "    z = %s\n"
+                 "    for j in range(per):\n"
+                 "        i = g + j * G\n"
+                 "        if i < n:\n"
+                 "            v = key[np.uint64(i)]\n"
+                 "            o = o | v\n"
+                 "            z = z & v\n"
+                 "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
+                 "    ol.AtomicRef(lr, 1).fetch_and(z)\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    if l == 0:\n"
+                 "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
+                 "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n",
+                 kt, kt, all, kt, all);
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, res);
+    arg_int(&av, p->N);
+    arg_int(&av, G);
+    arg_int(&av, per);
+    int rc = launch("sort_bits_grouped", &t, G, 256, &av);
+    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)res) : NULL;
+    Py_DECREF(res);
+    if (!h) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    uint64_t o, z;
+    if (view.itemsize == 4)
+        o = ((uint32_t *)view.buf)[0], z = ((uint32_t *)view.buf)[1];
+    else
+        o = ((uint64_t *)view.buf)[0], z = ((uint64_t *)view.buf)[1];
+    PyBuffer_Release(&view);
+    Py_DECREF(h);
+    *mask = o & ~z;
+    return 0;
+}
+
 /* The bits in which the current keys differ (their OR and-not AND): a
  * digit all keys share needs no pass. One small read back per word. */
 static int varying_bits(plan_t *p, uint64_t *mask) {
     Py_ssize_t G, a, b, per;
-    if (p->tiles) {
-        G = p->N < BITS_PARTS * 64 ? (p->N + 63) / 64 : BITS_PARTS;
-        a = 1, b = G, per = (p->N + G - 1) / G;
-    } else {
-        G = p->runs, per = p->per, a = per, b = 1;
-    }
+    if (p->tiles) return varying_bits_grouped(p, mask);
+    G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
     mod_text t;
