@@ -22,13 +22,19 @@
  * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
  * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
  *   of consecutive keys, count, and after one scan scatter them in order;
- * - on a GPU, "tiles" of 4-bit digits: groups load tiles coalesced into local
- *   memory, count them with local atomics, and after one scan rank each tile
- *   stably in local memory and write it out coalesced (pass_tiles).
- * Indices are int32 below 2**31 elements. A value sort gathers the input at
- * the sorted indices.
+ * - on a GPU, "tiles" of 8-bit digits: groups load tiles coalesced into local
+ *   memory, count them with local atomics, and after one scan sort each tile
+ *   stably by the digit in local memory (two 4-bit splits) and write it out
+ *   coalesced (pass_tiles).
+ * Indices are int32 below 2**31 elements. argsort of one row: the last pass
+ * writes the int64 positions. A value sort of one row of a real dtype sorts
+ * keys alone, no indices (radix_values: invertible keys, the last pass
+ * writes the values), unless -0.0 and +0.0 or NaNs of different bits occur
+ * together; then, and for several rows or complex numbers, it sorts indices
+ * and gathers the input at them. OFFLOAD_SORT_PROFILE=1 times every launch.
  *
- * unique_* sort the flattened input with its indices, mark the first of each
+ * unique_* sort the flattened input with its indices (unique_values: its
+ * values, keys alone where exact), mark the first of each
  * run of equal values (NaN != NaN: each NaN its own value, as the array API
  * and NumPy 2 say), scan the marks, and scatter: values, the first index
  * (the sort is stable), counts from the runs' starts and inverse indices
