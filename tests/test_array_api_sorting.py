@@ -342,6 +342,44 @@ def test_rows_past_16_bits(device, rng):
     check_sorts(on(device, a), a)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("what", ["plain", "-0.0", "0.0 and -0.0", "one NaN", "NaNs of other bits"])
+def test_value_sort_keys_alone(device, rng, dtype, what):
+    """A value sort of one row sorts keys alone (no indices) where that is exact: not when
+    -0.0 and +0.0 or NaNs of different bits both occur (then the index form, stable)."""
+    n = 5000
+    a = (rng.standard_normal(n) * 100).astype(dtype)
+    u = f"u{a.dtype.itemsize}"
+    if what != "plain":
+        a[rng.random(n) < 0.05] = -0.0
+    if what == "0.0 and -0.0":
+        a[rng.random(n) < 0.05] = 0.0
+    if what in ("one NaN", "NaNs of other bits"):
+        a[rng.random(n) < 0.05] = np.nan
+    if what == "NaNs of other bits":
+        b = a.view(u).copy()
+        nan = np.isnan(a)
+        b[nan] ^= rng.integers(0, 2, n).astype(u)[nan]  # quiet NaNs of two payloads
+        b[nan & (rng.random(n) < 0.5)] |= np.array(1, u) << np.array(8 * a.itemsize - 1, u)  # signs
+        a = b.view(dtype)
+    x = on(device, a)
+    for shape in ((n,), (1, n)):
+        check_sorts(on(device, a.reshape(shape)), a.reshape(shape))
+        check_sorts(on(device, a.reshape(shape)), a.reshape(shape), descending=True)
+    got = ol.unique_values(x).asnumpy()
+    want = np.unique(a, equal_nan=False)  # sorted; each NaN its own value, as the array API
+    assert got.size == want.size and np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "uint32", "int64", "uint64", "bool"])
+def test_value_sort_keys_alone_ints(device, rng, dtype):
+    a = data(rng, dtype, (3001,))
+    x = on(device, a)
+    bits_equal(ol.sort(x), np.sort(a, kind="stable"), "sort")
+    bits_equal(ol.sort(x, descending=True), desc_sort(a), "sort descending")
+    check_equal(ol.unique_values(x), np.unique(a), "unique_values")
+
+
 TILES_CHILD = """
 import os
 os.environ["OFFLOAD_SORT_FORM"] = "tiles"
@@ -352,9 +390,12 @@ pocl = [d for d in offload.get_devices() if "PoCL" in d.version]
 bad = []
 cases = [("float32", (1,)), ("float32", (7,)), ("float32", (2048,)), ("float32", (2049,)), ("int64", (9000,)),
          ("float64", (40000,)), ("uint8", (5000,)), ("int16", (300, 17)), ("complex64", (3000,)),
-         ("bool", (4097,)), ("float32", (600_000,))]
+         ("bool", (4097,)), ("float32", (600_000,)), ("float32 no NaN", (70_001,)),
+         ("float64 no NaN", (9000,)), ("int32", (4096,))]
 for dt, shape in cases:
     n = int(np.prod(shape))
+    nonan = dt.endswith(" no NaN")  # keys alone (a value sort without indices)
+    dt = dt.split()[0]
     if dt == "complex64":
         a = np.empty(n, dt)
         a.real, a.imag = rng.choice([0.0, 1.0, np.nan], n), rng.choice([-1.0, 2.0, np.nan], n)
@@ -363,7 +404,7 @@ for dt, shape in cases:
     else:
         a = (rng.standard_normal(n) * 1000).astype(dt)
         if dt.startswith("float"):
-            a[rng.random(n) < 0.05] = np.nan
+            a[rng.random(n) < 0.05] = -0.0 if nonan else np.nan
     a = a.reshape(shape)
     x = offload.asarray(a, device=pocl[0])
     for axis in (-1, 0):
@@ -371,6 +412,15 @@ for dt, shape in cases:
         want = np.argsort(a, axis=axis, kind="stable")
         if not np.array_equal(got, want):
             bad.append([dt, shape, axis])
+        u = f"u{a.dtype.itemsize // (2 if dt.startswith('complex') else 1)}"
+        for desc in (False, True):
+            got = offload.sort(x, axis=axis, descending=desc).asnumpy()
+            order = want
+            if desc:
+                m = a.shape[axis]
+                order = m - 1 - np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
+            if not np.array_equal(got.view(u), np.take_along_axis(a, order, axis).view(u)):
+                bad.append([dt, shape, axis, "sort", desc])
     if dt != "complex64":
         u = offload.unique_values(x).asnumpy()
         nan = np.isnan(a) if dt.startswith("float") else np.zeros(a.shape, bool)

@@ -22,13 +22,19 @@
  * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
  * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
  *   of consecutive keys, count, and after one scan scatter them in order;
- * - on a GPU, "tiles" of 4-bit digits: groups load tiles coalesced into local
- *   memory, count them with local atomics, and after one scan rank each tile
- *   stably in local memory and write it out coalesced (pass_tiles).
- * Indices are int32 below 2**31 elements. A value sort gathers the input at
- * the sorted indices.
+ * - on a GPU, "tiles" of 8-bit digits: groups load tiles coalesced into local
+ *   memory, count them with local atomics, and after one scan sort each tile
+ *   stably by the digit in local memory (two 4-bit splits) and write it out
+ *   coalesced (pass_tiles).
+ * Indices are int32 below 2**31 elements. argsort of one row: the last pass
+ * writes the int64 positions. A value sort of one row of a real dtype sorts
+ * keys alone, no indices (radix_values: invertible keys, the last pass
+ * writes the values), unless -0.0 and +0.0 or NaNs of different bits occur
+ * together; then, and for several rows or complex numbers, it sorts indices
+ * and gathers the input at them. OFFLOAD_SORT_PROFILE=1 times every launch.
  *
- * unique_* sort the flattened input with its indices, mark the first of each
+ * unique_* sort the flattened input with its indices (unique_values: its
+ * values, keys alone where exact), mark the first of each
  * run of equal values (NaN != NaN: each NaN its own value, as the array API
  * and NumPy 2 say), scan the marks, and scatter: values, the first index
  * (the sort is stable), counts from the runs' starts and inverse indices
@@ -43,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RADIX_BITS 4
 #define RADIX (1 << RADIX_BITS)
@@ -72,6 +79,24 @@ static void args_clear(argv_t *a) {
     a->n = 0;
 }
 
+/* OFFLOAD_SORT_PROFILE=1: each launch and scan waited for and timed on
+ * stderr (the wait costs; for finding where a sort's time goes). */
+static double prof_t0;
+static bool prof_on(void) { return getenv("OFFLOAD_SORT_PROFILE") != NULL; }
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+static void prof_mark(ofl_device *dev, const char *what) {
+    if (!prof_on() || !dev) return;
+    ofl_error err;
+    ofl_synchronize(dev, &err);
+    double t = now_ms();
+    if (what) fprintf(stderr, "  [sort] %-40s %8.3f ms\n", what, t - prof_t0);
+    prof_t0 = now_ms();
+}
+
 /* Launches the text's kernel `name` over Range(items), or an NdRange of
  * groups of `local` work-items (local > 0); clears a. Every loop in these
  * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
@@ -86,7 +111,12 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
             mod_kernel_runs_to_end(k);
             mod_shape range = {.ndim = 1, .size = {items}};
             if (local > 0) range.nd = true, range.local[0] = local;
+            ofl_device *pd = NULL;
+            for (int i = 0; i < a->n && prof_on() && !pd; i++)
+                if (mod_array_check(a->v[i])) pd = mod_array_device((mod_array *)a->v[i]);
+            prof_mark(pd, NULL);
             PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
+            prof_mark(pd, name);
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         }
@@ -143,8 +173,12 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
     const char *f = getenv("OFFLOAD_SCAN_FORM");
-    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
-        return mod_lib_exclusive_scan(a, m);
+    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks"))) {
+        prof_mark(dev, NULL);
+        int rc = mod_lib_exclusive_scan(a, m);
+        prof_mark(dev, "exclusive_scan");
+        return rc;
+    }
     if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
@@ -189,20 +223,61 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
 typedef struct {
     ofl_device *dev;
     bool tiles;                /* the GPU form (tiles in local memory), else the CPU form */
-    int digit_bits;            /* 4 in tiles, 8 in runs */
+    int digit_bits;            /* 8: both forms */
     Py_ssize_t N, n;           /* elements, row length */
     PyObject *kdt, *idt;       /* key dtype (uint32/uint64), index dtype (int32/int64); borrowed */
-    PyObject *key[2], *idx[2]; /* ping-pong buffers; owned */
+    PyObject *key[2], *idx[2]; /* ping-pong buffers; owned (idx NULL: keys alone) */
     int cur;                   /* key[cur], idx[cur] hold the keys and indices now */
     PyObject *hist;            /* counts per (digit, run or tile); owned */
     Py_ssize_t runs, per;      /* runs form: runs of per elements */
     Py_ssize_t tile_k;         /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
     Py_ssize_t ntiles;
+    /* keys alone: the last pass writes the values (their bits) into out */
+    PyObject *out;   /* borrowed; NULL: the index form */
+    int kbits;       /* 32 or 64 */
+    bool vfloat;     /* the keys of floats (see float_key_alone), else bits ^ vxor */
+    uint64_t vxor;   /* ints: the bits' XOR; floats: all ones for descending, else 0 */
+    const char *vdt; /* out's dtype: unsigned, the values' width */
+    /* the index form of one row: the last pass writes the indices into pos
+     * (argsort's int64 result) and sets pos_done */
+    PyObject *pos; /* borrowed; NULL: into idx */
+    bool pos_done;
 } plan_t;
+
+/* "np.uintB(c)" as the kernel language reads it (no literal past int64). */
+static void const_expr(char *buf, size_t len, int bits, uint64_t c) {
+    if (bits == 64 && c > 0x7fffffffULL)
+        snprintf(buf, len, "((np.uint64(%llu) << np.uint64(32)) | np.uint64(%llu))",
+                 (unsigned long long)(c >> 32), (unsigned long long)(c & 0xffffffffULL));
+    else
+        snprintf(buf, len, "np.uint%d(%llu)", bits, (unsigned long long)c);
+}
+
+/* "w = the value bits of key k" (a keys-alone sort's key, inverted), at
+ * indent ind. */
+static void put_inverse(mod_text *t, const plan_t *p, const char *ind) {
+    const char *kt = mod_dtype_name(p->kdt);
+    char all[96], top[96], shift[96], flip[96];
+    const_expr(all, sizeof all, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
+    const_expr(top, sizeof top, p->kbits, 1ULL << (p->kbits - 1));
+    const_expr(shift, sizeof shift, p->kbits, p->kbits == 64 ? (1ULL << 52) - 1 : (1ULL << 23) - 1);
+    const_expr(flip, sizeof flip, p->kbits, p->vxor);
+    if (!p->vfloat) {
+        mod_text_put(t, "%sw = np.%s(k ^ %s)\n", ind, p->vdt, flip);
+        return;
+    }
+    mod_text_put(t,
+                 "%sw = (k ^ %s) + %s\n"
+                 "%sif w >= %s:\n"
+                 "%s    w = w ^ %s\n"
+                 "%selse:\n"
+                 "%s    w = w ^ %s\n"
+                 "%sw = np.%s(w)\n",
+                 ind, flip, shift, ind, top, ind, top, ind, ind, all, ind, kt);
+}
 
 #define TILE_T 256        /* work-items of a tile's group */
 #define CPU_RUN_MIN 16384 /* the runs form: elements a run walks at least */
-#define BITS_PARTS 16384  /* the tiles form: partial OR/ANDs of the key bits */
 
 /* A numpy scalar of dtype holding v (a shift count in the keys' type, so
  * that key >> sh stays unsigned). */
@@ -301,16 +376,81 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
+/* The tiles form's varying_bits: many work-items (a GPU needs them to keep
+ * its memory busy), each group's OR and AND reduced in local memory, then
+ * one atomic per group into res. */
+static int varying_bits_grouped(plan_t *p, uint64_t *mask) {
+    const char *kt = mod_dtype_name(p->kdt);
+    char all[96];
+    const_expr(all, sizeof all, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
+    Py_ssize_t G = (p->N + 255) / 256 * 256;
+    if (G > 1024 * 256) G = 1024 * 256;
+    Py_ssize_t per = (p->N + G - 1) / G;
+    uint64_t ones = p->kbits == 64 ? ~0ULL : 0xffffffffULL;
+    PyObject *init = PyObject_CallMethod(mod_numpy_borrowed(), "array", "[KK]s", 0ULL,
+                                         (unsigned long long)ones, kt);
+    PyObject *res = init ? mod_array_from_host(init, p->dev) : NULL;
+    Py_XDECREF(init);
+    if (!res) return -1;
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def sort_bits_grouped(item, key, res, n, G, per):\n"
+                 "    grp = item.get_group()\n"
+                 "    l = item.get_local_id(0)\n"
+                 "    g = item.get_global_id(0)\n"
+                 "    lr = ol.local_array(2, np.%s)\n"
+                 "    if l == 0:\n"
+                 "        lr[0] = np.%s(0)\n"
+                 "        lr[1] = %s\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    o = np.%s(0)\n"
+                 "    z = %s\n"
+                 "    for j in range(per):\n"
+                 "        i = g + j * G\n"
+                 "        if i < n:\n"
+                 "            v = key[np.uint64(i)]\n"
+                 "            o = o | v\n"
+                 "            z = z & v\n"
+                 "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
+                 "    ol.AtomicRef(lr, 1).fetch_and(z)\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    if l == 0:\n"
+                 "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
+                 "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n",
+                 kt, kt, all, kt, all);
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, res);
+    arg_int(&av, p->N);
+    arg_int(&av, G);
+    arg_int(&av, per);
+    int rc = launch("sort_bits_grouped", &t, G, 256, &av);
+    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)res) : NULL;
+    Py_DECREF(res);
+    if (!h) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    uint64_t o, z;
+    if (view.itemsize == 4)
+        o = ((uint32_t *)view.buf)[0], z = ((uint32_t *)view.buf)[1];
+    else
+        o = ((uint64_t *)view.buf)[0], z = ((uint64_t *)view.buf)[1];
+    PyBuffer_Release(&view);
+    Py_DECREF(h);
+    *mask = o & ~z;
+    return 0;
+}
+
 /* The bits in which the current keys differ (their OR and-not AND): a
  * digit all keys share needs no pass. One small read back per word. */
 static int varying_bits(plan_t *p, uint64_t *mask) {
     Py_ssize_t G, a, b, per;
-    if (p->tiles) {
-        G = p->N < BITS_PARTS * 64 ? (p->N + 63) / 64 : BITS_PARTS;
-        a = 1, b = G, per = (p->N + G - 1) / G;
-    } else {
-        G = p->runs, per = p->per, a = per, b = 1;
-    }
+    if (p->tiles) return varying_bits_grouped(p, mask);
+    G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
     mod_text t;
@@ -360,7 +500,7 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
 }
 
 /* The digit of key k at shift sh, as an int64 expression. */
-#define DIGIT(kvar, mask) "np.int64((" kvar " >> sh) & np.uint8(" mask "))"
+#define DIGIT(kvar, shvar, mask) "np.int64((" kvar " >> " shvar ") & np.uint8(" mask "))"
 
 /* ---- the CPU form: a pass over runs ----
  * Each of a few work-items (runs) walks a long run of consecutive keys:
@@ -368,22 +508,22 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
  * exclusive scan gives every run its start per digit), then, after the
  * scan, moves its keys to those starts in order -- stable, as LSD needs. A
  * CPU runs each work-item's loop at memory speed; the scan is 256 x runs. */
-static int pass_runs(plan_t *p, int sh) {
+static int pass_runs(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
     mod_text t;
     t.n = 0;
-    mod_text_put(&t,
-                 "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
-                 "    r = it.get_id(0)\n"
-                 "    c = ol.private_array(256, np.int64)\n"
-                 "    for d in range(256):\n"
-                 "        c[d] = 0\n"
-                 "    for i in range(r * per, min(r * per + per, n)):\n"
-                 "        k = key[np.uint64(i)]\n"
-                 "        c[" DIGIT("k", "255") "] += 1\n"
-                                                "    for d in range(256):\n"
-                                                "        hist[np.uint64(d * runs + r)] = c[d]\n");
+    mod_text_put(
+        &t, "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
+            "    r = it.get_id(0)\n"
+            "    c = ol.private_array(256, np.int64)\n"
+            "    for d in range(256):\n"
+            "        c[d] = 0\n"
+            "    for i in range(r * per, min(r * per + per, n)):\n"
+            "        k = key[np.uint64(i)]\n"
+            "        c[" DIGIT("k", "sh", "255") "] += 1\n"
+                                                 "    for d in range(256):\n"
+                                                 "        hist[np.uint64(d * runs + r)] = c[d]\n");
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     arg_obj(&av, p->hist);
@@ -395,28 +535,40 @@ static int pass_runs(plan_t *p, int sh) {
         exclusive_scan((mod_array *)p->hist, 256 * p->runs) < 0)
         return -1;
     t.n = 0;
-    mod_text_put(&t, "def sort_run_scatter(it, key, idx, key2, idx2, hist, n, runs, per, sh):\n"
-                     "    r = it.get_id(0)\n"
-                     "    c = ol.private_array(256, np.int64)\n"
-                     "    for d in range(256):\n"
-                     "        c[d] = hist[np.uint64(d * runs + r)]\n"
-                     "    for i in range(r * per, min(r * per + per, n)):\n"
-                     "        k = key[np.uint64(i)]\n"
-                     "        d = " DIGIT("k", "255") "\n"
-                                                      "        q = np.uint64(c[d])\n"
-                                                      "        c[d] += 1\n"
-                                                      "        key2[q] = k\n"
-                                                      "        idx2[q] = idx[np.uint64(i)]\n");
+    bool with_idx = idx != NULL, values = last && p->out;
+    char name[64];
+    snprintf(name, sizeof name, "sort_run_scatter%s%s", with_idx ? "_idx" : "",
+             values ? "_values" : "");
+    mod_text_put(&t,
+                 "def %s(it, key, %sout, %shist, n, runs, per, sh):\n"
+                 "    r = it.get_id(0)\n"
+                 "    c = ol.private_array(256, np.int64)\n"
+                 "    for d in range(256):\n"
+                 "        c[d] = hist[np.uint64(d * runs + r)]\n"
+                 "    for i in range(r * per, min(r * per + per, n)):\n"
+                 "        k = key[np.uint64(i)]\n"
+                 "        d = " DIGIT("k", "sh", "255") "\n"
+                                                        "        q = np.uint64(c[d])\n"
+                                                        "        c[d] += 1\n",
+                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "");
+    if (values) {
+        put_inverse(&t, p, "        ");
+        mod_text_put(&t, "        out[q] = w\n");
+    } else {
+        mod_text_put(&t, "        out[q] = k\n");
+    }
+    if (with_idx) mod_text_put(&t, "        idx2[q] = idx[np.uint64(i)]\n");
     arg_obj(&av, key);
-    arg_obj(&av, idx);
-    arg_obj(&av, key2);
-    arg_obj(&av, idx2);
+    if (with_idx) arg_obj(&av, idx);
+    arg_obj(&av, values ? p->out : key2);
+    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
     arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, p->runs);
     arg_int(&av, p->per);
     arg_typed(&av, p->kdt, sh);
-    if (launch("sort_run_scatter", &t, p->runs, 0, &av) < 0) return -1;
+    if (launch(name, &t, p->runs, 0, &av) < 0) return -1;
+    p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
@@ -424,143 +576,192 @@ static int pass_runs(plan_t *p, int sh) {
 /* ---- the GPU form: a pass over tiles ----
  * A group of TILE_T work-items owns a tile of TILE_T * K consecutive keys,
  * loaded coalesced into local memory. The count kernel adds the tile's
- * 4-bit digits into 16 local counters (atomics: counts need no order) and
- * writes cnt[digit][tile]; one exclusive scan over cnt (digit-major) gives
- * each (digit, tile) its global start. The scatter kernel loads the tile
- * again, ranks it stably -- work-item l counts the digits of its K
- * consecutive keys, and an exclusive scan of those counts (digit-major, l
- * fastest) gives each work-item's tile-local start per digit -- sorts the
- * tile in local memory by digit, then writes it out coalesced: tile
- * position q of digit d goes to cnt[d][tile] + q - (d's first position). */
-static int pass_tiles(plan_t *p, int sh) {
+ * 8-bit digits into 256 local counters (atomics: counts need no order) and
+ * writes cnt[digit][tile] (8 copies of the counters, by work-item l % 8:
+ * keys that share few digits -- floats in [0, 1) -- contend less); one exclusive scan over cnt
+ * (digit-major) gives each (digit, tile) its global start. The scatter kernel loads the tile again
+ * and sorts it stably by the digit in local memory, in two splits of 4 bits (low nibble, then
+ * high): in each, work-item l counts the nibbles of its K consecutive keys, and an exclusive scan
+ * of those counts (nibble-major, l fastest) gives each work-item's tile-local start per nibble.
+ * Then each digit's first position in the sorted tile is found, and the tile is written out
+ * coalesced: position q of digit d goes to cnt[d][tile] + q - (d's first position). Local arrays
+ * are padded (one word per 32 keys, per 16 counters) so that work-item l's strided reads meet no
+ * bank conflicts. A pass of keys alone (p->idx NULL) moves no indices, and the last one of a value
+ * sort (p->out) writes values. */
+
+static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
-    const int T = TILE_T, K = (int)p->tile_k;
-    const char *kt = mod_dtype_name(p->kdt), *it = mod_dtype_name(p->idt);
+    bool with_idx = idx != NULL, values = last && p->out;
+    const int T = TILE_T, K = (int)p->tile_k, TK = T * K, TKP = TK + TK / 32;
+    const char *kt = mod_dtype_name(p->kdt), *it = with_idx ? mod_dtype_name(p->idt) : "";
     mod_text t;
     t.n = 0;
+    char name[80];
+    snprintf(name, sizeof name, "sort_tile_count_%d", TK);
     mod_text_put(&t,
-                 "def sort_tile_count(item, key, cnt, n, tiles, sh):\n"
+                 "def %s(item, key, cnt, n, tiles, sh):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
                  "    g = grp.get_group_id(0)\n"
-                 "    h = ol.local_array(16, np.int32)\n"
-                 "    if l < 16:\n"
-                 "        h[l] = 0\n"
+                 "    h = ol.local_array(2048, np.int32)\n"
+                 "    for c in range(8):\n"
+                 "        h[c * 256 + l] = 0\n"
                  "    ol.group_barrier(grp)\n"
                  "    base = g * %d\n"
+                 "    hc = (l & 7) * 256\n"
                  "    for j in range(%d):\n"
                  "        i = base + j * %d + l\n"
                  "        if i < n:\n"
                  "            k = key[np.uint64(i)]\n"
-                 "            ol.AtomicRef(h, " DIGIT(
-                     "k", "15") ").fetch_add(1)\n"
-                                "    ol.group_barrier(grp)\n"
-                                "    if l < 16:\n"
-                                "        cnt[np.uint64(l * tiles + g)] = h[l]\n",
-                 T * K, K, T);
+                 "            d = " DIGIT(
+                     "k", "sh", "255") "\n"
+                                       "            ol.AtomicRef(h, hc + d).fetch_add(1)\n"
+                                       "    ol.group_barrier(grp)\n"
+                                       "    s = np.int32(0)\n"
+                                       "    for c in range(8):\n"
+                                       "        s += h[c * 256 + l]\n"
+                                       "    cnt[np.uint64(l * tiles + g)] = s\n",
+                 name, TK, K, T);
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, p->ntiles);
     arg_typed(&av, p->kdt, sh);
-    if (launch("sort_tile_count", &t, p->ntiles * T, T, &av) < 0 ||
-        exclusive_scan((mod_array *)p->hist, 16 * p->ntiles) < 0)
+    if (launch(name, &t, p->ntiles * T, T, &av) < 0 ||
+        exclusive_scan((mod_array *)p->hist, 256 * p->ntiles) < 0)
         return -1;
     t.n = 0;
-    char name[64];
-    snprintf(name, sizeof name, "sort_tile_scatter_%d", K);
-    /* Each work-item's digit counts live in its column of sc (l fastest),
+    snprintf(name, sizeof name, "sort_tile_scatter_%d%s%s", K, with_idx ? "_idx" : "",
+             values ? "_values" : "");
+    /* Each work-item's nibble counts live in its column of sc (l fastest),
      * not in a private array: Intel's CPU compiler gets a private array
      * indexed by digit wrong across these barriers (measured). */
+    mod_text_put(&t,
+                 "def %s(item, key, %sout, %scnt, n, tiles, sh, sh4):\n"
+                 "    grp = item.get_group()\n"
+                 "    l = item.get_local_id(0)\n"
+                 "    g = grp.get_group_id(0)\n"
+                 "    sk = ol.local_array(%d, np.%s)\n"
+                 "    sc = ol.local_array(%d, np.int32)\n"
+                 "    tot = ol.local_array(%d, np.int32)\n"
+                 "    ds = ol.local_array(256, np.int64)\n"
+                 "    pk = ol.private_array(%d, np.%s)\n",
+                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", TKP, kt, 17 * T, T, K,
+                 kt);
+    if (with_idx)
+        mod_text_put(&t,
+                     "    si = ol.local_array(%d, np.%s)\n"
+                     "    pi = ol.private_array(%d, np.%s)\n",
+                     TKP, it, K, it);
+    mod_text_put(&t,
+                 "    base = g * %d\n"
+                 "    m = min(n - base, %d)\n"
+                 "    for j in range(%d):\n"
+                 "        q = j * %d + l\n"
+                 "        if q < m:\n"
+                 "            sk[q + (q >> 5)] = key[np.uint64(base + q)]\n",
+                 TK, TK, K, T);
+    if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
+    for (int half = 0; half < 2; half++) {
+        const char *s = half ? "sh4" : "sh";
+        mod_text_put(&t,
+                     "    for d in range(16):\n"
+                     "        f = d * %d + l\n"
+                     "        sc[f + (f >> 4)] = 0\n"
+                     "    ol.group_barrier(grp)\n"
+                     "    for j in range(%d):\n"
+                     "        q = l * %d + j\n"
+                     "        if q < m:\n"
+                     "            k = sk[q + (q >> 5)]\n"
+                     "            pk[j] = k\n",
+                     T, K, K);
+        if (with_idx) mod_text_put(&t, "            pi[j] = si[q + (q >> 5)]\n");
+        mod_text_put(&t,
+                     "            f = " DIGIT(
+                         "k", "%s", "15") " * %d + l\n"
+                                          "            c = f + (f >> 4)\n"
+                                          "            sc[c] = sc[c] + 1\n"
+                                          "    ol.group_barrier(grp)\n"
+                                          "    s = np.int32(0)\n"
+                                          "    for e in range(16):\n"
+                                          "        s += sc[l * 17 + e]\n"
+                                          "    tot[l] = s\n"
+                                          "    ol.group_barrier(grp)\n"
+                                          "    h = 1\n"
+                                          "    while h < %d:\n"
+                                          "        v = np.int32(0)\n"
+                                          "        if l >= h:\n"
+                                          "            v = tot[l - h]\n"
+                                          "        ol.group_barrier(grp)\n"
+                                          "        tot[l] = tot[l] + v\n"
+                                          "        ol.group_barrier(grp)\n"
+                                          "        h = h * 2\n"
+                                          "    r = tot[l] - s\n"
+                                          "    for e in range(16):\n"
+                                          "        v = sc[l * 17 + e]\n"
+                                          "        sc[l * 17 + e] = r\n"
+                                          "        r += v\n"
+                                          "    ol.group_barrier(grp)\n"
+                                          "    for j in range(%d):\n"
+                                          "        if l * %d + j < m:\n"
+                                          "            k = pk[j]\n"
+                                          "            f = " DIGIT(
+                                              "k", "%s", "15") " * %d + l\n"
+                                                               "            c = f + (f >> 4)\n"
+                                                               "            q = sc[c]\n"
+                                                               "            sc[c] = q + 1\n"
+                                                               "            sk[q + (q >> 5)] = k\n",
+                     s, T, T, K, K, s, T);
+        if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = pi[j]\n");
+        mod_text_put(&t, "    ol.group_barrier(grp)\n");
+    }
     mod_text_put(
         &t,
-        "def %s(item, key, idx, key2, idx2, cnt, n, tiles, sh):\n"
-        "    grp = item.get_group()\n"
-        "    l = item.get_local_id(0)\n"
-        "    g = grp.get_group_id(0)\n"
-        "    sk = ol.local_array(%d, np.%s)\n"
-        "    si = ol.local_array(%d, np.%s)\n"
-        "    sc = ol.local_array(%d, np.int32)\n"
-        "    tot = ol.local_array(%d, np.int32)\n"
-        "    ds = ol.local_array(16, np.int32)\n"
-        "    pk = ol.private_array(%d, np.%s)\n"
-        "    pi = ol.private_array(%d, np.%s)\n"
-        "    base = g * %d\n"
-        "    m = min(n - base, %d)\n"
         "    for j in range(%d):\n"
         "        q = j * %d + l\n"
         "        if q < m:\n"
-        "            sk[q] = key[np.uint64(base + q)]\n"
-        "            si[q] = idx[np.uint64(base + q)]\n"
-        "    for d in range(16):\n"
-        "        sc[d * %d + l] = 0\n"
-        "    ol.group_barrier(grp)\n"
-        "    for j in range(%d):\n"
-        "        q = l * %d + j\n"
-        "        if q < m:\n"
-        "            k = sk[q]\n"
-        "            pk[j] = k\n"
-        "            pi[j] = si[q]\n"
-        "            c = " DIGIT(
-            "k", "15") " * %d + l\n"
-                       "            sc[c] = sc[c] + 1\n"
-                       "    ol.group_barrier(grp)\n"
-                       "    s = np.int32(0)\n"
-                       "    for e in range(16):\n"
-                       "        s += sc[l * 16 + e]\n"
-                       "    tot[l] = s\n"
-                       "    ol.group_barrier(grp)\n"
-                       "    h = 1\n"
-                       "    while h < %d:\n"
-                       "        v = np.int32(0)\n"
-                       "        if l >= h:\n"
-                       "            v = tot[l - h]\n"
-                       "        ol.group_barrier(grp)\n"
-                       "        tot[l] = tot[l] + v\n"
-                       "        ol.group_barrier(grp)\n"
-                       "        h = h * 2\n"
-                       "    r = tot[l] - s\n"
-                       "    for e in range(16):\n"
-                       "        v = sc[l * 16 + e]\n"
-                       "        sc[l * 16 + e] = r\n"
-                       "        r += v\n"
-                       "    ol.group_barrier(grp)\n"
-                       "    if l < 16:\n"
-                       "        ds[l] = sc[l * %d]\n"
-                       "    ol.group_barrier(grp)\n"
-                       "    for j in range(%d):\n"
-                       "        if l * %d + j < m:\n"
-                       "            k = pk[j]\n"
-                       "            c = " DIGIT(
-                           "k", "15") " * %d + l\n"
-                                      "            q = sc[c]\n"
-                                      "            sc[c] = q + 1\n"
-                                      "            sk[q] = k\n"
-                                      "            si[q] = pi[j]\n"
-                                      "    ol.group_barrier(grp)\n"
-                                      "    for j in range(%d):\n"
-                                      "        q = j * %d + l\n"
-                                      "        if q < m:\n"
-                                      "            k = sk[q]\n"
-                                      "            d = " DIGIT(
-                                          "k", "15") "\n"
-                                                     "            o = np.uint64(cnt[np.uint64(d * "
-                                                     "tiles + g)] + q - ds[d])\n"
-                                                     "            key2[o] = k\n"
-                                                     "            idx2[o] = si[q]\n",
-        name, T * K, kt, T * K, it, 16 * T, T, K, kt, K, it, T * K, T * K, K, T, T, K, K, T, T, T,
-        K, K, T, K, T);
+        "            k = sk[q + (q >> 5)]\n"
+        "            d = " DIGIT(
+            "k", "sh", "255") "\n"
+                              "            if q == 0:\n"
+                              "                ds[d] = 0\n"
+                              "            else:\n"
+                              "                q1 = q - 1\n"
+                              "                k1 = sk[q1 + (q1 >> 5)]\n"
+                              "                if " DIGIT(
+                                  "k1", "sh",
+                                  "255") " != d:\n"
+                                         "                    ds[d] = q\n"
+                                         "    ol.group_barrier(grp)\n"
+                                         "    ds[l] = cnt[np.uint64(l * tiles + g)] - ds[l]\n"
+                                         "    ol.group_barrier(grp)\n"
+                                         "    for j in range(%d):\n"
+                                         "        q = j * %d + l\n"
+                                         "        if q < m:\n"
+                                         "            k = sk[q + (q >> 5)]\n"
+                                         "            o = np.uint64(ds[" DIGIT("k", "sh",
+                                                                               "255") "] + q)\n",
+        K, T, K, T);
+    if (values) {
+        put_inverse(&t, p, "            ");
+        mod_text_put(&t, "            out[o] = w\n");
+    } else {
+        mod_text_put(&t, "            out[o] = k\n");
+    }
+    if (with_idx) mod_text_put(&t, "            idx2[o] = si[q + (q >> 5)]\n");
     arg_obj(&av, key);
-    arg_obj(&av, idx);
-    arg_obj(&av, key2);
-    arg_obj(&av, idx2);
+    if (with_idx) arg_obj(&av, idx);
+    arg_obj(&av, values ? p->out : key2);
+    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
     arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, p->ntiles);
     arg_typed(&av, p->kdt, sh);
+    arg_typed(&av, p->kdt, sh + 4);
     if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
+    p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
@@ -580,44 +781,82 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
     Py_ssize_t K = 16;
-    while (K > 1 && (uint64_t)(TILE_T * K * (ksz + isz) + 17 * TILE_T * 4 + 64) > lm) K /= 2;
+    const char *e = getenv("OFFLOAD_SORT_TILE_K"); /* experiments: fewer keys a work-item */
+    if (e && atoi(e) >= 1 && atoi(e) <= 16) K = atoi(e);
+    while (K > 1 &&
+           (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 18 * TILE_T * 4 + 256 * 8 + 64) > lm)
+        K /= 2;
     return K;
 }
 
+/* p's form, buffers (indices too when with_idx) and counts; -1 on failure
+ * (plan_free frees what there is). */
+static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, bool wide,
+                     bool with_idx) {
+    *p = (plan_t){.dev = dev, .N = N, .n = n};
+    p->tiles = use_tiles(dev);
+    p->digit_bits = 8;
+    p->kbits = wide ? 64 : 32;
+    p->kdt = mod_dtype_find_borrowed('u', wide ? 8 : 4);
+    p->idt = mod_dtype_find_borrowed('i', N < ((Py_ssize_t)1 << 31) ? 4 : 8);
+    Py_ssize_t hn;
+    if (p->tiles) {
+        p->tile_k = tile_keys(dev, wide ? 8 : 4, with_idx ? mod_dtype_itemsize(p->idt) : 0);
+        p->ntiles = (N + TILE_T * p->tile_k - 1) / (TILE_T * p->tile_k);
+        hn = 256 * p->ntiles;
+    } else {
+        Py_ssize_t most = 4 * (Py_ssize_t)ofl_device_get_info(dev)->max_compute_units;
+        p->runs = (N + CPU_RUN_MIN - 1) / CPU_RUN_MIN;
+        if (p->runs > most) p->runs = most;
+        if (p->runs < 1) p->runs = 1;
+        p->per = (N + p->runs - 1) / p->runs;
+        hn = 256 * p->runs;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!(p->key[i] = new_1d(dev, p->kdt, N))) return -1;
+        if (with_idx && !(p->idx[i] = new_1d(dev, p->idt, N))) return -1;
+    }
+    return (p->hist = new_1d(dev, int64_dtype(), hn)) ? 0 : -1;
+}
+
+static void plan_free(plan_t *p) {
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(p->key[i]);
+        Py_CLEAR(p->idx[i]);
+    }
+    Py_CLEAR(p->hist);
+}
+
+/* The passes over the digits of a word of `bits` bits that vary (mask);
+ * the last writes values when p->out. The number of passes, or -1. */
+static int passes(plan_t *p, uint64_t mask, int bits) {
+    int last = -1, done = 0;
+    for (int sh = 0; sh < bits; sh += p->digit_bits)
+        if ((mask >> sh) & ((1u << p->digit_bits) - 1)) last = sh;
+    for (int sh = 0; sh <= last; sh += p->digit_bits) {
+        if (!((mask >> sh) & ((1u << p->digit_bits) - 1))) continue; /* one digit for all */
+        if ((p->tiles ? pass_tiles(p, sh, sh == last) : pass_runs(p, sh, sh == last)) < 0)
+            return -1;
+        done++;
+    }
+    return done;
+}
+
 /* The sorted order of c (C-contiguous, N elements in rows of n): a new 1-D
- * array (int32 or int64) of flat indices into c, row by row. */
-static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool descending) {
+ * array (int32 or int64) of flat indices into c, row by row; or pos (a new
+ * reference: an int64 array of N) where the last pass wrote them there --
+ * one row of a real dtype with at least one pass. */
+static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool descending,
+                             PyObject *pos) {
     ofl_device *dev = mod_array_device(c);
     PyObject *dtype = c->dtype;
     char kind = kind_of(dtype);
     Py_ssize_t rows = n ? N / n : 0;
     bool wide = c->itemsize == 8 && kind != 'c';
     wide |= kind == 'c' && c->itemsize == 16;
-    plan_t p = {.dev = dev, .N = N, .n = n};
-    p.tiles = use_tiles(dev);
-    p.digit_bits = p.tiles ? 4 : 8;
-    p.kdt = mod_dtype_find_borrowed('u', wide ? 8 : 4);
-    p.idt = mod_dtype_find_borrowed('i', N < ((Py_ssize_t)1 << 31) ? 4 : 8);
-    Py_ssize_t hn;
-    if (p.tiles) {
-        p.tile_k = tile_keys(dev, wide ? 8 : 4, N < ((Py_ssize_t)1 << 31) ? 4 : 8);
-        p.ntiles = (N + TILE_T * p.tile_k - 1) / (TILE_T * p.tile_k);
-        hn = 16 * p.ntiles;
-    } else {
-        Py_ssize_t most = 4 * (Py_ssize_t)ofl_device_get_info(dev)->max_compute_units;
-        p.runs = (N + CPU_RUN_MIN - 1) / CPU_RUN_MIN;
-        if (p.runs > most) p.runs = most;
-        if (p.runs < 1) p.runs = 1;
-        p.per = (N + p.runs - 1) / p.runs;
-        hn = 256 * p.runs;
-    }
+    plan_t p;
     PyObject *x = NULL, *bitsv = NULL, *result = NULL;
-    for (int i = 0; i < 2; i++) {
-        p.key[i] = new_1d(dev, p.kdt, N);
-        p.idx[i] = new_1d(dev, p.idt, N);
-    }
-    p.hist = new_1d(dev, int64_dtype(), hn);
-    if (!p.key[0] || !p.key[1] || !p.idx[0] || !p.idx[1] || !p.hist) goto out;
+    if (plan_init(&p, dev, N, n, wide, true) < 0) goto out;
     if (kind == 'c') { /* the parts, as 2N floats */
         Py_ssize_t two = 2 * N, half = c->itemsize / 2;
         PyObject *fdt = mod_dtype_find_borrowed('f', half);
@@ -641,6 +880,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         words[nw++] = W_VALUE;
     }
     if (rows > 1) words[nw++] = W_ROW;
+    if (nw == 1) p.pos = pos;
     for (int w = 0; w < nw; w++) {
         mod_text t;
         t.n = 0;
@@ -656,17 +896,211 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         uint64_t mask;
         if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, &mask) < 0) goto out;
         int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
-        for (int sh = 0; sh < bits; sh += p.digit_bits) {
-            if (!((mask >> sh) & ((1u << p.digit_bits) - 1))) continue; /* one digit for all */
-            if ((p.tiles ? pass_tiles(&p, sh) : pass_runs(&p, sh)) < 0) goto out;
-        }
+        if (passes(&p, mask, bits) < 0) goto out;
     }
-    result = Py_NewRef(p.idx[p.cur]);
+    result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
 out:
-    for (int i = 0; i < 2; i++) Py_XDECREF(p.key[i]), Py_XDECREF(p.idx[i]);
-    Py_XDECREF(p.hist);
+    plan_free(&p);
     Py_XDECREF(x);
     Py_XDECREF(bitsv);
+    return result;
+}
+
+/* ---- value sorts of keys alone ----
+ * A value sort of one row of a real dtype needs no indices when equal keys
+ * have equal bits: it sorts keys alone and the last pass turns them back
+ * into values. Ints' keys are their bits XOR a constant (the sign bit, all
+ * bits for descending); floats' keys are the usual ones (sign bit flipped,
+ * all bits for negatives) less 2**23 - 1 (2**52 - 1), an invertible map
+ * that orders every NaN after +inf. It is exact unless the input holds both
+ * -0.0 and +0.0 or NaNs of different bits (equal keys in NumPy's order but
+ * not in bits): the key kernel reports those, and the index form sorts
+ * them. */
+
+/* The key kernel of a sort of keys alone: key[i] from the bits of element
+ * i, and into res (OR, AND, flags, NaN keys' OR, AND; atomics) what tells
+ * the passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4
+ * NaN. On a GPU groups reduce in local memory first. */
+static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, bool vfloat,
+                           bool descending) {
+    const char *kt = mod_dtype_name(p->kdt);
+    char all[96], top[96], shift[96], flip[96], inf[96], absm[96];
+    int kb = p->kbits;
+    const_expr(all, sizeof all, kb, kb == 64 ? ~0ULL : 0xffffffffULL);
+    const_expr(top, sizeof top, kb, 1ULL << (kb - 1));
+    const_expr(shift, sizeof shift, kb, kb == 64 ? (1ULL << 52) - 1 : (1ULL << 23) - 1);
+    const_expr(inf, sizeof inf, kb, kb == 64 ? 0x7ff0000000000000ULL : 0x7f800000ULL);
+    const_expr(absm, sizeof absm, kb, (1ULL << (kb - 1)) - 1);
+    const_expr(flip, sizeof flip, kb, p->vxor);
+    bool grouped = p->tiles;
+    Py_ssize_t G, a, b, per, local = 0;
+    if (grouped) {
+        G = (p->N + 255) / 256 * 256;
+        if (G > 1024 * 256) G = 1024 * 256;
+        local = 256, a = 1, b = G, per = (p->N + G - 1) / G;
+    } else {
+        G = p->runs, per = p->per, a = per, b = 1;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "sort_keys_alone_%s%d%s%s", vfloat ? "f" : "u", vbits,
+             descending ? "_desc" : "", grouped ? "_grouped" : "");
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def %s(item, bits, key, res, n, a, b, per):\n", name);
+    if (grouped)
+        mod_text_put(&t,
+                     "    grp = item.get_group()\n"
+                     "    l = item.get_local_id(0)\n"
+                     "    g = item.get_global_id(0)\n"
+                     "    lr = ol.local_array(5, np.%s)\n"
+                     "    if l == 0:\n"
+                     "        lr[0] = np.%s(0)\n"
+                     "        lr[1] = %s\n"
+                     "        lr[2] = np.%s(0)\n"
+                     "        lr[3] = np.%s(0)\n"
+                     "        lr[4] = %s\n"
+                     "    ol.group_barrier(grp)\n",
+                     kt, kt, all, kt, kt, all);
+    else
+        mod_text_put(&t, "    g = item.get_id(0)\n");
+    mod_text_put(&t,
+                 "    o = np.%s(0)\n"
+                 "    z = %s\n"
+                 "    fl = np.%s(0)\n"
+                 "    no = np.%s(0)\n"
+                 "    nz = %s\n"
+                 "    for j in range(per):\n"
+                 "        i = g * a + j * b\n"
+                 "        if i < n:\n"
+                 "            u = np.%s(bits[np.uint64(i)])\n",
+                 kt, all, kt, kt, all, kt);
+    if (vfloat)
+        mod_text_put(&t,
+                     "            if u >= %s:\n"
+                     "                k = u ^ %s\n"
+                     "            else:\n"
+                     "                k = u | %s\n"
+                     "            k = (k - %s) ^ %s\n"
+                     "            m = u & %s\n"
+                     "            if m > %s:\n"
+                     "                fl = fl | np.%s(4)\n"
+                     "                no = no | k\n"
+                     "                nz = nz & k\n"
+                     "            elif m == np.%s(0):\n"
+                     "                if u == np.%s(0):\n"
+                     "                    fl = fl | np.%s(2)\n"
+                     "                else:\n"
+                     "                    fl = fl | np.%s(1)\n",
+                     top, all, top, shift, flip, absm, inf, kt, kt, kt, kt, kt);
+    else
+        mod_text_put(&t, "            k = u ^ %s\n", flip);
+    mod_text_put(&t, "            key[np.uint64(i)] = k\n"
+                     "            o = o | k\n"
+                     "            z = z & k\n");
+    const char *dst = grouped ? "lr" : "res";
+    mod_text_put(&t,
+                 "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
+                 "    ol.AtomicRef(%s, 1).fetch_and(z)\n"
+                 "    ol.AtomicRef(%s, 2).fetch_or(fl)\n"
+                 "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
+                 "    ol.AtomicRef(%s, 4).fetch_and(nz)\n",
+                 dst, dst, dst, dst, dst);
+    if (grouped)
+        mod_text_put(&t, "    ol.group_barrier(grp)\n"
+                         "    if l == 0:\n"
+                         "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
+                         "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n"
+                         "        ol.AtomicRef(res, 2).fetch_or(lr[2])\n"
+                         "        ol.AtomicRef(res, 3).fetch_or(lr[3])\n"
+                         "        ol.AtomicRef(res, 4).fetch_and(lr[4])\n");
+    argv_t av = {.n = 0};
+    arg_obj(&av, bits);
+    arg_obj(&av, p->key[0]);
+    arg_obj(&av, res);
+    arg_int(&av, p->N);
+    arg_int(&av, a);
+    arg_int(&av, b);
+    arg_int(&av, per);
+    return launch(name, &t, G, local, &av);
+}
+
+/* out = the keys' values (their bits), when no pass wrote them. */
+static int keys_to_values(plan_t *p) {
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def sort_keys_values(it, key, out):\n"
+                     "    i = it.get_id(0)\n"
+                     "    k = key[i]\n");
+    put_inverse(&t, p, "    ");
+    mod_text_put(&t, "    out[i] = w\n");
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, p->out);
+    return launch("sort_keys_values", &t, p->N, 0, &av);
+}
+
+/* The sorted values of c (C-contiguous, one row of N > 0 elements, not
+ * complex): a new 1-D array, or Py_None (a new reference) where keys alone
+ * would not be exact (then the index form sorts). OFFLOAD_SORT_KEYS=index
+ * always answers None (tests). */
+static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
+    const char *f = getenv("OFFLOAD_SORT_KEYS");
+    char kind = kind_of(c->dtype);
+    if ((f && !strcmp(f, "index")) || kind == 'c') Py_RETURN_NONE;
+    ofl_device *dev = mod_array_device(c);
+    int vbits = (int)c->itemsize * 8;
+    bool wide = vbits == 64, vfloat = kind == 'f';
+    PyObject *udt = mod_dtype_find_borrowed('u', c->itemsize);
+    plan_t p;
+    PyObject *bits = NULL, *res = NULL, *h = NULL, *outv = NULL, *result = NULL;
+    if (plan_init(&p, dev, N, N, wide, false) < 0) goto out;
+    p.vfloat = vfloat;
+    p.vdt = mod_dtype_name(udt);
+    uint64_t all = wide ? ~0ULL : 0xffffffffULL;
+    if (vfloat)
+        p.vxor = descending ? all : 0;
+    else
+        p.vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
+                 (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
+    if (!(bits = flat_view(c, N, udt))) goto out;
+    /* res: OR, AND, flags, NaN keys' OR and AND */
+    {
+        PyObject *np = mod_numpy_borrowed();
+        PyObject *init =
+            PyObject_CallMethod(np, "array", "[KKKKK]s", 0ULL, (unsigned long long)all, 0ULL, 0ULL,
+                                (unsigned long long)all, mod_dtype_name(p.kdt));
+        res = init ? mod_array_from_host(init, dev) : NULL;
+        Py_XDECREF(init);
+    }
+    if (!res || keys_alone_keys(&p, bits, res, vbits, vfloat, descending) < 0 ||
+        !(h = mod_array_asnumpy((mod_array *)res)))
+        goto out;
+    uint64_t r[5];
+    {
+        Py_buffer view;
+        if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) goto out;
+        for (int i = 0; i < 5; i++)
+            r[i] = wide ? ((uint64_t *)view.buf)[i] : ((uint32_t *)view.buf)[i];
+        PyBuffer_Release(&view);
+    }
+    if (vfloat && ((r[2] & 3) == 3 || ((r[2] & 4) && r[3] != r[4]))) {
+        result = Py_NewRef(Py_None);
+        goto out;
+    }
+    if (!(outv = new_1d(dev, c->dtype, N))) goto out;
+    PyObject *ov = flat_view((mod_array *)outv, N, udt);
+    if (!ov) goto out;
+    p.out = ov;
+    int done = passes(&p, r[0] & ~r[1], p.kbits);
+    if (done == 0) done = keys_to_values(&p);
+    Py_DECREF(ov);
+    if (done >= 0) result = Py_NewRef(outv);
+out:
+    plan_free(&p);
+    Py_XDECREF(bits);
+    Py_XDECREF(res);
+    Py_XDECREF(h);
+    Py_XDECREF(outv);
     return result;
 }
 
@@ -712,11 +1146,31 @@ static PyObject *sort_along(mod_array *x, int axis, bool descending, bool positi
     PyObject *moved = mod_array_new_empty(dev, dtype, nd, shape);
     if (!moved) return NULL;
     PyObject *view = mod_array_view(x, nd, shape, strides, x->offset);
-    PyObject *c = view ? mod_ops_copy((mod_array *)view, NULL) : NULL;
-    PyObject *order = c ? radix_order((mod_array *)c, N, n, descending) : NULL;
-    PyObject *out = order ? flat_view((mod_array *)moved, N, NULL) : NULL;
-    PyObject *cflat = out ? flat_view((mod_array *)c, N, NULL) : NULL;
-    int rc = cflat ? gather(out, cflat, order, N, n, positions) : -1;
+    PyObject *c = !view ? NULL
+                  : mod_array_is_c_contiguous((mod_array *)view)
+                      ? Py_NewRef(view)
+                      : mod_ops_copy((mod_array *)view, NULL);
+    if (c && !positions && n == N) { /* one row: keys alone where exact */
+        PyObject *v = radix_values((mod_array *)c, N, descending);
+        if (v != Py_None) {
+            Py_ssize_t cs[MOD_MAXDIMS], s = ((mod_array *)moved)->itemsize;
+            for (int d = nd - 1; d >= 0; d--) cs[d] = s, s *= x->shape[d];
+            PyObject *r =
+                v ? mod_array_view((mod_array *)v, nd, x->shape, cs, ((mod_array *)v)->offset)
+                  : NULL;
+            Py_XDECREF(v);
+            Py_XDECREF(view);
+            Py_DECREF(c);
+            Py_DECREF(moved);
+            return r;
+        }
+        Py_DECREF(v);
+    }
+    PyObject *out = c ? flat_view((mod_array *)moved, N, NULL) : NULL;
+    PyObject *order =
+        out ? radix_order((mod_array *)c, N, n, descending, positions ? out : NULL) : NULL;
+    PyObject *cflat = order ? flat_view((mod_array *)c, N, NULL) : NULL;
+    int rc = !cflat ? -1 : order == out ? 0 : gather(out, cflat, order, N, n, positions);
     Py_XDECREF(view);
     Py_XDECREF(c);
     Py_XDECREF(order);
@@ -1046,10 +1500,15 @@ static PyObject *f_unique(int what, PyObject *xo) {
     if (more && !(inverse = mod_array_new_empty(dev, int64_dtype(), x->nd, x->shape))) goto done;
     if (N > 0) {
         if (!(c = mod_ops_copy(x, NULL)) || !(cflat = flat_view((mod_array *)c, N, NULL)) ||
-            !(order = radix_order((mod_array *)c, N, N, false)) ||
-            !(sv = new_1d(dev, x->dtype, N)) || gather(sv, cflat, order, N, N, false) < 0 ||
-            !(g = new_1d(dev, int64_dtype(), N + 1)))
+            !(sv = more ? Py_NewRef(Py_None) : radix_values((mod_array *)c, N, false)))
             goto done;
+        if (sv == Py_None) { /* the index form: the order, then the values in it */
+            Py_CLEAR(sv);
+            if (!(order = radix_order((mod_array *)c, N, N, false, NULL)) ||
+                !(sv = new_1d(dev, x->dtype, N)) || gather(sv, cflat, order, N, N, false) < 0)
+                goto done;
+        }
+        if (!(g = new_1d(dev, int64_dtype(), N + 1))) goto done;
         /* g[i]: 1 where sv[i] starts a run of equal values (NaN != NaN);
          * g[N] = 0, so that its exclusive scan ends with the count */
         mod_text t;
