@@ -296,8 +296,9 @@ def main():
         for name in KERNELS:
             r["kernels"][name] = ol_kernel_ms(ol, d, name, args.reps, True)
             r["kernels_nocheck"][name] = ol_kernel_ms(ol, d, name, args.reps, False)
-        r["array_ops"] = ol_array_ops(ol, d, args.reps)
         r["launch_us"] = ol_launch_us(ol, d, args.reps)
+        r["array_ops"] = ol_array_ops(ol, d, args.reps)  # ends with a @ b: NumPy's BLAS
+        r["launch_after_blas_us"] = ol_launch_us(ol, d, args.reps)
         r["transfers_ms"] = ol_transfers_ms(ol, d, args.reps)
         r["new_kernel_ms"] = ol_new_kernel_ms(ol, d, f"{fs.replace(':', '_')}_{time.time_ns()}")
         r["loop_ms"] = ol_loop_ms(ol, d, args.reps)
@@ -342,6 +343,8 @@ def main():
     rows = [
         ["launch + wait, n = 1024 (us)"] + [f(res["offload"][d.filter_string]["launch_us"], 1) for d in devs]
         + [f(nd.get("launch_us"), 1), "-"],
+        ["the same right after a @ b (OpenBLAS's idle threads still spin) (us)"]
+        + [f(res["offload"][d.filter_string]["launch_after_blas_us"], 1) for d in devs] + ["-", "-"],
         ["new saxpy kernel, definition -> result, warm process (ms)"]
         + [f(res["offload"][d.filter_string]["new_kernel_ms"], 1) for d in devs]
         + [f(nd.get("new_kernel_ms"), 1), "-"],

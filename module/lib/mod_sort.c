@@ -31,7 +31,7 @@
  * keys alone, no indices (radix_values: invertible keys, the last pass
  * writes the values), unless -0.0 and +0.0 or NaNs of different bits occur
  * together; then, and for several rows or complex numbers, it sorts indices
- * and gathers the input at them. OFFLOAD_SORT_PROFILE=1 times every launch.
+ * and gathers the input at them.
  *
  * unique_* sort the flattened input with its indices (unique_values: its
  * values, keys alone where exact), mark the first of each
@@ -49,10 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define RADIX_BITS 4
-#define RADIX (1 << RADIX_BITS)
 #define RUN 32        /* elements a work-item counts and scatters */
 #define SCAN_CHUNK 64 /* elements a work-item sums in a scan's first pass */
 /* At most this many, a CPU's scan is one work-item's loop: there a launch
@@ -79,24 +76,6 @@ static void args_clear(argv_t *a) {
     a->n = 0;
 }
 
-/* OFFLOAD_SORT_PROFILE=1: each launch and scan waited for and timed on
- * stderr (the wait costs; for finding where a sort's time goes). */
-static double prof_t0;
-static bool prof_on(void) { return getenv("OFFLOAD_SORT_PROFILE") != NULL; }
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-static void prof_mark(ofl_device *dev, const char *what) {
-    if (!prof_on() || !dev) return;
-    ofl_error err;
-    ofl_synchronize(dev, &err);
-    double t = now_ms();
-    if (what) fprintf(stderr, "  [sort] %-40s %8.3f ms\n", what, t - prof_t0);
-    prof_t0 = now_ms();
-}
-
 /* Launches the text's kernel `name` over Range(items), or an NdRange of
  * groups of `local` work-items (local > 0); clears a. Every loop in these
  * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
@@ -111,12 +90,7 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
             mod_kernel_runs_to_end(k);
             mod_shape range = {.ndim = 1, .size = {items}};
             if (local > 0) range.nd = true, range.local[0] = local;
-            ofl_device *pd = NULL;
-            for (int i = 0; i < a->n && prof_on() && !pd; i++)
-                if (mod_array_check(a->v[i])) pd = mod_array_device((mod_array *)a->v[i]);
-            prof_mark(pd, NULL);
             PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
-            prof_mark(pd, name);
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         }
@@ -173,12 +147,8 @@ static int scan_serial(mod_array *a, Py_ssize_t m) {
 static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
     const char *f = getenv("OFFLOAD_SCAN_FORM");
-    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks"))) {
-        prof_mark(dev, NULL);
-        int rc = mod_lib_exclusive_scan(a, m);
-        prof_mark(dev, "exclusive_scan");
-        return rc;
-    }
+    if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
+        return mod_lib_exclusive_scan(a, m);
     if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
@@ -781,8 +751,6 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
     Py_ssize_t K = 16;
-    const char *e = getenv("OFFLOAD_SORT_TILE_K"); /* experiments: fewer keys a work-item */
-    if (e && atoi(e) >= 1 && atoi(e) <= 16) K = atoi(e);
     while (K > 1 &&
            (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 18 * TILE_T * 4 + 256 * 8 + 64) > lm)
         K /= 2;
