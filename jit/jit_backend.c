@@ -227,7 +227,10 @@ static LLVMValueRef bool_min_max(LLVMBuilderRef b, LLVMValueRef call) {
 /* The optimiser narrows an order compare of two widened bools (zext i1 to
  * i8, then icmp ule, or umin) to one of the bools themselves, which SPIR-V
  * forbids (OpULessThan wants integers; the translator makes llvm.umin.i1
- * one). Compares are widened again, min and max become and and or. */
+ * one). Compares are widened again, min and max become and and or. It also
+ * turns `(0 if c else -5) >> 3` into sitofp of the bool, whose true is -1.0;
+ * the translator (15) converts the bool as 1 first and gives 1.0 (fuzz seed
+ * 201984083), so that becomes a select of -1.0 and 0.0. */
 static void jit_widen_bool_compares(LLVMModuleRef m) {
     LLVMContextRef ctx = LLVMGetModuleContext(m);
     LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i8 = LLVMInt8TypeInContext(ctx);
@@ -243,6 +246,18 @@ static void jit_widen_bool_compares(LLVMModuleRef m) {
                         LLVMReplaceAllUsesWith(i, v);
                         LLVMInstructionEraseFromParent(i);
                     }
+                    i = next;
+                    continue;
+                }
+                if (LLVMGetInstructionOpcode(i) == LLVMSIToFP &&
+                    LLVMTypeOf(LLVMGetOperand(i, 0)) == i1) {
+                    LLVMPositionBuilderBefore(b, i);
+                    LLVMTypeRef ft = LLVMTypeOf(i);
+                    LLVMValueRef v =
+                        LLVMBuildSelect(b, LLVMGetOperand(i, 0), LLVMConstReal(ft, -1.0),
+                                        LLVMConstReal(ft, 0.0), "");
+                    LLVMReplaceAllUsesWith(i, v);
+                    LLVMInstructionEraseFromParent(i);
                     i = next;
                     continue;
                 }

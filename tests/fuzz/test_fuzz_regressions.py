@@ -215,6 +215,27 @@ out = ol.zeros(1)
     expect_value_or_compile_error(out, want)
 
 
+def test_shifted_negative_choice_stored_as_float_on_every_device():
+    """Was (fuzz seed 201984083): `(0 if odd else -5) >> 3` stored in a float64 array gave
+    1.0 for odd b on both OpenCL devices -- the optimiser makes it sitofp of the bool (true
+    is -1.0) and the SPIR-V translator converted the bool as 1. Wanted: Python's -1.0."""
+    out = launch('''
+@ol.kernel
+def k(item, b, out):
+    i = item.get_id(0)
+    out[i] = ((0 if b[i] % 2 == 0 else -5) >> 3)
+def on_every_device():
+    res = set()
+    for d in ol.get_devices():
+        b = ol.asarray(np.array([1, 2, 3], np.int32), device=d)
+        o = ol.zeros(3, device=d)
+        k[ol.Range(3)](b, o)
+        res.add(tuple(ol.asnumpy(o).tolist()))
+    return sorted(res)
+''', "res = on_every_device()", "res")
+    assert out == "RESULT [(-1.0, 0.0, -1.0)]", out
+
+
 # ---------------------------------------------------------------- (9) unassigned read, zero step
 
 
