@@ -346,6 +346,33 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
+/* part (owned, taken): G ORs of keys, then G ANDs, uint32 or uint64, after a
+ * launch that returned rc. Reads it back and folds it into the bits in which
+ * the keys differ. */
+static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
+    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)part) : NULL;
+    Py_DECREF(part);
+    if (!h) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(h);
+        return -1;
+    }
+    uint64_t o = 0, z = ~0ULL;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        uint64_t vo, vz;
+        if (view.itemsize == 4)
+            vo = ((uint32_t *)view.buf)[g], vz = ((uint32_t *)view.buf)[G + g];
+        else
+            vo = ((uint64_t *)view.buf)[g], vz = ((uint64_t *)view.buf)[G + g];
+        o |= vo, z &= vz;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(h);
+    *mask = o & ~z;
+    return 0;
+}
+
 /* The tiles form's varying_bits: many work-items (a GPU needs them to keep
  * its memory busy), each group's OR and AND reduced in local memory, then
  * one atomic per group into res. */
@@ -395,24 +422,7 @@ static int varying_bits_grouped(plan_t *p, uint64_t *mask) {
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
-    int rc = launch("sort_bits_grouped", &t, G, 256, &av);
-    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)res) : NULL;
-    Py_DECREF(res);
-    if (!h) return -1;
-    Py_buffer view;
-    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
-        Py_DECREF(h);
-        return -1;
-    }
-    uint64_t o, z;
-    if (view.itemsize == 4)
-        o = ((uint32_t *)view.buf)[0], z = ((uint32_t *)view.buf)[1];
-    else
-        o = ((uint64_t *)view.buf)[0], z = ((uint64_t *)view.buf)[1];
-    PyBuffer_Release(&view);
-    Py_DECREF(h);
-    *mask = o & ~z;
-    return 0;
+    return fold_bits(launch("sort_bits_grouped", &t, G, 256, &av), res, 1, mask);
 }
 
 /* The bits in which the current keys differ (their OR and-not AND): a
@@ -445,28 +455,7 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
     arg_int(&av, a);
     arg_int(&av, b);
     arg_int(&av, per);
-    int rc = launch("sort_bits", &t, G, 0, &av);
-    PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)part) : NULL;
-    Py_DECREF(part);
-    if (!h) return -1;
-    Py_buffer view;
-    if (PyObject_GetBuffer(h, &view, PyBUF_C_CONTIGUOUS) < 0) {
-        Py_DECREF(h);
-        return -1;
-    }
-    uint64_t o = 0, z = ~0ULL;
-    for (Py_ssize_t g = 0; g < G; g++) {
-        uint64_t vo, vz;
-        if (view.itemsize == 4)
-            vo = ((uint32_t *)view.buf)[g], vz = ((uint32_t *)view.buf)[G + g];
-        else
-            vo = ((uint64_t *)view.buf)[g], vz = ((uint64_t *)view.buf)[G + g];
-        o |= vo, z &= vz;
-    }
-    PyBuffer_Release(&view);
-    Py_DECREF(h);
-    *mask = o & ~z;
-    return 0;
+    return fold_bits(launch("sort_bits", &t, G, 0, &av), part, G, mask);
 }
 
 /* The digit of key k at shift sh, as an int64 expression. */
