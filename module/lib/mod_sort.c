@@ -22,8 +22,10 @@
  * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
  * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
  *   of consecutive keys, count, and after one scan scatter them in order;
- * - on a GPU, "tiles" of 8-bit digits: groups load tiles coalesced into local
- *   memory, count them with local atomics, and after one scan sort each tile
+ * - on a GPU, "tiles" of 8-bit digits, one kernel a pass: groups load tiles
+ *   coalesced into local memory, count them with local atomics, find their
+ *   tile's start per digit by looking back over the tiles before (one
+ *   histogram per word gives the digits' global starts), sort the tile
  *   stably by the digit in local memory (two 4-bit splits) and write it out
  *   coalesced (pass_tiles).
  * Indices are int32 below 2**31 elements. argsort of one row: the last pass
@@ -103,6 +105,13 @@ static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
 
 static PyObject *new_1d(ofl_device *dev, PyObject *dtype, Py_ssize_t n) {
     return mod_array_new_empty(dev, dtype, 1, &n);
+}
+
+/* A 1-D array of n zeros, filled on its device. */
+static PyObject *new_zeros(ofl_device *dev, PyObject *dtype, Py_ssize_t n) {
+    PyObject *a = new_1d(dev, dtype, n);
+    if (a && mod_array_assign((mod_array *)a, Py_False) < 0) Py_CLEAR(a);
+    return a;
 }
 
 /* A 1-D view of a C-contiguous array's n elements (as dtype when given:
@@ -198,9 +207,11 @@ typedef struct {
     PyObject *kdt, *idt;       /* key dtype (uint32/uint64), index dtype (int32/int64); borrowed */
     PyObject *key[2], *idx[2]; /* ping-pong buffers; owned (idx NULL: keys alone) */
     int cur;                   /* key[cur], idx[cur] hold the keys and indices now */
-    PyObject *hist;            /* counts per (digit, run or tile); owned */
-    Py_ssize_t runs, per;      /* runs form: runs of per elements */
-    Py_ssize_t tile_k;         /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
+    PyObject *hist; /* runs: counts per (digit, run); tiles: starts per (position, digit); owned */
+    PyObject *status, *ctr; /* tiles: the look-back's words, the tile counters; owned */
+    int epoch;              /* tiles: passes so far (a pass's epoch tags its status words) */
+    Py_ssize_t runs, per;   /* runs form: runs of per elements */
+    Py_ssize_t tile_k;      /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
     Py_ssize_t ntiles;
     /* keys alone: the last pass writes the values (their bits) into out */
     PyObject *out;   /* borrowed; NULL: the index form */
@@ -533,20 +544,103 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 }
 
 /* ---- the GPU form: a pass over tiles ----
- * A group of TILE_T work-items owns a tile of TILE_T * K consecutive keys,
- * loaded coalesced into local memory. The count kernel adds the tile's
- * 8-bit digits into 256 local counters (atomics: counts need no order) and
- * writes cnt[digit][tile] (8 copies of the counters, by work-item l % 8:
- * keys that share few digits -- floats in [0, 1) -- contend less); one exclusive scan over cnt
- * (digit-major) gives each (digit, tile) its global start. The scatter kernel loads the tile again
- * and sorts it stably by the digit in local memory, in two splits of 4 bits (low nibble, then
- * high): in each, work-item l counts the nibbles of its K consecutive keys, and an exclusive scan
- * of those counts (nibble-major, l fastest) gives each work-item's tile-local start per nibble.
- * Then each digit's first position in the sorted tile is found, and the tile is written out
- * coalesced: position q of digit d goes to cnt[d][tile] + q - (d's first position). Local arrays
- * are padded (one word per 32 keys, per 16 counters) so that work-item l's strided reads meet no
- * bank conflicts. A pass of keys alone (p->idx NULL) moves no indices, and the last one of a value
- * sort (p->out) writes values. */
+ * One pass of LSD reads and writes the keys once (CUB's onesweep, with the
+ * look-back of Merrill and Garland's single-pass scan). Before a word's
+ * passes, one histogram kernel counts every varying 8-bit digit position of
+ * all keys and a second turns the counts into each digit's global start.
+ * Then a pass is one kernel: a group takes the next tile (an atomic
+ * counter: tiles start in order, so every tile a group waits for below is
+ * running) of TILE_T * K consecutive keys, loads it coalesced into local
+ * memory and counts its digits there; work-item l publishes its tile's count
+ * of digit l in status[tile][l] and looks back over the tiles before it,
+ * adding their counts until one has published its inclusive prefix, then
+ * publishes its own. A status word holds the pass's epoch (so one array,
+ * zeroed once, serves every pass), a flag (1 count, 2 inclusive prefix) and
+ * the value. Meanwhile the tile is sorted stably by the digit in local
+ * memory, in two splits of 4 bits (low nibble, then high): in each,
+ * work-item l counts the nibbles of its K consecutive keys, and an
+ * exclusive scan of those counts (nibble-major, l fastest) gives each
+ * work-item's tile-local start per nibble. Each digit's first position in
+ * the sorted tile is found, and the tile is written out coalesced: position
+ * q of digit d goes to start[d] + prefix[d] + q - (d's first position).
+ * Local arrays are padded (one word per 32 keys, per 16 counters) so that
+ * work-item l's strided reads meet no bank conflicts. A pass of keys alone
+ * (p->idx NULL) moves no indices, and the last one of a value sort (p->out)
+ * writes values. */
+
+#define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
+#define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
+
+/* p->hist = the global start of every digit at the 8-bit positions of a
+ * word of `bits` bits that vary (mask), at [position][digit]. */
+static int tile_starts(plan_t *p, uint64_t mask, int bits) {
+    const char *kt = mod_dtype_name(p->kdt);
+    int npos = (bits + 7) / 8;
+    if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) return -1;
+    Py_ssize_t G = (p->N + 255) / 256 * 256;
+    if (G > 1024 * 256) G = 1024 * 256;
+    Py_ssize_t per = (p->N + G - 1) / G;
+    char name[64];
+    snprintf(name, sizeof name, "sort_tile_hist_%s_%llx", kt, (unsigned long long)mask);
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def %s(item, key, gh, n, G, per):\n"
+                 "    grp = item.get_group()\n"
+                 "    l = item.get_local_id(0)\n"
+                 "    g = item.get_global_id(0)\n"
+                 "    h = ol.local_array(%d, np.int32)\n"
+                 "    for c in range(%d):\n"
+                 "        h[c * 256 + l] = 0\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    for j in range(per):\n"
+                 "        i = g + j * G\n"
+                 "        if i < n:\n"
+                 "            k = key[np.uint64(i)]\n",
+                 name, 256 * npos, npos);
+    for (int c = 0; c < npos; c++)
+        if ((mask >> (8 * c)) & 255)
+            mod_text_put(&t,
+                         "            ol.AtomicRef(h, %d + np.uint32((k >> np.%s(%d)) & "
+                         "np.%s(255))).fetch_add(1)\n",
+                         256 * c, kt, 8 * c, kt);
+    mod_text_put(&t, "    ol.group_barrier(grp)\n");
+    for (int c = 0; c < npos; c++)
+        if ((mask >> (8 * c)) & 255)
+            mod_text_put(&t,
+                         "    v = h[%d + l]\n"
+                         "    if v != 0:\n"
+                         "        ol.AtomicRef(gh, %d + l).fetch_add(np.int64(v))\n",
+                         256 * c, 256 * c);
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, p->hist);
+    arg_int(&av, p->N);
+    arg_int(&av, G);
+    arg_int(&av, per);
+    if (launch(name, &t, G, 256, &av) < 0) return -1;
+    t.n = 0;
+    mod_text_put(&t, "def sort_tile_starts(item, gh):\n"
+                     "    grp = item.get_group()\n"
+                     "    l = item.get_local_id(0)\n"
+                     "    g = grp.get_group_id(0)\n"
+                     "    s = ol.local_array(256, np.int64)\n"
+                     "    c = gh[g * 256 + l]\n"
+                     "    s[l] = c\n"
+                     "    ol.group_barrier(grp)\n"
+                     "    h = 1\n"
+                     "    while h < 256:\n"
+                     "        v = np.int64(0)\n"
+                     "        if l >= h:\n"
+                     "            v = s[l - h]\n"
+                     "        ol.group_barrier(grp)\n"
+                     "        s[l] = s[l] + v\n"
+                     "        ol.group_barrier(grp)\n"
+                     "        h = h * 2\n"
+                     "    gh[g * 256 + l] = s[l] - c\n");
+    arg_obj(&av, p->hist);
+    return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
+}
 
 static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
@@ -554,58 +648,27 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     bool with_idx = idx != NULL, values = last && p->out;
     const int T = TILE_T, K = (int)p->tile_k, TK = T * K, TKP = TK + TK / 32;
     const char *kt = mod_dtype_name(p->kdt), *it = with_idx ? mod_dtype_name(p->idt) : "";
+    if (++p->epoch >= MAX_EPOCHS) {
+        PyErr_SetString(PyExc_SystemError, "offload: a sort took more passes than planned");
+        return -1;
+    }
     mod_text t;
     t.n = 0;
     char name[80];
-    snprintf(name, sizeof name, "sort_tile_count_%d", TK);
-    mod_text_put(&t,
-                 "def %s(item, key, cnt, n, tiles, sh):\n"
-                 "    grp = item.get_group()\n"
-                 "    l = item.get_local_id(0)\n"
-                 "    g = grp.get_group_id(0)\n"
-                 "    h = ol.local_array(2048, np.int32)\n"
-                 "    for c in range(8):\n"
-                 "        h[c * 256 + l] = 0\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    base = g * %d\n"
-                 "    hc = (l & 7) * 256\n"
-                 "    for j in range(%d):\n"
-                 "        i = base + j * %d + l\n"
-                 "        if i < n:\n"
-                 "            k = key[np.uint64(i)]\n"
-                 "            d = " DIGIT(
-                     "k", "sh", "255") "\n"
-                                       "            ol.AtomicRef(h, hc + d).fetch_add(1)\n"
-                                       "    ol.group_barrier(grp)\n"
-                                       "    s = np.int32(0)\n"
-                                       "    for c in range(8):\n"
-                                       "        s += h[c * 256 + l]\n"
-                                       "    cnt[np.uint64(l * tiles + g)] = s\n",
-                 name, TK, K, T);
-    argv_t av = {.n = 0};
-    arg_obj(&av, key);
-    arg_obj(&av, p->hist);
-    arg_int(&av, p->N);
-    arg_int(&av, p->ntiles);
-    arg_typed(&av, p->kdt, sh);
-    if (launch(name, &t, p->ntiles * T, T, &av) < 0 ||
-        exclusive_scan((mod_array *)p->hist, 256 * p->ntiles) < 0)
-        return -1;
-    t.n = 0;
-    snprintf(name, sizeof name, "sort_tile_scatter_%d%s%s", K, with_idx ? "_idx" : "",
+    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s", K, with_idx ? "_idx" : "",
              values ? "_values" : "");
     /* Each work-item's nibble counts live in its column of sc (l fastest),
      * not in a private array: Intel's CPU compiler gets a private array
      * indexed by digit wrong across these barriers (measured). */
     mod_text_put(&t,
-                 "def %s(item, key, %sout, %scnt, n, tiles, sh, sh4):\n"
+                 "def %s(item, key, %sout, %sstarts, status, ctr, n, sh, sh4, ep, so):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
-                 "    g = grp.get_group_id(0)\n"
                  "    sk = ol.local_array(%d, np.%s)\n"
                  "    sc = ol.local_array(%d, np.int32)\n"
                  "    tot = ol.local_array(%d, np.int32)\n"
                  "    ds = ol.local_array(256, np.int64)\n"
+                 "    tl = ol.local_array(1, np.int64)\n"
                  "    pk = ol.private_array(%d, np.%s)\n",
                  name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", TKP, kt, 17 * T, T, K,
                  kt);
@@ -615,14 +678,46 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                      "    pi = ol.private_array(%d, np.%s)\n",
                      TKP, it, K, it);
     mod_text_put(&t,
+                 "    if l == 0:\n"
+                 "        tl[0] = np.int64(ol.AtomicRef(ctr, ep).fetch_add(1))\n"
+                 "    tot[l] = 0\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    g = tl[0]\n"
                  "    base = g * %d\n"
                  "    m = min(n - base, %d)\n"
                  "    for j in range(%d):\n"
                  "        q = j * %d + l\n"
                  "        if q < m:\n"
-                 "            sk[q + (q >> 5)] = key[np.uint64(base + q)]\n",
+                 "            k = key[np.uint64(base + q)]\n"
+                 "            sk[q + (q >> 5)] = k\n"
+                 "            ol.AtomicRef(tot, " DIGIT("k", "sh", "255") ").fetch_add(1)\n",
                  TK, TK, K, T);
     if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
+    /* The look-back: work-item l, digit l. */
+    mod_text_put(&t,
+                 "    ol.group_barrier(grp)\n"
+                 "    cn = np.int64(tot[l])\n"
+                 "    ev = np.int64(ep) << np.int64(40)\n"
+                 "    me = np.uint64(g * 256 + l)\n"
+                 "    pre = np.int64(0)\n"
+                 "    if g == 0:\n"
+                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | cn)\n"
+                 "    else:\n"
+                 "        ol.AtomicRef(status, me).store(ev | (np.int64(1) << np.int64(%d)) | cn)\n"
+                 "        j = g - 1\n"
+                 "        while j >= 0:\n"
+                 "            sw = ol.AtomicRef(status, np.uint64(j * 256 + l)).load()\n"
+                 "            if (sw >> np.int64(40)) == np.int64(ep):\n"
+                 "                pre += sw & np.int64(%lld)\n"
+                 "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
+                 "                    j = np.int64(-1)\n"
+                 "                else:\n"
+                 "                    j -= 1\n"
+                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
+                 "(pre + cn))\n"
+                 "    gb = starts[so + l] + pre\n",
+                 STATUS_VALUE_BITS, STATUS_VALUE_BITS, (long long)((1LL << STATUS_VALUE_BITS) - 1),
+                 STATUS_VALUE_BITS, STATUS_VALUE_BITS);
     for (int half = 0; half < 2; half++) {
         const char *s = half ? "sh4" : "sh";
         mod_text_put(&t,
@@ -676,33 +771,31 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = pi[j]\n");
         mod_text_put(&t, "    ol.group_barrier(grp)\n");
     }
-    mod_text_put(
-        &t,
-        "    for j in range(%d):\n"
-        "        q = j * %d + l\n"
-        "        if q < m:\n"
-        "            k = sk[q + (q >> 5)]\n"
-        "            d = " DIGIT(
-            "k", "sh", "255") "\n"
-                              "            if q == 0:\n"
-                              "                ds[d] = 0\n"
-                              "            else:\n"
-                              "                q1 = q - 1\n"
-                              "                k1 = sk[q1 + (q1 >> 5)]\n"
-                              "                if " DIGIT(
-                                  "k1", "sh",
-                                  "255") " != d:\n"
-                                         "                    ds[d] = q\n"
-                                         "    ol.group_barrier(grp)\n"
-                                         "    ds[l] = cnt[np.uint64(l * tiles + g)] - ds[l]\n"
-                                         "    ol.group_barrier(grp)\n"
-                                         "    for j in range(%d):\n"
-                                         "        q = j * %d + l\n"
-                                         "        if q < m:\n"
-                                         "            k = sk[q + (q >> 5)]\n"
-                                         "            o = np.uint64(ds[" DIGIT("k", "sh",
-                                                                               "255") "] + q)\n",
-        K, T, K, T);
+    mod_text_put(&t,
+                 "    for j in range(%d):\n"
+                 "        q = j * %d + l\n"
+                 "        if q < m:\n"
+                 "            k = sk[q + (q >> 5)]\n"
+                 "            d = " DIGIT(
+                     "k", "sh", "255") "\n"
+                                       "            if q == 0:\n"
+                                       "                ds[d] = 0\n"
+                                       "            else:\n"
+                                       "                q1 = q - 1\n"
+                                       "                k1 = sk[q1 + (q1 >> 5)]\n"
+                                       "                if " DIGIT(
+                                           "k1", "sh", "255") " != d:\n"
+                                                              "                    ds[d] = q\n"
+                                                              "    ol.group_barrier(grp)\n"
+                                                              "    ds[l] = gb - ds[l]\n"
+                                                              "    ol.group_barrier(grp)\n"
+                                                              "    for j in range(%d):\n"
+                                                              "        q = j * %d + l\n"
+                                                              "        if q < m:\n"
+                                                              "            k = sk[q + (q >> 5)]\n"
+                                                              "            o = np.uint64(ds[" DIGIT(
+                                                                  "k", "sh", "255") "] + q)\n",
+                 K, T, K, T);
     if (values) {
         put_inverse(&t, p, "            ");
         mod_text_put(&t, "            out[o] = w\n");
@@ -710,28 +803,33 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         mod_text_put(&t, "            out[o] = k\n");
     }
     if (with_idx) mod_text_put(&t, "            idx2[o] = si[q + (q >> 5)]\n");
+    argv_t av = {.n = 0};
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
     arg_obj(&av, values ? p->out : key2);
     if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
     arg_obj(&av, p->hist);
+    arg_obj(&av, p->status);
+    arg_obj(&av, p->ctr);
     arg_int(&av, p->N);
-    arg_int(&av, p->ntiles);
     arg_typed(&av, p->kdt, sh);
     arg_typed(&av, p->kdt, sh + 4);
+    arg_int(&av, p->epoch);
+    arg_int(&av, 256 * (sh / 8));
     if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
 
-/* Whether sorts on dev take the tiles form: GPUs; OFFLOAD_SORT_FORM=tiles
- * or runs overrides (the tests run both forms on CPU devices). */
+/* Whether sorts on dev take the tiles form: GPUs with 64-bit atomics (the
+ * look-back's status words); OFFLOAD_SORT_FORM=tiles or runs overrides (the
+ * tests run both forms on CPU devices). */
 static bool use_tiles(ofl_device *dev) {
     const char *f = getenv("OFFLOAD_SORT_FORM");
-    if (f && !strcmp(f, "tiles")) return true;
-    if (f && !strcmp(f, "runs")) return false;
-    return ofl_device_get_info(dev)->type != OFL_CPU;
+    const ofl_device_info *info = ofl_device_get_info(dev);
+    if (!info->has_atomic64 || (f && !strcmp(f, "runs"))) return false;
+    return (f && !strcmp(f, "tiles")) || info->type != OFL_CPU;
 }
 
 /* Keys a tile's work-item holds: the most (16, 8, ...) whose tile fits the
@@ -760,7 +858,10 @@ static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, boo
     if (p->tiles) {
         p->tile_k = tile_keys(dev, wide ? 8 : 4, with_idx ? mod_dtype_itemsize(p->idt) : 0);
         p->ntiles = (N + TILE_T * p->tile_k - 1) / (TILE_T * p->tile_k);
-        hn = 256 * p->ntiles;
+        hn = 256 * (p->kbits / 8);
+        if (!(p->status = new_zeros(dev, int64_dtype(), 256 * p->ntiles)) ||
+            !(p->ctr = new_zeros(dev, mod_dtype_find_borrowed('i', 4), MAX_EPOCHS)))
+            return -1;
     } else {
         Py_ssize_t most = 4 * (Py_ssize_t)ofl_device_get_info(dev)->max_compute_units;
         p->runs = (N + CPU_RUN_MIN - 1) / CPU_RUN_MIN;
@@ -782,6 +883,8 @@ static void plan_free(plan_t *p) {
         Py_CLEAR(p->idx[i]);
     }
     Py_CLEAR(p->hist);
+    Py_CLEAR(p->status);
+    Py_CLEAR(p->ctr);
 }
 
 /* The passes over the digits of a word of `bits` bits that vary (mask);
@@ -790,6 +893,7 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
     int last = -1, done = 0;
     for (int sh = 0; sh < bits; sh += p->digit_bits)
         if ((mask >> sh) & ((1u << p->digit_bits) - 1)) last = sh;
+    if (p->tiles && last >= 0 && tile_starts(p, mask, bits) < 0) return -1;
     for (int sh = 0; sh <= last; sh += p->digit_bits) {
         if (!((mask >> sh) & ((1u << p->digit_bits) - 1))) continue; /* one digit for all */
         if ((p->tiles ? pass_tiles(p, sh, sh == last) : pass_runs(p, sh, sh == last)) < 0)
