@@ -293,6 +293,33 @@ def test_large_full_reductions(device, rng, dtype):
         check(op, ol.asarray(a, device=device), a, device, f"{op} of 2**20+3 {dtype}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", ["ties", "signed zeros", "one NaN", "infinities", "all -inf"])
+def test_large_arg_reductions_first_of_equals(device, rng, dtype, case):
+    """A CPU device's argmin/argmax keep each lane's best value and the first block that
+    reached it, then look for it in that block: the first of equal values must win there,
+    across lanes and runs, and a NaN must send the run back to the slow loop."""
+    n = (1 << 20) + 77
+    if case == "ties":
+        a = rng.integers(0, 4, n).astype(dtype)
+    elif case == "signed zeros":
+        a = np.where(rng.random(n) < 0.5, -0.0, 0.0).astype(dtype)
+    else:
+        a = rng.random(n).astype(dtype)
+    if case == "one NaN":
+        a[rng.integers(n)] = np.nan
+    elif case == "infinities":
+        a[rng.integers(0, n, 3)] = np.inf
+        a[rng.integers(0, n, 3)] = -np.inf
+    elif case == "all -inf":
+        a[:] = -np.inf
+    x = ol.asarray(a, device=device)
+    for op in ("argmax", "argmin"):
+        got = int(ol.asnumpy(getattr(x, op)()))
+        want = int(getattr(np, op)(a))
+        assert got == want, f"{op} of {n} {dtype} ({case}) on {device}: {got}, NumPy {want}"
+
+
 def test_float32_sum_is_as_accurate_as_numpy(device, rng):
     """Per-work-item partials and a tree: at least as close to the exact sum as NumPy's pairwise sum."""
     for n in [(1 << 20) + 5, 3 * (1 << 18)]:

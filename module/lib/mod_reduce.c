@@ -461,13 +461,9 @@ static void put_arg_combine_in_order(mod_text *t, const text_key *key, int ind, 
                  ind, "", i, c, i);
 }
 
-/* The loop over a run's whole blocks at indent ind, for argmin/argmax.
- * fast: comparisons that ignore NaN, and seen_nan set when an element is
- * NaN (the caller then walks the run again the slow way): a plain vector
- * compare an element, where keeping the first NaN took three. */
-static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind, bool fast) {
-    text_key plain = *key;
-    plain.acc_float = false; /* comparisons as for integers: no NaN clause */
+/* The loop over a run's whole blocks at indent ind, for argmin/argmax,
+ * keeping the first NaN (put_arg_blocks_fast is the loop that ignores NaN). */
+static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind) {
     mod_text_put(t, "%*swhile k + %d < hi:\n", ind, "", CPU_LANES * CPU_ROWS - 1);
     /* lanes: lane l takes the block's column l; else one work-item takes every
      * column u in its own (a_u, i_u), and the columns meet at the block's end */
@@ -483,10 +479,7 @@ static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind,
             put_load(t, key, ind + 4, row ? v : a, idx);
             mod_text_put(t, lanes > 1 ? "%*s%s = k + %d + l\n" : "%*s%s = k + %d\n", ind + 4, "",
                          row ? c : i, at);
-            if (fast)
-                mod_text_put(t, "%*sseen_nan = seen_nan | (%s != %s)\n", ind + 4, "", row ? v : a,
-                             row ? v : a);
-            if (row) put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, a, i, v, c, false);
+            if (row) put_arg_combine_in_order(t, key, ind + 4, a, i, v, c, false);
         }
     for (int h = cols / 2; h > 0; h /= 2) /* columns: any order, so ties go by index */
         for (int j = 0; j < h; j++) {
@@ -494,8 +487,39 @@ static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind,
             snprintf(v, sizeof v, "a%d", j + h), snprintf(c, sizeof c, "i%d", j + h);
             put_arg_combine(t, key, ind + 4, a, i, v, c);
         }
-    put_arg_combine_in_order(t, fast ? &plain : key, ind + 4, "total", "ti", "a0", "i0", true);
+    put_arg_combine_in_order(t, key, ind + 4, "total", "ti", "a0", "i0", true);
     mod_text_put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
+}
+
+/* The fast loop of argmin/argmax with lanes over a run's whole blocks (the
+ * slow one of put_arg_blocks runs again where seen_nan): lane l keeps only
+ * its best value and the first block that reached it -- a compare and a
+ * select an element, where carrying the index took three more -- and at
+ * the end finds its first element of that block equal to the best. Equal
+ * values (-0.0 and +0.0 too) resolve to the first, as NumPy's. */
+static void put_arg_blocks_fast(mod_text *t, const text_key *key) {
+    const char *better = key->op == RED_ARGMIN ? "<" : ">";
+    mod_text_put(t, "    tb = -1\n    while k + %d < hi:\n", CPU_LANES * CPU_ROWS - 1);
+    char idx[64];
+    for (int row = 0; row < CPU_ROWS; row++) {
+        const char *v = row ? "v0" : "a0";
+        snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
+        put_load(t, key, 8, v, idx);
+        mod_text_put(t, "        seen_nan = seen_nan | (%s != %s)\n", v, v);
+        if (row) mod_text_put(t, "        a0 = v0 if v0 %s a0 else a0\n", better);
+    }
+    mod_text_put(t,
+                 "        take = (a0 %s total) | (tb == -1)\n"
+                 "        total = a0 if take else total\n"
+                 "        tb = k if take else tb\n"
+                 "        k += %d\n"
+                 "    if tb >= 0:\n",
+                 better, CPU_LANES * CPU_ROWS);
+    for (int row = CPU_ROWS - 1; row >= 0; row--) { /* the last match written is the first */
+        snprintf(idx, sizeof idx, "np.uint64(o + tb + %d + l)", row * CPU_LANES);
+        put_load(t, key, 8, "v0", idx);
+        mod_text_put(t, "        ti = tb + %d + l if v0 == total else ti\n", row * CPU_LANES);
+    }
 }
 
 /* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
@@ -510,14 +534,18 @@ static void cpu_arg_kernel_text(mod_text *t, const text_key *key, int lanes, con
     put_run_start(t);
     mod_text_put(t, "    ti = 9223372036854775807\n");
     bool fast = lanes > 1 && key->acc_float; /* PoCL made the flag scalar (see min/max) */
-    if (fast) mod_text_put(t, "    k0 = k\n    seen_nan = False\n");
-    put_arg_blocks(t, key, lanes, 4, fast);
+    if (fast) {
+        mod_text_put(t, "    k0 = k\n    seen_nan = False\n");
+        put_arg_blocks_fast(t, key);
+    } else {
+        put_arg_blocks(t, key, lanes, 4);
+    }
     if (fast) { /* a NaN: the run again, keeping the first NaN */
         mod_text_put(t, "    if seen_nan:\n"
                         "        k = k0\n"
                         "        total = ident\n"
                         "        ti = 9223372036854775807\n");
-        put_arg_blocks(t, key, lanes, 8, false);
+        put_arg_blocks(t, key, lanes, 8);
     }
     mod_text_put(t, "    k += l\n    while k < hi:\n");
     put_load(t, key, 8, "v0", "np.uint64(o + k)");
