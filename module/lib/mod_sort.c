@@ -556,7 +556,7 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * adding their counts until one has published its inclusive prefix, then
  * publishes its own. A status word holds the pass's epoch (so one array,
  * zeroed once, serves every pass), a flag (1 count, 2 inclusive prefix) and
- * the value. Meanwhile the tile is sorted stably by the digit in local
+ * the value. Then the tile is sorted stably by the digit in local
  * memory, in two splits of 4 bits (low nibble, then high): in each,
  * work-item l counts the nibbles of its K consecutive keys, and an
  * exclusive scan of those counts (nibble-major, l fastest) gives each
