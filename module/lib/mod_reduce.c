@@ -534,18 +534,16 @@ static void cpu_arg_kernel_text(mod_text *t, const text_key *key, int lanes, con
     put_run_start(t);
     mod_text_put(t, "    ti = 9223372036854775807\n");
     bool fast = lanes > 1 && key->acc_float; /* PoCL made the flag scalar (see min/max) */
-    if (fast) {
+    if (fast) { /* where a NaN was seen, the run again, keeping the first NaN */
         mod_text_put(t, "    k0 = k\n    seen_nan = False\n");
         put_arg_blocks_fast(t, key);
-    } else {
-        put_arg_blocks(t, key, lanes, 4);
-    }
-    if (fast) { /* a NaN: the run again, keeping the first NaN */
         mod_text_put(t, "    if seen_nan:\n"
                         "        k = k0\n"
                         "        total = ident\n"
                         "        ti = 9223372036854775807\n");
         put_arg_blocks(t, key, lanes, 8);
+    } else {
+        put_arg_blocks(t, key, lanes, 4);
     }
     mod_text_put(t, "    k += l\n    while k < hi:\n");
     put_load(t, key, 8, "v0", "np.uint64(o + k)");
