@@ -552,16 +552,18 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * counter: tiles start in order, so every tile a group waits for below is
  * running) of TILE_T * K consecutive keys, loads it coalesced into local
  * memory and counts its digits there; work-item l publishes its tile's count
- * of digit l in status[tile][l] and looks back over the tiles before it,
- * adding their counts until one has published its inclusive prefix, then
- * publishes its own. A status word holds the pass's epoch (so one array,
- * zeroed once, serves every pass), a flag (1 count, 2 inclusive prefix) and
- * the value. Then the tile is sorted stably by the digit in local
+ * of digit l in status[tile][l]. A status word holds the pass's epoch (so one
+ * array, zeroed once, serves every pass), a flag (1 count, 2 inclusive
+ * prefix) and the value. The tile is sorted stably by the digit in local
  * memory, in two splits of 4 bits (low nibble, then high): in each,
  * work-item l counts the nibbles of its K consecutive keys, and an
  * exclusive scan of those counts (nibble-major, l fastest) gives each
  * work-item's tile-local start per nibble. Each digit's first position in
- * the sorted tile is found, and the tile is written out coalesced: position
+ * the sorted tile is found. Only then does work-item l look back over the
+ * tiles before it, adding their counts until one has published its
+ * inclusive prefix, and publish its own: sorting first gives those tiles
+ * time to publish (3% less a pass, 4% less an argsort on the H100, where
+ * the walk had come first). The tile is written out coalesced: position
  * q of digit d goes to start[d] + prefix[d] + q - (d's first position).
  * Local arrays are padded (one word per 32 keys, per 16 counters) so that
  * work-item l's strided reads meet no bank conflicts. A pass of keys alone
@@ -693,31 +695,19 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "            ol.AtomicRef(tot, " DIGIT("k", "sh", "255") ").fetch_add(1)\n",
                  TK, TK, K, T);
     if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
-    /* The look-back: work-item l, digit l. */
+    /* The look-back, work-item l for digit l: the tile's count is published
+     * now; the walk over the tiles before waits until the tile is sorted,
+     * so that their prefixes have had that long to arrive. */
     mod_text_put(&t,
                  "    ol.group_barrier(grp)\n"
                  "    cn = np.int64(tot[l])\n"
                  "    ev = np.int64(ep) << np.int64(40)\n"
                  "    me = np.uint64(g * 256 + l)\n"
-                 "    pre = np.int64(0)\n"
+                 "    fl = np.int64(1)\n"
                  "    if g == 0:\n"
-                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | cn)\n"
-                 "    else:\n"
-                 "        ol.AtomicRef(status, me).store(ev | (np.int64(1) << np.int64(%d)) | cn)\n"
-                 "        j = g - 1\n"
-                 "        while j >= 0:\n"
-                 "            sw = ol.AtomicRef(status, np.uint64(j * 256 + l)).load()\n"
-                 "            if (sw >> np.int64(40)) == np.int64(ep):\n"
-                 "                pre += sw & np.int64(%lld)\n"
-                 "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
-                 "                    j = np.int64(-1)\n"
-                 "                else:\n"
-                 "                    j -= 1\n"
-                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
-                 "(pre + cn))\n"
-                 "    gb = starts[so + l] + pre\n",
-                 STATUS_VALUE_BITS, STATUS_VALUE_BITS, (long long)((1LL << STATUS_VALUE_BITS) - 1),
-                 STATUS_VALUE_BITS, STATUS_VALUE_BITS);
+                 "        fl = np.int64(2)\n"
+                 "    ol.AtomicRef(status, me).store(ev | (fl << np.int64(%d)) | cn)\n",
+                 STATUS_VALUE_BITS);
     for (int half = 0; half < 2; half++) {
         const char *s = half ? "sh4" : "sh";
         mod_text_put(&t,
@@ -771,31 +761,48 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = pi[j]\n");
         mod_text_put(&t, "    ol.group_barrier(grp)\n");
     }
+    /* each digit's first position in the sorted tile */
     mod_text_put(&t,
                  "    for j in range(%d):\n"
                  "        q = j * %d + l\n"
                  "        if q < m:\n"
                  "            k = sk[q + (q >> 5)]\n"
-                 "            d = " DIGIT(
-                     "k", "sh", "255") "\n"
-                                       "            if q == 0:\n"
-                                       "                ds[d] = 0\n"
-                                       "            else:\n"
-                                       "                q1 = q - 1\n"
-                                       "                k1 = sk[q1 + (q1 >> 5)]\n"
-                                       "                if " DIGIT(
-                                           "k1", "sh", "255") " != d:\n"
-                                                              "                    ds[d] = q\n"
-                                                              "    ol.group_barrier(grp)\n"
-                                                              "    ds[l] = gb - ds[l]\n"
-                                                              "    ol.group_barrier(grp)\n"
-                                                              "    for j in range(%d):\n"
-                                                              "        q = j * %d + l\n"
-                                                              "        if q < m:\n"
-                                                              "            k = sk[q + (q >> 5)]\n"
-                                                              "            o = np.uint64(ds[" DIGIT(
-                                                                  "k", "sh", "255") "] + q)\n",
-                 K, T, K, T);
+                 "            d = %s\n"
+                 "            if q == 0:\n"
+                 "                ds[d] = 0\n"
+                 "            else:\n"
+                 "                q1 = q - 1\n"
+                 "                k1 = sk[q1 + (q1 >> 5)]\n"
+                 "                if %s != d:\n"
+                 "                    ds[d] = q\n"
+                 "    ol.group_barrier(grp)\n",
+                 K, T, DIGIT("k", "sh", "255"), DIGIT("k1", "sh", "255"));
+    /* the look-back's walk */
+    mod_text_put(&t,
+                 "    pre = np.int64(0)\n"
+                 "    if g != 0:\n"
+                 "        j = g - 1\n"
+                 "        while j >= 0:\n"
+                 "            sw = ol.AtomicRef(status, np.uint64(j * 256 + l)).load()\n"
+                 "            if (sw >> np.int64(40)) == np.int64(ep):\n"
+                 "                pre += sw & np.int64(%lld)\n"
+                 "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
+                 "                    j = np.int64(-1)\n"
+                 "                else:\n"
+                 "                    j -= 1\n"
+                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
+                 "(pre + cn))\n"
+                 "    ds[l] = starts[so + l] + pre - ds[l]\n"
+                 "    ol.group_barrier(grp)\n",
+                 (long long)((1LL << STATUS_VALUE_BITS) - 1), STATUS_VALUE_BITS, STATUS_VALUE_BITS);
+    /* the sorted tile, written out coalesced */
+    mod_text_put(&t,
+                 "    for j in range(%d):\n"
+                 "        q = j * %d + l\n"
+                 "        if q < m:\n"
+                 "            k = sk[q + (q >> 5)]\n"
+                 "            o = np.uint64(ds[%s] + q)\n",
+                 K, T, DIGIT("k", "sh", "255"));
     if (values) {
         put_inverse(&t, p, "            ");
         mod_text_put(&t, "            out[o] = w\n");
