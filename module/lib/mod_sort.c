@@ -384,10 +384,56 @@ static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
     return 0;
 }
 
+/* The tiles form's histogram, counted by the kernel that reads the keys
+ * before the passes: every 8-bit position of key k (npos of them) into the
+ * local h, then into gh (p->hist, zeroed: [position][digit]). A work-item
+ * counts runs of one digit and adds a run at its end, so that a byte all
+ * keys share (small integers) costs an atomic per work-item, not per key. */
+static void put_hist_start(mod_text *t, int npos) {
+    mod_text_put(t,
+                 "    h = ol.local_array(%d, np.int32)\n"
+                 "    for c in range(%d):\n"
+                 "        h[c * 256 + l] = 0\n",
+                 256 * npos, npos);
+    for (int c = 0; c < npos; c++)
+        mod_text_put(t, "    d%d = np.int32(0)\n    r%d = np.int32(0)\n", c, c);
+}
+
+static void put_hist_key(mod_text *t, const char *kt, int npos) {
+    for (int c = 0; c < npos; c++)
+        mod_text_put(t,
+                     "            dc = np.int32((k >> np.%s(%d)) & np.%s(255))\n"
+                     "            if dc == d%d:\n"
+                     "                r%d += 1\n"
+                     "            else:\n"
+                     "                if r%d != 0:\n"
+                     "                    ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n"
+                     "                d%d = dc\n"
+                     "                r%d = 1\n",
+                     kt, 8 * c, kt, c, c, c, 256 * c, c, c, c, c);
+}
+
+/* After the loop over the keys; ends with the group's barrier. */
+static void put_hist_end(mod_text *t, int npos) {
+    for (int c = 0; c < npos; c++)
+        mod_text_put(t,
+                     "    if r%d != 0:\n"
+                     "        ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n",
+                     c, 256 * c, c, c);
+    mod_text_put(t,
+                 "    ol.group_barrier(grp)\n"
+                 "    for c in range(%d):\n"
+                 "        v = h[c * 256 + l]\n"
+                 "        if v != 0:\n"
+                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(v))\n",
+                 npos);
+}
+
 /* The tiles form's varying_bits: many work-items (a GPU needs them to keep
  * its memory busy), each group's OR and AND reduced in local memory, then
- * one atomic per group into res. */
-static int varying_bits_grouped(plan_t *p, uint64_t *mask) {
+ * one atomic per group into res; and the histogram of a word of `bits`
+ * bits (put_hist_start). */
+static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
     const char *kt = mod_dtype_name(p->kdt);
     char all[96];
     const_expr(all, sizeof all, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
@@ -400,47 +446,59 @@ static int varying_bits_grouped(plan_t *p, uint64_t *mask) {
     PyObject *res = init ? mod_array_from_host(init, p->dev) : NULL;
     Py_XDECREF(init);
     if (!res) return -1;
+    int npos = (bits + 7) / 8;
+    if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) {
+        Py_DECREF(res);
+        return -1;
+    }
     mod_text t;
     t.n = 0;
+    char name[48];
+    snprintf(name, sizeof name, "sort_bits_grouped_%d", npos);
     mod_text_put(&t,
-                 "def sort_bits_grouped(item, key, res, n, G, per):\n"
+                 "def %s(item, key, res, gh, n, G, per):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
                  "    g = item.get_global_id(0)\n"
                  "    lr = ol.local_array(2, np.%s)\n"
                  "    if l == 0:\n"
                  "        lr[0] = np.%s(0)\n"
-                 "        lr[1] = %s\n"
+                 "        lr[1] = %s\n",
+                 name, kt, kt, all);
+    put_hist_start(&t, npos);
+    mod_text_put(&t,
                  "    ol.group_barrier(grp)\n"
                  "    o = np.%s(0)\n"
                  "    z = %s\n"
                  "    for j in range(per):\n"
                  "        i = g + j * G\n"
                  "        if i < n:\n"
-                 "            v = key[np.uint64(i)]\n"
-                 "            o = o | v\n"
-                 "            z = z & v\n"
-                 "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
-                 "    ol.AtomicRef(lr, 1).fetch_and(z)\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    if l == 0:\n"
-                 "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
-                 "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n",
-                 kt, kt, all, kt, all);
+                 "            k = key[np.uint64(i)]\n"
+                 "            o = o | k\n"
+                 "            z = z & k\n",
+                 kt, all);
+    put_hist_key(&t, kt, npos);
+    mod_text_put(&t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
+                     "    ol.AtomicRef(lr, 1).fetch_and(z)\n");
+    put_hist_end(&t, npos);
+    mod_text_put(&t, "    if l == 0:\n"
+                     "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
+                     "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n");
     argv_t av = {.n = 0};
     arg_obj(&av, p->key[p->cur]);
     arg_obj(&av, res);
+    arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
-    return fold_bits(launch("sort_bits_grouped", &t, G, 256, &av), res, 1, mask);
+    return fold_bits(launch(name, &t, G, 256, &av), res, 1, mask);
 }
 
 /* The bits in which the current keys differ (their OR and-not AND): a
  * digit all keys share needs no pass. One small read back per word. */
-static int varying_bits(plan_t *p, uint64_t *mask) {
+static int varying_bits(plan_t *p, int bits, uint64_t *mask) {
     Py_ssize_t G, a, b, per;
-    if (p->tiles) return varying_bits_grouped(p, mask);
+    if (p->tiles) return varying_bits_grouped(p, bits, mask);
     G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
@@ -573,54 +631,11 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 #define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
 #define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
 
-/* p->hist = the global start of every digit at the 8-bit positions of a
- * word of `bits` bits that vary (mask), at [position][digit]. */
-static int tile_starts(plan_t *p, uint64_t mask, int bits) {
-    const char *kt = mod_dtype_name(p->kdt);
+/* p->hist: the counts of every digit at the 8-bit positions of a word of
+ * `bits` bits (put_hist_*) -> each digit's global start there. */
+static int tile_starts(plan_t *p, int bits) {
     int npos = (bits + 7) / 8;
-    if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) return -1;
-    Py_ssize_t G = (p->N + 255) / 256 * 256;
-    if (G > 1024 * 256) G = 1024 * 256;
-    Py_ssize_t per = (p->N + G - 1) / G;
-    char name[64];
-    snprintf(name, sizeof name, "sort_tile_hist_%s_%llx", kt, (unsigned long long)mask);
     mod_text t;
-    t.n = 0;
-    mod_text_put(&t,
-                 "def %s(item, key, gh, n, G, per):\n"
-                 "    grp = item.get_group()\n"
-                 "    l = item.get_local_id(0)\n"
-                 "    g = item.get_global_id(0)\n"
-                 "    h = ol.local_array(%d, np.int32)\n"
-                 "    for c in range(%d):\n"
-                 "        h[c * 256 + l] = 0\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    for j in range(per):\n"
-                 "        i = g + j * G\n"
-                 "        if i < n:\n"
-                 "            k = key[np.uint64(i)]\n",
-                 name, 256 * npos, npos);
-    for (int c = 0; c < npos; c++)
-        if ((mask >> (8 * c)) & 255)
-            mod_text_put(&t,
-                         "            ol.AtomicRef(h, %d + np.uint32((k >> np.%s(%d)) & "
-                         "np.%s(255))).fetch_add(1)\n",
-                         256 * c, kt, 8 * c, kt);
-    mod_text_put(&t, "    ol.group_barrier(grp)\n");
-    for (int c = 0; c < npos; c++)
-        if ((mask >> (8 * c)) & 255)
-            mod_text_put(&t,
-                         "    v = h[%d + l]\n"
-                         "    if v != 0:\n"
-                         "        ol.AtomicRef(gh, %d + l).fetch_add(np.int64(v))\n",
-                         256 * c, 256 * c);
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->key[p->cur]);
-    arg_obj(&av, p->hist);
-    arg_int(&av, p->N);
-    arg_int(&av, G);
-    arg_int(&av, per);
-    if (launch(name, &t, G, 256, &av) < 0) return -1;
     t.n = 0;
     mod_text_put(&t, "def sort_tile_starts(item, gh):\n"
                      "    grp = item.get_group()\n"
@@ -640,6 +655,7 @@ static int tile_starts(plan_t *p, uint64_t mask, int bits) {
                      "        ol.group_barrier(grp)\n"
                      "        h = h * 2\n"
                      "    gh[g * 256 + l] = s[l] - c\n");
+    argv_t av = {.n = 0};
     arg_obj(&av, p->hist);
     return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
 }
@@ -900,7 +916,7 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
     int last = -1, done = 0;
     for (int sh = 0; sh < bits; sh += p->digit_bits)
         if ((mask >> sh) & ((1u << p->digit_bits) - 1)) last = sh;
-    if (p->tiles && last >= 0 && tile_starts(p, mask, bits) < 0) return -1;
+    if (p->tiles && last >= 0 && tile_starts(p, bits) < 0) return -1;
     for (int sh = 0; sh <= last; sh += p->digit_bits) {
         if (!((mask >> sh) & ((1u << p->digit_bits) - 1))) continue; /* one digit for all */
         if ((p->tiles ? pass_tiles(p, sh, sh == last) : pass_runs(p, sh, sh == last)) < 0)
@@ -962,9 +978,10 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         arg_obj(&av, p.idx[p.cur]);
         arg_int(&av, n);
         uint64_t mask;
-        if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, &mask) < 0) goto out;
         int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
-        if (passes(&p, mask, bits) < 0) goto out;
+        if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, bits, &mask) < 0 ||
+            passes(&p, mask, bits) < 0)
+            goto out;
     }
     result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
 out:
@@ -1014,7 +1031,10 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
              descending ? "_desc" : "", grouped ? "_grouped" : "");
     mod_text t;
     t.n = 0;
-    mod_text_put(&t, "def %s(item, bits, key, res, n, a, b, per):\n", name);
+    int npos = kb / 8;
+    if (grouped && mod_array_assign((mod_array *)p->hist, Py_False) < 0) return -1;
+    mod_text_put(&t, "def %s(item, bits, key, res, %sn, a, b, per):\n", name,
+                 grouped ? "gh, " : "");
     if (grouped)
         mod_text_put(&t,
                      "    grp = item.get_group()\n"
@@ -1026,10 +1046,12 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
                      "        lr[1] = %s\n"
                      "        lr[2] = np.%s(0)\n"
                      "        lr[3] = np.%s(0)\n"
-                     "        lr[4] = %s\n"
-                     "    ol.group_barrier(grp)\n",
+                     "        lr[4] = %s\n",
                      kt, kt, all, kt, kt, all);
-    else
+    if (grouped) {
+        put_hist_start(&t, npos);
+        mod_text_put(&t, "    ol.group_barrier(grp)\n");
+    } else
         mod_text_put(&t, "    g = item.get_id(0)\n");
     mod_text_put(&t,
                  "    o = np.%s(0)\n"
@@ -1065,6 +1087,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
     mod_text_put(&t, "            key[np.uint64(i)] = k\n"
                      "            o = o | k\n"
                      "            z = z & k\n");
+    if (grouped) put_hist_key(&t, kt, npos);
     const char *dst = grouped ? "lr" : "res";
     mod_text_put(&t,
                  "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
@@ -1073,9 +1096,9 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
                  "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
                  "    ol.AtomicRef(%s, 4).fetch_and(nz)\n",
                  dst, dst, dst, dst, dst);
+    if (grouped) put_hist_end(&t, npos);
     if (grouped)
-        mod_text_put(&t, "    ol.group_barrier(grp)\n"
-                         "    if l == 0:\n"
+        mod_text_put(&t, "    if l == 0:\n"
                          "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
                          "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n"
                          "        ol.AtomicRef(res, 2).fetch_or(lr[2])\n"
@@ -1085,6 +1108,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
     arg_obj(&av, bits);
     arg_obj(&av, p->key[0]);
     arg_obj(&av, res);
+    if (grouped) arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, a);
     arg_int(&av, b);
