@@ -357,9 +357,11 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
 }
 
-/* part (owned, taken): G ORs of keys, then G ANDs, uint32 or uint64, after a
- * launch that returned rc. Reads it back and folds it into the bits in which
- * the keys differ. */
+/* part (owned, taken): G ORs of keys, then G ORs of their complements
+ * (a bit set in both varies), uint32 or uint64, after a launch that returned
+ * rc. Reads it back and folds it into the bits in which the keys differ.
+ * ORs only: the parts start at zero, which a fill sets without an upload
+ * (an upload waits for the device). */
 static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
     PyObject *h = rc == 0 ? mod_array_asnumpy((mod_array *)part) : NULL;
     Py_DECREF(part);
@@ -369,18 +371,18 @@ static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
         Py_DECREF(h);
         return -1;
     }
-    uint64_t o = 0, z = ~0ULL;
+    uint64_t o = 0, z = 0;
     for (Py_ssize_t g = 0; g < G; g++) {
         uint64_t vo, vz;
         if (view.itemsize == 4)
             vo = ((uint32_t *)view.buf)[g], vz = ((uint32_t *)view.buf)[G + g];
         else
             vo = ((uint64_t *)view.buf)[g], vz = ((uint64_t *)view.buf)[G + g];
-        o |= vo, z &= vz;
+        o |= vo, z |= vz;
     }
     PyBuffer_Release(&view);
     Py_DECREF(h);
-    *mask = o & ~z;
+    *mask = o & z;
     return 0;
 }
 
@@ -429,22 +431,45 @@ static void put_hist_end(mod_text *t, int npos) {
                  npos);
 }
 
+/* p->hist: the counts of every digit at the 8-bit positions of a word of
+ * `bits` bits (put_hist_*) -> each digit's global start there. */
+static int tile_starts(plan_t *p, int bits) {
+    int npos = (bits + 7) / 8;
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t, "def sort_tile_starts(item, gh):\n"
+                     "    grp = item.get_group()\n"
+                     "    l = item.get_local_id(0)\n"
+                     "    g = grp.get_group_id(0)\n"
+                     "    s = ol.local_array(256, np.int64)\n"
+                     "    c = gh[g * 256 + l]\n"
+                     "    s[l] = c\n"
+                     "    ol.group_barrier(grp)\n"
+                     "    h = 1\n"
+                     "    while h < 256:\n"
+                     "        v = np.int64(0)\n"
+                     "        if l >= h:\n"
+                     "            v = s[l - h]\n"
+                     "        ol.group_barrier(grp)\n"
+                     "        s[l] = s[l] + v\n"
+                     "        ol.group_barrier(grp)\n"
+                     "        h = h * 2\n"
+                     "    gh[g * 256 + l] = s[l] - c\n");
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->hist);
+    return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
+}
+
 /* The tiles form's varying_bits: many work-items (a GPU needs them to keep
  * its memory busy), each group's OR and AND reduced in local memory, then
  * one atomic per group into res; and the histogram of a word of `bits`
  * bits (put_hist_start). */
 static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
     const char *kt = mod_dtype_name(p->kdt);
-    char all[96];
-    const_expr(all, sizeof all, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
     Py_ssize_t G = (p->N + 255) / 256 * 256;
     if (G > 1024 * 256) G = 1024 * 256;
     Py_ssize_t per = (p->N + G - 1) / G;
-    uint64_t ones = p->kbits == 64 ? ~0ULL : 0xffffffffULL;
-    PyObject *init = PyObject_CallMethod(mod_numpy_borrowed(), "array", "[KK]s", 0ULL,
-                                         (unsigned long long)ones, kt);
-    PyObject *res = init ? mod_array_from_host(init, p->dev) : NULL;
-    Py_XDECREF(init);
+    PyObject *res = new_zeros(p->dev, p->kdt, 2);
     if (!res) return -1;
     int npos = (bits + 7) / 8;
     if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) {
@@ -461,29 +486,27 @@ static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
                  "    l = item.get_local_id(0)\n"
                  "    g = item.get_global_id(0)\n"
                  "    lr = ol.local_array(2, np.%s)\n"
-                 "    if l == 0:\n"
-                 "        lr[0] = np.%s(0)\n"
-                 "        lr[1] = %s\n",
-                 name, kt, kt, all);
+                 "    if l < 2:\n"
+                 "        lr[l] = np.%s(0)\n",
+                 name, kt, kt);
     put_hist_start(&t, npos);
     mod_text_put(&t,
                  "    ol.group_barrier(grp)\n"
                  "    o = np.%s(0)\n"
-                 "    z = %s\n"
+                 "    z = np.%s(0)\n"
                  "    for j in range(per):\n"
                  "        i = g + j * G\n"
                  "        if i < n:\n"
                  "            k = key[np.uint64(i)]\n"
                  "            o = o | k\n"
-                 "            z = z & k\n",
-                 kt, all);
+                 "            z = z | ~k\n",
+                 kt, kt);
     put_hist_key(&t, kt, npos);
     mod_text_put(&t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
-                     "    ol.AtomicRef(lr, 1).fetch_and(z)\n");
+                     "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
     put_hist_end(&t, npos);
-    mod_text_put(&t, "    if l == 0:\n"
-                     "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
-                     "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n");
+    mod_text_put(&t, "    if l < 2:\n"
+                     "        ol.AtomicRef(res, l).fetch_or(lr[l])\n");
     argv_t av = {.n = 0};
     arg_obj(&av, p->key[p->cur]);
     arg_obj(&av, res);
@@ -491,7 +514,8 @@ static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
-    return fold_bits(launch(name, &t, G, 256, &av), res, 1, mask);
+    int rc = launch(name, &t, G, 256, &av);
+    return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, res, 1, mask);
 }
 
 /* The bits in which the current keys differ (their OR and-not AND): a
@@ -507,13 +531,13 @@ static int varying_bits(plan_t *p, int bits, uint64_t *mask) {
     mod_text_put(&t, "def sort_bits(it, key, part, n, G, a, b, per):\n"
                      "    g = it.get_id(0)\n"
                      "    o = key[0]\n"
-                     "    z = key[0]\n"
+                     "    z = ~key[0]\n"
                      "    for j in range(per):\n"
                      "        i = g * a + j * b\n"
                      "        if i < n:\n"
                      "            v = key[np.uint64(i)]\n"
                      "            o = o | v\n"
-                     "            z = z & v\n"
+                     "            z = z | ~v\n"
                      "    part[g] = o\n"
                      "    part[np.uint64(G + g)] = z\n");
     argv_t av = {.n = 0};
@@ -604,8 +628,10 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 /* ---- the GPU form: a pass over tiles ----
  * One pass of LSD reads and writes the keys once (CUB's onesweep, with the
  * look-back of Merrill and Garland's single-pass scan). Before a word's
- * passes, one histogram kernel counts every varying 8-bit digit position of
- * all keys and a second turns the counts into each digit's global start.
+ * passes, the kernel that reads its keys first (the key kernel of keys
+ * alone, varying_bits in the index form) also counts every 8-bit digit
+ * position (put_hist_*), and a small kernel turns the counts into each
+ * digit's global start, both before the read back that waits for them.
  * Then a pass is one kernel: a group takes the next tile (an atomic
  * counter: tiles start in order, so every tile a group waits for below is
  * running) of TILE_T * K consecutive keys, loads it coalesced into local
@@ -630,35 +656,6 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 
 #define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
 #define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
-
-/* p->hist: the counts of every digit at the 8-bit positions of a word of
- * `bits` bits (put_hist_*) -> each digit's global start there. */
-static int tile_starts(plan_t *p, int bits) {
-    int npos = (bits + 7) / 8;
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t, "def sort_tile_starts(item, gh):\n"
-                     "    grp = item.get_group()\n"
-                     "    l = item.get_local_id(0)\n"
-                     "    g = grp.get_group_id(0)\n"
-                     "    s = ol.local_array(256, np.int64)\n"
-                     "    c = gh[g * 256 + l]\n"
-                     "    s[l] = c\n"
-                     "    ol.group_barrier(grp)\n"
-                     "    h = 1\n"
-                     "    while h < 256:\n"
-                     "        v = np.int64(0)\n"
-                     "        if l >= h:\n"
-                     "            v = s[l - h]\n"
-                     "        ol.group_barrier(grp)\n"
-                     "        s[l] = s[l] + v\n"
-                     "        ol.group_barrier(grp)\n"
-                     "        h = h * 2\n"
-                     "    gh[g * 256 + l] = s[l] - c\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->hist);
-    return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
-}
 
 static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
@@ -916,7 +913,6 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
     int last = -1, done = 0;
     for (int sh = 0; sh < bits; sh += p->digit_bits)
         if ((mask >> sh) & ((1u << p->digit_bits) - 1)) last = sh;
-    if (p->tiles && last >= 0 && tile_starts(p, bits) < 0) return -1;
     for (int sh = 0; sh <= last; sh += p->digit_bits) {
         if (!((mask >> sh) & ((1u << p->digit_bits) - 1))) continue; /* one digit for all */
         if ((p->tiles ? pass_tiles(p, sh, sh == last) : pass_runs(p, sh, sh == last)) < 0)
@@ -1003,9 +999,10 @@ out:
  * them. */
 
 /* The key kernel of a sort of keys alone: key[i] from the bits of element
- * i, and into res (OR, AND, flags, NaN keys' OR, AND; atomics) what tells
- * the passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4
- * NaN. On a GPU groups reduce in local memory first. */
+ * i, and into res (zeroed; ORs of the keys, of their complements, of
+ * flags, of NaN keys, of their complements: as fold_bits's) what tells the
+ * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
+ * On a GPU groups reduce in local memory first. */
 static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, bool vfloat,
                            bool descending) {
     const char *kt = mod_dtype_name(p->kdt);
@@ -1041,13 +1038,9 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
                      "    l = item.get_local_id(0)\n"
                      "    g = item.get_global_id(0)\n"
                      "    lr = ol.local_array(5, np.%s)\n"
-                     "    if l == 0:\n"
-                     "        lr[0] = np.%s(0)\n"
-                     "        lr[1] = %s\n"
-                     "        lr[2] = np.%s(0)\n"
-                     "        lr[3] = np.%s(0)\n"
-                     "        lr[4] = %s\n",
-                     kt, kt, all, kt, kt, all);
+                     "    if l < 5:\n"
+                     "        lr[l] = np.%s(0)\n",
+                     kt, kt);
     if (grouped) {
         put_hist_start(&t, npos);
         mod_text_put(&t, "    ol.group_barrier(grp)\n");
@@ -1055,15 +1048,15 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
         mod_text_put(&t, "    g = item.get_id(0)\n");
     mod_text_put(&t,
                  "    o = np.%s(0)\n"
-                 "    z = %s\n"
+                 "    z = np.%s(0)\n"
                  "    fl = np.%s(0)\n"
                  "    no = np.%s(0)\n"
-                 "    nz = %s\n"
+                 "    nz = np.%s(0)\n"
                  "    for j in range(per):\n"
                  "        i = g * a + j * b\n"
                  "        if i < n:\n"
                  "            u = np.%s(bits[np.uint64(i)])\n",
-                 kt, all, kt, kt, all, kt);
+                 kt, kt, kt, kt, kt, kt);
     if (vfloat)
         mod_text_put(&t,
                      "            if u >= %s:\n"
@@ -1075,7 +1068,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
                      "            if m > %s:\n"
                      "                fl = fl | np.%s(4)\n"
                      "                no = no | k\n"
-                     "                nz = nz & k\n"
+                     "                nz = nz | ~k\n"
                      "            elif m == np.%s(0):\n"
                      "                if u == np.%s(0):\n"
                      "                    fl = fl | np.%s(2)\n"
@@ -1086,24 +1079,20 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
         mod_text_put(&t, "            k = u ^ %s\n", flip);
     mod_text_put(&t, "            key[np.uint64(i)] = k\n"
                      "            o = o | k\n"
-                     "            z = z & k\n");
+                     "            z = z | ~k\n");
     if (grouped) put_hist_key(&t, kt, npos);
     const char *dst = grouped ? "lr" : "res";
     mod_text_put(&t,
                  "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
-                 "    ol.AtomicRef(%s, 1).fetch_and(z)\n"
+                 "    ol.AtomicRef(%s, 1).fetch_or(z)\n"
                  "    ol.AtomicRef(%s, 2).fetch_or(fl)\n"
                  "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
-                 "    ol.AtomicRef(%s, 4).fetch_and(nz)\n",
+                 "    ol.AtomicRef(%s, 4).fetch_or(nz)\n",
                  dst, dst, dst, dst, dst);
     if (grouped) put_hist_end(&t, npos);
     if (grouped)
-        mod_text_put(&t, "    if l == 0:\n"
-                         "        ol.AtomicRef(res, 0).fetch_or(lr[0])\n"
-                         "        ol.AtomicRef(res, 1).fetch_and(lr[1])\n"
-                         "        ol.AtomicRef(res, 2).fetch_or(lr[2])\n"
-                         "        ol.AtomicRef(res, 3).fetch_or(lr[3])\n"
-                         "        ol.AtomicRef(res, 4).fetch_and(lr[4])\n");
+        mod_text_put(&t, "    if l < 5:\n"
+                         "        ol.AtomicRef(res, l).fetch_or(lr[l])\n");
     argv_t av = {.n = 0};
     arg_obj(&av, bits);
     arg_obj(&av, p->key[0]);
@@ -1155,17 +1144,9 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
         p.vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
                  (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
     if (!(bits = flat_view(c, N, udt))) goto out;
-    /* res: OR, AND, flags, NaN keys' OR and AND */
-    {
-        PyObject *np = mod_numpy_borrowed();
-        PyObject *init =
-            PyObject_CallMethod(np, "array", "[KKKKK]s", 0ULL, (unsigned long long)all, 0ULL, 0ULL,
-                                (unsigned long long)all, mod_dtype_name(p.kdt));
-        res = init ? mod_array_from_host(init, dev) : NULL;
-        Py_XDECREF(init);
-    }
-    if (!res || keys_alone_keys(&p, bits, res, vbits, vfloat, descending) < 0 ||
-        !(h = mod_array_asnumpy((mod_array *)res)))
+    if (!(res = new_zeros(dev, p.kdt, 5)) ||
+        keys_alone_keys(&p, bits, res, vbits, vfloat, descending) < 0 ||
+        (p.tiles && tile_starts(&p, p.kbits) < 0) || !(h = mod_array_asnumpy((mod_array *)res)))
         goto out;
     uint64_t r[5];
     {
@@ -1175,7 +1156,7 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
             r[i] = wide ? ((uint64_t *)view.buf)[i] : ((uint32_t *)view.buf)[i];
         PyBuffer_Release(&view);
     }
-    if (vfloat && ((r[2] & 3) == 3 || ((r[2] & 4) && r[3] != r[4]))) {
+    if (vfloat && ((r[2] & 3) == 3 || ((r[2] & 4) && (r[3] & r[4])))) {
         result = Py_NewRef(Py_None);
         goto out;
     }
@@ -1183,7 +1164,7 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
     PyObject *ov = flat_view((mod_array *)outv, N, udt);
     if (!ov) goto out;
     p.out = ov;
-    int done = passes(&p, r[0] & ~r[1], p.kbits);
+    int done = passes(&p, r[0] & r[1], p.kbits);
     if (done == 0) done = keys_to_values(&p);
     Py_DECREF(ov);
     if (done >= 0) result = Py_NewRef(outv);
