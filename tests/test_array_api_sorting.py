@@ -391,12 +391,16 @@ bad = []
 cases = [("float32", (1,)), ("float32", (7,)), ("float32", (2048,)), ("float32", (2049,)), ("int64", (9000,)),
          ("float64", (40000,)), ("uint8", (5000,)), ("int16", (300, 17)), ("complex64", (3000,)),
          ("bool", (4097,)), ("float32", (600_000,)), ("float32 no NaN", (70_001,)),
-         ("float64 no NaN", (9000,)), ("int32", (4096,))]
+         ("float64 no NaN", (9000,)), ("int32", (4096,)), ("float32 const", (5000,)),
+         ("int16 const", (40, 300))]
 for dt, shape in cases:
     n = int(np.prod(shape))
     nonan = dt.endswith(" no NaN")  # keys alone (a value sort without indices)
+    const = dt.endswith(" const")  # a word without a pass: its indices written as they are
     dt = dt.split()[0]
-    if dt == "complex64":
+    if const:
+        a = np.full(n, 3, dt)
+    elif dt == "complex64":
         a = np.empty(n, dt)
         a.real, a.imag = rng.choice([0.0, 1.0, np.nan], n), rng.choice([-1.0, 2.0, np.nan], n)
     elif dt == "bool":

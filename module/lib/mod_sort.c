@@ -207,6 +207,7 @@ typedef struct {
     PyObject *kdt, *idt;       /* key dtype (uint32/uint64), index dtype (int32/int64); borrowed */
     PyObject *key[2], *idx[2]; /* ping-pong buffers; owned (idx NULL: keys alone) */
     int cur;                   /* key[cur], idx[cur] hold the keys and indices now */
+    bool iota;      /* tiles: idx[cur] is unwritten, the identity: the next pass makes it up */
     PyObject *hist; /* runs: counts per (digit, run); tiles: starts per (position, digit); owned */
     PyObject *status, *ctr; /* tiles: the look-back's words, the tile counters; owned */
     int epoch;              /* tiles: passes so far (a pass's epoch tags its status words) */
@@ -295,18 +296,21 @@ static void put_float_key(mod_text *t, int bits, const char *v, const char *b, b
 }
 
 /* The key kernel of one word: key[i] from the element idx[i] (first: from
- * element i, and idx[i] = i). x is the flat input (complex: as 2N parts),
- * bits the same memory as unsigned integers (floats only). */
-static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bool first,
+ * element i, and idx[i] = i unless iota: the first pass makes it up). x is
+ * the flat input (complex: as 2N parts), bits the same memory as unsigned
+ * integers (floats only). */
+static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bool first, bool iota,
                      PyObject *kdt, PyObject *idt, char *name, size_t len) {
     const char *dn = mod_dtype_name(dtype), *kt = mod_dtype_name(kdt);
     char kind = kind_of(dtype);
     int bits = (int)mod_dtype_itemsize(dtype) * (kind == 'c' ? 4 : 8);
     static const char *wn[] = {"value", "imag", "real", "class", "row"};
     snprintf(name, len, "sort_key_%s_%s%s%s", word == W_ROW ? "any" : dn, wn[word],
-             descending ? "_desc" : "", first ? "_first" : "");
+             descending ? "_desc" : "", first ? (iota ? "_iota" : "_first") : "");
     mod_text_put(t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n", name);
-    if (first)
+    if (first && iota)
+        mod_text_put(t, "    j = i\n");
+    else if (first)
         mod_text_put(t, "    j = i\n    idx[i] = np.%s(i)\n", mod_dtype_name(idt));
     else
         mod_text_put(t, "    j = np.int64(idx[i])\n");
@@ -670,7 +674,10 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     mod_text t;
     t.n = 0;
     char name[80];
-    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s", K, with_idx ? "_idx" : "",
+    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s", K,
+             p->iota    ? "_iota"
+             : with_idx ? "_idx"
+                        : "",
              values ? "_values" : "");
     /* Each work-item's nibble counts live in its column of sc (l fastest),
      * not in a private array: Intel's CPU compiler gets a private array
@@ -707,7 +714,10 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "            sk[q + (q >> 5)] = k\n"
                  "            ol.AtomicRef(tot, " DIGIT("k", "sh", "255") ").fetch_add(1)\n",
                  TK, TK, K, T);
-    if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
+    if (p->iota)
+        mod_text_put(&t, "            si[q + (q >> 5)] = np.%s(base + q)\n", it);
+    else if (with_idx)
+        mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
     /* The look-back, work-item l for digit l: the tile's count is published
      * now; the walk over the tiles before waits until the tile is sorted,
      * so that their prefixes have had that long to arrive. */
@@ -839,6 +849,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
+    p->iota = false;
     return 0;
 }
 
@@ -922,6 +933,21 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
     return done;
 }
 
+/* idx[cur] = the identity, where no pass made it up. */
+static int write_iota(plan_t *p) {
+    mod_text t;
+    t.n = 0;
+    mod_text_put(&t,
+                 "def sort_iota(it, idx):\n"
+                 "    i = it.get_id(0)\n"
+                 "    idx[i] = np.%s(i)\n",
+                 mod_dtype_name(p->idt));
+    argv_t av = {.n = 0};
+    arg_obj(&av, p->idx[p->cur]);
+    p->iota = false;
+    return launch("sort_iota", &t, p->N, 0, &av);
+}
+
 /* The sorted order of c (C-contiguous, N elements in rows of n): a new 1-D
  * array (int32 or int64) of flat indices into c, row by row; or pos (a new
  * reference: an int64 array of N) where the last pass wrote them there --
@@ -965,8 +991,9 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         mod_text t;
         t.n = 0;
         char name[64];
-        key_text(&t, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.kdt, p.idt, name,
-                 sizeof name);
+        p.iota = p.tiles && w == 0;
+        key_text(&t, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.iota, p.kdt, p.idt,
+                 name, sizeof name);
         argv_t av = {.n = 0};
         arg_obj(&av, x);
         arg_obj(&av, bitsv);
@@ -976,7 +1003,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         uint64_t mask;
         int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
         if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, bits, &mask) < 0 ||
-            passes(&p, mask, bits) < 0)
+            passes(&p, mask, bits) < 0 || (p.iota && write_iota(&p) < 0))
             goto out;
     }
     result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
