@@ -295,11 +295,12 @@ static void put_float_key(mod_text *t, int bits, const char *v, const char *b, b
     if (bits == 32) mod_text_put(t, "    k = np.uint32(k)\n");
 }
 
-/* The key kernel of one word: key[i] from the element idx[i] (first: from
- * element i, and idx[i] = i unless iota: the first pass makes it up). x is
- * the flat input (complex: as 2N parts), bits the same memory as unsigned
- * integers (floats only). */
-static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bool first, bool iota,
+/* The key kernel's body for one word, at indent 4: k and key[i] from the
+ * element idx[i] (first: from element i, and idx[i] = i unless iota: the
+ * first pass makes it up), where x is the flat input (complex: as 2N
+ * parts), bits the same memory as unsigned integers (floats only) and n the
+ * row length. name: the kernel's. */
+static void key_body(mod_text *t, PyObject *dtype, int word, bool descending, bool first, bool iota,
                      PyObject *kdt, PyObject *idt, char *name, size_t len) {
     const char *dn = mod_dtype_name(dtype), *kt = mod_dtype_name(kdt);
     char kind = kind_of(dtype);
@@ -307,7 +308,6 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     static const char *wn[] = {"value", "imag", "real", "class", "row"};
     snprintf(name, len, "sort_key_%s_%s%s%s", word == W_ROW ? "any" : dn, wn[word],
              descending ? "_desc" : "", first ? (iota ? "_iota" : "_first") : "");
-    mod_text_put(t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n", name);
     if (first && iota)
         mod_text_put(t, "    j = i\n");
     else if (first)
@@ -315,7 +315,7 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
     else
         mod_text_put(t, "    j = np.int64(idx[i])\n");
     if (word == W_ROW) {
-        mod_text_put(t, "    key[i] = np.%s(j // n)\n", kt);
+        mod_text_put(t, "    k = np.%s(j // n)\n    key[i] = k\n", kt);
         return;
     }
     unsigned long long flip = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
@@ -358,7 +358,7 @@ static void key_text(mod_text *t, PyObject *dtype, int word, bool descending, bo
                "np.uint64(1)))\n");
     else if (descending)
         mod_text_put(t, "    k = k ^ np.uint32(%llu)\n", flip);
-    mod_text_put(t, "    key[i] = np.%s(k)\n", kt);
+    mod_text_put(t, "    k = np.%s(k)\n    key[i] = k\n", kt);
 }
 
 /* part (owned, taken): G ORs of keys, then G ORs of their complements
@@ -429,9 +429,9 @@ static void put_hist_end(mod_text *t, int npos) {
     mod_text_put(t,
                  "    ol.group_barrier(grp)\n"
                  "    for c in range(%d):\n"
-                 "        v = h[c * 256 + l]\n"
-                 "        if v != 0:\n"
-                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(v))\n",
+                 "        hv = h[c * 256 + l]\n"
+                 "        if hv != 0:\n"
+                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(hv))\n",
                  npos);
 }
 
@@ -464,28 +464,30 @@ static int tile_starts(plan_t *p, int bits) {
     return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
 }
 
-/* The tiles form's varying_bits: many work-items (a GPU needs them to keep
- * its memory busy), each group's OR and AND reduced in local memory, then
- * one atomic per group into res; and the histogram of a word of `bits`
- * bits (put_hist_start). */
-static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
+/* The tiles form's key kernel (body: key_body's) and varying_bits in one:
+ * many work-items (a GPU needs them to keep its memory busy) make the keys,
+ * reduce their ORs in local memory (one atomic per group into res) and
+ * count the histogram of a word of `bits` bits (put_hist_*); the digit
+ * starts follow, then the read back. */
+static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
+                        PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
     const char *kt = mod_dtype_name(p->kdt);
     Py_ssize_t G = (p->N + 255) / 256 * 256;
     if (G > 1024 * 256) G = 1024 * 256;
     Py_ssize_t per = (p->N + G - 1) / G;
+    int npos = (bits + 7) / 8;
     PyObject *res = new_zeros(p->dev, p->kdt, 2);
     if (!res) return -1;
-    int npos = (bits + 7) / 8;
     if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) {
         Py_DECREF(res);
         return -1;
     }
     mod_text t;
     t.n = 0;
-    char name[48];
-    snprintf(name, sizeof name, "sort_bits_grouped_%d", npos);
+    char name[96];
+    snprintf(name, sizeof name, "%s_grouped_%d", kname, npos);
     mod_text_put(&t,
-                 "def %s(item, key, res, gh, n, G, per):\n"
+                 "def %s(item, x, bits, key, idx, res, gh, n, N, G, per):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
                  "    g = item.get_global_id(0)\n"
@@ -498,13 +500,17 @@ static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
                  "    ol.group_barrier(grp)\n"
                  "    o = np.%s(0)\n"
                  "    z = np.%s(0)\n"
-                 "    for j in range(per):\n"
-                 "        i = g + j * G\n"
-                 "        if i < n:\n"
-                 "            k = key[np.uint64(i)]\n"
-                 "            o = o | k\n"
-                 "            z = z | ~k\n",
+                 "    for jj in range(per):\n"
+                 "        i = g + jj * G\n"
+                 "        if i < N:\n",
                  kt, kt);
+    for (const char *line = body->s; *line;) { /* the body, 8 deeper: in the loop's if */
+        size_t len = strcspn(line, "\n");
+        mod_text_put(&t, "        %.*s\n", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    mod_text_put(&t, "            o = o | k\n"
+                     "            z = z | ~k\n");
     put_hist_key(&t, kt, npos);
     mod_text_put(&t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
                      "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
@@ -512,9 +518,13 @@ static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
     mod_text_put(&t, "    if l < 2:\n"
                      "        ol.AtomicRef(res, l).fetch_or(lr[l])\n");
     argv_t av = {.n = 0};
+    arg_obj(&av, x);
+    arg_obj(&av, bitsv);
     arg_obj(&av, p->key[p->cur]);
+    arg_obj(&av, p->idx[p->cur]);
     arg_obj(&av, res);
     arg_obj(&av, p->hist);
+    arg_int(&av, n);
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
@@ -524,10 +534,8 @@ static int varying_bits_grouped(plan_t *p, int bits, uint64_t *mask) {
 
 /* The bits in which the current keys differ (their OR and-not AND): a
  * digit all keys share needs no pass. One small read back per word. */
-static int varying_bits(plan_t *p, int bits, uint64_t *mask) {
-    Py_ssize_t G, a, b, per;
-    if (p->tiles) return varying_bits_grouped(p, bits, mask);
-    G = p->runs, per = p->per, a = per, b = 1;
+static int varying_bits(plan_t *p, uint64_t *mask) {
+    Py_ssize_t G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
     mod_text t;
@@ -988,23 +996,28 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
     if (rows > 1) words[nw++] = W_ROW;
     if (nw == 1) p.pos = pos;
     for (int w = 0; w < nw; w++) {
-        mod_text t;
-        t.n = 0;
+        mod_text body, t;
+        body.n = t.n = 0;
         char name[64];
         p.iota = p.tiles && w == 0;
-        key_text(&t, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.iota, p.kdt, p.idt,
-                 name, sizeof name);
-        argv_t av = {.n = 0};
-        arg_obj(&av, x);
-        arg_obj(&av, bitsv);
-        arg_obj(&av, p.key[p.cur]);
-        arg_obj(&av, p.idx[p.cur]);
-        arg_int(&av, n);
+        key_body(&body, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.iota, p.kdt,
+                 p.idt, name, sizeof name);
         uint64_t mask;
         int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
-        if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, bits, &mask) < 0 ||
-            passes(&p, mask, bits) < 0 || (p.iota && write_iota(&p) < 0))
-            goto out;
+        if (p.tiles) {
+            if (keys_grouped(&p, &body, name, x, bitsv, n, bits, &mask) < 0) goto out;
+        } else {
+            mod_text_put(&t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n%s", name,
+                         body.s);
+            argv_t av = {.n = 0};
+            arg_obj(&av, x);
+            arg_obj(&av, bitsv);
+            arg_obj(&av, p.key[p.cur]);
+            arg_obj(&av, p.idx[p.cur]);
+            arg_int(&av, n);
+            if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, &mask) < 0) goto out;
+        }
+        if (passes(&p, mask, bits) < 0 || (p.iota && write_iota(&p) < 0)) goto out;
     }
     result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
 out:
