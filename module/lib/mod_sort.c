@@ -532,8 +532,9 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, res, 1, mask);
 }
 
-/* The bits in which the current keys differ (their OR and-not AND): a
- * digit all keys share needs no pass. One small read back per word. */
+/* The runs form's bits in which the current keys differ (fold_bits): a
+ * digit all keys share needs no pass. One small read back per word; the
+ * tiles form has keys_grouped. */
 static int varying_bits(plan_t *p, uint64_t *mask) {
     Py_ssize_t G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
@@ -640,8 +641,8 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 /* ---- the GPU form: a pass over tiles ----
  * One pass of LSD reads and writes the keys once (CUB's onesweep, with the
  * look-back of Merrill and Garland's single-pass scan). Before a word's
- * passes, the kernel that reads its keys first (the key kernel of keys
- * alone, varying_bits in the index form) also counts every 8-bit digit
+ * passes, the kernel that makes its keys (keys_alone_keys, keys_grouped)
+ * also counts every 8-bit digit
  * position (put_hist_*), and a small kernel turns the counts into each
  * digit's global start, both before the read back that waits for them.
  * Then a pass is one kernel: a group takes the next tile (an atomic
