@@ -210,6 +210,8 @@ typedef struct {
     bool iota;      /* tiles: idx[cur] is unwritten, the identity: the next pass makes it up */
     PyObject *hist; /* runs: counts per (digit, run); tiles: starts per (position, digit); owned */
     PyObject *status, *ctr; /* tiles: the look-back's words, the tile counters; owned */
+    PyObject *res;          /* the key kernel's bit reductions (fold_bits's ORs); owned */
+    bool fresh;             /* hist and res still zero (plan_init's fill) */
     int epoch;              /* tiles: passes so far (a pass's epoch tags its status words) */
     Py_ssize_t runs, per;   /* runs form: runs of per elements */
     Py_ssize_t tile_k;      /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
@@ -464,6 +466,15 @@ static int tile_starts(plan_t *p, int bits) {
     return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
 }
 
+/* Zeroes hist (tiles) and res for a word's key kernel, unless still zero. */
+static int clear_counts(plan_t *p) {
+    if (!p->fresh && ((p->tiles && mod_array_assign((mod_array *)p->hist, Py_False) < 0) ||
+                      mod_array_assign((mod_array *)p->res, Py_False) < 0))
+        return -1;
+    p->fresh = false;
+    return 0;
+}
+
 /* The tiles form's key kernel (body: key_body's) and varying_bits in one:
  * many work-items (a GPU needs them to keep its memory busy) make the keys,
  * reduce their ORs in local memory (one atomic per group into res) and
@@ -476,12 +487,7 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     if (G > 1024 * 256) G = 1024 * 256;
     Py_ssize_t per = (p->N + G - 1) / G;
     int npos = (bits + 7) / 8;
-    PyObject *res = new_zeros(p->dev, p->kdt, 2);
-    if (!res) return -1;
-    if (mod_array_assign((mod_array *)p->hist, Py_False) < 0) {
-        Py_DECREF(res);
-        return -1;
-    }
+    if (clear_counts(p) < 0) return -1;
     mod_text t;
     t.n = 0;
     char name[96];
@@ -522,14 +528,14 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     arg_obj(&av, bitsv);
     arg_obj(&av, p->key[p->cur]);
     arg_obj(&av, p->idx[p->cur]);
-    arg_obj(&av, res);
+    arg_obj(&av, p->res);
     arg_obj(&av, p->hist);
     arg_int(&av, n);
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
     int rc = launch(name, &t, G, 256, &av);
-    return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, res, 1, mask);
+    return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, Py_NewRef(p->res), 1, mask);
 }
 
 /* The runs form's bits in which the current keys differ (fold_bits): a
@@ -884,6 +890,22 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     return K;
 }
 
+#define RES_WORDS 5 /* keys_alone_keys's reductions; keys_grouped uses 2 */
+
+/* The next n elements of dtype in a (from byte *off on, which it advances):
+ * a new view. */
+static PyObject *part_view(PyObject *a, Py_ssize_t *off, Py_ssize_t n, PyObject *dtype) {
+    mod_array *m = (mod_array *)a;
+    Py_ssize_t size = mod_dtype_itemsize(dtype);
+    mod_array *v = (mod_array *)mod_array_view(m, 1, &n, &size, m->offset + *off);
+    if (v) {
+        Py_SETREF(v->dtype, Py_NewRef(dtype));
+        v->itemsize = size;
+    }
+    *off += n * size;
+    return (PyObject *)v;
+}
+
 /* p's form, buffers (indices too when with_idx) and counts; -1 on failure
  * (plan_free frees what there is). */
 static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, bool wide,
@@ -895,13 +917,22 @@ static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, boo
     p->kdt = mod_dtype_find_borrowed('u', wide ? 8 : 4);
     p->idt = mod_dtype_find_borrowed('i', N < ((Py_ssize_t)1 << 31) ? 4 : 8);
     Py_ssize_t hn;
+    p->fresh = true;
     if (p->tiles) {
         p->tile_k = tile_keys(dev, wide ? 8 : 4, with_idx ? mod_dtype_itemsize(p->idt) : 0);
         p->ntiles = (N + TILE_T * p->tile_k - 1) / (TILE_T * p->tile_k);
         hn = 256 * (p->kbits / 8);
-        if (!(p->status = new_zeros(dev, int64_dtype(), 256 * p->ntiles)) ||
-            !(p->ctr = new_zeros(dev, mod_dtype_find_borrowed('i', 4), MAX_EPOCHS)))
-            return -1;
+        /* one zeroed allocation (an allocation and a fill cost a small sort
+         * as much host time as a launch): status, hist, ctr, res */
+        Py_ssize_t ns = 256 * p->ntiles, nc = MAX_EPOCHS / 2, off = 0;
+        PyObject *all = new_zeros(dev, int64_dtype(), ns + hn + nc + RES_WORDS);
+        if (!all) return -1;
+        p->status = part_view(all, &off, ns, int64_dtype());
+        p->hist = part_view(all, &off, hn, int64_dtype());
+        p->ctr = part_view(all, &off, MAX_EPOCHS, mod_dtype_find_borrowed('i', 4));
+        p->res = part_view(all, &off, RES_WORDS, p->kdt);
+        Py_DECREF(all);
+        if (!p->status || !p->hist || !p->ctr || !p->res) return -1;
     } else {
         Py_ssize_t most = 4 * (Py_ssize_t)ofl_device_get_info(dev)->max_compute_units;
         p->runs = (N + CPU_RUN_MIN - 1) / CPU_RUN_MIN;
@@ -909,12 +940,15 @@ static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, boo
         if (p->runs < 1) p->runs = 1;
         p->per = (N + p->runs - 1) / p->runs;
         hn = 256 * p->runs;
+        if (!(p->hist = new_1d(dev, int64_dtype(), hn)) ||
+            !(p->res = new_zeros(dev, p->kdt, RES_WORDS)))
+            return -1;
     }
     for (int i = 0; i < 2; i++) {
         if (!(p->key[i] = new_1d(dev, p->kdt, N))) return -1;
         if (with_idx && !(p->idx[i] = new_1d(dev, p->idt, N))) return -1;
     }
-    return (p->hist = new_1d(dev, int64_dtype(), hn)) ? 0 : -1;
+    return 0;
 }
 
 static void plan_free(plan_t *p) {
@@ -925,6 +959,7 @@ static void plan_free(plan_t *p) {
     Py_CLEAR(p->hist);
     Py_CLEAR(p->status);
     Py_CLEAR(p->ctr);
+    Py_CLEAR(p->res);
 }
 
 /* The passes over the digits of a word of `bits` bits that vary (mask);
@@ -1044,8 +1079,7 @@ out:
  * flags, of NaN keys, of their complements: as fold_bits's) what tells the
  * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
  * On a GPU groups reduce in local memory first. */
-static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, bool vfloat,
-                           bool descending) {
+static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bool descending) {
     const char *kt = mod_dtype_name(p->kdt);
     char all[96], top[96], shift[96], flip[96], inf[96], absm[96];
     int kb = p->kbits;
@@ -1070,7 +1104,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
     mod_text t;
     t.n = 0;
     int npos = kb / 8;
-    if (grouped && mod_array_assign((mod_array *)p->hist, Py_False) < 0) return -1;
+    if (clear_counts(p) < 0) return -1;
     mod_text_put(&t, "def %s(item, bits, key, res, %sn, a, b, per):\n", name,
                  grouped ? "gh, " : "");
     if (grouped)
@@ -1137,7 +1171,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, PyObject *res, int vbits, 
     argv_t av = {.n = 0};
     arg_obj(&av, bits);
     arg_obj(&av, p->key[0]);
-    arg_obj(&av, res);
+    arg_obj(&av, p->res);
     if (grouped) arg_obj(&av, p->hist);
     arg_int(&av, p->N);
     arg_int(&av, a);
@@ -1174,7 +1208,7 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
     bool wide = vbits == 64, vfloat = kind == 'f';
     PyObject *udt = mod_dtype_find_borrowed('u', c->itemsize);
     plan_t p;
-    PyObject *bits = NULL, *res = NULL, *h = NULL, *outv = NULL, *result = NULL;
+    PyObject *bits = NULL, *h = NULL, *outv = NULL, *result = NULL;
     if (plan_init(&p, dev, N, N, wide, false) < 0) goto out;
     p.vfloat = vfloat;
     p.vdt = mod_dtype_name(udt);
@@ -1185,9 +1219,8 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
         p.vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
                  (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
     if (!(bits = flat_view(c, N, udt))) goto out;
-    if (!(res = new_zeros(dev, p.kdt, 5)) ||
-        keys_alone_keys(&p, bits, res, vbits, vfloat, descending) < 0 ||
-        (p.tiles && tile_starts(&p, p.kbits) < 0) || !(h = mod_array_asnumpy((mod_array *)res)))
+    if (keys_alone_keys(&p, bits, vbits, vfloat, descending) < 0 ||
+        (p.tiles && tile_starts(&p, p.kbits) < 0) || !(h = mod_array_asnumpy((mod_array *)p.res)))
         goto out;
     uint64_t r[5];
     {
@@ -1212,7 +1245,6 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
 out:
     plan_free(&p);
     Py_XDECREF(bits);
-    Py_XDECREF(res);
     Py_XDECREF(h);
     Py_XDECREF(outv);
     return result;
