@@ -392,22 +392,36 @@ static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
     return 0;
 }
 
-/* The tiles form's histogram, counted by the kernel that reads the keys
- * before the passes: every 8-bit position of key k (npos of them) into the
- * local h, then into gh (p->hist, zeroed: [position][digit]). A work-item
- * counts runs of one digit and adds a run at its end, so that a byte all
- * keys share (small integers) costs an atomic per work-item, not per key. */
-static void put_hist_start(mod_text *t, int npos) {
+/* The tiles form's key kernels (keys_alone_keys, keys_grouped) run over
+ * grouped_range's work-items in groups of 256, each of which ORs its
+ * work-items' nres reductions in the local lr, then into res (p->res), and
+ * counts the histogram: every 8-bit position of key k (npos of them) into
+ * the local h, then into gh (p->hist, zeroed: [position][digit]). A
+ * work-item counts runs of one digit and adds a run at its end, so that a
+ * byte all keys share (small integers) costs an atomic per work-item, not
+ * per key. */
+static void grouped_range(Py_ssize_t N, Py_ssize_t *G, Py_ssize_t *per) {
+    *G = (N + 255) / 256 * 256;
+    if (*G > 1024 * 256) *G = 1024 * 256; /* enough to keep a GPU's memory busy */
+    *per = (N + *G - 1) / *G;
+}
+
+/* The group's start, after grp and l; ends with the group's barrier. */
+static void put_group_start(mod_text *t, const char *kt, int nres, int npos) {
     mod_text_put(t,
+                 "    lr = ol.local_array(%d, np.%s)\n"
+                 "    if l < %d:\n"
+                 "        lr[l] = np.%s(0)\n"
                  "    h = ol.local_array(%d, np.int32)\n"
                  "    for c in range(%d):\n"
                  "        h[c * 256 + l] = 0\n",
-                 256 * npos, npos);
+                 nres, kt, nres, kt, 256 * npos, npos);
     for (int c = 0; c < npos; c++)
         mod_text_put(t, "    d%d = np.int32(0)\n    r%d = np.int32(0)\n", c, c);
+    mod_text_put(t, "    ol.group_barrier(grp)\n");
 }
 
-static void put_hist_key(mod_text *t, const char *kt, int npos) {
+static void put_group_key(mod_text *t, const char *kt, int npos) {
     for (int c = 0; c < npos; c++)
         mod_text_put(t,
                      "            dc = np.int32((k >> np.%s(%d)) & np.%s(255))\n"
@@ -421,8 +435,8 @@ static void put_hist_key(mod_text *t, const char *kt, int npos) {
                      kt, 8 * c, kt, c, c, c, 256 * c, c, c, c, c);
 }
 
-/* After the loop over the keys; ends with the group's barrier. */
-static void put_hist_end(mod_text *t, int npos) {
+/* After the loop over the keys, once the work-items' ORs are in lr. */
+static void put_group_end(mod_text *t, int nres, int npos) {
     for (int c = 0; c < npos; c++)
         mod_text_put(t,
                      "    if r%d != 0:\n"
@@ -433,12 +447,14 @@ static void put_hist_end(mod_text *t, int npos) {
                  "    for c in range(%d):\n"
                  "        hv = h[c * 256 + l]\n"
                  "        if hv != 0:\n"
-                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(hv))\n",
-                 npos);
+                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(hv))\n"
+                 "    if l < %d:\n"
+                 "        ol.AtomicRef(res, l).fetch_or(lr[l])\n",
+                 npos, nres);
 }
 
 /* p->hist: the counts of every digit at the 8-bit positions of a word of
- * `bits` bits (put_hist_*) -> each digit's global start there. */
+ * `bits` bits (put_group_*) -> each digit's global start there. */
 static int tile_starts(plan_t *p, int bits) {
     int npos = (bits + 7) / 8;
     mod_text t;
@@ -478,14 +494,13 @@ static int clear_counts(plan_t *p) {
 /* The tiles form's key kernel (body: key_body's) and varying_bits in one:
  * many work-items (a GPU needs them to keep its memory busy) make the keys,
  * reduce their ORs in local memory (one atomic per group into res) and
- * count the histogram of a word of `bits` bits (put_hist_*); the digit
+ * count the histogram of a word of `bits` bits (put_group_*); the digit
  * starts follow, then the read back. */
 static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
                         PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
     const char *kt = mod_dtype_name(p->kdt);
-    Py_ssize_t G = (p->N + 255) / 256 * 256;
-    if (G > 1024 * 256) G = 1024 * 256;
-    Py_ssize_t per = (p->N + G - 1) / G;
+    Py_ssize_t G, per;
+    grouped_range(p->N, &G, &per);
     int npos = (bits + 7) / 8;
     if (clear_counts(p) < 0) return -1;
     mod_text t;
@@ -496,14 +511,10 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
                  "def %s(item, x, bits, key, idx, res, gh, n, N, G, per):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
-                 "    g = item.get_global_id(0)\n"
-                 "    lr = ol.local_array(2, np.%s)\n"
-                 "    if l < 2:\n"
-                 "        lr[l] = np.%s(0)\n",
-                 name, kt, kt);
-    put_hist_start(&t, npos);
+                 "    g = item.get_global_id(0)\n",
+                 name);
+    put_group_start(&t, kt, 2, npos);
     mod_text_put(&t,
-                 "    ol.group_barrier(grp)\n"
                  "    o = np.%s(0)\n"
                  "    z = np.%s(0)\n"
                  "    for jj in range(per):\n"
@@ -517,12 +528,10 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     }
     mod_text_put(&t, "            o = o | k\n"
                      "            z = z | ~k\n");
-    put_hist_key(&t, kt, npos);
+    put_group_key(&t, kt, npos);
     mod_text_put(&t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
                      "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
-    put_hist_end(&t, npos);
-    mod_text_put(&t, "    if l < 2:\n"
-                     "        ol.AtomicRef(res, l).fetch_or(lr[l])\n");
+    put_group_end(&t, 2, npos);
     argv_t av = {.n = 0};
     arg_obj(&av, x);
     arg_obj(&av, bitsv);
@@ -649,7 +658,7 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * look-back of Merrill and Garland's single-pass scan). Before a word's
  * passes, the kernel that makes its keys (keys_alone_keys, keys_grouped)
  * also counts every 8-bit digit
- * position (put_hist_*), and a small kernel turns the counts into each
+ * position (put_group_*), and a small kernel turns the counts into each
  * digit's global start, both before the read back that waits for them.
  * Then a pass is one kernel: a group takes the next tile (an atomic
  * counter: tiles start in order, so every tile a group waits for below is
@@ -1078,7 +1087,8 @@ out:
  * i, and into res (zeroed; ORs of the keys, of their complements, of
  * flags, of NaN keys, of their complements: as fold_bits's) what tells the
  * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
- * On a GPU groups reduce in local memory first. */
+ * In the tiles form groups reduce in local memory first and count the
+ * histogram (put_group_*), and the digit starts follow. */
 static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bool descending) {
     const char *kt = mod_dtype_name(p->kdt);
     char all[96], top[96], shift[96], flip[96], inf[96], absm[96];
@@ -1092,9 +1102,8 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
     bool grouped = p->tiles;
     Py_ssize_t G, a, b, per, local = 0;
     if (grouped) {
-        G = (p->N + 255) / 256 * 256;
-        if (G > 1024 * 256) G = 1024 * 256;
-        local = 256, a = 1, b = G, per = (p->N + G - 1) / G;
+        grouped_range(p->N, &G, &per);
+        local = 256, a = 1, b = G;
     } else {
         G = p->runs, per = p->per, a = per, b = 1;
     }
@@ -1107,20 +1116,14 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
     if (clear_counts(p) < 0) return -1;
     mod_text_put(&t, "def %s(item, bits, key, res, %sn, a, b, per):\n", name,
                  grouped ? "gh, " : "");
-    if (grouped)
-        mod_text_put(&t,
-                     "    grp = item.get_group()\n"
-                     "    l = item.get_local_id(0)\n"
-                     "    g = item.get_global_id(0)\n"
-                     "    lr = ol.local_array(5, np.%s)\n"
-                     "    if l < 5:\n"
-                     "        lr[l] = np.%s(0)\n",
-                     kt, kt);
     if (grouped) {
-        put_hist_start(&t, npos);
-        mod_text_put(&t, "    ol.group_barrier(grp)\n");
-    } else
+        mod_text_put(&t, "    grp = item.get_group()\n"
+                         "    l = item.get_local_id(0)\n"
+                         "    g = item.get_global_id(0)\n");
+        put_group_start(&t, kt, RES_WORDS, npos);
+    } else {
         mod_text_put(&t, "    g = item.get_id(0)\n");
+    }
     mod_text_put(&t,
                  "    o = np.%s(0)\n"
                  "    z = np.%s(0)\n"
@@ -1155,7 +1158,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
     mod_text_put(&t, "            key[np.uint64(i)] = k\n"
                      "            o = o | k\n"
                      "            z = z | ~k\n");
-    if (grouped) put_hist_key(&t, kt, npos);
+    if (grouped) put_group_key(&t, kt, npos);
     const char *dst = grouped ? "lr" : "res";
     mod_text_put(&t,
                  "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
@@ -1164,10 +1167,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
                  "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
                  "    ol.AtomicRef(%s, 4).fetch_or(nz)\n",
                  dst, dst, dst, dst, dst);
-    if (grouped) put_hist_end(&t, npos);
-    if (grouped)
-        mod_text_put(&t, "    if l < 5:\n"
-                         "        ol.AtomicRef(res, l).fetch_or(lr[l])\n");
+    if (grouped) put_group_end(&t, RES_WORDS, npos);
     argv_t av = {.n = 0};
     arg_obj(&av, bits);
     arg_obj(&av, p->key[0]);
@@ -1177,7 +1177,8 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
     arg_int(&av, a);
     arg_int(&av, b);
     arg_int(&av, per);
-    return launch(name, &t, G, local, &av);
+    int rc = launch(name, &t, G, local, &av);
+    return rc == 0 && grouped ? tile_starts(p, kb) : rc;
 }
 
 /* out = the keys' values (their bits), when no pass wrote them. */
@@ -1220,7 +1221,7 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
                  (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
     if (!(bits = flat_view(c, N, udt))) goto out;
     if (keys_alone_keys(&p, bits, vbits, vfloat, descending) < 0 ||
-        (p.tiles && tile_starts(&p, p.kbits) < 0) || !(h = mod_array_asnumpy((mod_array *)p.res)))
+        !(h = mod_array_asnumpy((mod_array *)p.res)))
         goto out;
     uint64_t r[5];
     {
