@@ -56,8 +56,11 @@ typedef struct {
     bool fp64;     /* the device computes in float64 */
     bool atomic64; /* the device has 64-bit integer atomics */
     unsigned long long
-        local_mem;      /* bytes of local memory a work-group may use; 0: no limit (inspection) */
-    const char *device; /* identity for the disk cache: name, driver version */
+        local_mem; /* bytes of local memory a work-group may use; 0: no limit (inspection) */
+    int max_threads, min_blocks; /* PTX: launch bounds (CUDA's __launch_bounds__): work-items
+                                    a group has at most, groups an SM should hold at once;
+                                    0 when not given */
+    const char *device;          /* identity for the disk cache: name, driver version */
 } jit_target;
 
 enum {

@@ -2491,7 +2491,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
     if (m.bc) pts[np++] = m.gptr;     /* the bounds record */
     if (m.cancel) pts[np++] = m.gptr; /* the cancel flag, last */
     c.fn = LLVMAddFunction(m.tg.mod, entry, LLVMFunctionType(m.voidt, pts, (unsigned)np, 0));
-    jit_target_mark_kernel(&m.tg, c.fn);
+    jit_target_mark_kernel(&m.tg, c.fn, t->max_threads, t->min_blocks);
     c.vars = calloc((size_t)f->nvars + 1, sizeof *c.vars);
     c.arrays = calloc((size_t)f->nvars + 1, sizeof *c.arrays);
     LLVMPositionBuilderAtEnd(m.b, block(&c, "entry"));

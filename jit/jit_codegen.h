@@ -33,7 +33,8 @@ typedef struct {
 } jit_tgt;
 
 void jit_target_setup(jit_tgt *t); /* triple, data layout, module metadata */
-void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn);
+/* Also the launch bounds, on PTX (0: none). */
+void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn, int max_threads, int min_blocks);
 void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function */
 void jit_target_mark_call(jit_tgt *t, LLVMValueRef call);
 /* The global id of hardware dimension hw (0 fastest), as i64. */

@@ -89,7 +89,7 @@ static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int 
 
 /* The disk cache key: every input of the build. The compiler (offload, the
  * JIT's code version, LLVM), the signature (argument types with their layouts,
- * range rank, Range or NdRange), the target and device, the options
+ * range rank, Range or NdRange), the target (launch bounds too) and device, the options
  * (boundscheck), the function's qualified name and symbol (two functions with
  * one body, say a module's vadd and a vadd defined inside a function, are two
  * programs with two entry points), and the hash of the source and of the
@@ -101,12 +101,12 @@ static int cache_key(const jit_func *f, const jit_type *args, int nargs, int ran
     jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
     int n = snprintf(
         key, len,
-        "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu|%s|%s|%s|"
-        "name %s|entry %s|",
+        "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu bounds %d %d|"
+        "%s|%s|%s|name %s|entry %s|",
         PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
-        (int)t->fp64, (int)t->atomic64, t->local_mem, t->device ? t->device : "",
-        (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "", (flags & JIT_CANCEL) ? "cancel" : "",
-        f->name, entry);
+        (int)t->fp64, (int)t->atomic64, t->local_mem, t->max_threads, t->min_blocks,
+        t->device ? t->device : "", (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "",
+        (flags & JIT_CANCEL) ? "cancel" : "", f->name, entry);
     if (n < 0 || (size_t)n + sizeof f->source_hash > len) return -1;
     memcpy(key + n, f->source_hash, sizeof f->source_hash);
     return n + (int)sizeof f->source_hash;

@@ -27,17 +27,27 @@ void jit_target_setup(jit_tgt *t) {
     LLVMAddNamedMetadataOperand(t->mod, "opencl.spir.version", node);
 }
 
-void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn) {
+/* !{fn, !"what", i32 value} in nvvm.annotations */
+static void annotate(jit_tgt *t, LLVMValueRef fn, const char *what, int value) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
+    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(fn),
+                              LLVMMDStringInContext2(t->ctx, what, strlen(what)),
+                              LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned long long)value, 0))};
+    LLVMAddNamedMetadataOperand(t->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(t->ctx, LLVMMDNodeInContext2(t->ctx, ann, 3)));
+}
+
+void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn, int max_threads, int min_blocks) {
     if (!t->ptx) {
         LLVMSetFunctionCallConv(fn, SPIR_CALLCONV_KERNEL);
         return;
     }
     LLVMSetFunctionCallConv(fn, PTX_CALLCONV_KERNEL);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
-    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(t->ctx, "kernel", 6),
-                              LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
-    LLVMAddNamedMetadataOperand(t->mod, "nvvm.annotations",
-                                LLVMMetadataAsValue(t->ctx, LLVMMDNodeInContext2(t->ctx, ann, 3)));
+    annotate(t, fn, "kernel", 1);
+    /* .maxntid and .minnctapersm: ptxas then keeps to the registers that
+     * let min_blocks groups of max_threads share an SM */
+    if (max_threads > 0) annotate(t, fn, "maxntidx", max_threads);
+    if (max_threads > 0 && min_blocks > 0) annotate(t, fn, "minctasm", min_blocks);
 }
 
 void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn) {

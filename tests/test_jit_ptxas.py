@@ -150,3 +150,28 @@ def test_ptx_sm_default_and_choice(ol, tmp_path):
         path.write_text(ptx)
         _, _, rc, msg = _ptxas(str(path), f"sm_{sm}")
         assert rc == 0, msg
+
+
+def test_launch_bounds_cap_the_registers(ol, tmp_path):
+    """launch_bounds=(256, 4) lets 4 groups of 256 share an SM: ptxas keeps the kernel
+    to 64 registers (65536 / 1024), where unbounded it takes more."""
+    n = 96  # float64 values live at once: more registers than 64 unbounded
+    lines = ["def heavy(item, x, y):", "    i = item.get_id(0)"]
+    lines += [f"    v{j} = x[i + {j}] * {j + 1.5}" for j in range(n)]
+    lines += ["    s = 0.0"] + [f"    s += v{j} * v{n - 1 - j}" for j in range(n)]
+    lines += ["    y[i] = s"]
+    mod = tmp_path / "heavy_kernel.py"
+    mod.write_text("\n".join(lines) + "\n")
+    ns = {}
+    exec(compile(mod.read_text(), str(mod), "exec"), ns)
+    x, y = np.ones(64, np.float64), np.ones(64, np.float64)
+    used = {}
+    for bounds in (None, (256, 4)):
+        k = ol.kernel(ns["heavy"], launch_bounds=bounds)
+        path = tmp_path / f"bounds_{bool(bounds)}.ptx"
+        path.write_text(k.inspect_ptx(x, y, range=ol.Range(24), sm=90))
+        p = subprocess.run([PTXAS, "-arch=sm_90", "-v", str(path), "-o", str(path) + ".cubin"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        used[bounds] = int(re.search(r"Used (\d+) registers", p.stdout + p.stderr).group(1))
+    assert used[None] > 64 >= used[(256, 4)], used

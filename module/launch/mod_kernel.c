@@ -66,11 +66,12 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD
     PyObject *pyfunc;
-    jit_func *jf;     /* parsed at the first compile */
-    int boundscheck;  /* 1: every launch checks indices; 0: none does; -1: as the device
-                         says (default_boundscheck) */
-    bool runs_to_end; /* no cancel checks (mod_kernel_runs_to_end) */
-    spec **specs;     /* owned, each owned; only appended to (with the GIL) */
+    jit_func *jf;                /* parsed at the first compile */
+    int boundscheck;             /* 1: every launch checks indices; 0: none does; -1: as the device
+                                    says (default_boundscheck) */
+    bool runs_to_end;            /* no cancel checks (mod_kernel_runs_to_end) */
+    int max_threads, min_blocks; /* launch_bounds=: CUDA's __launch_bounds__; 0: not given */
+    spec **specs;                /* owned, each owned; only appended to (with the GIL) */
     int nspecs, last;
     pthread_mutex_t lock; /* with built: waits for a spec another thread builds */
     pthread_cond_t built;
@@ -271,6 +272,8 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     if (ensure_parsed(k) < 0) goto fail;
     if (mod_args_check_count(a, k->jf) < 0) goto fail;
     if (target_of(s->dev, &t, ident, sizeof ident) < 0) goto fail;
+    t.max_threads = k->max_threads;
+    t.min_blocks = k->min_blocks;
     if (compile_unlocked(k, s->types, s->nargs, s->range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         goto fail;
@@ -666,7 +669,11 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     mod_args a;
     if (mod_args_init(&a, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args)) < 0) return NULL;
     PyObject *res = NULL;
-    jit_target t = {.fp64 = true, .atomic64 = true, .device = ""};
+    jit_target t = {.fp64 = true,
+                    .atomic64 = true,
+                    .device = "",
+                    .max_threads = k->max_threads,
+                    .min_blocks = k->min_blocks};
     char ident[700];
     if (mod_args_check_count(&a, k->jf) < 0) goto out;
     if (what == JIT_PTX) {
@@ -895,33 +902,86 @@ static PyTypeObject DevFuncType = {
 
 /* ---- module functions ---- */
 
-/* self: Py_True for a kernel whose launches check indices, Py_False for one
- * whose launches never do, None: as the device says. */
-static PyObject *kernel_with(PyObject *self, PyObject *pyfunc) {
+/* A kernel of pyfunc: bounds 1 when its launches check indices, 0 when they
+ * never do, -1 as the device says; its launch bounds (0: none). */
+static PyObject *kernel_made(PyObject *pyfunc, int bounds, int max_threads, int min_blocks) {
     PyObject *k = kernel_new_for(pyfunc);
-    if (k) ((mod_kernel *)k)->boundscheck = self == Py_True ? 1 : self == Py_False ? 0 : -1;
+    if (k) {
+        ((mod_kernel *)k)->boundscheck = bounds;
+        ((mod_kernel *)k)->max_threads = max_threads;
+        ((mod_kernel *)k)->min_blocks = min_blocks;
+    }
     return k;
+}
+
+/* self: (boundscheck as kernel_made's bounds, max_threads, min_blocks) */
+static PyObject *kernel_with(PyObject *self, PyObject *pyfunc) {
+    int v[3];
+    for (int i = 0; i < 3; i++) v[i] = (int)PyLong_AsLong(PyTuple_GET_ITEM(self, i));
+    return kernel_made(pyfunc, v[0], v[1], v[2]);
+}
+
+/* launch_bounds= as numba-cuda takes it: max_threads or (max_threads,
+ * min_blocks); 0 on success. */
+static int parse_launch_bounds(PyObject *o, int *max_threads, int *min_blocks) {
+    PyObject *items = PyTuple_Check(o) ? Py_NewRef(o) : PyTuple_Pack(1, o);
+    if (!items) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    long v[2] = {0, 0};
+    int rc = n == 1 || n == 2 ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(items, i);
+        if (!PyLong_Check(x) || PyBool_Check(x))
+            rc = -1;
+        else if ((v[i] = PyLong_AsLong(x)) == -1 && PyErr_Occurred())
+            rc = -2;
+    }
+    Py_DECREF(items);
+    if (rc == -1)
+        PyErr_Format(PyExc_TypeError,
+                     "launch_bounds= takes max_threads or (max_threads, min_blocks), not %R", o);
+    else if (rc == 0 && (v[0] < 1 || v[0] > 1024 || (n == 2 && (v[1] < 1 || v[1] > 64))))
+        PyErr_Format(PyExc_ValueError,
+                     "launch_bounds=%R: max_threads must be 1..1024 and min_blocks 1..64", o);
+    else if (rc == 0) {
+        *max_threads = (int)v[0];
+        *min_blocks = (int)v[1];
+        return 0;
+    }
+    return -1;
 }
 
 static PyMethodDef kernel_with_def = {"kernel", kernel_with, METH_O,
                                       "Make a device kernel of the function."};
 
-/* @offload.kernel, @offload.kernel(boundscheck=True), offload.kernel(f, boundscheck=True) */
+/* @offload.kernel, @offload.kernel(boundscheck=True, launch_bounds=(256, 4)),
+ * offload.kernel(f, boundscheck=True) */
 static PyObject *kernel_decorator(PyObject *self, PyObject *const *args, Py_ssize_t n,
                                   PyObject *kwnames) {
     int bounds = -1; /* not said: as the device says */
+    int max_threads = 0, min_blocks = 0;
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        if (PyUnicode_CompareWithASCIIString(name, "boundscheck"))
-            return PyErr_Format(PyExc_TypeError,
-                                "offload.kernel() takes boundscheck=, not %R=", name);
-        if ((bounds = PyObject_IsTrue(args[n + i])) < 0) return NULL;
+        if (!PyUnicode_CompareWithASCIIString(name, "launch_bounds")) {
+            if (args[n + i] != Py_None &&
+                parse_launch_bounds(args[n + i], &max_threads, &min_blocks) < 0)
+                return NULL;
+        } else if (PyUnicode_CompareWithASCIIString(name, "boundscheck")) {
+            return PyErr_Format(
+                PyExc_TypeError,
+                "offload.kernel() takes boundscheck= and launch_bounds=, not %R=", name);
+        } else if ((bounds = PyObject_IsTrue(args[n + i])) < 0) {
+            return NULL;
+        }
     }
     if (n > 1)
         return PyErr_Format(PyExc_TypeError,
                             "use @offload.kernel or @offload.kernel(boundscheck=True) above a def");
-    PyObject *flag = bounds < 0 ? Py_None : bounds ? Py_True : Py_False;
-    return n == 1 ? kernel_with(flag, args[0]) : PyCFunction_New(&kernel_with_def, flag);
+    if (n == 1) return kernel_made(args[0], bounds, max_threads, min_blocks);
+    PyObject *how = Py_BuildValue("(iii)", bounds, max_threads, min_blocks);
+    PyObject *r = how ? PyCFunction_New(&kernel_with_def, how) : NULL;
+    Py_XDECREF(how);
+    return r;
 }
 
 static PyObject *device_func(PyObject *self, PyObject *const *args, Py_ssize_t n) {
@@ -1012,7 +1072,8 @@ static int importable(PyObject *self, PyObject *module, PyObject *qualname) {
     return PyErr_Occurred() ? -1 : same;
 }
 
-static PyObject *reduce_function(PyObject *self, PyObject *pyfunc, const char *kind, int bounds) {
+static PyObject *reduce_function(PyObject *self, PyObject *pyfunc, const char *kind, int bounds,
+                                 int max_threads, int min_blocks) {
     PyObject *module = PyObject_GetAttrString(pyfunc, "__module__");
     PyObject *qualname = module ? PyObject_GetAttrString(pyfunc, "__qualname__") : NULL;
     int by_ref = qualname ? importable(self, module, qualname) : -1;
@@ -1028,7 +1089,9 @@ static PyObject *reduce_function(PyObject *self, PyObject *pyfunc, const char *k
         PyObject *lines =
             linecache ? PyObject_CallMethod(linecache, "getlines", "OO", file, globals) : NULL;
         PyObject *f = lines ? pickle_fn("_rebuild_kernel") : NULL;
-        r = f ? Py_BuildValue("(N(sOiOO))", f, kind, pyfunc, bounds, file, lines) : NULL;
+        r = f ? Py_BuildValue("(N(sOiOO(ii)))", f, kind, pyfunc, bounds, file, lines, max_threads,
+                              min_blocks)
+              : NULL;
         Py_XDECREF(code);
         Py_XDECREF(file);
         Py_XDECREF(globals);
@@ -1041,10 +1104,11 @@ static PyObject *reduce_function(PyObject *self, PyObject *pyfunc, const char *k
 }
 
 static PyObject *kernel_reduce(mod_kernel *k, PyObject *unused) {
-    return reduce_function((PyObject *)k, k->pyfunc, "kernel", k->boundscheck);
+    return reduce_function((PyObject *)k, k->pyfunc, "kernel", k->boundscheck, k->max_threads,
+                           k->min_blocks);
 }
 static PyObject *devfunc_reduce(mod_devfunc *d, PyObject *unused) {
-    return reduce_function((PyObject *)d, d->pyfunc, "device_func", -1);
+    return reduce_function((PyObject *)d, d->pyfunc, "device_func", -1, 0, 0);
 }
 
 /* _import_kernel(module, qualname): what pickle does for a function */
@@ -1061,13 +1125,13 @@ static PyObject *import_kernel(PyObject *self, PyObject *args) {
     return o;
 }
 
-/* _rebuild_kernel(kind, pyfunc, boundscheck, filename, lines) */
+/* _rebuild_kernel(kind, pyfunc, boundscheck, filename, lines, (max_threads, min_blocks)) */
 static PyObject *rebuild_kernel(PyObject *self, PyObject *args) {
     const char *kind;
     PyObject *pyfunc, *file, *lines;
-    int bounds;
-    if (!PyArg_ParseTuple(args, "sOiOO!:_rebuild_kernel", &kind, &pyfunc, &bounds, &file,
-                          &PyList_Type, &lines))
+    int bounds, max_threads = 0, min_blocks = 0;
+    if (!PyArg_ParseTuple(args, "sOiOO!|(ii):_rebuild_kernel", &kind, &pyfunc, &bounds, &file,
+                          &PyList_Type, &lines, &max_threads, &min_blocks))
         return NULL;
     PyObject *linecache = PyImport_ImportModule("linecache");
     PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
@@ -1101,7 +1165,7 @@ static PyObject *rebuild_kernel(PyObject *self, PyObject *args) {
     Py_XDECREF(now);
     if (same < 0) return NULL;
     if (!strcmp(kind, "device_func")) return device_func(NULL, &pyfunc, 1);
-    return kernel_with(bounds < 0 ? Py_None : bounds ? Py_True : Py_False, pyfunc);
+    return kernel_made(pyfunc, bounds, max_threads, min_blocks);
 }
 
 static PyMethodDef kernel_pickle_methods[] = {
@@ -1125,7 +1189,10 @@ static PyMethodDef functions[] = {
      "boundscheck: the "
      "first index out of range raises IndexError naming the index, axis, size, array and place "
      "(each launch "
-     "then waits for the kernel; without it there is no check and no cost)."},
+     "then waits for the kernel; without it there is no check and no cost).\n"
+     "@offload.kernel(launch_bounds=(256, 4)): as CUDA's __launch_bounds__ and numba-cuda's "
+     "launch_bounds, at most 256 work-items a group, and registers few enough for 4 groups an SM "
+     "(max_threads alone: only the first). On CUDA devices; elsewhere it changes nothing."},
     {"device_func", (PyCFunction)(void (*)(void))device_func, METH_FASTCALL,
      "@offload.device_func\ndef f(...): ...\n\nA function kernels can call; it may return a "
      "value."},
@@ -1137,7 +1204,8 @@ static PyMethodDef functions[] = {
     {"_import_kernel", import_kernel, METH_VARARGS,
      "_import_kernel(module, qualname): a pickled kernel, by reference"},
     {"_rebuild_kernel", rebuild_kernel, METH_VARARGS,
-     "_rebuild_kernel(kind, pyfunc, boundscheck, filename, lines): a pickled kernel, by value"},
+     "_rebuild_kernel(kind, pyfunc, boundscheck, filename, lines, (max_threads, min_blocks)): "
+     "a pickled kernel, by value"},
     {"kernel_table", kernel_table, METH_NOARGS,
      "kernel_table() -> list of dict\n\n"
      "Every kernel compiled in this process and still alive (a kernel that is garbage-collected "
@@ -1230,6 +1298,11 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
 void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
 
 void mod_kernel_runs_to_end(PyObject *kernel) { ((mod_kernel *)kernel)->runs_to_end = true; }
+
+void mod_kernel_launch_bounds(PyObject *kernel, int max_threads, int min_blocks) {
+    ((mod_kernel *)kernel)->max_threads = max_threads;
+    ((mod_kernel *)kernel)->min_blocks = min_blocks;
+}
 
 PyObject *mod_kernel_launch(PyObject *kernel, const mod_shape *range, PyObject *const *args,
                             Py_ssize_t nargs, bool want_event) {

@@ -117,6 +117,8 @@ void mod_kernel_trusted(PyObject *kernel);
  * float32 max of 2**24: 7.0 ms with them, 1.8 without). An interrupt still
  * returns control at once; the kernel finishes on its own. */
 void mod_kernel_runs_to_end(PyObject *kernel);
+/* Its launch bounds (jit_target's), before its first launch. */
+void mod_kernel_launch_bounds(PyObject *kernel, int max_threads, int min_blocks);
 /* jit_var_type on the kernel's parsed function, under the lock its compiles
  * take (other threads may be compiling it); var must outlive the call. */
 int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim,

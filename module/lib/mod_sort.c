@@ -79,10 +79,11 @@ static void args_clear(argv_t *a) {
 }
 
 /* Launches the text's kernel `name` over Range(items), or an NdRange of
- * groups of `local` work-items (local > 0); clears a. Every loop in these
- * texts is bounded by the arrays: no cancel checks (see mod_launch.h). */
-static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
-                  argv_t *a) {
+ * groups of `local` work-items (local > 0), with launch bounds (local,
+ * min_groups) when min_groups > 0; clears a. Every loop in these texts is
+ * bounded by the arrays: no cancel checks (see mod_launch.h). */
+static int launch_bounded(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
+                          int min_groups, argv_t *a) {
     int rc = -1;
     if (!a->bad && mod_text_ok(t, name)) {
         PyObject *k = items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
@@ -90,6 +91,7 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
             rc = 0;
         } else if (k) {
             mod_kernel_runs_to_end(k);
+            if (min_groups > 0) mod_kernel_launch_bounds(k, (int)local, min_groups);
             mod_shape range = {.ndim = 1, .size = {items}};
             if (local > 0) range.nd = true, range.local[0] = local;
             PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
@@ -99,6 +101,11 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
     }
     args_clear(a);
     return rc;
+}
+
+static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
+                  argv_t *a) {
+    return launch_bounded(name, t, items, local, 0, a);
 }
 
 static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
@@ -663,27 +670,111 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * Then a pass is one kernel: a group takes the next tile (an atomic
  * counter: tiles start in order, so every tile a group waits for below is
  * running) of TILE_T * K consecutive keys, loads it coalesced into local
- * memory and counts its digits there; work-item l publishes its tile's count
- * of digit l in status[tile][l]. A status word holds the pass's epoch (so one
- * array, zeroed once, serves every pass), a flag (1 count, 2 inclusive
- * prefix) and the value. The tile is sorted stably by the digit in local
- * memory, in two splits of 4 bits (low nibble, then high): in each,
- * work-item l counts the nibbles of its K consecutive keys, and an
- * exclusive scan of those counts (nibble-major, l fastest) gives each
- * work-item's tile-local start per nibble. Each digit's first position in
- * the sorted tile is found. Only then does work-item l look back over the
- * tiles before it, adding their counts until one has published its
- * inclusive prefix, and publish its own: sorting first gives those tiles
- * time to publish (3% less a pass, 4% less an argsort on the H100, where
- * the walk had come first). The tile is written out coalesced: position
- * q of digit d goes to start[d] + prefix[d] + q - (d's first position).
- * Local arrays are padded (one word per 32 keys, per 16 counters) so that
- * work-item l's strided reads meet no bank conflicts. A pass of keys alone
- * (p->idx NULL) moves no indices, and the last one of a value sort (p->out)
+ * memory (a whole tile's loads in flight at once; a last tile's tail padded
+ * with keys of all ones, which sort after the real ones, so that the local
+ * sort needs no bounds) and counts its digits there (hc); work-item l
+ * publishes its tile's count of digit l in status[tile][l]. A status word
+ * holds the pass's epoch (so one array, zeroed once, serves every pass), a
+ * flag (1 count, 2 inclusive prefix) and the value. The tile is sorted
+ * stably by the digit in local memory, in two splits of 4 bits (low nibble,
+ * then high): in each, work-item l counts the nibbles of its K consecutive
+ * keys, and an exclusive scan of those counts (nibble-major, l fastest)
+ * gives each work-item's tile-local start per nibble. The first split's scan
+ * also scans hc, which gives each digit's first position in the sorted tile.
+ * Only then does work-item l look back over the tiles before it, adding
+ * their counts until one has published its inclusive prefix, and publish its
+ * own: sorting first gives those tiles time to publish (3% less a pass, 4%
+ * less an argsort on the H100, where the walk had come first). The tile is
+ * written out coalesced: position q of digit d goes to start[d] + prefix[d] +
+ * q - (d's first position). Local arrays are padded (one word per 32 keys,
+ * per 16 counters) so that work-item l's strided reads meet no bank
+ * conflicts, and indexed by uint32 (no negative index to wrap). A pass of
+ * keys alone (p->idx NULL) moves no indices, and the last one of a value sort
+ * (p->out)
  * writes values. */
 
 #define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
 #define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
+/* A pass of 32-bit keys alone is launched with bounds of 4 groups of TILE_T
+ * an SM: ptxas then keeps it to 64 registers; left to itself it took 69,
+ * which fits 3 groups (an H100: 0.623 ms a pass of 2^26 uint32, 0.585 ms
+ * with these bounds; with 5 or 6 groups the spills cost more than the
+ * occupancy gains). The index form runs best unbounded (a float32 argsort:
+ * 4.16 ms, 4.92 with bounds of 4, 7.1 with 5). */
+#define PASS_MIN_GROUPS 4
+
+/* The digit of key kvar at shift svar (masked to the key's width) as a
+ * uint32 expression: mask 255 (the pass's digit) or 15 (a split's). */
+static void digit_expr(char *buf, size_t len, int kbits, const char *kvar, const char *svar,
+                       int mask) {
+    if (kbits == 64)
+        snprintf(buf, len, "np.uint32((%s >> %s) & np.uint64(%d))", kvar, svar, mask);
+    else
+        snprintf(buf, len, "((%s >> %s) & np.uint32(%d))", kvar, svar, mask);
+}
+
+/* A tile's local sort by the nibble at shift svar: count (column l of sc,
+ * nibble-major), raking scan, stable scatter. The keys (and indices) pass
+ * through private arrays between the count and the scatter. In the first
+ * split the scan also turns hc, the tile's digit counts, into inclusive
+ * prefixes (no barrier of its own). */
+static void put_split(mod_text *t, const plan_t *p, const char *svar, bool with_idx, bool first) {
+    const int T = TILE_T, K = (int)p->tile_k;
+    char nib[96];
+    digit_expr(nib, sizeof nib, p->kbits, "kk", svar, 15);
+    mod_text_put(t,
+                 "    for d in range(16):\n"
+                 "        f = np.uint32(d * %d) + lu\n"
+                 "        sc[f + (f >> np.uint32(4))] = np.uint32(0)\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    for j in range(%d):\n"
+                 "        q = lu * np.uint32(%d) + np.uint32(j)\n"
+                 "        kk = sk[q + (q >> np.uint32(5))]\n"
+                 "        pk[j] = kk\n",
+                 T, K, K);
+    if (with_idx) mod_text_put(t, "        pi[j] = si[q + (q >> np.uint32(5))]\n");
+    mod_text_put(t,
+                 "        f = %s * np.uint32(%d) + lu\n"
+                 "        c = f + (f >> np.uint32(4))\n"
+                 "        sc[c] = sc[c] + np.uint32(1)\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    r = np.uint32(0)\n"
+                 "    for e in range(16):\n"
+                 "        r += sc[lu * np.uint32(17) + np.uint32(e)]\n"
+                 "    tot[lu] = r\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    h = np.uint32(1)\n"
+                 "    while h < np.uint32(%d):\n"
+                 "        v = np.uint32(0)\n"
+                 "%s"
+                 "        if lu >= h:\n"
+                 "            v = tot[lu - h]\n"
+                 "%s"
+                 "        ol.group_barrier(grp)\n"
+                 "        tot[lu] = tot[lu] + v\n"
+                 "%s"
+                 "        ol.group_barrier(grp)\n"
+                 "        h = h * np.uint32(2)\n"
+                 "    r = tot[lu] - r\n"
+                 "    for e in range(16):\n"
+                 "        c = lu * np.uint32(17) + np.uint32(e)\n"
+                 "        v = sc[c]\n"
+                 "        sc[c] = r\n"
+                 "        r += v\n"
+                 "    ol.group_barrier(grp)\n"
+                 "    for j in range(%d):\n"
+                 "        kk = pk[j]\n"
+                 "        f = %s * np.uint32(%d) + lu\n"
+                 "        c = f + (f >> np.uint32(4))\n"
+                 "        q = sc[c]\n"
+                 "        sc[c] = q + np.uint32(1)\n"
+                 "        sk[q + (q >> np.uint32(5))] = kk\n",
+                 nib, T, T, first ? "        w = np.uint32(0)\n" : "",
+                 first ? "            w = hc[lu - h]\n" : "",
+                 first ? "        hc[lu] = hc[lu] + w\n" : "", K, nib, T);
+    if (with_idx) mod_text_put(t, "        si[q + (q >> np.uint32(5))] = pi[j]\n");
+    mod_text_put(t, "    ol.group_barrier(grp)\n");
+}
 
 static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
@@ -697,166 +788,137 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     }
     mod_text t;
     t.n = 0;
-    char name[80];
+    char name[80], dg[96];
     snprintf(name, sizeof name, "sort_tile_pass_%d%s%s", K,
              p->iota    ? "_iota"
              : with_idx ? "_idx"
                         : "",
              values ? "_values" : "");
-    /* Each work-item's nibble counts live in its column of sc (l fastest),
-     * not in a private array: Intel's CPU compiler gets a private array
-     * indexed by digit wrong across these barriers (measured). */
+    /* Local indices are uint32: no wrap of a negative index to pay for, and
+     * 32-bit arithmetic. */
     mod_text_put(&t,
                  "def %s(item, key, %sout, %sstarts, status, ctr, n, sh, sh4, ep, so):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
+                 "    lu = np.uint32(l)\n"
+                 "    s0 = sh & np.%s(%d)\n"
+                 "    s4 = sh4 & np.%s(%d)\n"
                  "    sk = ol.local_array(%d, np.%s)\n"
-                 "    sc = ol.local_array(%d, np.int32)\n"
-                 "    tot = ol.local_array(%d, np.int32)\n"
+                 "    sc = ol.local_array(%d, np.uint32)\n"
+                 "    tot = ol.local_array(%d, np.uint32)\n"
+                 "    hc = ol.local_array(256, np.uint32)\n"
                  "    ds = ol.local_array(256, np.int64)\n"
                  "    tl = ol.local_array(1, np.int64)\n"
                  "    pk = ol.private_array(%d, np.%s)\n",
-                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", TKP, kt, 17 * T, T, K,
-                 kt);
+                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", kt, p->kbits - 1, kt,
+                 p->kbits - 1, TKP, kt, 17 * T, T, K, kt);
     if (with_idx)
         mod_text_put(&t,
                      "    si = ol.local_array(%d, np.%s)\n"
                      "    pi = ol.private_array(%d, np.%s)\n",
                      TKP, it, K, it);
+    digit_expr(dg, sizeof dg, p->kbits, "k%d", "s0", 255);
+    /* A whole tile's loads are all in flight at once (a pass is bound by
+     * their latency: 0.732 -> 0.658 ms on an H100); a tile's tail is padded
+     * with keys of all ones, which sort after every real key, so that the
+     * splits need no bounds. */
     mod_text_put(&t,
                  "    if l == 0:\n"
                  "        tl[0] = np.int64(ol.AtomicRef(ctr, ep).fetch_add(1))\n"
-                 "    tot[l] = 0\n"
+                 "    hc[lu] = np.uint32(0)\n"
                  "    ol.group_barrier(grp)\n"
                  "    g = tl[0]\n"
                  "    base = g * %d\n"
-                 "    m = min(n - base, %d)\n"
-                 "    for j in range(%d):\n"
-                 "        q = j * %d + l\n"
-                 "        if q < m:\n"
-                 "            k = key[np.uint64(base + q)]\n"
-                 "            sk[q + (q >> 5)] = k\n"
-                 "            ol.AtomicRef(tot, " DIGIT("k", "sh", "255") ").fetch_add(1)\n",
-                 TK, TK, K, T);
+                 "    m = np.uint32(min(n - base, %d))\n"
+                 "    if m == np.uint32(%d):\n",
+                 TK, TK, TK);
+    for (int j = 0; j < K; j++) {
+        mod_text_put(&t, "        k%d = key[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
+        if (p->iota)
+            mod_text_put(&t, "        i%d = np.%s(base + %d) + np.%s(lu)\n", j, it, j * T, it);
+        else if (with_idx)
+            mod_text_put(&t, "        i%d = idx[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
+    }
+    for (int j = 0; j < K; j++) {
+        char d[96];
+        snprintf(d, sizeof d, dg, j);
+        int q = j * T;
+        mod_text_put(&t,
+                     "        sk[np.uint32(%d) + lu + (lu >> np.uint32(5))] = k%d\n"
+                     "        ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n",
+                     q + (q >> 5), j, d);
+        if (with_idx)
+            mod_text_put(&t, "        si[np.uint32(%d) + lu + (lu >> np.uint32(5))] = i%d\n",
+                         q + (q >> 5), j);
+    }
+    digit_expr(dg, sizeof dg, p->kbits, "k", "s0", 255);
+    mod_text_put(&t,
+                 "    else:\n"
+                 "        for j in range(%d):\n"
+                 "            q = np.uint32(j * %d) + lu\n"
+                 "            k = ~np.%s(0)\n"
+                 "            if q < m:\n"
+                 "                k = key[np.uint64(base) + np.uint64(q)]\n"
+                 "                ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n"
+                 "            sk[q + (q >> np.uint32(5))] = k\n",
+                 K, T, kt, dg);
     if (p->iota)
-        mod_text_put(&t, "            si[q + (q >> 5)] = np.%s(base + q)\n", it);
+        mod_text_put(&t, "            si[q + (q >> np.uint32(5))] = np.%s(base) + np.%s(q)\n", it,
+                     it);
     else if (with_idx)
-        mod_text_put(&t, "            si[q + (q >> 5)] = idx[np.uint64(base + q)]\n");
+        mod_text_put(&t, "            if q < m:\n"
+                         "                si[q + (q >> np.uint32(5))] = idx[np.uint64(base) + "
+                         "np.uint64(q)]\n");
     /* The look-back, work-item l for digit l: the tile's count is published
      * now; the walk over the tiles before waits until the tile is sorted,
      * so that their prefixes have had that long to arrive. */
     mod_text_put(&t,
                  "    ol.group_barrier(grp)\n"
-                 "    cn = np.int64(tot[l])\n"
+                 "    cn = np.int64(hc[lu])\n"
                  "    ev = np.int64(ep) << np.int64(40)\n"
-                 "    me = np.uint64(g * 256 + l)\n"
+                 "    me = np.uint64(g * 256) + np.uint64(lu)\n"
                  "    fl = np.int64(1)\n"
                  "    if g == 0:\n"
                  "        fl = np.int64(2)\n"
                  "    ol.AtomicRef(status, me).store(ev | (fl << np.int64(%d)) | cn)\n",
                  STATUS_VALUE_BITS);
-    for (int half = 0; half < 2; half++) {
-        const char *s = half ? "sh4" : "sh";
-        mod_text_put(&t,
-                     "    for d in range(16):\n"
-                     "        f = d * %d + l\n"
-                     "        sc[f + (f >> 4)] = 0\n"
-                     "    ol.group_barrier(grp)\n"
-                     "    for j in range(%d):\n"
-                     "        q = l * %d + j\n"
-                     "        if q < m:\n"
-                     "            k = sk[q + (q >> 5)]\n"
-                     "            pk[j] = k\n",
-                     T, K, K);
-        if (with_idx) mod_text_put(&t, "            pi[j] = si[q + (q >> 5)]\n");
-        mod_text_put(&t,
-                     "            f = " DIGIT(
-                         "k", "%s", "15") " * %d + l\n"
-                                          "            c = f + (f >> 4)\n"
-                                          "            sc[c] = sc[c] + 1\n"
-                                          "    ol.group_barrier(grp)\n"
-                                          "    s = np.int32(0)\n"
-                                          "    for e in range(16):\n"
-                                          "        s += sc[l * 17 + e]\n"
-                                          "    tot[l] = s\n"
-                                          "    ol.group_barrier(grp)\n"
-                                          "    h = 1\n"
-                                          "    while h < %d:\n"
-                                          "        v = np.int32(0)\n"
-                                          "        if l >= h:\n"
-                                          "            v = tot[l - h]\n"
-                                          "        ol.group_barrier(grp)\n"
-                                          "        tot[l] = tot[l] + v\n"
-                                          "        ol.group_barrier(grp)\n"
-                                          "        h = h * 2\n"
-                                          "    r = tot[l] - s\n"
-                                          "    for e in range(16):\n"
-                                          "        v = sc[l * 17 + e]\n"
-                                          "        sc[l * 17 + e] = r\n"
-                                          "        r += v\n"
-                                          "    ol.group_barrier(grp)\n"
-                                          "    for j in range(%d):\n"
-                                          "        if l * %d + j < m:\n"
-                                          "            k = pk[j]\n"
-                                          "            f = " DIGIT(
-                                              "k", "%s", "15") " * %d + l\n"
-                                                               "            c = f + (f >> 4)\n"
-                                                               "            q = sc[c]\n"
-                                                               "            sc[c] = q + 1\n"
-                                                               "            sk[q + (q >> 5)] = k\n",
-                     s, T, T, K, K, s, T);
-        if (with_idx) mod_text_put(&t, "            si[q + (q >> 5)] = pi[j]\n");
-        mod_text_put(&t, "    ol.group_barrier(grp)\n");
-    }
-    /* each digit's first position in the sorted tile */
-    mod_text_put(&t,
-                 "    for j in range(%d):\n"
-                 "        q = j * %d + l\n"
-                 "        if q < m:\n"
-                 "            k = sk[q + (q >> 5)]\n"
-                 "            d = %s\n"
-                 "            if q == 0:\n"
-                 "                ds[d] = 0\n"
-                 "            else:\n"
-                 "                q1 = q - 1\n"
-                 "                k1 = sk[q1 + (q1 >> 5)]\n"
-                 "                if %s != d:\n"
-                 "                    ds[d] = q\n"
-                 "    ol.group_barrier(grp)\n",
-                 K, T, DIGIT("k", "sh", "255"), DIGIT("k1", "sh", "255"));
-    /* the look-back's walk */
-    mod_text_put(&t,
-                 "    pre = np.int64(0)\n"
-                 "    if g != 0:\n"
-                 "        j = g - 1\n"
-                 "        while j >= 0:\n"
-                 "            sw = ol.AtomicRef(status, np.uint64(j * 256 + l)).load()\n"
-                 "            if (sw >> np.int64(40)) == np.int64(ep):\n"
-                 "                pre += sw & np.int64(%lld)\n"
-                 "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
-                 "                    j = np.int64(-1)\n"
-                 "                else:\n"
-                 "                    j -= 1\n"
-                 "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
-                 "(pre + cn))\n"
-                 "    ds[l] = starts[so + l] + pre - ds[l]\n"
-                 "    ol.group_barrier(grp)\n",
-                 (long long)((1LL << STATUS_VALUE_BITS) - 1), STATUS_VALUE_BITS, STATUS_VALUE_BITS);
+    put_split(&t, p, "s0", with_idx, true);
+    put_split(&t, p, "s4", with_idx, false);
+    /* hc now holds inclusive prefixes: digit l's first position in the
+     * sorted tile is hc[l] - cn */
+    mod_text_put(
+        &t,
+        "    pre = np.int64(0)\n"
+        "    if g != 0:\n"
+        "        j = g - 1\n"
+        "        while j >= 0:\n"
+        "            sw = ol.AtomicRef(status, np.uint64(j * 256) + np.uint64(lu)).load()\n"
+        "            if (sw >> np.int64(40)) == np.int64(ep):\n"
+        "                pre += sw & np.int64(%lld)\n"
+        "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
+        "                    j = np.int64(-1)\n"
+        "                else:\n"
+        "                    j -= 1\n"
+        "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
+        "(pre + cn))\n"
+        "    ds[lu] = starts[so + l] + pre - (np.int64(hc[lu]) - cn)\n"
+        "    ol.group_barrier(grp)\n",
+        (long long)((1LL << STATUS_VALUE_BITS) - 1), STATUS_VALUE_BITS, STATUS_VALUE_BITS);
     /* the sorted tile, written out coalesced */
     mod_text_put(&t,
                  "    for j in range(%d):\n"
-                 "        q = j * %d + l\n"
+                 "        q = np.uint32(j * %d) + lu\n"
                  "        if q < m:\n"
-                 "            k = sk[q + (q >> 5)]\n"
-                 "            o = np.uint64(ds[%s] + q)\n",
-                 K, T, DIGIT("k", "sh", "255"));
+                 "            k = sk[q + (q >> np.uint32(5))]\n"
+                 "            o = np.uint64(ds[%s] + np.int64(q))\n",
+                 K, T, dg);
     if (values) {
         put_inverse(&t, p, "            ");
         mod_text_put(&t, "            out[o] = w\n");
     } else {
         mod_text_put(&t, "            out[o] = k\n");
     }
-    if (with_idx) mod_text_put(&t, "            idx2[o] = si[q + (q >> 5)]\n");
+    if (with_idx) mod_text_put(&t, "            idx2[o] = si[q + (q >> np.uint32(5))]\n");
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
@@ -870,7 +932,8 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     arg_typed(&av, p->kdt, sh + 4);
     arg_int(&av, p->epoch);
     arg_int(&av, 256 * (sh / 8));
-    if (launch(name, &t, p->ntiles * T, T, &av) < 0) return -1;
+    int groups = !with_idx && p->kbits == 32 ? PASS_MIN_GROUPS : 0;
+    if (launch_bounded(name, &t, p->ntiles * T, T, groups, &av) < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
     p->iota = false;
@@ -894,7 +957,7 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     if (lm > 48 * 1024) lm = 48 * 1024;
     Py_ssize_t K = 16;
     while (K > 1 &&
-           (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 18 * TILE_T * 4 + 256 * 8 + 64) > lm)
+           (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 19 * TILE_T * 4 + 256 * 8 + 64) > lm)
         K /= 2;
     return K;
 }
