@@ -246,8 +246,6 @@ static void const_expr(char *buf, size_t len, int bits, uint64_t c) {
         snprintf(buf, len, "np.uint%d(%llu)", bits, (unsigned long long)c);
 }
 
-/* "w = the value bits of key k" (a keys-alone sort's key, inverted), at
- * indent ind. */
 /* The key map's constants as the kernel language reads them: all ones, the
  * top bit, the shift (2**23 - 1, 2**52 - 1) and the XOR (p->vxor). Each
  * buffer holds 96 bytes. */
@@ -258,6 +256,8 @@ static void key_consts(const plan_t *p, char *all, char *top, char *shift, char 
     const_expr(flip, 96, p->kbits, p->vxor);
 }
 
+/* "w = the value bits of key k" (a keys-alone sort's key, inverted), at
+ * indent ind. */
 static void put_inverse(mod_text *t, const plan_t *p, const char *ind) {
     const char *kt = mod_dtype_name(p->kdt);
     char all[96], top[96], shift[96], flip[96];
@@ -721,8 +721,7 @@ static int pass_runs(plan_t *p, int sh, bool last) {
  * per 16 counters) so that work-item l's strided reads meet no bank
  * conflicts, and indexed by uint32 (no negative index to wrap). A pass of
  * keys alone (p->idx NULL) moves no indices, and the last one of a value sort
- * (p->out)
- * writes values. */
+ * (p->out) writes values. */
 
 #define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
 #define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
@@ -831,7 +830,10 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                         : "",
              p->raw ? "_raw" : "", values ? "_values" : "");
     /* Local indices are uint32: no wrap of a negative index to pay for, and
-     * 32-bit arithmetic. */
+     * 32-bit arithmetic. Each work-item's nibble counts live in its column
+     * of sc (l fastest), not in a private array: Intel's CPU compiler gets
+     * a private array indexed by digit wrong across these barriers
+     * (measured). */
     mod_text_put(&t,
                  "def %s(item, key, %sout, %sstarts, status, ctr, n, sh, sh4, ep, so):\n"
                  "    grp = item.get_group()\n"
