@@ -1002,7 +1002,8 @@ static bool use_tiles(ofl_device *dev) {
 }
 
 /* Keys a tile's work-item holds: the most (16, 8, ...) whose tile fits the
- * device's local memory (48 KB at most: CUDA's static limit). */
+ * device's local memory (48 KB at most: CUDA's static limit). Never more
+ * than 16: put_split keeps each key's rank in 4 bits of one 64-bit word. */
 static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
