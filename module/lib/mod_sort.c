@@ -78,34 +78,48 @@ static void args_clear(argv_t *a) {
     a->n = 0;
 }
 
-/* Launches the text's kernel `name` over Range(items), or an NdRange of
- * groups of `local` work-items (local > 0), with launch bounds (local,
- * min_groups) when min_groups > 0; clears a. Every loop in these texts is
- * bounded by the arrays: no cancel checks (see mod_launch.h). */
-static int launch_bounded(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
-                          int min_groups, argv_t *a) {
+/* Launches kernel k over Range(items), or an NdRange of groups of `local`
+ * work-items (local > 0), with launch bounds (local, min_groups) when
+ * min_groups > 0; clears a. Nothing for no items. Every loop in these texts
+ * is bounded by the arrays: no cancel checks (see mod_launch.h). */
+static int run(PyObject *k, Py_ssize_t items, Py_ssize_t local, int min_groups, argv_t *a) {
     int rc = -1;
-    if (!a->bad && mod_text_ok(t, name)) {
-        PyObject *k = items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
-        if (items <= 0) {
-            rc = 0;
-        } else if (k) {
-            mod_kernel_runs_to_end(k);
-            if (min_groups > 0) mod_kernel_launch_bounds(k, (int)local, min_groups);
-            mod_shape range = {.ndim = 1, .size = {items}};
-            if (local > 0) range.nd = true, range.local[0] = local;
-            PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
-            rc = r ? 0 : -1;
-            Py_XDECREF(r);
-        }
+    if (!a->bad && items <= 0) {
+        rc = 0;
+    } else if (!a->bad && k) {
+        mod_kernel_runs_to_end(k);
+        if (min_groups > 0) mod_kernel_launch_bounds(k, (int)local, min_groups);
+        mod_shape range = {.ndim = 1, .size = {items}};
+        if (local > 0) range.nd = true, range.local[0] = local;
+        PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
+        rc = r ? 0 : -1;
+        Py_XDECREF(r);
     }
     args_clear(a);
     return rc;
 }
 
+/* run() for the text's kernel `name`. */
+static int launch_bounded(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
+                          int min_groups, argv_t *a) {
+    a->bad |= !mod_text_ok(t, name);
+    PyObject *k = !a->bad && items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
+    return run(k, items, local, min_groups, a);
+}
+
 static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
                   argv_t *a) {
     return launch_bounded(name, t, items, local, 0, a);
+}
+
+/* The big kernels of a sort (its key kernels and passes) are remembered by
+ * a memo key: their texts (10-30 KB) cost more host time to write and hash
+ * than a launch, and the first pass's is written between the read back and
+ * its launch, while the GPU waits. memo(): t's kernel, remembered under key;
+ * NULL with an exception. */
+static PyObject *memo(const char *key, const char *name, const mod_text *t) {
+    PyObject *k = mod_text_ok(t, name) ? mod_gen_kernel_borrowed(name, t->s) : NULL;
+    return k && mod_gen_remember(key, k) < 0 ? NULL : k;
 }
 
 static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
@@ -236,6 +250,13 @@ typedef struct {
     PyObject *pos; /* borrowed; NULL: into idx */
     bool pos_done;
 } plan_t;
+
+/* A sort kernel's memo key (see memo()): its name, which says its form,
+ * and every field of the plan that its text reads. */
+static void memo_key(char *buf, size_t len, const char *name, const plan_t *p) {
+    snprintf(buf, len, "sort %s %d %s %d %llx %s %zd", name, p->kbits, mod_dtype_name(p->idt),
+             (int)p->vfloat, (unsigned long long)p->vxor, p->vdt ? p->vdt : "-", p->tile_k);
+}
 
 /* "np.uintB(c)" as the kernel language reads it (no literal past int64). */
 static void const_expr(char *buf, size_t len, int bits, uint64_t c) {
@@ -437,11 +458,11 @@ static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
  * the local h, then into gh (p->hist, zeroed: [position][digit]). A
  * work-item counts runs of one digit and adds a run at its end, so that a
  * byte all keys share (small integers) costs an atomic per work-item, not
- * per key. */
-static void grouped_range(Py_ssize_t N, Py_ssize_t *G, Py_ssize_t *per) {
-    *G = (N + 255) / 256 * 256;
-    if (*G > 1024 * 256) *G = 1024 * 256; /* enough to keep a GPU's memory busy */
-    *per = (N + *G - 1) / *G;
+ * per key. At most `most` groups. */
+static void grouped_range(const plan_t *p, Py_ssize_t most, Py_ssize_t *G, Py_ssize_t *per) {
+    *G = (p->N + 255) / 256 * 256;
+    if (*G > most * 256) *G = most * 256;
+    *per = (p->N + *G - 1) / *G;
 }
 
 /* The group's start, after grp and l; ends with the group's barrier. */
@@ -459,18 +480,20 @@ static void put_group_start(mod_text *t, const char *kt, int nres, int npos) {
     mod_text_put(t, "    ol.group_barrier(grp)\n");
 }
 
-static void put_group_key(mod_text *t, const char *kt, int npos) {
+/* Key k into the work-item's runs, at indent ind. */
+static void put_group_key(mod_text *t, const char *kt, int npos, const char *ind) {
     for (int c = 0; c < npos; c++)
         mod_text_put(t,
-                     "            dc = np.int32((k >> np.%s(%d)) & np.%s(255))\n"
-                     "            if dc == d%d:\n"
-                     "                r%d += 1\n"
-                     "            else:\n"
-                     "                if r%d != 0:\n"
-                     "                    ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n"
-                     "                d%d = dc\n"
-                     "                r%d = 1\n",
-                     kt, 8 * c, kt, c, c, c, 256 * c, c, c, c, c);
+                     "%sdc = np.int32((k >> np.%s(%d)) & np.%s(255))\n"
+                     "%sif dc == d%d:\n"
+                     "%s    r%d += 1\n"
+                     "%selse:\n"
+                     "%s    if r%d != 0:\n"
+                     "%s        ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n"
+                     "%s    d%d = dc\n"
+                     "%s    r%d = 1\n",
+                     ind, kt, 8 * c, kt, ind, c, ind, c, ind, ind, c, ind, 256 * c, c, c, ind, c,
+                     ind, c);
 }
 
 /* After the loop over the keys, once the work-items' ORs are in lr. */
@@ -534,25 +557,18 @@ static int clear_counts(plan_t *p) {
  * reduce their ORs in local memory (one atomic per group into res) and
  * count the histogram of a word of `bits` bits (put_group_*); the digit
  * starts follow, then the read back. */
-static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
-                        PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
+/* keys_grouped's kernel text (name: its form). */
+static void grouped_text(mod_text *t, const plan_t *p, const mod_text *body, const char *name,
+                         int npos) {
     const char *kt = mod_dtype_name(p->kdt);
-    Py_ssize_t G, per;
-    grouped_range(p->N, &G, &per);
-    int npos = (bits + 7) / 8;
-    if (clear_counts(p) < 0) return -1;
-    mod_text t;
-    t.n = 0;
-    char name[96];
-    snprintf(name, sizeof name, "%s_grouped_%d", kname, npos);
-    mod_text_put(&t,
+    mod_text_put(t,
                  "def %s(item, x, bits, key, idx, res, gh, n, N, G, per):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
                  "    g = item.get_global_id(0)\n",
                  name);
-    put_group_start(&t, kt, 2, npos);
-    mod_text_put(&t,
+    put_group_start(t, kt, 2, npos);
+    mod_text_put(t,
                  "    o = np.%s(0)\n"
                  "    z = np.%s(0)\n"
                  "    for jj in range(per):\n"
@@ -561,15 +577,33 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
                  kt, kt);
     for (const char *line = body->s; *line;) { /* the body, 8 deeper: in the loop's if */
         size_t len = strcspn(line, "\n");
-        mod_text_put(&t, "        %.*s\n", (int)len, line);
+        mod_text_put(t, "        %.*s\n", (int)len, line);
         line += len + (line[len] == '\n');
     }
-    mod_text_put(&t, "            o = o | k\n"
-                     "            z = z | ~k\n");
-    put_group_key(&t, kt, npos);
-    mod_text_put(&t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
-                     "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
-    put_group_end(&t, 2, npos);
+    mod_text_put(t, "            o = o | k\n"
+                    "            z = z | ~k\n");
+    put_group_key(t, kt, npos, "            ");
+    mod_text_put(t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
+                    "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
+    put_group_end(t, 2, npos);
+}
+
+static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
+                        PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
+    Py_ssize_t G, per;
+    grouped_range(p, 1024, &G, &per); /* enough to keep a GPU's memory busy */
+    int npos = (bits + 7) / 8;
+    char name[96], mk[200];
+    snprintf(name, sizeof name, "%s_grouped_%d", kname, npos);
+    memo_key(mk, sizeof mk, name, p);
+    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
+    if (!k) {
+        mod_text t;
+        t.n = 0;
+        grouped_text(&t, p, body, name, npos);
+        if (!(k = memo(mk, name, &t))) return -1;
+    }
+    if (clear_counts(p) < 0) return -1;
     argv_t av = {.n = 0};
     arg_obj(&av, x);
     arg_obj(&av, bitsv);
@@ -581,7 +615,7 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     arg_int(&av, p->N);
     arg_int(&av, G);
     arg_int(&av, per);
-    int rc = launch(name, &t, G, 256, &av);
+    int rc = run(k, G, 256, 0, &av);
     return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, Py_NewRef(p->res), 1, mask);
 }
 
@@ -811,30 +845,17 @@ static void put_split(mod_text *t, const plan_t *p, const char *svar, bool with_
     mod_text_put(t, "    ol.group_barrier(grp)\n");
 }
 
-static int pass_tiles(plan_t *p, int sh, bool last) {
-    PyObject *key = p->raw ? p->raw : p->key[p->cur], *idx = p->idx[p->cur];
-    PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
-    bool with_idx = idx != NULL, values = last && p->out;
+/* pass_tiles's kernel text (name: its form). */
+static void pass_text(mod_text *t, const plan_t *p, const char *name, bool with_idx, bool values) {
     const int T = TILE_T, K = (int)p->tile_k, TK = T * K, TKP = TK + TK / 32;
     const char *kt = mod_dtype_name(p->kdt), *it = with_idx ? mod_dtype_name(p->idt) : "";
-    if (++p->epoch >= MAX_EPOCHS) {
-        PyErr_SetString(PyExc_SystemError, "offload: a sort took more passes than planned");
-        return -1;
-    }
-    mod_text t;
-    t.n = 0;
-    char name[80], dg[96];
-    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s%s", K,
-             p->iota    ? "_iota"
-             : with_idx ? "_idx"
-                        : "",
-             p->raw ? "_raw" : "", values ? "_values" : "");
+    char dg[96];
     /* Local indices are uint32: no wrap of a negative index to pay for, and
      * 32-bit arithmetic. Each work-item's nibble counts live in its column
      * of sc (l fastest), not in a private array: Intel's CPU compiler gets
      * a private array indexed by digit wrong across these barriers
      * (measured). */
-    mod_text_put(&t,
+    mod_text_put(t,
                  "def %s(item, key, %sout, %sstarts, status, ctr, n, sh, sh4, ep, so):\n"
                  "    grp = item.get_group()\n"
                  "    l = item.get_local_id(0)\n"
@@ -851,7 +872,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", kt, p->kbits - 1, kt,
                  p->kbits - 1, TKP, kt, 17 * T, T, K, kt);
     if (with_idx)
-        mod_text_put(&t,
+        mod_text_put(t,
                      "    si = ol.local_array(%d, np.%s)\n"
                      "    pi = ol.private_array(%d, np.%s)\n",
                      TKP, it, K, it);
@@ -860,7 +881,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
      * their latency: 0.732 -> 0.658 ms on an H100); a tile's tail is padded
      * with keys of all ones, which sort after every real key, so that the
      * splits need no bounds. */
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    if l == 0:\n"
                  "        tl[0] = np.int64(ol.AtomicRef(ctr, ep).fetch_add(1))\n"
                  "    hc[lu] = np.uint32(0)\n"
@@ -875,29 +896,29 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
             char kv[16], load[96];
             snprintf(kv, sizeof kv, "k%d", j);
             snprintf(load, sizeof load, "key[np.uint64(base + %d) + np.uint64(lu)]", j * T);
-            put_key_of(&t, p, "        ", load, kv);
+            put_key_of(t, p, "        ", load, kv);
         } else {
-            mod_text_put(&t, "        k%d = key[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
+            mod_text_put(t, "        k%d = key[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
         }
         if (p->iota)
-            mod_text_put(&t, "        i%d = np.%s(base + %d) + np.%s(lu)\n", j, it, j * T, it);
+            mod_text_put(t, "        i%d = np.%s(base + %d) + np.%s(lu)\n", j, it, j * T, it);
         else if (with_idx)
-            mod_text_put(&t, "        i%d = idx[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
+            mod_text_put(t, "        i%d = idx[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
     }
     for (int j = 0; j < K; j++) {
         char d[96];
         snprintf(d, sizeof d, dg, j);
         int q = j * T;
-        mod_text_put(&t,
+        mod_text_put(t,
                      "        sk[np.uint32(%d) + lu + (lu >> np.uint32(5))] = k%d\n"
                      "        ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n",
                      q + (q >> 5), j, d);
         if (with_idx)
-            mod_text_put(&t, "        si[np.uint32(%d) + lu + (lu >> np.uint32(5))] = i%d\n",
+            mod_text_put(t, "        si[np.uint32(%d) + lu + (lu >> np.uint32(5))] = i%d\n",
                          q + (q >> 5), j);
     }
     digit_expr(dg, sizeof dg, p->kbits, "k", "s0", 255);
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    else:\n"
                  "        for j in range(%d):\n"
                  "            q = np.uint32(j * %d) + lu\n"
@@ -905,24 +926,24 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "            if q < m:\n",
                  K, T, kt);
     if (p->raw)
-        put_key_of(&t, p, "                ", "key[np.uint64(base) + np.uint64(q)]", "k");
+        put_key_of(t, p, "                ", "key[np.uint64(base) + np.uint64(q)]", "k");
     else
-        mod_text_put(&t, "                k = key[np.uint64(base) + np.uint64(q)]\n");
-    mod_text_put(&t,
+        mod_text_put(t, "                k = key[np.uint64(base) + np.uint64(q)]\n");
+    mod_text_put(t,
                  "                ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n"
                  "            sk[q + (q >> np.uint32(5))] = k\n",
                  dg);
     if (p->iota)
-        mod_text_put(&t, "            si[q + (q >> np.uint32(5))] = np.%s(base) + np.%s(q)\n", it,
+        mod_text_put(t, "            si[q + (q >> np.uint32(5))] = np.%s(base) + np.%s(q)\n", it,
                      it);
     else if (with_idx)
-        mod_text_put(&t, "            if q < m:\n"
-                         "                si[q + (q >> np.uint32(5))] = idx[np.uint64(base) + "
-                         "np.uint64(q)]\n");
+        mod_text_put(t, "            if q < m:\n"
+                        "                si[q + (q >> np.uint32(5))] = idx[np.uint64(base) + "
+                        "np.uint64(q)]\n");
     /* The look-back, work-item l for digit l: the tile's count is published
      * now; the walk over the tiles before waits until the tile is sorted,
      * so that their prefixes have had that long to arrive. */
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    ol.group_barrier(grp)\n"
                  "    cn = np.int64(hc[lu])\n"
                  "    ev = np.int64(ep) << np.int64(40)\n"
@@ -932,12 +953,12 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "        fl = np.int64(2)\n"
                  "    ol.AtomicRef(status, me).store(ev | (fl << np.int64(%d)) | cn)\n",
                  STATUS_VALUE_BITS);
-    put_split(&t, p, "s0", with_idx, true);
-    put_split(&t, p, "s4", with_idx, false);
+    put_split(t, p, "s0", with_idx, true);
+    put_split(t, p, "s4", with_idx, false);
     /* hc now holds inclusive prefixes: digit l's first position in the
      * sorted tile is hc[l] - cn */
     mod_text_put(
-        &t,
+        t,
         "    pre = np.int64(0)\n"
         "    if g != 0:\n"
         "        j = g - 1\n"
@@ -955,7 +976,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         "    ol.group_barrier(grp)\n",
         (long long)((1LL << STATUS_VALUE_BITS) - 1), STATUS_VALUE_BITS, STATUS_VALUE_BITS);
     /* the sorted tile, written out coalesced */
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    for j in range(%d):\n"
                  "        q = np.uint32(j * %d) + lu\n"
                  "        if q < m:\n"
@@ -963,12 +984,36 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                  "            o = np.uint64(ds[%s] + np.int64(q))\n",
                  K, T, dg);
     if (values) {
-        put_inverse(&t, p, "            ");
-        mod_text_put(&t, "            out[o] = w\n");
+        put_inverse(t, p, "            ");
+        mod_text_put(t, "            out[o] = w\n");
     } else {
-        mod_text_put(&t, "            out[o] = k\n");
+        mod_text_put(t, "            out[o] = k\n");
     }
-    if (with_idx) mod_text_put(&t, "            idx2[o] = si[q + (q >> np.uint32(5))]\n");
+    if (with_idx) mod_text_put(t, "            idx2[o] = si[q + (q >> np.uint32(5))]\n");
+}
+
+static int pass_tiles(plan_t *p, int sh, bool last) {
+    PyObject *key = p->raw ? p->raw : p->key[p->cur], *idx = p->idx[p->cur];
+    PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
+    bool with_idx = idx != NULL, values = last && p->out;
+    if (++p->epoch >= MAX_EPOCHS) {
+        PyErr_SetString(PyExc_SystemError, "offload: a sort took more passes than planned");
+        return -1;
+    }
+    char name[80], mk[200];
+    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s%s", (int)p->tile_k,
+             p->iota    ? "_iota"
+             : with_idx ? "_idx"
+                        : "",
+             p->raw ? "_raw" : "", values ? "_values" : "");
+    memo_key(mk, sizeof mk, name, p);
+    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
+    if (!k) {
+        mod_text t;
+        t.n = 0;
+        pass_text(&t, p, name, with_idx, values);
+        if (!(k = memo(mk, name, &t))) return -1;
+    }
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
@@ -983,7 +1028,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     arg_int(&av, p->epoch);
     arg_int(&av, 256 * (sh / 8));
     int groups = !with_idx && p->kbits == 32 ? PASS_MIN_GROUPS : 0;
-    if (launch_bounded(name, &t, p->ntiles * T, T, groups, &av) < 0) return -1;
+    if (run(k, p->ntiles * TILE_T, TILE_T, groups, &av) < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
     p->iota = false;
@@ -1198,6 +1243,43 @@ out:
  * not in bits): the key kernel reports those, and the index form sorts
  * them. */
 
+/* keys_alone_keys's work on value bits u, at indent ind: k, the flags and
+ * NaN keys, the ORs, and key[i] = k (runs form) or k into the runs (tiles). */
+static void put_alone_key(mod_text *t, const plan_t *p, const char *ind, bool grouped) {
+    const char *kt = mod_dtype_name(p->kdt);
+    int kb = p->kbits;
+    put_key_of(t, p, ind, "u", "k");
+    if (p->vfloat) {
+        char inf[96], absm[96];
+        const_expr(inf, sizeof inf, kb, kb == 64 ? 0x7ff0000000000000ULL : 0x7f800000ULL);
+        const_expr(absm, sizeof absm, kb, (1ULL << (kb - 1)) - 1);
+        mod_text_put(t,
+                     "%sm = u & %s\n"
+                     "%sif m > %s:\n"
+                     "%s    fl = fl | np.%s(4)\n"
+                     "%s    no = no | k\n"
+                     "%s    nz = nz | ~k\n"
+                     "%selif m == np.%s(0):\n"
+                     "%s    if u == np.%s(0):\n"
+                     "%s        fl = fl | np.%s(2)\n"
+                     "%s    else:\n"
+                     "%s        fl = fl | np.%s(1)\n",
+                     ind, absm, ind, inf, ind, kt, ind, ind, ind, kt, ind, kt, ind, kt, ind, ind,
+                     kt);
+    }
+    if (!grouped) mod_text_put(t, "%skey[np.uint64(i)] = k\n", ind);
+    mod_text_put(t, "%so = o | k\n%sz = z | ~k\n", ind, ind);
+    if (grouped) put_group_key(t, kt, kb / 8, ind);
+}
+
+/* The tiles form's key kernel of keys alone keeps ALONE_UNROLL loads a
+ * work-item in flight, in KEY_GROUPS groups a compute unit, launched with
+ * that bound: all of them resident at once. It ran 1024 groups of one load
+ * at a time in 1.3 waves on an H100 (6 groups an SM), the last third with
+ * most SMs idle: 0.15 ms more for 2^26 float32. */
+#define ALONE_UNROLL 8
+#define KEY_GROUPS 4
+
 /* The key kernel of a sort of keys alone: key[i] from the bits of element
  * i, and into res (zeroed; ORs of the keys, of their complements, of
  * flags, of NaN keys, of their complements: as fold_bits's) what tells the
@@ -1206,75 +1288,88 @@ out:
  * histogram (put_group_*), and the digit starts follow; there no key is
  * written (p->raw): the first pass makes them up as it loads the bits,
  * which saves writing and reading them once (0.1 ms of 2^26 float32). */
-static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bool descending) {
+/* keys_alone_keys's kernel text (name: its form). */
+static void alone_text(mod_text *t, const plan_t *p, const char *name) {
     const char *kt = mod_dtype_name(p->kdt);
-    char inf[96], absm[96];
-    int kb = p->kbits;
-    const_expr(inf, sizeof inf, kb, kb == 64 ? 0x7ff0000000000000ULL : 0x7f800000ULL);
-    const_expr(absm, sizeof absm, kb, (1ULL << (kb - 1)) - 1);
     bool grouped = p->tiles;
-    Py_ssize_t G, a, b, per, local = 0;
-    if (grouped) {
-        grouped_range(p->N, &G, &per);
-        local = 256, a = 1, b = G;
-    } else {
-        G = p->runs, per = p->per, a = per, b = 1;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "sort_keys_alone_%s%d%s%s", vfloat ? "f" : "u", vbits,
-             descending ? "_desc" : "", grouped ? "_grouped" : "");
-    mod_text t;
-    t.n = 0;
-    int npos = kb / 8;
-    if (clear_counts(p) < 0) return -1;
-    mod_text_put(&t, "def %s(item, bits, %sres, %sn, a, b, per):\n", name, grouped ? "" : "key, ",
+    const int U = ALONE_UNROLL, npos = p->kbits / 8;
+    mod_text_put(t, "def %s(item, bits, %sres, %sn, a, b, per):\n", name, grouped ? "" : "key, ",
                  grouped ? "gh, " : "");
     if (grouped) {
-        mod_text_put(&t, "    grp = item.get_group()\n"
-                         "    l = item.get_local_id(0)\n"
-                         "    g = item.get_global_id(0)\n");
-        put_group_start(&t, kt, RES_WORDS, npos);
+        mod_text_put(t, "    grp = item.get_group()\n"
+                        "    l = item.get_local_id(0)\n"
+                        "    g = item.get_global_id(0)\n");
+        put_group_start(t, kt, RES_WORDS, npos);
     } else {
-        mod_text_put(&t, "    g = item.get_id(0)\n");
+        mod_text_put(t, "    g = item.get_id(0)\n");
     }
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    o = np.%s(0)\n"
                  "    z = np.%s(0)\n"
                  "    fl = np.%s(0)\n"
                  "    no = np.%s(0)\n"
                  "    nz = np.%s(0)\n"
-                 "    for j in range(per):\n"
-                 "        i = g * a + j * b\n"
-                 "        if i < n:\n"
-                 "            u = np.%s(bits[np.uint64(i)])\n",
-                 kt, kt, kt, kt, kt, kt);
-    put_key_of(&t, p, "            ", "u", "k");
-    if (vfloat)
-        mod_text_put(&t,
-                     "            m = u & %s\n"
-                     "            if m > %s:\n"
-                     "                fl = fl | np.%s(4)\n"
-                     "                no = no | k\n"
-                     "                nz = nz | ~k\n"
-                     "            elif m == np.%s(0):\n"
-                     "                if u == np.%s(0):\n"
-                     "                    fl = fl | np.%s(2)\n"
-                     "                else:\n"
-                     "                    fl = fl | np.%s(1)\n",
-                     absm, inf, kt, kt, kt, kt, kt);
-    if (!grouped) mod_text_put(&t, "            key[np.uint64(i)] = k\n");
-    mod_text_put(&t, "            o = o | k\n"
-                     "            z = z | ~k\n");
-    if (grouped) put_group_key(&t, kt, npos);
+                 "    for j in range(per):\n",
+                 kt, kt, kt, kt, kt);
+    if (grouped) { /* U keys a step, a apart; all U loads first */
+        mod_text_put(t,
+                     "        i = g + j * b\n"
+                     "        if i + %d * a < n:\n",
+                     U - 1);
+        for (int e = 0; e < U; e++)
+            mod_text_put(t, "            u%d = np.%s(bits[np.uint64(i + %d * a)])\n", e, kt, e);
+        for (int e = 0; e < U; e++) {
+            mod_text_put(t, "            u = u%d\n", e);
+            put_alone_key(t, p, "            ", true);
+        }
+        mod_text_put(t,
+                     "        else:\n"
+                     "            for e in range(%d):\n"
+                     "                if i + e * a < n:\n"
+                     "                    u = np.%s(bits[np.uint64(i + e * a)])\n",
+                     U, kt);
+        put_alone_key(t, p, "                    ", true);
+    } else {
+        mod_text_put(t,
+                     "        i = g * a + j * b\n"
+                     "        if i < n:\n"
+                     "            u = np.%s(bits[np.uint64(i)])\n",
+                     kt);
+        put_alone_key(t, p, "            ", false);
+    }
     const char *dst = grouped ? "lr" : "res";
-    mod_text_put(&t,
+    mod_text_put(t,
                  "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
                  "    ol.AtomicRef(%s, 1).fetch_or(z)\n"
                  "    ol.AtomicRef(%s, 2).fetch_or(fl)\n"
                  "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
                  "    ol.AtomicRef(%s, 4).fetch_or(nz)\n",
                  dst, dst, dst, dst, dst);
-    if (grouped) put_group_end(&t, RES_WORDS, npos);
+    if (grouped) put_group_end(t, RES_WORDS, npos);
+}
+
+static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool descending) {
+    bool grouped = p->tiles;
+    Py_ssize_t G, a, b, per, local = 0;
+    if (grouped) {
+        Py_ssize_t units = ofl_device_get_info(p->dev)->max_compute_units;
+        grouped_range(p, (units > 0 ? units : 1) * KEY_GROUPS, &G, &per);
+        local = 256, a = G, b = ALONE_UNROLL * G, per = (per + ALONE_UNROLL - 1) / ALONE_UNROLL;
+    } else {
+        G = p->runs, per = p->per, a = per, b = 1;
+    }
+    char name[64], mk[200];
+    snprintf(name, sizeof name, "sort_keys_alone_%s%d%s%s", p->vfloat ? "f" : "u", vbits,
+             descending ? "_desc" : "", grouped ? "_grouped" : "");
+    memo_key(mk, sizeof mk, name, p);
+    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
+    if (!k) {
+        mod_text t;
+        t.n = 0;
+        alone_text(&t, p, name);
+        if (!(k = memo(mk, name, &t))) return -1;
+    }
+    if (clear_counts(p) < 0) return -1;
     argv_t av = {.n = 0};
     arg_obj(&av, bits);
     if (!grouped) arg_obj(&av, p->key[0]);
@@ -1284,9 +1379,9 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool vfloat, bo
     arg_int(&av, a);
     arg_int(&av, b);
     arg_int(&av, per);
-    int rc = launch(name, &t, G, local, &av);
+    int rc = run(k, G, local, grouped ? KEY_GROUPS : 0, &av);
     if (grouped) p->raw = bits;
-    return rc == 0 && grouped ? tile_starts(p, kb) : rc;
+    return rc == 0 && grouped ? tile_starts(p, p->kbits) : rc;
 }
 
 /* out = the keys' values (their bits), when no pass wrote them: from the
@@ -1336,7 +1431,7 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
         p.vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
                  (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
     if (!(bits = flat_view(c, N, udt))) goto out;
-    if (keys_alone_keys(&p, bits, vbits, vfloat, descending) < 0 ||
+    if (keys_alone_keys(&p, bits, vbits, descending) < 0 ||
         !(h = mod_array_asnumpy((mod_array *)p.res)))
         goto out;
     uint64_t r[5];
