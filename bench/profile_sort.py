@@ -8,14 +8,19 @@ values vary in their low 8, 16, 24 or 32 bits takes 1, 2, 3 or 4 passes: the
 differences are the cost of a pass; what is left at one pass is the fixed part
 (keys, the varying-bits read back, histograms). float32 in [0, 1) (4 passes) and
 argsort (indices travel with the keys) for comparison. Device time (offload's
-DeviceTimer), median of --reps, each result checked against NumPy. A tool for the
-sort's author, not a benchmark against a peer: bench/bench_array_api.py has that.
+DeviceTimer), median of --reps, each result checked against NumPy. Then, for the
+float32 sort and argsort, where the wall time goes beside the device time: one
+call between two synchronisations (latency), --reps calls back to back
+(pipelined: what bench_array_api.py's wall column measures), and the host's time
+until the call returns. A tool for the sort's author, not a benchmark against a
+peer: bench/bench_array_api.py has that.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 import numpy as np
 
@@ -63,6 +68,24 @@ def main():
     t, r = timed(lambda: ol.argsort(x, stable=True), args.reps)
     print(f"  float32 [0, 1) argsort      {t * 1e3:8.3f}   "
           f"{'ok' if np.array_equal(ol.asnumpy(r), np.argsort(h, kind='stable')) else 'WRONG'}")
+    print("\nwall ms (medians of --reps): latency, pipelined, host until return; device")
+    for name, fn in (("sort", lambda: ol.sort(x)), ("argsort", lambda: ol.argsort(x, stable=True))):
+        lat, ret = [], []
+        for _ in range(args.reps):
+            ol.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            ret.append(time.perf_counter() - t0)
+            ol.synchronize()
+            lat.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(args.reps):
+            fn()
+        ol.synchronize()
+        pipe = (time.perf_counter() - t0) / args.reps
+        dev, _ = timed(fn, args.reps)
+        print(f"  float32 [0, 1) {name:<8}  {statistics.median(lat) * 1e3:8.3f} {pipe * 1e3:8.3f} "
+              f"{statistics.median(ret) * 1e3:8.3f}   {dev * 1e3:8.3f}")
 
 
 if __name__ == "__main__":
