@@ -113,13 +113,25 @@ static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssiz
 }
 
 /* The big kernels of a sort (its key kernels and passes) are remembered by
- * a memo key: their texts (10-30 KB) cost more host time to write and hash
- * than a launch, and the first pass's is written between the read back and
- * its launch, while the GPU waits. memo(): t's kernel, remembered under key;
- * NULL with an exception. */
-static PyObject *memo(const char *key, const char *name, const mod_text *t) {
-    PyObject *k = mod_text_ok(t, name) ? mod_gen_kernel_borrowed(name, t->s) : NULL;
-    return k && mod_gen_remember(key, k) < 0 ? NULL : k;
+ * a memo key (memo_key): their texts (10-30 KB) cost more host time to
+ * write and hash than a launch, and the first pass's is written between the
+ * read back and its launch, while the GPU waits. */
+typedef struct plan plan_t;
+typedef void text_fn(mod_text *t, const plan_t *p, const char *name, const void *arg);
+static void memo_key(char *buf, size_t len, const char *name, const plan_t *p);
+
+/* The kernel `name` of plan p: remembered, or written by write(arg) and
+ * compiled; NULL with an exception. */
+static PyObject *sort_kernel(const plan_t *p, const char *name, text_fn *write, const void *arg) {
+    char mk[256];
+    memo_key(mk, sizeof mk, name, p);
+    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
+    if (k) return k;
+    mod_text t;
+    t.n = 0;
+    write(&t, p, name, arg);
+    k = mod_text_ok(&t, name) ? mod_gen_kernel_borrowed(name, t.s) : NULL;
+    return k && mod_gen_remember(mk, k) < 0 ? NULL : k;
 }
 
 static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
@@ -220,7 +232,7 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
 /* ---- the radix sort ---- */
 
 /* A sort's plan: the key dtype, how wide a digit is, and the device's form. */
-typedef struct {
+struct plan {
     ofl_device *dev;
     bool tiles;                /* the GPU form (tiles in local memory), else the CPU form */
     int digit_bits;            /* 8: both forms */
@@ -249,7 +261,7 @@ typedef struct {
      * (argsort's int64 result) and sets pos_done */
     PyObject *pos; /* borrowed; NULL: into idx */
     bool pos_done;
-} plan_t;
+};
 
 /* A sort kernel's memo key (see memo()): its name, which says its form,
  * and every field of the plan that its text reads. */
@@ -557,9 +569,16 @@ static int clear_counts(plan_t *p) {
  * reduce their ORs in local memory (one atomic per group into res) and
  * count the histogram of a word of `bits` bits (put_group_*); the digit
  * starts follow, then the read back. */
-/* keys_grouped's kernel text (name: its form). */
-static void grouped_text(mod_text *t, const plan_t *p, const mod_text *body, const char *name,
-                         int npos) {
+/* keys_grouped's kernel text (name: its form): the key body, npos
+ * positions of the histogram. */
+typedef struct {
+    const mod_text *body;
+    int npos;
+} grouped_arg;
+
+static void grouped_text(mod_text *t, const plan_t *p, const char *name, const void *arg) {
+    const mod_text *body = ((const grouped_arg *)arg)->body;
+    int npos = ((const grouped_arg *)arg)->npos;
     const char *kt = mod_dtype_name(p->kdt);
     mod_text_put(t,
                  "def %s(item, x, bits, key, idx, res, gh, n, N, G, per):\n"
@@ -593,17 +612,10 @@ static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyOb
     Py_ssize_t G, per;
     grouped_range(p, 1024, &G, &per); /* enough to keep a GPU's memory busy */
     int npos = (bits + 7) / 8;
-    char name[96], mk[200];
+    char name[96];
     snprintf(name, sizeof name, "%s_grouped_%d", kname, npos);
-    memo_key(mk, sizeof mk, name, p);
-    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
-    if (!k) {
-        mod_text t;
-        t.n = 0;
-        grouped_text(&t, p, body, name, npos);
-        if (!(k = memo(mk, name, &t))) return -1;
-    }
-    if (clear_counts(p) < 0) return -1;
+    PyObject *k = sort_kernel(p, name, grouped_text, &(grouped_arg){body, npos});
+    if (!k || clear_counts(p) < 0) return -1;
     argv_t av = {.n = 0};
     arg_obj(&av, x);
     arg_obj(&av, bitsv);
@@ -845,8 +857,10 @@ static void put_split(mod_text *t, const plan_t *p, const char *svar, bool with_
     mod_text_put(t, "    ol.group_barrier(grp)\n");
 }
 
-/* pass_tiles's kernel text (name: its form). */
-static void pass_text(mod_text *t, const plan_t *p, const char *name, bool with_idx, bool values) {
+/* pass_tiles's kernel text (name: its form; arg: whether the last pass
+ * writes the values). */
+static void pass_text(mod_text *t, const plan_t *p, const char *name, const void *arg) {
+    bool with_idx = p->idx[p->cur] != NULL, values = *(const bool *)arg;
     const int T = TILE_T, K = (int)p->tile_k, TK = T * K, TKP = TK + TK / 32;
     const char *kt = mod_dtype_name(p->kdt), *it = with_idx ? mod_dtype_name(p->idt) : "";
     char dg[96];
@@ -1000,20 +1014,14 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         PyErr_SetString(PyExc_SystemError, "offload: a sort took more passes than planned");
         return -1;
     }
-    char name[80], mk[200];
+    char name[80];
     snprintf(name, sizeof name, "sort_tile_pass_%d%s%s%s", (int)p->tile_k,
              p->iota    ? "_iota"
              : with_idx ? "_idx"
                         : "",
              p->raw ? "_raw" : "", values ? "_values" : "");
-    memo_key(mk, sizeof mk, name, p);
-    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
-    if (!k) {
-        mod_text t;
-        t.n = 0;
-        pass_text(&t, p, name, with_idx, values);
-        if (!(k = memo(mk, name, &t))) return -1;
-    }
+    PyObject *k = sort_kernel(p, name, pass_text, &values);
+    if (!k) return -1;
     argv_t av = {.n = 0};
     arg_obj(&av, key);
     if (with_idx) arg_obj(&av, idx);
@@ -1289,7 +1297,8 @@ static void put_alone_key(mod_text *t, const plan_t *p, const char *ind, bool gr
  * written (p->raw): the first pass makes them up as it loads the bits,
  * which saves writing and reading them once (0.1 ms of 2^26 float32). */
 /* keys_alone_keys's kernel text (name: its form). */
-static void alone_text(mod_text *t, const plan_t *p, const char *name) {
+static void alone_text(mod_text *t, const plan_t *p, const char *name, const void *unused) {
+    (void)unused;
     const char *kt = mod_dtype_name(p->kdt);
     bool grouped = p->tiles;
     const int U = ALONE_UNROLL, npos = p->kbits / 8;
@@ -1358,18 +1367,11 @@ static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool descending
     } else {
         G = p->runs, per = p->per, a = per, b = 1;
     }
-    char name[64], mk[200];
+    char name[64];
     snprintf(name, sizeof name, "sort_keys_alone_%s%d%s%s", p->vfloat ? "f" : "u", vbits,
              descending ? "_desc" : "", grouped ? "_grouped" : "");
-    memo_key(mk, sizeof mk, name, p);
-    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
-    if (!k) {
-        mod_text t;
-        t.n = 0;
-        alone_text(&t, p, name);
-        if (!(k = memo(mk, name, &t))) return -1;
-    }
-    if (clear_counts(p) < 0) return -1;
+    PyObject *k = sort_kernel(p, name, alone_text, NULL);
+    if (!k || clear_counts(p) < 0) return -1;
     argv_t av = {.n = 0};
     arg_obj(&av, bits);
     if (!grouped) arg_obj(&av, p->key[0]);
