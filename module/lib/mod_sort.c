@@ -99,17 +99,12 @@ static int run(PyObject *k, Py_ssize_t items, Py_ssize_t local, int min_groups, 
     return rc;
 }
 
-/* run() for the text's kernel `name`. */
-static int launch_bounded(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
-                          int min_groups, argv_t *a) {
-    a->bad |= !mod_text_ok(t, name);
-    PyObject *k = !a->bad && items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
-    return run(k, items, local, min_groups, a);
-}
-
+/* run() for the text's kernel `name`, without launch bounds. */
 static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
                   argv_t *a) {
-    return launch_bounded(name, t, items, local, 0, a);
+    a->bad |= !mod_text_ok(t, name);
+    PyObject *k = !a->bad && items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
+    return run(k, items, local, 0, a);
 }
 
 /* The big kernels of a sort (its key kernels and passes) are remembered by
@@ -263,7 +258,7 @@ struct plan {
     bool pos_done;
 };
 
-/* A sort kernel's memo key (see memo()): its name, which says its form,
+/* A sort kernel's memo key (see sort_kernel()): its name, which says its form,
  * and every field of the plan that its text reads. */
 static void memo_key(char *buf, size_t len, const char *name, const plan_t *p) {
     snprintf(buf, len, "sort %s %d %s %d %llx %s %zd", name, p->kbits, mod_dtype_name(p->idt),
