@@ -559,11 +559,6 @@ static int clear_counts(plan_t *p) {
     return 0;
 }
 
-/* The tiles form's key kernel (body: key_body's) and varying_bits in one:
- * many work-items (a GPU needs them to keep its memory busy) make the keys,
- * reduce their ORs in local memory (one atomic per group into res) and
- * count the histogram of a word of `bits` bits (put_group_*); the digit
- * starts follow, then the read back. */
 /* keys_grouped's kernel text (name: its form): the key body, npos
  * positions of the histogram. */
 typedef struct {
@@ -602,6 +597,11 @@ static void grouped_text(mod_text *t, const plan_t *p, const char *name, const v
     put_group_end(t, 2, npos);
 }
 
+/* The tiles form's key kernel (body: key_body's) and varying_bits in one:
+ * many work-items (a GPU needs them to keep its memory busy) make the keys,
+ * reduce their ORs in local memory (one atomic per group into res) and
+ * count the histogram of a word of `bits` bits (put_group_*); the digit
+ * starts follow, then the read back. */
 static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
                         PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
     Py_ssize_t G, per;
@@ -1283,14 +1283,6 @@ static void put_alone_key(mod_text *t, const plan_t *p, const char *ind, bool gr
 #define ALONE_UNROLL 8
 #define KEY_GROUPS 4
 
-/* The key kernel of a sort of keys alone: key[i] from the bits of element
- * i, and into res (zeroed; ORs of the keys, of their complements, of
- * flags, of NaN keys, of their complements: as fold_bits's) what tells the
- * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
- * In the tiles form groups reduce in local memory first and count the
- * histogram (put_group_*), and the digit starts follow; there no key is
- * written (p->raw): the first pass makes them up as it loads the bits,
- * which saves writing and reading them once (0.1 ms of 2^26 float32). */
 /* keys_alone_keys's kernel text (name: its form). */
 static void alone_text(mod_text *t, const plan_t *p, const char *name, const void *unused) {
     (void)unused;
@@ -1352,6 +1344,14 @@ static void alone_text(mod_text *t, const plan_t *p, const char *name, const voi
     if (grouped) put_group_end(t, RES_WORDS, npos);
 }
 
+/* The key kernel of a sort of keys alone: key[i] from the bits of element
+ * i, and into res (zeroed; ORs of the keys, of their complements, of
+ * flags, of NaN keys, of their complements: as fold_bits's) what tells the
+ * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
+ * In the tiles form groups reduce in local memory first and count the
+ * histogram (put_group_*), and the digit starts follow; there no key is
+ * written (p->raw): the first pass makes them up as it loads the bits,
+ * which saves writing and reading them once (0.1 ms of 2^26 float32). */
 static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool descending) {
     bool grouped = p->tiles;
     Py_ssize_t G, a, b, per, local = 0;
