@@ -76,7 +76,14 @@ typedef struct {
      * lock held and its queue drained, src's queue drained; waited for. */
     int (*copy_peer)(ofl_buffer *dst, size_t doff, ofl_buffer *src, size_t soff, size_t n,
                      ofl_error *err);
+    /* Blocks in the runtime's own wait until what was queued before the call
+     * has run, so that the runtime can put the calling thread to work (for
+     * devices that say lend_waits; errors are for the waits to report).
+     * Called WITHOUT the lock, by ofl_wait.c's helper thread. */
+    void (*lend)(ofl_device *dev);
 } ofl_backend_ops;
+
+struct ofl_lender; /* ofl_wait.c */
 
 typedef struct ofl_cuda_compiler ofl_cuda_compiler; /* ofl_cuda_compiler.h */
 
@@ -95,6 +102,11 @@ struct ofl_device {
     ofl_buffer *cancel;        /* the kernels' view, passed by ofl_cancel_arg */
     bool busy;                 /* work was queued since the queue was last seen empty */
     bool cancelling;           /* the flag is set and cancelled work may still run */
+    /* The runtime works on the threads that wait in its blocking calls too
+     * (Intel's CPU runtime): long waits lend it a thread (ops->lend), which
+     * ofl_wait.c starts at the first; set by the backend's open. */
+    bool lend_waits;
+    struct ofl_lender *lender;
     /* identity, to list an NVIDIA GPU once when OpenCL shows it too */
     bool has_uuid, has_pci;
     unsigned char uuid[16];

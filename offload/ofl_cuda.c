@@ -892,4 +892,5 @@ const ofl_backend_ops ofl_cuda_ops = {
     NULL,
     NULL,
     cu_copy_peer,
+    NULL, /* the driver's own threads: a wait has nothing to lend */
 };

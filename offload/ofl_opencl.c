@@ -329,8 +329,14 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
     }
     dev->h.cl.ctx = ctx, dev->h.cl.queue = q;
     open_cancel(dev);
+    /* PoCL's CPU driver has a worker thread per core of its own; Intel's
+     * keeps a core's slot for the thread that waits (ofl_wait.c) */
+    dev->lend_waits =
+        dev->info.type == OFL_CPU && !strstr(dev->info.platform, "Portable Computing Language");
     return 0;
 }
+
+static void cl_lend(ofl_device *dev) { clFinish(dev->h.cl.queue); }
 
 /* Released buffers of 64 KiB and more are kept (16 at most, an eighth of
  * the device's memory and 1 GiB at most) and handed out again for the same
@@ -750,4 +756,5 @@ const ofl_backend_ops ofl_opencl_ops = {
     cl_poll,   cl_event_elapsed, cl_event_release, cl_build, cl_program_release,
     cl_launch, cl_wrap_host,     cl_sync_host,     cl_map,   cl_unmap,
     NULL, /* between devices: through the host */
+    cl_lend,
 };
