@@ -10,7 +10,8 @@ given the same kernel source and the same inputs (bench_jit.make_case, fixed
 seed), and its results are checked against the same float64 references.
 
 Every time is the host's clock around launch + wait (or the array operation +
-synchronize), median of --reps after warm-up, in ms unless the row says us.
+synchronize), median of --reps after warm-up, in ms unless the row says us. The
+array operations run on every CPU device and in NumPy by turns, op by op.
 offload's kernels are timed twice: as a user gets them (index checks on, the
 default on CPU devices) and with @kernel(boundscheck=False), which is what
 numba-dpex runs (it has no index checks).
@@ -87,29 +88,40 @@ MATRIX_OPS = [("m.sum(axis=0), 2048^2", lambda m: m.sum(axis=0)),
               ("m.sum(axis=1), 2048^2", lambda m: m.sum(axis=1))]
 
 
-def array_ops(to_dev, sync, reps):
-    """Medians (ms) of every VECTOR_OPS and MATRIX_OPS row; to_dev puts a NumPy array
-    where the operations run (the identity for NumPy itself)."""
-    out = {}
+def array_ops(places, reps, rounds=3):
+    """Medians (ms) of every VECTOR_OPS and MATRIX_OPS row on each place (name ->
+    (to_dev, sync); to_dev puts a NumPy array there, the identity for NumPy itself).
+    The places take turns op by op, rounds times: this machine's bandwidth and cache
+    move by 10-40 % between minutes, and turns put that on all places alike."""
+    out = {name: {} for name in places}
     rng = np.random.default_rng(1)
+
+    def row(label, hosts, op, reps):
+        args = {name: [to_dev(h) for h in hosts] for name, (to_dev, _) in places.items()}
+        ts = {name: [] for name in places}
+        for _ in range(rounds):
+            for name, (_, sync) in places.items():
+                ts[name] += timed(lambda: op(*args[name]), sync, max(1, reps // rounds))
+        for name in places:
+            out[name][label] = med(ts[name])
+
     for n in (1 << 22, 1 << 24):
-        x, y = to_dev(rng.random(n, dtype=np.float32)), to_dev(rng.random(n, dtype=np.float32))
+        hosts = [rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)]
         for label, op in VECTOR_OPS:
-            out[f"{label}, 2^{n.bit_length() - 1}"] = med(timed(lambda: op(x, y), sync, reps))
-    m = to_dev(rng.random((2048, 2048), dtype=np.float32))
+            row(f"{label}, 2^{n.bit_length() - 1}", hosts, op, reps)
+    m = rng.random((2048, 2048), dtype=np.float32)
     for label, op in MATRIX_OPS:
-        out[label] = med(timed(lambda: op(m), sync, reps))
-    a = to_dev(rng.random((1024, 1024), dtype=np.float32))
-    out["a @ b, 1024^2"] = med(timed(lambda: a @ a, sync, max(3, reps // 4)))
+        row(label, [m], op, reps)
+    row("a @ b, 1024^2", [rng.random((1024, 1024), dtype=np.float32)], lambda a: a @ a,
+        max(3, reps // 4))
     return out
 
 
-def ol_array_ops(ol, dev, reps):
-    return array_ops(lambda h: ol.asarray(h, device=dev), lambda: ol.synchronize(dev), reps)
+def ol_place(ol, dev):
+    return (lambda h: ol.asarray(h, device=dev), lambda: ol.synchronize(dev))
 
 
-def np_array_ops(reps):
-    return array_ops(lambda h: h, lambda: None, reps)
+NUMPY_PLACE = (lambda h: h, lambda: None)
 
 
 def ol_transfers_ms(ol, dev, reps):
@@ -123,7 +135,10 @@ def ol_transfers_ms(ol, dev, reps):
             "np.copy": med(timed(lambda: h.copy(), lambda: None, max(3, reps // 3)))}
 
 
-def ol_launch_us(ol, dev, reps):
+def ol_launch_us(ol, dev, reps, after_blas=False):
+    if after_blas:  # NumPy's OpenBLAS on the device's mapped buffers, as `a @ b` runs
+        a = ol.asarray(np.random.default_rng(4).random((1024, 1024), dtype=np.float32), device=dev)
+        a @ a
     k = ol.kernel(bj.ol_vadd)
     a = ol.zeros(1024, dtype=np.float32, device=dev)
     r = ol.Range(1024)
@@ -218,16 +233,19 @@ ts = []
 for _ in range(reps * 20):
     t = time.perf_counter(); dpex.call_kernel(k, dpex.Range(1024), a, a, a); q.wait(); ts.append(time.perf_counter() - t)
 out["launch_us"] = statistics.median(ts) * 1e6
-# a new kernel from definition to result (fresh source: no cache holds it)
-src = "def saxpy_new(item, a, x, y):\n    i = item.get_id(0)\n    y[i] = a * x[i] + y[i]  # %d\n" % time.time_ns()
+# a new kernel from definition to result (fresh source: no cache holds it), median of 3
 x = dpnp.ones(1 << 20, dtype=np.float32); y = dpnp.zeros(1 << 20, dtype=np.float32)
-t = time.perf_counter()
-ns = {{}}
-exec(src, ns)
-k = dpex.kernel(ns["saxpy_new"])
-dpex.call_kernel(k, dpex.Range(1 << 20), np.float32(2), x, y)
-host = dpnp.asnumpy(y)
-out["new_kernel_ms"] = (time.perf_counter() - t) * 1e3
+ts = []
+for _ in range(3):
+    src = "def saxpy_new(item, a, x, y):\n    i = item.get_id(0)\n    y[i] = a * x[i] + y[i]  # %d\n" % time.time_ns()
+    t = time.perf_counter()
+    ns = {{}}
+    exec(src, ns)
+    k = dpex.kernel(ns["saxpy_new"])
+    dpex.call_kernel(k, dpex.Range(1 << 20), np.float32(2), x, y)
+    host = dpnp.asnumpy(y)
+    ts.append((time.perf_counter() - t) * 1e3)
+out["new_kernel_ms"] = statistics.median(ts)
 print("@@JSON" + json.dumps(out))
 '''
 
@@ -297,12 +315,16 @@ def main():
             r["kernels"][name] = ol_kernel_ms(ol, d, name, args.reps, True)
             r["kernels_nocheck"][name] = ol_kernel_ms(ol, d, name, args.reps, False)
         r["launch_us"] = ol_launch_us(ol, d, args.reps)
-        r["array_ops"] = ol_array_ops(ol, d, args.reps)  # ends with a @ b: NumPy's BLAS
-        r["launch_after_blas_us"] = ol_launch_us(ol, d, args.reps)
+        r["launch_after_blas_us"] = ol_launch_us(ol, d, args.reps, after_blas=True)
         r["transfers_ms"] = ol_transfers_ms(ol, d, args.reps)
-        r["new_kernel_ms"] = ol_new_kernel_ms(ol, d, f"{fs.replace(':', '_')}_{time.time_ns()}")
+        r["new_kernel_ms"] = statistics.median(
+            ol_new_kernel_ms(ol, d, f"{fs.replace(':', '_')}_{time.time_ns()}") for _ in range(3))
         r["loop_ms"] = ol_loop_ms(ol, d, args.reps)
-    res["numpy"] = np_array_ops(args.reps)
+    ops = array_ops({**{d.filter_string: ol_place(ol, d) for d in devs}, "numpy": NUMPY_PLACE},
+                    args.reps)
+    res["numpy"] = ops.pop("numpy")
+    for fs, r in ops.items():
+        res["offload"][fs]["array_ops"] = r
 
     # (a) kernels
     heads = ["kernel (ms)"] + [f"{label[d.filter_string]} checks / none" for d in devs] + \
@@ -336,7 +358,7 @@ def main():
     for op, npt in res["numpy"].items():
         mine = [res["offload"][d.filter_string]["array_ops"][op] for d in devs]
         rows.append([op] + [f(v) for v in mine] + [f(npt)] + [f(npt / v) for v in mine])
-    table("(b) array operations on device arrays, + synchronize (ratio > 1: offload faster)", heads, rows)
+    table("(b) array operations on device arrays, + synchronize, the places taking turns (ratio > 1: offload faster)", heads, rows)
 
     # (c) launch, new kernel, loop
     heads = ["measure"] + [label[d.filter_string] for d in devs] + ["numba-dpex (Intel)", "NumPy"]
@@ -345,7 +367,7 @@ def main():
         + [f(nd.get("launch_us"), 1), "-"],
         ["the same right after a @ b (OpenBLAS's idle threads still spin) (us)"]
         + [f(res["offload"][d.filter_string]["launch_after_blas_us"], 1) for d in devs] + ["-", "-"],
-        ["new saxpy kernel, definition -> result, warm process (ms)"]
+        ["new saxpy kernel, definition -> result, warm process, median of 3 (ms)"]
         + [f(res["offload"][d.filter_string]["new_kernel_ms"], 1) for d in devs]
         + [f(nd.get("new_kernel_ms"), 1), "-"],
         ["ol.asarray of 2^25 float32 (128 MiB) (ms)"]

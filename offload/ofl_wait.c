@@ -8,7 +8,6 @@
  * GIL, which a short wait should never need). A runtime that computes on
  * its waiting threads gets a helper thread to block in its wait instead
  * ("lending", below). */
-#define _POSIX_C_SOURCE 200809L
 #include <sched.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -72,16 +71,23 @@ static double now(void) {
  * 0.62-0.71 ms when the waiter blocked in clFinish). So a wait that
  * outlasts LEND_AFTER asks the device's helper thread for a ticket: the
  * helper blocks in ops->lend (clFinish) and serves every ticket asked before
- * that call once it returns. The wait keeps polling through SPIN, then naps
- * on the helper's condition, which the helper's return cuts short. (Napping
- * there from LEND_AFTER on made kernels of 0.1 ms 40-70 us slower.) */
+ * that call once it returns. The wait sleeps on the helper's condition from
+ * then on, waking for its interrupt checks: a wait that went on polling took
+ * its turns on the cores the helper and the runtime's workers compute on (on
+ * two cores the scheduler left the helper and the worker sharing one while
+ * the poller spun on the other: a max of 2^22 float32 took 0.30-0.41 ms in
+ * that state, 0.15-0.21 ms asleep). And the helper runs on the CPU of the
+ * wait that asked last, which that wait leaves free: woken where the
+ * scheduler saw room, it often joined the runtime's worker on one core (with
+ * NumPy calls between maxes of 2^22: 0.24-0.36 ms, 0.17-0.19 bound). */
 #define LEND_AFTER 50e-6
 
 typedef struct ofl_lender {
     pthread_mutex_t m;
     pthread_cond_t asked_c, served_c; /* served_c on CLOCK_MONOTONIC */
     unsigned long asked, served;
-    bool none; /* the thread would not start: waits poll alone, as before */
+    int cpu, pinned; /* the last asker's CPU; the helper's (-1: unknown, unbound) */
+    bool none;       /* the thread would not start: waits poll alone, as before */
     ofl_device *dev;
 } ofl_lender;
 
@@ -91,7 +97,16 @@ static void *lender_main(void *arg) {
     for (;;) {
         while (l->served == l->asked) pthread_cond_wait(&l->asked_c, &l->m);
         unsigned long upto = l->asked;
+        int cpu = l->cpu;
         pthread_mutex_unlock(&l->m);
+#ifdef __linux__
+        if (cpu >= 0 && cpu != l->pinned) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) == 0) l->pinned = cpu;
+        }
+#endif
         l->dev->ops->lend(l->dev);
         pthread_mutex_lock(&l->m);
         l->served = upto;
@@ -116,6 +131,7 @@ static ofl_lender *lender_of(ofl_device *dev) {
         pthread_cond_init(&l->served_c, &ca);
         pthread_condattr_destroy(&ca);
         l->dev = dev;
+        l->cpu = l->pinned = -1;
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -139,6 +155,9 @@ static unsigned long lend_ask(ofl_device *dev) {
     if (!l || l->none) return 0;
     pthread_mutex_lock(&l->m);
     unsigned long ticket = ++l->asked;
+#ifdef __linux__
+    l->cpu = sched_getcpu();
+#endif
     pthread_cond_signal(&l->asked_c);
     pthread_mutex_unlock(&l->m);
     return ticket;
@@ -193,15 +212,16 @@ static int poll_until(ofl_device *dev, ofl_event *ev, bool check, double budget,
             next_check = now() + CHECK_EVERY;
         }
         if (dev->lend_waits && !ticket && t - start >= LEND_AFTER) ticket = lend_ask(dev);
-        if (t - start < SPIN) { /* short work: a nap would outlast it (timer slack: ~50 us) */
-            sched_yield();
+        if (ticket) { /* asleep until the helper returns, the next check or the budget's end */
+            double until = check ? next_check : t + CHECK_EVERY;
+            if (budget >= 0 && start + budget < until) until = start + budget;
+            long ns = (long)((until - t) * 1e9);
+            if (lend_wait(dev, ticket, ns > NAP_FIRST ? ns : NAP_FIRST))
+                ticket = 0; /* its work is done: the poll sees it, or work queued since */
             continue;
         }
-        if (ticket) {
-            /* a nap that the helper's return cuts short; the poll after it
-             * does not wait for a helper the scheduler is slow to run */
-            if (lend_wait(dev, ticket, nap)) ticket = 0; /* done, or work queued since */
-            nap = nap * 2 < NAP_MOST ? nap * 2 : NAP_MOST;
+        if (t - start < SPIN) { /* short work: a nap would outlast it (timer slack: ~50 us) */
+            sched_yield();
             continue;
         }
         if (remote) {
