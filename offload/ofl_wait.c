@@ -79,7 +79,7 @@ static double now(void) {
  * that state, 0.15-0.21 ms asleep). And the helper runs on the CPU of the
  * wait that asked last, which that wait leaves free: woken where the
  * scheduler saw room, it often joined the runtime's worker on one core (with
- * NumPy calls between maxes of 2^22: 0.24-0.36 ms, 0.17-0.19 bound). */
+ * NumPy calls between maxes of 2^22: 0.24-0.36 ms, 0.17-0.20 bound). */
 #define LEND_AFTER 50e-6
 
 typedef struct ofl_lender {
@@ -163,16 +163,14 @@ static unsigned long lend_ask(ofl_device *dev) {
     return ticket;
 }
 
-/* Sleeps until ticket is served or ns pass; whether it was served. */
-static bool lend_wait(ofl_device *dev, unsigned long ticket, long ns) {
+/* Sleeps until ticket is served or the clock of now() reads until; whether
+ * it was served. */
+static bool lend_wait(ofl_device *dev, unsigned long ticket, double until) {
     ofl_lender *l = dev->lender;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += ns;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    double whole = (double)(time_t)until;
+    struct timespec deadline = {(time_t)until, (long)((until - whole) * 1e9)};
     pthread_mutex_lock(&l->m);
-    while (l->served < ticket && pthread_cond_timedwait(&l->served_c, &l->m, &until) == 0) {
+    while (l->served < ticket && pthread_cond_timedwait(&l->served_c, &l->m, &deadline) == 0) {
     }
     bool served = l->served >= ticket;
     pthread_mutex_unlock(&l->m);
@@ -215,8 +213,7 @@ static int poll_until(ofl_device *dev, ofl_event *ev, bool check, double budget,
         if (ticket) { /* asleep until the helper returns, the next check or the budget's end */
             double until = check ? next_check : t + CHECK_EVERY;
             if (budget >= 0 && start + budget < until) until = start + budget;
-            long ns = (long)((until - t) * 1e9);
-            if (lend_wait(dev, ticket, ns > NAP_FIRST ? ns : NAP_FIRST))
+            if (lend_wait(dev, ticket, until))
                 ticket = 0; /* its work is done: the poll sees it, or work queued since */
             continue;
         }
