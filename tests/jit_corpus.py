@@ -340,6 +340,27 @@ case("scale_by[np.float64]", scale_by, _scale_by(np.float64(0.1)))
 
 
 @ol.kernel
+def index_times_weak(item, s, x, y):
+    i = item.get_id(0)
+    y[i] = (i * s) // x[i]
+
+
+def _index_times_weak(rng):
+    # The work-item index is an int64, not a weak Python int: i * s is a float64, and
+    # so is its floor division by a float32 (a reference that took i as a Python int
+    # computed it in float32; fuzz seed 587291690).
+    n = 1000
+    s = float(rng.uniform(1, 9)) * rng.choice([-1, 1])
+    x = np.full(n, s, f32)
+    want = (np.arange(n, dtype=np.int64) * s) // x
+    assert (want != (np.arange(n) * s).astype(f32) // x).any(), "inputs do not discriminate"
+    return Launch((n,), [s, In(x), Out(want, exact=True)])
+
+
+case("index_times_weak", index_times_weak, _index_times_weak)
+
+
+@ol.kernel
 def f32_probe(item, x, out):
     # Each row is (v + 1e-9) - v for a value v that must be float32: exactly 0
     # in float32 (1e-9 is below half an ulp of v >= 1), about 1e-9 in float64.

@@ -273,7 +273,10 @@ class Item:
         self.i = i
 
     def get_id(self, d):
-        return self.i
+        # An int64, as the kernel types it: a Python int would be weak (NEP 50), so
+        # `(i * x) // c[k]` would be a float32 division in Python where the kernel's
+        # float64 i * x makes it a float64 one (seed 587291690: 1.0 against 2.0).
+        return np.int64(self.i)
 
 
 def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int = 0) -> list:
