@@ -285,7 +285,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
     opinion used to tell precision effects from wrong values; ulps != 0 has the
     transcendental math functions answer that many ulps off, a third."""
     f32 = np.float32 if exact_dtypes else np.float64
-    m = _NudgedMath(ulps) if ulps else math
+    m = _Int64Rounding(_NudgedMath(ulps) if ulps else math)
     ns = {"math": _F32Math(m) if exact_dtypes else m, "np": np if exact_dtypes else _NP64,
           "int": _int64, "max": _typed(max), "min": _typed(min)}
     exec(compile(src, f"<fuzz {name}>", "exec"), ns)
@@ -381,6 +381,20 @@ class _F32Math:
                 return np.float32(r)
             return r
         return typed
+
+
+class _Int64Rounding:
+    """math.floor/ceil/trunc as a kernel types them: an int64, so a float beyond that
+    range has no device answer, as for int() (seed 238522484: floor of 4.4e60)."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def __getattr__(self, name):
+        f = getattr(self.base, name)
+        if name not in ("floor", "ceil", "trunc"):
+            return f
+        return lambda v: _int64(f(v))
 
 
 class _NP64:
