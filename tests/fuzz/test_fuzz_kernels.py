@@ -25,6 +25,7 @@ in test_fuzz_regressions.py.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections import Counter
 import math
@@ -288,7 +289,9 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
     m = _Int64Rounding(_NudgedMath(ulps) if ulps else math)
     ns = {"math": _F32Math(m) if exact_dtypes else m, "np": np if exact_dtypes else _NP64,
           "int": _int64, "max": _typed(max), "min": _typed(min)}
-    exec(compile(src, f"<fuzz {name}>", "exec"), ns)
+    ns["_ifexp"] = _ifexp
+    tree = ast.fix_missing_locations(_TypedIfExp().visit(ast.parse(src)))
+    exec(compile(tree, f"<fuzz {name}>", "exec"), ns)
     fn = ns[name]
     a = np.array(inputs["a"], np.float64)
     c = np.array(inputs["c"], f32)
@@ -317,6 +320,31 @@ def _typed(pick):
             return np.result_type(*args).type(r)
         return r
     return typed
+
+
+class _TypedIfExp(ast.NodeTransformer):
+    """`a if c else b` -> `_ifexp(c, lambda: a, lambda: b)`, so the reference types it."""
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        lam = lambda e: ast.Lambda(ast.arguments([], [], None, [], [], None, []), e)
+        return ast.Call(ast.Name("_ifexp", ast.Load()), [node.test, lam(node.body), lam(node.orelse)], [])
+
+
+def _ifexp(cond, then, other):
+    """A conditional expression as a kernel types it: statically, the promotion of both
+    branches (NEP 50), not whichever ran -- `x if k else c[i]` is a float32 even where
+    the Python float x is picked, and `int32 if k else int(f)` an int32 (seeds 131598410,
+    1199019343). The branch not taken only lends its type; where it raises, the branch
+    taken keeps its own."""
+    taken = then() if cond else other()
+    try:
+        left = other() if cond else then()
+    except (ArithmeticError, ValueError, RuntimeWarning, FloatingPointError):
+        return taken
+    if isinstance(taken, np.generic) or isinstance(left, np.generic):
+        return np.result_type(taken, left).type(taken)
+    return float(taken) if isinstance(left, float) else taken
 
 
 def _int64(x):
