@@ -195,6 +195,34 @@ out = ol.zeros(4)
     assert out == "RESULT [1.0, 1.0, -1.0, 0.0]", out
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "open: Intel's OpenCL CPU compiler (2026.2) segfaults in its vectorizer (vplan-vec) on a "
+    "float loop variable stepped by a subtraction whose value before the step is read after "
+    "the loop; our SPIR-V needs a form it accepts, or the build a process it may crash"))
+def test_intel_compiler_float_recurrence_after_the_loop():
+    """Was (kernel fuzzer, seed 2189110301): the process died in clBuildProgram on Intel's
+    CPU runtime. Wanted: the value Python gives, or a clean error."""
+    out = launch('''
+dev = [d for d in ol.get_devices() if d.platform == "Intel(R) OpenCL"]
+@ol.kernel
+def k(item, n, x, out):
+    i = item.get_id(0)
+    before = 1.0
+    f = 1.0
+    for j in range(n):
+        before = f
+        f = f - x
+    out[i] = before
+if not dev:
+    print("RESULT no Intel runtime")
+    sys.exit()
+out = ol.zeros(4, device=dev[0])
+''', "k[ol.Range(4)](3, 0.5, out)", "ol.asnumpy(out).tolist()")
+    if out == "RESULT no Intel runtime":
+        pytest.skip("Intel's OpenCL CPU runtime is not installed")
+    assert out == "RESULT [0.0, 0.0, 0.0, 0.0]", out
+
+
 # ---------------------------------------------------------------- (8) constant powers and shifts
 
 
