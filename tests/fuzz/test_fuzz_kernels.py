@@ -280,6 +280,11 @@ class Item:
         return np.int64(self.i)
 
 
+# What Python raising means for an index (no verdict): a division by zero, an overflow, a
+# math domain error, or NumPy's warnings under errstate(all="raise").
+PYTHON_RAISED = (ArithmeticError, ValueError, RuntimeWarning, OverflowError, FloatingPointError)
+
+
 def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int = 0) -> list:
     """out as Python computes it: a value per index, or None where Python raised.
     exact_dtypes=False evaluates with every float32 widened to float64, a second
@@ -304,7 +309,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
                 # n and x as the child passes them: Python scalars, weak under NEP 50
                 fn(Item(i), a, c, b, inputs["n"], inputs["x"], out)
             res.append(float(out[i]))
-        except (ArithmeticError, ValueError, RuntimeWarning, OverflowError, FloatingPointError):
+        except PYTHON_RAISED:
             res.append(None)
     return res
 
@@ -339,7 +344,7 @@ def _ifexp(cond, then, other):
     taken = then() if cond else other()
     try:
         left = other() if cond else then()
-    except (ArithmeticError, ValueError, RuntimeWarning, FloatingPointError):
+    except PYTHON_RAISED:
         return taken
     if isinstance(taken, np.generic) or isinstance(left, np.generic):
         return np.result_type(taken, left).type(taken)
@@ -444,9 +449,8 @@ def close(got: float, want: float, loose: bool) -> bool:
 
 # Findings already filed as xfail regression tests (test_fuzz_regressions.py): printed,
 # not failed, so that the random seed does not fail CI on them until they are fixed.
-# Remove an entry with its fix.
-# Findings still open, by a string of their report; each has a strict xfail in
-# test_fuzz_regressions.py. (llvm.vector.reduce.*, seed 777, is fixed.)
+# Keyed by a string of the finding's report. Remove an entry with its fix
+# (llvm.vector.reduce.*, seed 777, is fixed).
 KNOWN: dict[str, str] = {
     'Running pass "vplan-vec"': "Intel's CPU compiler crashes on a float recurrence read after its loop",
 }
