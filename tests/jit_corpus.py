@@ -340,24 +340,29 @@ case("scale_by[np.float64]", scale_by, _scale_by(np.float64(0.1)))
 
 
 @ol.kernel
-def index_times_weak(item, s, x, y):
+def index_times(item, s, x, y):
     i = item.get_id(0)
     y[i] = (i * s) // x[i]
 
 
-def _index_times_weak(rng):
-    # The work-item index is an int64, not a weak Python int: i * s is a float64, and
-    # so is its floor division by a float32 (a reference that took i as a Python int
-    # computed it in float32; fuzz seed 587291690).
-    n = 1000
-    s = float(rng.uniform(1, 9)) * rng.choice([-1, 1])
-    x = np.full(n, s, f32)
-    want = (np.arange(n, dtype=np.int64) * s) // x
-    assert (want != (np.arange(n) * s).astype(f32) // x).any(), "inputs do not discriminate"
-    return Launch((n,), [s, In(x), Out(want, exact=True)])
+def _index_times(strong):
+    # The work-item index is weak, as Python's int is (NEP 50): with a Python float s,
+    # i * s is weak too and the floor division a float32 one; an np.float64 s makes
+    # it a float64 one.
+    def make(rng):
+        n = 1000
+        s = float(rng.uniform(1, 9) * rng.choice([-1, 1]))
+        x = np.full(n, s, f32)
+        wide = (np.arange(n) * s) // x
+        narrow = (np.arange(n) * s).astype(f32) // x
+        assert (wide != narrow).any(), "inputs do not discriminate"
+        return Launch((n,), [f64(s) if strong else s, In(x), Out(wide if strong else narrow, exact=True)])
+
+    return make
 
 
-case("index_times_weak", index_times_weak, _index_times_weak)
+case("index_times[py-float]", index_times, _index_times(False))
+case("index_times[np.float64]", index_times, _index_times(True))
 
 
 @ol.kernel

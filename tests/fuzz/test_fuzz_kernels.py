@@ -274,10 +274,7 @@ class Item:
         self.i = i
 
     def get_id(self, d):
-        # An int64, as the kernel types it: a Python int would be weak (NEP 50), so
-        # `(i * x) // c[k]` would be a float32 division in Python where the kernel's
-        # float64 i * x makes it a float64 one (seed 587291690: 1.0 against 2.0).
-        return np.int64(self.i)
+        return self.i  # a Python int: weak (NEP 50), as the kernel types it
 
 
 # What Python raising means for an index (no verdict): a division by zero, an overflow, a
@@ -338,7 +335,8 @@ class _TypedIfExp(ast.NodeTransformer):
 def _ifexp(cond, then, other):
     """A conditional expression as a kernel types it: statically, the promotion of both
     branches (NEP 50), not whichever ran -- `x if k else c[i]` is a float32 even where
-    the Python float x is picked, and `int32 if k else int(f)` an int32 (seeds 131598410,
+    the Python float x is picked, `a[j] if k else i * x` a float64 (a is
+    float64) where the weak i * x is picked (seed 587291690), and `int32 if k else int(f)` an int32 (seeds 131598410,
     1199019343). The branch not taken only lends its type; where it raises, the branch
     taken keeps its own."""
     taken = then() if cond else other()
