@@ -120,6 +120,8 @@ struct ofl_device {
             cl_context ctx;
             cl_command_queue queue;
             cl_event drain; /* the marker poll(NULL) waits for; NULL: none queued */
+            /* builds SPIR-V apart (ofl_buildproc.c); NULL: in this process */
+            struct ofl_buildproc *builder;
             /* released buffers kept for reuse, oldest first (ofl_opencl.c says why) */
             struct {
                 cl_mem mem;
@@ -209,7 +211,7 @@ struct ofl_program {
 
 /* The files below call downward only, in this order (scripts/check-layers):
  *   ofl_filter > ofl_cuda_math > ofl_program > ofl_memory > ofl_registry >
- *   ofl_opencl, ofl_cuda > ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
+ *   ofl_opencl, ofl_cuda > ofl_buildproc, ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
  *   ofl_cuda_api. */
 
 /* ---- ofl_program.c, for work queued outside ofl_launch ---- */
@@ -283,6 +285,22 @@ void ofl_opencl_discover(ofl_devlist *list, char *note, size_t notelen);
  * a sentence to note. */
 cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char *note,
                               size_t notelen);
+/* The same for one vendor library that dlopen opened (also used by
+ * offload-clbuild, which links ofl_icd.c alone). */
+cl_uint ofl_icd_library_platforms(void *lib, cl_platform_id *ps, cl_uint np, cl_uint max);
+/* ofl_buildproc.c: SPIR-V builds in a helper process, for a compiler that
+ * may crash. open: NULL where no helper can serve the device (none
+ * installed, a platform whose vendor library is unknown, or
+ * OFFLOAD_BUILD_IN_PROCESS set); it lives as long as the process. build: 0
+ * when the compiler answered: *status is clBuildProgram's, *bytes (malloc'd,
+ * *n of them and a NUL) the program binary or, on failure, the build log.
+ * OFL_ERR_DEVICE when it crashed, also with its vectorizer off (err quotes
+ * it); OFL_BUILDPROC_HERE when no helper runs: build in this process. */
+typedef struct ofl_buildproc ofl_buildproc;
+enum { OFL_BUILDPROC_HERE = -1 };
+ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device);
+int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, size_t size,
+                        cl_int *status, unsigned char **bytes, size_t *n, ofl_error *err);
 void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
 /* fn(dev, arg, err) with dev's lock held and its context current, for
  * ofl_cuda_math.c's vendor calls, which queue on dev->h.cu.stream; a fault

@@ -94,8 +94,7 @@ static bool seen_before(char (*paths)[PATH_MAX], size_t n, const char *path) {
     return false;
 }
 
-/* Adds the platforms of one vendor library that are not in ps[0..*np). */
-static void add_platforms(void *lib, cl_platform_id *ps, cl_uint *np, cl_uint max) {
+cl_uint ofl_icd_library_platforms(void *lib, cl_platform_id *ps, cl_uint np, cl_uint max) {
     /* Loaders ask for the entry point through the library's own
      * clGetExtensionFunctionAddress: Intel's does not export it by name. */
     ext_address_fn ext = (ext_address_fn)dlsym(lib, "clGetExtensionFunctionAddress");
@@ -103,16 +102,17 @@ static void add_platforms(void *lib, cl_platform_id *ps, cl_uint *np, cl_uint ma
     icd_get_platforms_fn get =
         (icd_get_platforms_fn)(sym ? sym : dlsym(lib, "clIcdGetPlatformIDsKHR"));
     cl_uint n = 0;
-    if (!get || get(0, NULL, &n) != CL_SUCCESS || n == 0) return;
+    if (!get || get(0, NULL, &n) != CL_SUCCESS || n == 0) return np;
     cl_platform_id *mine = calloc(n, sizeof *mine);
     if (mine && get(n, mine, NULL) == CL_SUCCESS) {
-        for (cl_uint i = 0; i < n && *np < max; i++) {
+        for (cl_uint i = 0; i < n && np < max; i++) {
             bool dup = false;
-            for (cl_uint j = 0; j < *np && !dup; j++) dup = ps[j] == mine[i];
-            if (!dup) ps[(*np)++] = mine[i];
+            for (cl_uint j = 0; j < np && !dup; j++) dup = ps[j] == mine[i];
+            if (!dup) ps[np++] = mine[i];
         }
     }
     free(mine);
+    return np;
 }
 
 cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char *note,
@@ -144,7 +144,7 @@ cl_uint ofl_icd_add_platforms(cl_platform_id *ps, cl_uint np, cl_uint max, char 
             if (!lib)
                 note_failure(real, dlerror(), note, notelen);
             else
-                add_platforms(lib, ps, &np, max);
+                np = ofl_icd_library_platforms(lib, ps, np, max);
         }
         if (d) closedir(d);
     }

@@ -333,6 +333,9 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
      * keeps a core's slot for the thread that waits (ofl_wait.c) */
     dev->lend_waits =
         dev->info.type == OFL_CPU && !strstr(dev->info.platform, "Portable Computing Language");
+    /* Intel's CPU compiler has crashed on valid SPIR-V (ofl_buildproc.c) */
+    if (dev->lend_waits && dev->info.il_version[0] && !dev->h.cl.builder)
+        dev->h.cl.builder = ofl_buildproc_open(dev->h.cl.platform, dev->info.name);
     return 0;
 }
 
@@ -642,15 +645,37 @@ static char *program_str(cl_program p, cl_device_id d, cl_uint param) {
     return s;
 }
 
+static int build_failed(ofl_program *prog, cl_int rc, const char *log, ofl_error *err) {
+    const ofl_device_info *in = &prog->dev->info;
+    ofl_fail(err, OFL_ERR_DEVICE,
+             "cannot build kernel '%s' for %s (%s): clBuildProgram failed with %s (%d)", prog->name,
+             in->filter, in->name, cl_error_name(rc), rc);
+    ofl_append_log(err, "; the build log says:\n", log ? log : "");
+    return OFL_ERR_DEVICE;
+}
+
 static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
                     ofl_error *err) {
     ofl_device *dev = prog->dev;
     const ofl_device_info *in = &dev->info;
     cl_device_id d = dev->h.cl.id;
     cl_int rc = CL_SUCCESS;
+    /* SPIR-V that a helper process compiled comes back as a program binary */
+    unsigned char *built = NULL;
+    if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
+        size_t n = 0;
+        int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
+        if (st > 0) return st;
+        if (st == 0 && rc != CL_SUCCESS) {
+            build_failed(prog, rc, (char *)built, err);
+            free(built);
+            return OFL_ERR_DEVICE;
+        }
+        if (built) bin = built, size = n;
+    }
     cl_program p;
     const char *call;
-    if (kind == OFL_BIN_SPIRV) {
+    if (kind == OFL_BIN_SPIRV && !built) {
         call = "clCreateProgramWithIL";
         p = create_with_il(dev, bin, size, &rc);
     } else {
@@ -663,6 +688,7 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
             p = NULL, rc = status;
         }
     }
+    free(built);
     if (!p)
         return ofl_fail(err, OFL_ERR_DEVICE,
                         "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
@@ -672,11 +698,8 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
     rc =
         clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL, NULL);
     if (rc != CL_SUCCESS) {
-        ofl_fail(err, OFL_ERR_DEVICE,
-                 "cannot build kernel '%s' for %s (%s): clBuildProgram failed with %s (%d)",
-                 prog->name, in->filter, in->name, cl_error_name(rc), rc);
         char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
-        ofl_append_log(err, "; the build log says:\n", log ? log : "");
+        build_failed(prog, rc, log, err);
         free(log);
         clReleaseProgram(p);
         return OFL_ERR_DEVICE;

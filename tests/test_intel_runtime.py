@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,131 @@ def test_incomplete_runtime_names_the_missing_package(tmp_path):
     assert f"{lib / 'libintelocl.so'} cannot load" in p.stdout, p.stdout
     assert "is missing (pip install intel-cmplr-lib-rt" in p.stdout, p.stdout
     assert "Portable Computing Language" in p.stdout, p.stdout
+
+
+# ---- builds in a helper process (offload/ofl_buildproc.c) ----
+
+# Intel's vectorizer (vplan-vec, 2026.2) segfaults on this loop: a float stepped by a
+# subtraction, read before the step after the loop (kernel fuzzer, seed 2189110301).
+RECURRENCE = """
+import numpy as np, offload as ol
+dev = [d for d in ol.get_devices() if d.platform == "Intel(R) OpenCL"][0]
+@ol.kernel
+def recurrence(item, n, x, out):
+    i = item.get_id(0)
+    before = 1.0
+    f = 1.0
+    for j in range(n):
+        before = f
+        f = f - x
+    out[i] = before
+n = int(np.random.default_rng().integers(2, 9))
+out = ol.full(4, np.nan, device=dev)
+recurrence[ol.Range(4)](n, 0.5, out)
+want = 1.0 - 0.5 * (n - 1)
+print(ol.asnumpy(out).tolist() == [want] * 4)
+"""
+
+
+def helpers_of(pid: int) -> list[int]:
+    """The offload-clbuild processes that pid started."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            name = fields[0].split("(", 1)[1]
+            ppid = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and name == "offload-clbuild":
+            found.append(int(stat.parent.name))
+    return found
+
+
+@needs_runtime
+def test_a_compiler_crash_is_built_again_with_the_vectorizer_off(plain_kernel):
+    """The kernel lives, and the kernel that crashed Intel's compiler runs, with the right value."""
+    reply, msgs = execute(plain_kernel.kc, RECURRENCE)
+    assert reply["content"]["status"] == "ok", describe(reply, msgs)
+    assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+    # one helper that crashed and was not restarted yet, one with the vectorizer off
+    assert len(helpers_of(plain_kernel.pid)) == 1, helpers_of(plain_kernel.pid)
+    plain_kernel.assert_alive("after Intel's compiler crashed in its helper")
+
+
+@needs_runtime
+def test_a_killed_helper_is_started_again(plain_kernel):
+    axpb = """
+import numpy as np, offload as ol
+dev = [d for d in ol.get_devices() if d.platform == "Intel(R) OpenCL"][0]
+@ol.kernel
+def axpb_{n}(item, x, y):
+    i = item.get_id(0)
+    y[i] = x[i] * {n} + 1
+x = np.random.default_rng().random(100, dtype=np.float32)
+y = ol.full(100, np.nan, dtype=np.float32, device=dev)
+axpb_{n}[ol.Range(100)](ol.asarray(x, device=dev), y)
+print(np.array_equal(ol.asnumpy(y), x * np.float32({n}) + np.float32(1)))
+"""
+    reply, msgs = execute(plain_kernel.kc, axpb.format(n=3))
+    assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+    helpers = helpers_of(plain_kernel.pid)
+    assert helpers, "Intel's builds should run in a helper process"
+    for pid in helpers:
+        os.kill(pid, 9)
+    for pid in helpers:  # dead once a zombie, which the next build reaps
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+    reply, msgs = execute(plain_kernel.kc, axpb.format(n=5))
+    assert reply["content"]["status"] == "ok", describe(reply, msgs)
+    assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+    assert helpers_of(plain_kernel.pid), "a helper should be running again"
+
+
+def fake_helper(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "offload-clbuild"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
+
+
+@needs_runtime
+def test_a_compiler_that_always_crashes_is_a_clean_error(tmp_path):
+    """Crashed twice (vectorizer on, then off): DeviceError quoting the signal and the pass it
+    was in; the kernel lives and its other devices still build."""
+    script = fake_helper(tmp_path, 'echo \'1.\tRunning pass "vplan-vec" on function "ofl_k"\' >&2\n'
+                                   "kill -SEGV $$\n")
+    k = start_kernel(tmp_path / "kernel.stderr",
+                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(script)})
+    try:
+        reply, msgs = execute(k.kc, RECURRENCE)
+        assert reply["content"]["status"] == "error", describe(reply, msgs)
+        c = reply["content"]
+        assert c["ename"] == "DeviceError", describe(reply, msgs)
+        # the first build is ol.full's
+        assert re.match(r"cannot build kernel 'ofl_\w+' for opencl:cpu:0 ", c["evalue"]), c["evalue"]
+        assert c["evalue"].count("crashed (signal 11, Segmentation fault)") == 2, c["evalue"]
+        assert 'its last words: Running pass "vplan-vec" on function "ofl_k"' in c["evalue"], c["evalue"]
+        assert "built again with its vectorizer off" in c["evalue"], c["evalue"]
+        k.assert_alive("after its compiler crashed twice")
+        reply, msgs = execute(k.kc, RECURRENCE.replace('d.platform == "Intel(R) OpenCL"',
+                                                       'd.platform.startswith("Portable")'))
+        assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+    finally:
+        k.shutdown()
+
+
+@needs_runtime
+def test_a_helper_that_finds_no_device_leaves_builds_here(tmp_path):
+    """A helper that cannot serve the device (exit status 3): builds run in the kernel's
+    process, as without one."""
+    script = fake_helper(tmp_path, "exit 3\n")
+    k = start_kernel(tmp_path / "kernel.stderr",
+                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(script)})
+    try:
+        code = RECURRENCE.replace("f = f - x", "f = f + x").replace("1.0 - 0.5", "1.0 + 0.5")
+        reply, msgs = execute(k.kc, code)
+        assert reply["content"]["status"] == "ok", describe(reply, msgs)
+        assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+    finally:
+        k.shutdown()

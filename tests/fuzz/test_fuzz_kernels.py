@@ -448,10 +448,8 @@ def close(got: float, want: float, loose: bool) -> bool:
 # Findings already filed as xfail regression tests (test_fuzz_regressions.py): printed,
 # not failed, so that the random seed does not fail CI on them until they are fixed.
 # Keyed by a string of the finding's report. Remove an entry with its fix
-# (llvm.vector.reduce.*, seed 777, is fixed).
-KNOWN: dict[str, str] = {
-    'Running pass "vplan-vec"': "Intel's CPU compiler crashes on a float recurrence read after its loop",
-}
+# (llvm.vector.reduce.*, seed 777, and Intel's vplan-vec crash, seed 2189110301, are fixed).
+KNOWN: dict[str, str] = {}
 
 STATS: Counter = Counter()  # what the comparisons found, printed at the end of a run
 
