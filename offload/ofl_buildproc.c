@@ -13,8 +13,10 @@
  * program binary, which this process loads (clCreateProgramWithBinary runs
  * no compiler: 1-2 ms).
  *
- * Helpers start at a device's first build (posix_spawn, which is safe in a
- * process with threads) and again after a crash; each lives until this
+ * The first helper starts as the device opens, so that the runtime's own
+ * start in it (some 50 ms) overlaps the JIT's work on the first kernel; the
+ * one with the vectorizer off at the first crash; either again after it
+ * crashed (posix_spawn, which is safe in a process with threads); each lives until this
  * process ends (it reads end of input, or the kernel's death signal). A
  * mutex per device orders the requests; it is held across the build, which
  * callers run without the GIL. */
@@ -99,18 +101,6 @@ static bool find_runtime(cl_platform_id platform, char out[PATH_MAX]) {
     return !strstr(out, "libOpenCL"); /* a loader-managed table: no vendor to name */
 }
 
-ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
-    ofl_buildproc *b = calloc(1, sizeof *b);
-    if (!b || getenv("OFFLOAD_BUILD_IN_PROCESS") || !find_exe(b->exe, sizeof b->exe) ||
-        !find_runtime(platform, b->runtime)) {
-        free(b);
-        return NULL;
-    }
-    snprintf(b->device, sizeof b->device, "%s", device);
-    pthread_mutex_init(&b->lock, NULL);
-    return b;
-}
-
 /* The environment the helper starts with: ours, and for SCALAR the
  * vectorizer off. */
 static char **helper_env(int mode) {
@@ -160,6 +150,19 @@ static int start(ofl_buildproc *b, int mode) {
     }
     h->pid = pid, h->sock = sv[0], h->err = err;
     return 0;
+}
+
+ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
+    ofl_buildproc *b = calloc(1, sizeof *b);
+    if (!b || getenv("OFFLOAD_BUILD_IN_PROCESS") || !find_exe(b->exe, sizeof b->exe) ||
+        !find_runtime(platform, b->runtime)) {
+        free(b);
+        return NULL;
+    }
+    snprintf(b->device, sizeof b->device, "%s", device);
+    pthread_mutex_init(&b->lock, NULL);
+    start(b, VECTORIZED); /* a failure is reported by the first build, which tries again */
+    return b;
 }
 
 static bool io_all(int fd, void *buf, size_t n, bool sending) {
