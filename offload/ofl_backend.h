@@ -188,6 +188,7 @@ struct ofl_program {
     unsigned generation; /* dev->generation at the build */
     size_t max_threads;  /* the largest work-group the kernel can run with there (>= 1) */
     long nparams;        /* the kernel's parameter count; -1 when the driver cannot say */
+    bool vectorizer_off; /* built so after its compiler crashed (ofl_buildproc.c) */
     size_t *param_size;  /* each parameter's size in bytes (CUDA 12.4+); else NULL */
     union {
         struct {
@@ -291,11 +292,13 @@ cl_uint ofl_icd_library_platforms(void *lib, cl_platform_id *ps, cl_uint np, cl_
 /* ofl_buildproc.c: SPIR-V builds in a helper process, for a compiler that
  * may crash. open: NULL where no helper can serve the device (none
  * installed, a platform whose vendor library is unknown, or
- * OFFLOAD_BUILD_IN_PROCESS set); it lives as long as the process. build: 0
- * when the compiler answered: *status is clBuildProgram's, *bytes (malloc'd,
- * *n of them and a NUL) the program binary or, on failure, the build log.
- * OFL_ERR_DEVICE when it crashed, also with its vectorizer off (err quotes
- * it); OFL_BUILDPROC_HERE when no helper runs: build in this process. */
+ * OFFLOAD_BUILD_IN_PROCESS set); it lives as long as the process, and
+ * starts the first helper. build: 0 when the compiler answered: *status is
+ * clBuildProgram's, *bytes (malloc'd, *n of them and a NUL) the program
+ * binary or, on failure, the build log; prog->vectorizer_off is set when
+ * the answer came with the vectorizer off, after a crash. OFL_ERR_DEVICE
+ * when it crashed both ways (err quotes it); OFL_BUILDPROC_HERE when no
+ * helper runs: build in this process. */
 typedef struct ofl_buildproc ofl_buildproc;
 enum { OFL_BUILDPROC_HERE = -1 };
 ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device);

@@ -13,13 +13,13 @@
  * program binary, which this process loads (clCreateProgramWithBinary runs
  * no compiler: 1-2 ms).
  *
- * The first helper starts as the device opens, so that the runtime's own
- * start in it (some 50 ms) overlaps the JIT's work on the first kernel; the
- * one with the vectorizer off at the first crash; either again after it
- * crashed (posix_spawn, which is safe in a process with threads); each lives until this
- * process ends (it reads end of input, or the kernel's death signal). A
- * mutex per device orders the requests; it is held across the build, which
- * callers run without the GIL. */
+ * The first helper starts as the device opens, so that its start (some
+ * 50 ms: the runtime loads again there) can overlap what comes before the
+ * first build; the one with the vectorizer off at the first crash; either
+ * again after it ended (posix_spawn, which is safe in a process with
+ * threads). Each lives until this process ends (it reads end of input
+ * then). A mutex per device orders the requests; it is held across the
+ * build, which callers run without the GIL. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -178,7 +178,8 @@ static bool io_all(int fd, void *buf, size_t n, bool sending) {
 
 /* The helper stopped answering: reaps it and describes its end in why --
  * the signal, and the compiler's last line about what it was doing.
- * Returns its exit status; -1 when a signal ended it. */
+ * Returns its exit status, 128 + the signal that ended it, or -1 when its
+ * status is gone. */
 static int bury(helper *h, char *why, size_t len) {
     int st = 0;
     pid_t got;
@@ -189,7 +190,7 @@ static int bury(helper *h, char *why, size_t len) {
     while ((got = waitpid(h->pid, &st, 0)) < 0 && errno == EINTR) {
     }
     /* not ours to reap where SIGCHLD is ignored: the status is gone */
-    int used = got < 0            ? snprintf(why, len, "stopped answering")
+    int used = got < 0           ? snprintf(why, len, "stopped answering")
                : WIFSIGNALED(st) ? snprintf(why, len, "crashed (signal %d, %s)", WTERMSIG(st),
                                             strsignal(WTERMSIG(st)))
                                  : snprintf(why, len, "exited with status %d", WEXITSTATUS(st));
@@ -206,20 +207,19 @@ static int bury(helper *h, char *why, size_t len) {
     if (line && used > 0 && (size_t)used < len)
         snprintf(why + used, len - (size_t)used, "; its last words: %.*s",
                  (int)strcspn(line, "\r\n"), line);
-    return got < 0 || WIFSIGNALED(st) ? -1 : WEXITSTATUS(st);
+    return got < 0 ? -1 : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }
 
-/* One request to the helper of mode. 0: it answered *status and *bytes
- * (n of them and a NUL). Else why says how it stopped: 1 for a crash or
- * an exit, OFL_BUILDPROC_HERE when it could not start or found no device. */
+enum { ANSWERED, CRASHED, KILLED };
+
+/* One request to the helper of mode. ANSWERED: *status and *bytes (n of
+ * them and a NUL). Else why says how it stopped: KILLED by SIGKILL, which
+ * is someone else's doing (a user, the OOM killer; a thread that ends does
+ * not: there is no PR_SET_PDEATHSIG), CRASHED for another signal or an
+ * exit, OFL_BUILDPROC_HERE when it could not start or found no device. */
 static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *status,
                unsigned char **bytes, size_t *n, char *why, size_t whylen) {
     helper *h = &b->mode[mode];
-    if (h->pid && waitpid(h->pid, NULL, WNOHANG) == h->pid) {
-        /* it died between builds (killed by hand, say): not this build's doing */
-        close(h->sock), close(h->err);
-        h->pid = 0;
-    }
     int e = h->pid ? 0 : start(b, mode);
     if (e) {
         snprintf(why, whylen, "could not be started (%.300s: %s)", b->exe, strerror(e));
@@ -234,11 +234,40 @@ static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *
         io_all(h->sock, *bytes, got, false)) {
         (*bytes)[got] = '\0';
         *status = st, *n = got;
-        return 0;
+        /* what the compiler said before is of no use after an answer: a
+         * long session must not keep it (its holes take no memory); where
+         * that fails, it only grows */
+        if (ftruncate(h->err, 0) != 0) errno = 0;
+        return ANSWERED;
     }
     free(*bytes);
     *bytes = NULL;
-    return bury(h, why, whylen) == NO_DEVICE_EXIT ? OFL_BUILDPROC_HERE : 1;
+    int end = bury(h, why, whylen);
+    return end == NO_DEVICE_EXIT ? OFL_BUILDPROC_HERE : end == 128 + SIGKILL ? KILLED : CRASHED;
+}
+
+/* ask, and once more in a new helper after a SIGKILL; KILLED twice is a crash */
+static int ask_twice(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *status,
+                     unsigned char **bytes, size_t *n, char *why, size_t whylen) {
+    int rc = ask(b, mode, il, size, status, bytes, n, why, whylen);
+    if (rc == KILLED) rc = ask(b, mode, il, size, status, bytes, n, why, whylen);
+    return rc == KILLED ? CRASHED : rc;
+}
+
+/* Reaps the helpers that ended between builds (killed by hand, the OOM
+ * killer: not a build's doing; the next build starts another). True when
+ * one ended because it found no device. */
+static bool reap_idle(ofl_buildproc *b) {
+    bool no_device = false;
+    for (int m = 0; m < NMODES; m++) {
+        helper *h = &b->mode[m];
+        int st;
+        if (!h->pid || waitpid(h->pid, &st, WNOHANG) != h->pid) continue;
+        no_device |= WIFEXITED(st) && WEXITSTATUS(st) == NO_DEVICE_EXIT;
+        close(h->sock), close(h->err);
+        h->pid = 0;
+    }
+    return no_device;
 }
 
 int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, size_t size,
@@ -246,15 +275,17 @@ int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, siz
     char why[NMODES][512] = {"", ""};
     int rc = OFL_BUILDPROC_HERE;
     pthread_mutex_lock(&b->lock);
+    if (!b->unusable && reap_idle(b)) b->unusable = true;
     if (!b->unusable) {
-        rc = ask(b, VECTORIZED, il, size, status, bytes, n, why[VECTORIZED], sizeof why[0]);
+        rc = ask_twice(b, VECTORIZED, il, size, status, bytes, n, why[VECTORIZED], sizeof why[0]);
         b->unusable = rc == OFL_BUILDPROC_HERE;
         /* after a crash, never here: this process would crash the same way */
-        if (rc == 1 && ask(b, SCALAR, il, size, status, bytes, n, why[SCALAR], sizeof why[0]) == 0)
-            rc = 0;
+        if (rc == CRASHED && ask_twice(b, SCALAR, il, size, status, bytes, n, why[SCALAR],
+                                       sizeof why[0]) == ANSWERED)
+            rc = ANSWERED, prog->vectorizer_off = true;
     }
     pthread_mutex_unlock(&b->lock);
-    if (rc != 1) return rc;
+    if (rc != CRASHED) return rc;
     const ofl_device_info *in = &prog->dev->info;
     return ofl_fail(err, OFL_ERR_DEVICE,
                     "cannot build kernel '%s' for %s (%s): its OpenCL compiler %s; built again "

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "ofl_backend.h"
@@ -99,12 +98,12 @@ static bool build(cl_context ctx, cl_device_id d, const void *il, size_t size) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s RUNTIME-LIBRARY DEVICE-NAME (offload starts it)\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s RUNTIME-LIBRARY DEVICE-NAME (offload starts it)\n", argv[0]);
         return 2;
     }
     close_inherited();
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* No PR_SET_PDEATHSIG: it fires when the thread that started us ends,
+     * and any Python thread may have. End of input says the parent is gone. */
     signal(SIGINT, SIG_IGN); /* an interrupt is for the notebook's code, not its compiler */
     cl_device_id d = find_device(argv[1], argv[2]);
     cl_context ctx = d ? clCreateContext(NULL, 1, &d, NULL, NULL, NULL) : NULL;

@@ -338,6 +338,8 @@ size_t ofl_program_max_work_group_size(const ofl_program *prog) {
     return prog ? prog->max_threads : 0;
 }
 
+bool ofl_program_vectorizer_off(const ofl_program *prog) { return prog && prog->vectorizer_off; }
+
 bool ofl_program_is_stale(const ofl_program *prog) {
     return prog && prog->generation != __atomic_load_n(&prog->dev->generation, __ATOMIC_ACQUIRE);
 }

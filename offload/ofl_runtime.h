@@ -295,6 +295,10 @@ void ofl_program_release(ofl_program *prog); /* NULL ok */
 ofl_device *ofl_program_device(const ofl_program *prog);
 /* The largest work-group this kernel can be launched with on its device. */
 size_t ofl_program_max_work_group_size(const ofl_program *prog);
+/* True when the device's compiler crashed building it and it was built
+ * again with the compiler's vectorizer off (ofl_buildproc.c): it runs right,
+ * but scalar. */
+bool ofl_program_vectorizer_off(const ofl_program *prog);
 /* True once the device's context was reset after a kernel's fault (CUDA):
  * the program died with the context, so launches of it are refused
  * (OFL_ERR_DEVICE, saying the program is stale); release it and build it

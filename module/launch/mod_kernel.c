@@ -299,6 +299,13 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     else
         k->compiles++;
     spec_settle(k, s, SPEC_READY);
+    /* it runs right, but slower than it might: said once, at its build */
+    if (ofl_program_vectorizer_off(prog))
+        return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                "kernel '%s' (%s): the compiler of %s crashed vectorizing it, so "
+                                "it was built with the vectorizer off; it runs, scalar",
+                                jit_func_name(k->jf), s->signature,
+                                ofl_device_get_info(s->dev)->filter);
     return 0;
 fail:
     jit_blob_free(&s->code);
@@ -753,7 +760,8 @@ static PyObject *kernel_stats(mod_kernel *k, void *c) {
 /* ---- offload.kernel_table() ---- */
 
 /* "opencl:cpu:0 spirv", "opencl:cpu:0 spir1.2" (SPIR-V translated back for
- * PoCL), "cuda:gpu:0 ptx sm_90". */
+ * PoCL), "cuda:gpu:0 ptx sm_90"; spec_row adds " vectorizer-off" where the
+ * device's compiler crashed on the kernel and built it so. */
 static void target_str(ofl_device *dev, char *out, size_t len) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     switch (ofl_device_binary_kind(dev)) {
@@ -770,8 +778,10 @@ static PyObject *spec_row(mod_kernel *k, const spec *s) {
     uint64_t ns, timed;
     ofl_program_device_time(s->prog, &ns, &timed);
     ns += s->old_device_ns, timed += s->old_timed;
-    char target[128];
+    char target[160];
     target_str(s->dev, target, sizeof target);
+    if (ofl_program_vectorizer_off(s->prog))
+        snprintf(target + strlen(target), sizeof target - strlen(target), " vectorizer-off");
     PyObject *device_ms = timed ? PyFloat_FromDouble((double)ns * 1e-6) : Py_NewRef(Py_None);
     if (!device_ms) return NULL;
     return Py_BuildValue(
@@ -1213,7 +1223,8 @@ static PyMethodDef functions[] = {
      "with its programs), one dict per specialisation, oldest first:\n"
      "  name, signature (argument types and range), device (filter string), target (device and "
      "code form: "
-     "'opencl:cpu:0 spirv', 'opencl:cpu:0 spir1.2', 'cuda:gpu:0 ptx sm_90'),\n"
+     "'opencl:cpu:0 spirv', 'opencl:cpu:0 spir1.2', 'cuda:gpu:0 ptx sm_90'; ' vectorizer-off' "
+     "after it where the device's compiler crashed on it and built it so),\n"
      "  code_size (bytes of the code the device loaded), compile_ms (jit_ms + build_ms: the JIT's "
      "and the "
      "driver's), launches, memory_hits (launches that found this specialisation compiled),\n"
