@@ -279,6 +279,41 @@ static void jit_widen_bool_compares(LLVMModuleRef m) {
     LLVMDisposeBuilder(b);
 }
 
+/* Intel's CPU compiler (2026.2) crashes vectorizing a float recurrence
+ * stepped by a subtraction, f = f - x in a loop whose f from before the step
+ * is read after it (kernel fuzzer, seed 2189110301). Such a step becomes
+ * fma(-1, x, f), which it vectorizes: the same number in every case, since
+ * -1 * x is exact and the one rounding is the subtraction's (signed zeros
+ * and NaNs included). Recurrences are the fsubs whose first operand is a phi
+ * they feed. */
+static void jit_fsub_steps_as_fma(LLVMModuleRef m) {
+    LLVMContextRef ctx = LLVMGetModuleContext(m);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    unsigned fma = LLVMLookupIntrinsicID("llvm.fma", 8);
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef phi = LLVMGetFirstInstruction(bb); phi && LLVMIsAPHINode(phi);
+                 phi = LLVMGetNextInstruction(phi)) {
+                LLVMTypeRef t = LLVMTypeOf(phi);
+                LLVMTypeKind kind = LLVMGetTypeKind(t);
+                if (kind != LLVMFloatTypeKind && kind != LLVMDoubleTypeKind) continue;
+                for (unsigned k = 0; k < LLVMCountIncoming(phi); k++) {
+                    LLVMValueRef step = LLVMGetIncomingValue(phi, k);
+                    if (!LLVMIsAInstruction(step) || LLVMGetInstructionOpcode(step) != LLVMFSub ||
+                        LLVMGetOperand(step, 0) != phi)
+                        continue;
+                    LLVMPositionBuilderBefore(b, step);
+                    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(m, fma, &t, 1);
+                    LLVMValueRef args[] = {LLVMConstReal(t, -1.0), LLVMGetOperand(step, 1), phi};
+                    LLVMValueRef v =
+                        LLVMBuildCall2(b, LLVMGlobalGetValueType(decl), decl, args, 3, "");
+                    LLVMReplaceAllUsesWith(step, v);
+                    LLVMInstructionEraseFromParent(step);
+                }
+            }
+    LLVMDisposeBuilder(b);
+}
+
 /* SPIR-V 1.0's OpSelect takes a vector condition for vector values, but
  * LLVM selects a whole vector (a complex number's <2 x T>) on one i1, as the
  * optimiser makes of a branch between two complex values: the condition is
@@ -404,6 +439,7 @@ int jit_optimize_tm(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t 
         jit_unmask_ids(m);
         jit_widen_bool_compares(m);
         jit_splat_select_conditions(m);
+        jit_fsub_steps_as_fma(m);
         for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
             if (jit_rpo_blocks(f)) {
                 snprintf(err, errlen, "out of memory ordering basic blocks");

@@ -366,6 +366,48 @@ case("index_times[np.float64]", index_times, _index_times(True))
 
 
 @ol.kernel
+def sub_recurrence(item, n, x, steps, before_out, after_out, sign_out):
+    # A float stepped by a subtraction, read from before the step after the loop: Intel's
+    # CPU compiler crashed vectorizing it, so the JIT makes the step an fma(-1, step, f)
+    # (jit_backend.c), which must give the subtraction's number exactly, signed zeros too.
+    i = item.get_id(0)
+    before = x[i]
+    f = x[i]
+    for j in range(n):
+        before = f
+        f = f - steps[j]
+    before_out[i] = before
+    after_out[i] = f
+    sign_out[i] = math.copysign(1.0, before) + math.copysign(2.0, f)
+
+
+def _sub_recurrence(dtype, zeros):
+    def make(rng):
+        m, n = 777, int(rng.integers(1, 12))
+        if zeros:  # signed zeros only: the sign of each difference is IEEE's rule
+            x = rng.choice([-0.0, 0.0], m).astype(dtype)
+            steps = rng.choice([-0.0, 0.0], n).astype(dtype)
+        else:
+            x = (rng.standard_normal(m) * 10).astype(dtype)
+            x[:3] = [np.inf, -np.inf, np.nan]
+            steps = (rng.standard_normal(n) * 3).astype(dtype)
+        before, f = x.copy(), x.copy()
+        for j in range(n):
+            before, f = f, f - steps[j]
+        sign = np.copysign(1.0, before) + np.copysign(2.0, f)
+        return Launch((m,), [n, In(x), In(steps), Out(before, exact=True), Out(f, exact=True),
+                             Out(sign.astype(dtype), exact=True)])
+
+    return make
+
+
+for _t in (f32, f64):
+    for _zeros in (False, True):
+        case(f"sub_recurrence[{np.dtype(_t).name}{'-zeros' if _zeros else ''}]", sub_recurrence,
+             _sub_recurrence(_t, _zeros))
+
+
+@ol.kernel
 def f32_probe(item, x, out):
     # Each row is (v + 1e-9) - v for a value v that must be float32: exactly 0
     # in float32 (1e-9 is below half an ulp of v >= 1), about 1e-9 in float64.

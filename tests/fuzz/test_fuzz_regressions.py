@@ -199,9 +199,13 @@ def test_intel_compiler_float_recurrence_after_the_loop():
     """Was (kernel fuzzer, seed 2189110301): the process died in clBuildProgram on Intel's
     CPU runtime, whose vectorizer (vplan-vec, 2026.2) segfaults on a float loop variable
     stepped by a subtraction and read before the step after the loop. Wanted: the value
-    Python gives. Intel's builds run in a helper process (offload/ofl_buildproc.c), which
-    builds this one again with the vectorizer off."""
+    Python gives, from vectorized code: the JIT makes such a step an fma (jit_backend.c),
+    which Intel's compiler takes. (Had it crashed, the build would have been tried again in
+    a helper process with the vectorizer off -- offload/ofl_buildproc.c -- and warned: here
+    an error.)"""
     out = launch('''
+import warnings
+warnings.simplefilter("error")
 dev = [d for d in ol.get_devices() if d.platform == "Intel(R) OpenCL"]
 @ol.kernel
 def k(item, n, x, out):
