@@ -8,8 +8,9 @@
  * a 64-bit byte count and that much SPIR-V; each answer goes to fd 1 as a
  * 32-bit OpenCL status, a 64-bit byte count and the bytes: the program binary
  * when the status is CL_SUCCESS, else the build log. It exits at end of input
- * or on a short write, and dies as the compiler does: its parent tells a
- * crash from its exit status. */
+ * or on a short write (status 1), at once with status 3 where it finds no
+ * such device, and dies as the compiler does: its parent tells a crash from
+ * its exit status. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
