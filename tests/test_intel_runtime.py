@@ -12,6 +12,7 @@ find there: a kernel binary whose run path named that directory did not start.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -53,6 +54,11 @@ needs_runtime = pytest.mark.skipif(
     "(scripts/setup installs it on x86-64 unless OFFLOAD_SKIP_INTEL=1)")
 
 
+def display_text(msgs) -> str:
+    return strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
+                              for m in msgs if m["msg_type"] == "display_data"))
+
+
 def env_without_icd_settings() -> dict:
     return {"OCL_ICD_VENDORS": None, "OCL_ICD_FILENAMES": None, "OFFLOAD_DEVICE": None}
 
@@ -69,8 +75,7 @@ def plain_kernel(tmp_path_factory):
 def test_kernel_starts_and_lists_both_cpu_platforms(plain_kernel):
     reply, msgs = execute(plain_kernel.kc, "%lsplatform -vv")
     assert reply["content"]["status"] == "ok", describe(reply, msgs)
-    text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
-                              for m in msgs if m["msg_type"] == "display_data"))
+    text = display_text(msgs)
     assert PLATFORM in text, text
     assert "Portable Computing Language" in text, f"the system's ICDs must stay visible:\n{text}"
     assert "SPIR-V_1.0" in text, text
@@ -110,8 +115,7 @@ print(ol.default_device().filter_string, [d.filter_string for d in ol.get_device
     default, il_devices = stream_text(msgs).strip().split(" ", 1)
     assert il_devices == "['opencl:cpu:0']" and default == "opencl:cpu:0", stream_text(msgs)
     reply, msgs = execute(plain_kernel.kc, "%kernels")
-    text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
-                              for m in msgs if m["msg_type"] == "display_data"))
+    text = display_text(msgs)
     targets = sorted(re.findall(r"opencl:cpu:\d+ spir\S*", text))
     assert "opencl:cpu:0 spirv" in targets and "opencl:cpu:1 spir1.2" in targets, text
 
@@ -195,11 +199,18 @@ def helpers_of(pid: int) -> list[int]:
     return found
 
 
-def fake_helper(tmp_path: Path, body: str) -> Path:
-    script = tmp_path / "offload-clbuild"
-    script.write_text("#!/bin/sh\n" + body)
-    script.chmod(0o755)
-    return script
+@contextlib.contextmanager
+def kernel_with_helper(tmp_path: Path, script: str):
+    """A kernel whose builds for Intel's device go to a stand-in helper, a shell script."""
+    helper = tmp_path / "offload-clbuild"
+    helper.write_text("#!/bin/sh\n" + script)
+    helper.chmod(0o755)
+    k = start_kernel(tmp_path / "kernel.stderr",
+                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(helper)})
+    try:
+        yield k
+    finally:
+        k.shutdown()
 
 
 @needs_runtime
@@ -217,11 +228,9 @@ def test_a_compiler_crash_is_built_again_with_the_vectorizer_off(tmp_path):
     """A compiler that crashes vectorizing (here a stand-in that crashes unless the vectorizer
     is off, and is the real helper when it is): the kernel runs, with the right value, says
     so, and the kernel lives."""
-    script = fake_helper(tmp_path, f'[ "$CL_CONFIG_CPU_VECTORIZER_MODE" = 1 ] || {{ {LAST_WORDS.strip()}; kill -SEGV $$; }}\n'
-                                   f'exec "{HELPER}" "$@"\n')
-    k = start_kernel(tmp_path / "kernel.stderr",
-                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(script)})
-    try:
+    crashes_vectorizing = (f'[ "$CL_CONFIG_CPU_VECTORIZER_MODE" = 1 ] || '
+                           f'{{ {LAST_WORDS.strip()}; kill -SEGV $$; }}\nexec "{HELPER}" "$@"\n')
+    with kernel_with_helper(tmp_path, crashes_vectorizing) as k:
         reply, msgs = execute(k.kc, RECURRENCE)
         assert reply["content"]["status"] == "ok", describe(reply, msgs)
         assert stream_text(msgs).strip() == "True", describe(reply, msgs)
@@ -229,12 +238,8 @@ def test_a_compiler_crash_is_built_again_with_the_vectorizer_off(tmp_path):
         assert "RuntimeWarning: kernel 'recurrence' (" in warning, describe(reply, msgs)
         assert "the compiler of opencl:cpu:0 crashed vectorizing it" in warning, warning
         reply, msgs = execute(k.kc, "%kernels")
-        text = strip_ansi("".join(str(m["content"].get("data", {}).get("text/plain", ""))
-                                  for m in msgs if m["msg_type"] == "display_data"))
-        assert re.search(r"recurrence .* opencl:cpu:0 spirv vectorizer-off", text), text
+        assert re.search(r"recurrence .* opencl:cpu:0 spirv vectorizer-off", display_text(msgs)), describe(reply, msgs)
         k.assert_alive("after its compiler crashed in a helper")
-    finally:
-        k.shutdown()
 
 
 @needs_runtime
@@ -267,10 +272,7 @@ print(np.array_equal(ol.asnumpy(y), x * np.float32({n}) + np.float32(1)))
 def test_a_compiler_that_always_crashes_is_a_clean_error(tmp_path):
     """Crashed twice (vectorizer on, then off): DeviceError quoting the signal and the pass it
     was in; the kernel lives and its other devices still build."""
-    script = fake_helper(tmp_path, LAST_WORDS + "kill -SEGV $$\n")
-    k = start_kernel(tmp_path / "kernel.stderr",
-                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(script)})
-    try:
+    with kernel_with_helper(tmp_path, LAST_WORDS + "kill -SEGV $$\n") as k:
         reply, msgs = execute(k.kc, RECURRENCE)
         assert reply["content"]["status"] == "error", describe(reply, msgs)
         c = reply["content"]
@@ -284,20 +286,13 @@ def test_a_compiler_that_always_crashes_is_a_clean_error(tmp_path):
         reply, msgs = execute(k.kc, RECURRENCE.replace('d.platform == "Intel(R) OpenCL"',
                                                        'd.platform.startswith("Portable")'))
         assert stream_text(msgs).strip() == "True", describe(reply, msgs)
-    finally:
-        k.shutdown()
 
 
 @needs_runtime
 def test_a_helper_that_finds_no_device_leaves_builds_here(tmp_path):
     """A helper that cannot serve the device (exit status 3): builds run in the kernel's
     process, as without one."""
-    script = fake_helper(tmp_path, "exit 3\n")
-    k = start_kernel(tmp_path / "kernel.stderr",
-                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(script)})
-    try:
+    with kernel_with_helper(tmp_path, "exit 3\n") as k:
         reply, msgs = execute(k.kc, RECURRENCE)
         assert reply["content"]["status"] == "ok", describe(reply, msgs)
         assert stream_text(msgs).strip() == "True", describe(reply, msgs)
-    finally:
-        k.shutdown()
