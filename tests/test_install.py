@@ -1,5 +1,6 @@
-"""`make install` puts the kernel, its kernelspec, the glue and the offload
-module (for the configured python3) where they belong; checked in a DESTDIR."""
+"""`make install` puts the kernel, its kernelspec, the glue, the build helper and
+the offload module (for the configured python3) where they belong; checked in a
+DESTDIR."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,10 @@ def test_make_install_into_destdir(tmp_path):
     files = [p for p in dest.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert "offload-kernel" in names
+    # the helper that builds for Intel's CPU runtime apart (offload/ofl_buildproc.c)
+    helper = [p for p in files if p.name == "offload-clbuild"]
+    assert helper and str(helper[0]).endswith("/libexec/offload/offload-clbuild"), sorted(names)
+    assert os.access(helper[0], os.X_OK)
     assert "kernel.json" in names and "__init__.py" in names
 
     spec = json.loads(next(p for p in files if p.name == "kernel.json").read_text())
