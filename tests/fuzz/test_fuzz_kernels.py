@@ -299,7 +299,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
     b = np.array(inputs["b"], np.int32)
     res = []
     for i in range(N):
-        out = np.full(N, np.nan)
+        out = np.full(N, np.nan).view(_Out)
         try:
             with np.errstate(all="raise"), warnings.catch_warnings():
                 warnings.simplefilter("error")
@@ -411,6 +411,17 @@ class _F32Math:
                 return np.float32(r)
             return r
         return typed
+
+
+class _Out(np.ndarray):
+    """out, whose stores take a Python int as a kernel does: an int64 (weak ints are
+    int64 there), so one beyond that range -- Python's exact big int, as from
+    math.floor(f) ** 2 with f near 6.3e18 (seed 2969020746) -- has no device answer."""
+
+    def __setitem__(self, key, value):
+        if isinstance(value, int) and not isinstance(value, bool):
+            _int64(value)
+        super().__setitem__(key, value)
 
 
 class _Int64Rounding:
