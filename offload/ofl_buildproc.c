@@ -165,6 +165,12 @@ ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
     return b;
 }
 
+/* Lets go of a helper that has been reaped. */
+static void forget(helper *h) {
+    close(h->sock), close(h->err);
+    h->pid = 0;
+}
+
 static bool io_all(int fd, void *buf, size_t n, bool sending) {
     char *p = buf;
     while (n > 0) {
@@ -183,7 +189,6 @@ static bool io_all(int fd, void *buf, size_t n, bool sending) {
 static int bury(helper *h, char *why, size_t len) {
     int st = 0;
     pid_t got;
-    close(h->sock);
     /* an exit or a crash has already set its status; this ends one that
      * only broke the stream (an answer too large to take) */
     kill(h->pid, SIGKILL);
@@ -199,8 +204,7 @@ static int bury(helper *h, char *why, size_t len) {
     off_t from = size > (off_t)sizeof tail - 1 ? size - (off_t)sizeof tail + 1 : 0;
     ssize_t n = pread(h->err, tail, sizeof tail - 1, from);
     tail[n > 0 ? n : 0] = '\0';
-    close(h->err);
-    h->pid = 0;
+    forget(h);
     /* LLVM's crash report names the pass it was in, innermost last */
     char *line = NULL;
     for (char *p = strstr(tail, "Running pass"); p; p = strstr(p + 1, "Running pass")) line = p;
@@ -264,8 +268,7 @@ static bool reap_idle(ofl_buildproc *b) {
         int st;
         if (!h->pid || waitpid(h->pid, &st, WNOHANG) != h->pid) continue;
         no_device |= WIFEXITED(st) && WEXITSTATUS(st) == NO_DEVICE_EXIT;
-        close(h->sock), close(h->err);
-        h->pid = 0;
+        forget(h);
     }
     return no_device;
 }

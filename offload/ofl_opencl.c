@@ -667,9 +667,9 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
         int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
         if (st > 0) return st;
         if (st == 0 && rc != CL_SUCCESS) {
-            build_failed(prog, rc, (char *)built, err);
+            st = build_failed(prog, rc, (char *)built, err);
             free(built);
-            return OFL_ERR_DEVICE;
+            return st;
         }
         if (built) bin = built, size = n;
     }
@@ -699,10 +699,10 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
         clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL, NULL);
     if (rc != CL_SUCCESS) {
         char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
-        build_failed(prog, rc, log, err);
+        int st = build_failed(prog, rc, log, err);
         free(log);
         clReleaseProgram(p);
-        return OFL_ERR_DEVICE;
+        return st;
     }
     cl_kernel k = clCreateKernel(p, prog->name, &rc);
     if (!k) {
