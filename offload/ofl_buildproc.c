@@ -153,8 +153,9 @@ static int start(ofl_buildproc *b, int mode) {
 }
 
 ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
+    const char *here = getenv("OFFLOAD_BUILD_IN_PROCESS"); /* "0" or "": as unset, as elsewhere */
     ofl_buildproc *b = calloc(1, sizeof *b);
-    if (!b || getenv("OFFLOAD_BUILD_IN_PROCESS") || !find_exe(b->exe, sizeof b->exe) ||
+    if (!b || (here && here[0] && strcmp(here, "0") != 0) || !find_exe(b->exe, sizeof b->exe) ||
         !find_runtime(platform, b->runtime)) {
         free(b);
         return NULL;

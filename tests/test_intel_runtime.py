@@ -296,3 +296,24 @@ def test_a_helper_that_finds_no_device_leaves_builds_here(tmp_path):
         reply, msgs = execute(k.kc, RECURRENCE)
         assert reply["content"]["status"] == "ok", describe(reply, msgs)
         assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+
+
+@needs_runtime
+@pytest.mark.parametrize("value,helpers", [("1", 0), ("0", 1), ("", 1)])
+def test_build_in_process_switch(value, helpers, tmp_path):
+    """OFFLOAD_BUILD_IN_PROCESS=1 builds in the process; "0" or "" is as unset."""
+    code = ("import os, offload as ol\n"
+            "d = [d for d in ol.get_devices() if d.platform == 'Intel(R) OpenCL'][0]\n"
+            "ol.zeros(4, device=d)\n"
+            "print(os.getpid(), flush=True)\n"
+            "import sys; sys.stdin.read()\n")
+    p = subprocess.Popen([kernel_python(), "-c", code], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stdin=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(PYDIR), "OFFLOAD_CACHE": "0",
+                              "OFFLOAD_BUILD_IN_PROCESS": value})
+    try:  # the child waits on stdin, so that its helpers can be counted while it lives
+        pid = int(p.stdout.readline())
+        assert len(helpers_of(pid)) == helpers
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
