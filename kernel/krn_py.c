@@ -7,8 +7,6 @@
 #include "krn_py.h"
 
 #include <ctype.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +14,7 @@
 #include "mod_public.h"
 #include "krn_display.h"
 #include "krn_history.h"
+#include "krn_interrupt.h"
 #include "krn_log.h"
 #include "krn_pyjson.h"
 #include "krn_pymod.h"
@@ -38,24 +37,8 @@ static struct {
     char *sys_version;
 } py;
 
-static atomic_int busy;
-
 const char *krn_py_version(void) { return py.version; }
 const char *krn_py_sys_version(void) { return py.sys_version ? py.sys_version : ""; }
-
-bool krn_py_busy(void) { return atomic_load(&busy); }
-
-void krn_py_interrupt(void) {
-    if (atomic_load(&busy)) {
-        PyErr_SetInterruptEx(SIGINT);
-        mod_request_interrupt(); /* a device wait ends even if the signal is taken on the way */
-    }
-}
-
-static void on_sigint(int sig) {
-    (void)sig;
-    krn_py_interrupt();
-}
 
 /* ---- errors ---- */
 
@@ -467,9 +450,9 @@ static int run_cell(const krn_exec_request *req, const char *text) {
     if (!filename) return -1;
     register_source(filename, req->code);
     mag_set_cell_filename(filename);
-    atomic_store(&busy, 1);
+    krn_interrupt_run_begins();
     int rc = run_source(text, filename);
-    atomic_store(&busy, 0);
+    krn_interrupt_run_ends();
     mag_set_cell_filename(NULL);
     Py_DECREF(filename);
     return rc;
@@ -484,9 +467,9 @@ static bool post_mortem(PyObject *shell, const json_t *error) {
     PyErr_Clear();
     if (!debug) return false;
     py.io->publish("error", NULL, json_deep_copy(error));
-    atomic_store(&busy, 1);
+    krn_interrupt_run_begins();
     PyObject *r = PyObject_CallMethod(shell, "debugger", "(O)", Py_True);
-    atomic_store(&busy, 0);
+    krn_interrupt_run_ends();
     if (!r) PyErr_Print();
     Py_XDECREF(r);
     return true;
@@ -741,11 +724,7 @@ int krn_py_init(const krn_io *io, char *err, size_t errlen) {
                  st.err_msg ? st.err_msg : "unknown error");
         return -1;
     }
-    /* Python's own SIGINT handler would queue KeyboardInterrupt even while
-     * idle; ours forwards it only while a cell runs. */
-    struct sigaction sa = {.sa_handler = on_sigint};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    if (krn_interrupt_init(err, errlen)) return -1;
 
     snprintf(py.version, sizeof py.version, "%d.%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION,
              PY_MICRO_VERSION);

@@ -3,8 +3,7 @@
  * Owns the interpreter, the user namespace (__main__), In/Out and the
  * _ __ ___ variables, tracebacks, and the calls into the Python glue under
  * share/offload_kernel (completion, inspection, is_complete, displays).
- * Called by the request handlers on the main thread, with the GIL held,
- * except krn_py_interrupt (any thread, even a signal handler). */
+ * Called by the request handlers on the main thread, with the GIL held. */
 #ifndef KRN_PY_H
 #define KRN_PY_H
 
@@ -49,10 +48,5 @@ json_t *krn_py_is_complete(const char *code);
 bool krn_py_comm(const krn_msg *msg);
 /* comm_info_reply's comms for a comm_info_request content. */
 json_t *krn_py_comm_info(const json_t *request);
-
-/* Raise KeyboardInterrupt in the cell now running; ignored while idle.
- * Async-signal-safe. */
-void krn_py_interrupt(void);
-bool krn_py_busy(void);
 
 #endif

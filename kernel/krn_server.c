@@ -16,6 +16,7 @@
 #include <zmq.h>
 
 #include "krn_history.h"
+#include "krn_interrupt.h"
 #include "krn_iopub.h"
 #include "krn_log.h"
 #include "krn_py.h"
@@ -192,7 +193,7 @@ static void serve_control(const krn_msg *req) {
     } else if (strcmp(req->msg_type, "shutdown_request") == 0) {
         shutdown_reply(srv.control, req);
     } else if (strcmp(req->msg_type, "interrupt_request") == 0) {
-        if (krn_py_busy()) pthread_kill(srv.main_thread, SIGINT);
+        krn_interrupt_request();
         reply(srv.control, req, "interrupt_reply", json_pack("{s:s}", "status", "ok"));
     } else {
         krn_answer ans = {.content = NULL};

@@ -83,6 +83,32 @@ def test_interrupt_running_cell(fresh_kernel, mode, what):
     assert result_text(msgs) == "'after interrupt'"
 
 
+# The interrupt lands while C code runs (pbkdf2 checks no signals), and time.sleep
+# is then called from C, so no bytecode checks the pending KeyboardInterrupt before
+# the sleep starts: the window between a cell's last check and a blocking call,
+# held open for a fraction of a second. Without a wake-up after the signal the cell sleeps on.
+LATE_SLEEP = (
+    "import collections, functools, hashlib, operator, time\n"
+    "busy = functools.partial(hashlib.pbkdf2_hmac, 'sha256', b'k', b's', 1_000_000)\n"
+    "nap = functools.partial(time.sleep, 100)\n"
+    "print('cell started', flush=True)\n"
+    "collections.deque(map(operator.call, [busy, nap]), maxlen=0)\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["signal", "message"])
+def test_interrupt_before_a_blocking_call(fresh_kernel, mode):
+    k = fresh_kernel
+    msg_id = k.kc.execute(LATE_SLEEP, allow_stdin=False)
+    wait_for_stream(k.kc, msg_id, "cell started")
+    _interrupt(k, mode)
+    reply = wait_reply(k.kc, msg_id)
+    assert reply["content"]["status"] == "error", reply["content"]
+    assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+    iopub_for(k.kc, msg_id)
+    k.assert_alive(f"interrupting before a sleep ({mode})")
+
+
 def test_interrupt_is_catchable(fresh_kernel):
     kc = fresh_kernel.kc
     code = (
