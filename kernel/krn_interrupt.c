@@ -61,7 +61,8 @@ static void *poker_main(void *arg) {
             struct timespec pause = {0, (long)POKE_AFTER_MS[i] * 1000000L};
             pause.tv_sec = pause.tv_nsec / 1000000000L;
             pause.tv_nsec %= 1000000000L;
-            while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+            while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+            }
             if (atomic_load(&running) != run) break;
             pthread_kill(main_thread, poke_signal());
         }
