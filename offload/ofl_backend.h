@@ -269,6 +269,11 @@ int ofl_wait_queue(ofl_device *dev, ofl_error *err);
 /* With the lock held, before queueing work: waits for cancelled work still
  * running (interruptibly) and clears the flag, so the new work runs whole. */
 int ofl_wait_settle(ofl_device *dev, ofl_error *err);
+/* For a wait on something other than a device (a build in a helper
+ * process), every 20 ms as device waits do: whether an interrupt came (it is
+ * taken). Call without the GIL, and without a lock that a thread holding the
+ * GIL may wait for. */
+bool ofl_interrupted(void);
 /* For a backend's open: dev->cancel, a foreign buffer (never freed) that
  * the backend then points at the flag; NULL without memory. */
 ofl_buffer *ofl_cancel_buffer(ofl_device *dev);

@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -172,15 +173,28 @@ static void forget(helper *h) {
     h->pid = 0;
 }
 
-static bool io_all(int fd, void *buf, size_t n, bool sending) {
+enum { ANSWERED, CRASHED, KILLED, INTERRUPTED };
+
+/* Sends or receives n bytes: ANSWERED, CRASHED when the stream broke (the
+ * helper ended), INTERRUPTED when the user interrupted first: a compiler
+ * that loops is stopped that way, as a runaway kernel is. */
+static int io_all(int fd, void *buf, size_t n, bool sending) {
     char *p = buf;
+    struct pollfd pf = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
     while (n > 0) {
-        ssize_t k = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
+        int ready = poll(&pf, 1, 20);
+        if (ready < 0 && errno != EINTR) return CRASHED;
+        if (ready <= 0) {
+            if (ofl_interrupted()) return INTERRUPTED;
+            continue;
+        }
+        ssize_t k =
+            sending ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, n, MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (k <= 0) return CRASHED;
         p += k, n -= (size_t)k;
     }
-    return true;
+    return ANSWERED;
 }
 
 /* The helper stopped answering: reaps it and describes its end in why --
@@ -215,13 +229,12 @@ static int bury(helper *h, char *why, size_t len) {
     return got < 0 ? -1 : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }
 
-enum { ANSWERED, CRASHED, KILLED };
-
 /* One request to the helper of mode. ANSWERED: *status and *bytes (n of
  * them and a NUL). Else why says how it stopped: KILLED by SIGKILL, which
  * is someone else's doing (a user, the OOM killer; a thread that ends does
  * not: there is no PR_SET_PDEATHSIG), CRASHED for another signal or an
- * exit, OFL_BUILDPROC_HERE when it could not start or found no device. */
+ * exit, OFL_BUILDPROC_HERE when it could not start or found no device,
+ * INTERRUPTED when the user interrupted the wait (the helper is ended). */
 static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *status,
                unsigned char **bytes, size_t *n, char *why, size_t whylen) {
     helper *h = &b->mode[mode];
@@ -233,10 +246,13 @@ static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *
     uint64_t len = size, got = 0;
     int32_t st = 0;
     *bytes = NULL;
-    if (io_all(h->sock, &len, sizeof len, true) && io_all(h->sock, (void *)il, size, true) &&
-        io_all(h->sock, &st, sizeof st, false) && io_all(h->sock, &got, sizeof got, false) &&
-        got < SIZE_MAX && (*bytes = malloc(got + 1)) != NULL &&
-        io_all(h->sock, *bytes, got, false)) {
+    int io = io_all(h->sock, &len, sizeof len, true);
+    if (io == ANSWERED) io = io_all(h->sock, (void *)il, size, true);
+    if (io == ANSWERED) io = io_all(h->sock, &st, sizeof st, false);
+    if (io == ANSWERED) io = io_all(h->sock, &got, sizeof got, false);
+    if (io == ANSWERED && (got >= SIZE_MAX || !(*bytes = malloc(got + 1)))) io = CRASHED;
+    if (io == ANSWERED) io = io_all(h->sock, *bytes, got, false);
+    if (io == ANSWERED) {
         (*bytes)[got] = '\0';
         *status = st, *n = got;
         /* what the compiler said before is of no use after an answer: a
@@ -247,7 +263,9 @@ static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *
     }
     free(*bytes);
     *bytes = NULL;
+    /* interrupted, it is stopped too: its answer would come to the next request */
     int end = bury(h, why, whylen);
+    if (io == INTERRUPTED) return INTERRUPTED;
     return end == NO_DEVICE_EXIT ? OFL_BUILDPROC_HERE : end == 128 + SIGKILL ? KILLED : CRASHED;
 }
 
@@ -284,13 +302,20 @@ int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, siz
         rc = ask_twice(b, VECTORIZED, il, size, status, bytes, n, why[VECTORIZED], sizeof why[0]);
         b->unusable = rc == OFL_BUILDPROC_HERE;
         /* after a crash, never here: this process would crash the same way */
-        if (rc == CRASHED && ask_twice(b, SCALAR, il, size, status, bytes, n, why[SCALAR],
-                                       sizeof why[0]) == ANSWERED)
-            rc = ANSWERED, prog->vectorizer_off = true;
+        if (rc == CRASHED) {
+            int again =
+                ask_twice(b, SCALAR, il, size, status, bytes, n, why[SCALAR], sizeof why[0]);
+            if (again == ANSWERED) rc = ANSWERED, prog->vectorizer_off = true;
+            if (again == INTERRUPTED) rc = INTERRUPTED;
+        }
     }
     pthread_mutex_unlock(&b->lock);
-    if (rc != CRASHED) return rc;
     const ofl_device_info *in = &prog->dev->info;
+    if (rc == INTERRUPTED)
+        return ofl_fail(err, OFL_ERR_INTERRUPTED,
+                        "interrupted: the build of kernel '%s' for %s was stopped", prog->name,
+                        in->filter);
+    if (rc != CRASHED) return rc;
     return ofl_fail(err, OFL_ERR_DEVICE,
                     "cannot build kernel '%s' for %s (%s): its OpenCL compiler %s; built again "
                     "with its vectorizer off, it %s",

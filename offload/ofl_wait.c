@@ -49,6 +49,15 @@ bool ofl_take_interrupt(void) {
     return was;
 }
 
+bool ofl_interrupted(void) {
+    if (interrupt_requested) {
+        interrupt_requested = 0;
+        return true;
+    }
+    ofl_interrupt_fn fn = __atomic_load_n(&interrupt_check, __ATOMIC_ACQUIRE);
+    return fn && fn();
+}
+
 void ofl_set_interrupt_check(ofl_interrupt_fn fn) {
     __atomic_store_n(&interrupt_check, fn, __ATOMIC_RELEASE);
 }

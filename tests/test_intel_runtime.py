@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import subprocess
 import sys
@@ -22,7 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from kernel_testlib import BUILDDIR, describe, execute, start_kernel, stream_text, strip_ansi
+from kernel_testlib import (
+    BUILDDIR,
+    describe,
+    execute,
+    start_kernel,
+    stream_text,
+    strip_ansi,
+    wait_reply,
+)
 from offload_fixtures import PYDIR
 
 PLATFORM = "Intel(R) OpenCL"
@@ -286,6 +295,25 @@ def test_a_compiler_that_always_crashes_is_a_clean_error(tmp_path):
         reply, msgs = execute(k.kc, RECURRENCE.replace('d.platform == "Intel(R) OpenCL"',
                                                        'd.platform.startswith("Portable")'))
         assert stream_text(msgs).strip() == "True", describe(reply, msgs)
+
+
+@needs_runtime
+def test_a_build_that_never_ends_can_be_interrupted(tmp_path):
+    """A compiler that never answers (a stand-in that sleeps): the cell waits, as for any
+    long build, until the user interrupts; then it ends as KeyboardInterrupt, the helper is
+    ended with it, and the kernel lives."""
+    with kernel_with_helper(tmp_path, "while :; do sleep 1; done\n") as k:
+        msg_id = k.kc.execute(RECURRENCE, allow_stdin=False)
+        with pytest.raises(queue.Empty):
+            k.kc.get_shell_msg(timeout=3)
+        hung = helpers_of(k.pid)
+        assert hung, "the build should wait in a helper"
+        k.km.interrupt_kernel()
+        reply = wait_reply(k.kc, msg_id)
+        assert reply["content"]["status"] == "error", reply["content"]
+        assert reply["content"]["ename"] == "KeyboardInterrupt", reply["content"]
+        assert not set(hung) & set(helpers_of(k.pid)), "the helper that hung should be gone"
+        k.assert_alive("after interrupting a build")
 
 
 @needs_runtime
