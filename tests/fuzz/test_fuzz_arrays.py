@@ -341,13 +341,13 @@ def test_array_ops_match_numpy(seed, tmp_path):
     findings, start, ran = [], 0, 0
     while budget and len(findings) < 8:
         seconds = max(budget.left(), 0.5)
-        # the child starts cases for `seconds`; a minute more covers its start and one
-        # slow case, so that only a case that hangs is killed (a fixed 120 s killed every
-        # child of a budget near that)
+        # the child starts cases for `seconds`; a minute more covers its start and one slow
+        # case (and 120 s in all at least, as before, for the sanitizer stage), so that only
+        # a case that hangs is killed: a fixed 120 s killed every child of a budget near that
         child = run_script(
             f"import sys\nsys.path.insert(0, {str(HERE)!r})\nimport test_fuzz_arrays as m\n"
             f"m.child_main({seed}, {start}, {seconds})\n",
-            directory=tmp_path, timeout=seconds + 60)
+            directory=tmp_path, timeout=max(120, seconds + 60))
         last = None
         for line in child.stdout.splitlines():
             if line.startswith("CASE "):
