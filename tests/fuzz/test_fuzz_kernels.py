@@ -289,7 +289,7 @@ def reference(src: str, name: str, inputs: dict, exact_dtypes: bool, ulps: int =
     transcendental math functions answer that many ulps off, a third."""
     f32 = np.float32 if exact_dtypes else np.float64
     m = _Int64Rounding(_NudgedMath(ulps) if ulps else math)
-    ns = {"math": _F32Math(m) if exact_dtypes else m, "np": np if exact_dtypes else _NP64,
+    ns = {"math": _F32Math(m, ulps) if exact_dtypes else m, "np": np if exact_dtypes else _NP64,
           "int": _int64, "max": _typed(max), "min": _typed(min), "_ifexp": _ifexp}
     tree = ast.fix_missing_locations(_TypedIfExp().visit(ast.parse(src)))
     exec(compile(tree, f"<fuzz {name}>", "exec"), ns)
@@ -394,10 +394,14 @@ class _F32Math:
     """`math` as a kernel types it: an inexact function of float32 arguments (Python numbers
     are weak, NEP 50) is a float32, computed in float32's range -- math.exp of a float32 -370
     is 0 on the device, where Python's float is 1.7e-161 (seed 1608082989). A value outside
-    float32's range warns, which the reference takes as "Python raised": no verdict."""
+    float32's range warns, which the reference takes as "Python raised": no verdict.
+    `ulps` nudges such a float32 by float32 ulps: base's nudge, in float64 ulps, is lost
+    in the rounding, and one float32 ulp of a cos then floor-divided flipped the floor
+    on PoCL (seed 1009366044)."""
 
-    def __init__(self, base):
+    def __init__(self, base, ulps: int = 0):
         self.base = base
+        self.ulps = ulps
 
     def __getattr__(self, name):
         f = getattr(self.base, name)
@@ -408,7 +412,10 @@ class _F32Math:
             r = f(*args)
             kinds = {type(a) for a in args}
             if np.float32 in kinds and np.float64 not in kinds:
-                return np.float32(r)
+                r = np.float32(r)
+                toward = np.float32(math.inf if self.ulps > 0 else -math.inf)
+                for _ in range(abs(self.ulps)):
+                    r = np.nextafter(r, toward)
             return r
         return typed
 
