@@ -58,9 +58,8 @@ static void *poker_main(void *arg) {
         if (sem_wait(&interrupted) != 0) continue; /* EINTR */
         unsigned long run = atomic_load(&running);
         for (size_t i = 0; run && i < sizeof POKE_AFTER_MS / sizeof *POKE_AFTER_MS; i++) {
-            struct timespec pause = {0, (long)POKE_AFTER_MS[i] * 1000000L};
-            pause.tv_sec = pause.tv_nsec / 1000000000L;
-            pause.tv_nsec %= 1000000000L;
+            unsigned ms = POKE_AFTER_MS[i];
+            struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000L};
             while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
             }
             if (atomic_load(&running) != run) break;

@@ -44,19 +44,20 @@ static volatile sig_atomic_t interrupt_requested;
 void ofl_request_interrupt(void) { interrupt_requested = 1; }
 
 bool ofl_take_interrupt(void) {
-    bool was = interrupt_requested;
+    /* cleared only when set: a request that lands between a read of 0 and a
+     * store of 0 would be lost, and waits call this on every poll */
+    if (!interrupt_requested) return false;
     interrupt_requested = 0;
-    return was;
+    return true;
 }
 
-bool ofl_interrupted(void) {
-    if (interrupt_requested) {
-        interrupt_requested = 0;
-        return true;
-    }
+/* What the interrupt check says (it takes the GIL); false where none is set. */
+static bool check_says_interrupted(void) {
     ofl_interrupt_fn fn = __atomic_load_n(&interrupt_check, __ATOMIC_ACQUIRE);
     return fn && fn();
 }
+
+bool ofl_interrupted(void) { return ofl_take_interrupt() || check_says_interrupted(); }
 
 void ofl_set_interrupt_check(ofl_interrupt_fn fn) {
     __atomic_store_n(&interrupt_check, fn, __ATOMIC_RELEASE);
@@ -203,17 +204,13 @@ static int poll_until(ofl_device *dev, ofl_event *ev, bool check, double budget,
         if (done) return *end = DONE, 0;
         double t = now();
         if (budget >= 0 && t - start >= budget) return *end = TIMED_OUT, 0;
-        if (check && interrupt_requested) {
-            interrupt_requested = 0;
-            return *end = INTERRUPTED, 0;
-        }
+        if (check && ofl_take_interrupt()) return *end = INTERRUPTED, 0;
         if (check && t >= next_check) {
-            ofl_interrupt_fn fn = __atomic_load_n(&interrupt_check, __ATOMIC_ACQUIRE);
             /* The check takes the GIL, and a thread holding the GIL may be
              * waiting for this device's lock (to launch): the lock is let go
              * meanwhile. Work queued then is waited for too. */
             if (!ev) pthread_mutex_unlock(&dev->lock);
-            bool hit = fn && fn();
+            bool hit = check_says_interrupted();
             if (!ev) pthread_mutex_lock(&dev->lock);
             if (hit) return *end = INTERRUPTED, 0;
             next_check = now() + CHECK_EVERY;
