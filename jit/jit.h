@@ -175,6 +175,12 @@ typedef struct {
     PyObject *reductions; /* tuple of str: names updated by s += / s *= / s = min(s, ..) / max */
     char red_ops[32];     /* a jit_reduction per reduction */
     PyObject *writes;     /* frozenset of str: reads whose arrays the body may write */
+    /* tuple of (array, number of indices, axis, dimension): the accesses
+     * a[..., v, ...] of a read a whose index on axis is dimension's loop
+     * variable v, which the body never assigns -- in range on every trip when
+     * v's range is, which the module checks before a launch */
+    PyObject *direct;
+    bool continues; /* the body has a `continue` of the prange loop itself */
 } jit_loop;
 
 /* Called once per loop found; returns the loop's ID (>= 0), or -1 with a
@@ -188,21 +194,51 @@ int jit_loops_rewrite(PyObject *stmts, const char *filename, PyObject *lines, ji
                       void *ctx, jit_error *err);
 void jit_loop_clear(jit_loop *loop);
 
+/* How a loop's kernel walks its iterations (docs/loops.md):
+ * - JIT_LOOP_MAP: one work-item per iteration (a Range of the loop's shape).
+ * - JIT_LOOP_LANES: a reduction on a CPU device. Each work-group (a run) takes
+ *   one contiguous block of the iterations, flattened in C order; its
+ *   JIT_LOOP_LANES_WIDTH work-items take neighbouring iterations of each row
+ *   of the block, so a vectorising compiler makes one vector of them, and
+ *   each accumulates privately. Rows are found once per row, not per element.
+ * - JIT_LOOP_STRIDE: a reduction on a GPU, grid-stride over the flattened
+ *   iterations: each work-item accumulates privately.
+ * unit_steps: bit d set when dimension d steps by 1, compiled in so that
+ * neighbouring iterations are seen to touch neighbouring elements. */
+typedef enum { JIT_LOOP_MAP, JIT_LOOP_LANES, JIT_LOOP_STRIDE } jit_loop_shape;
+enum { JIT_LOOP_LANES_WIDTH = 16 };
+
+typedef struct {
+    jit_loop_shape shape;
+    unsigned unit_steps;
+    unsigned in_range; /* bit k: loop->direct[k] is in range on every trip */
+} jit_loop_form;
+
 /* The loop's kernel as an ast.FunctionDef named name: parameters the item,
- * params (a tuple of str), then per dimension start and step -- and for a
- * reduction form (grid-stride, each work-item accumulating privately):
- * per dimension the trip count, then the number of work-items, the total trip
- * count, one partials array per reduction and the initial values of min/max
- * reductions. New reference, or NULL with a Python exception. */
-PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, const char *name);
+ * params (a tuple of str), then per dimension start and step; for the
+ * reduction shapes then per dimension the trip count, the iterations per run
+ * (JIT_LOOP_LANES) or the number of work-items (JIT_LOOP_STRIDE), the total
+ * trip count, one partials array per reduction (a partial per work-item) and
+ * the initial values of min/max reductions. New reference, or NULL with a
+ * Python exception. */
+PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
+                          const char *name);
 
 /* A kernel from an ast.FunctionDef (such as jit_loop_kernel's); globals
  * resolves the names that are not parameters. lines as for jit_loops_rewrite. */
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
                             int first_line, jit_error *err);
 
+/* Tells the kernel f that wherever variable index indexes axis axis of array
+ * parameter array, the index is in range and not negative: the caller proved
+ * it for every value the kernel gives index (a prange loop's variable, which
+ * its body never assigns: mod_loops.c checks the ranges on the host). Such
+ * accesses are then neither checked nor wrapped. Part of f's source hash.
+ * 0, or -1 when f has no such names (nothing is assumed). */
+int jit_func_assume_in_range(jit_func *f, const char *array, int axis, const char *index);
+
 /* The type jit_infer gives local variable var for these argument types. */
-int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, const char *var,
-                 jit_type *out, jit_error *err);
+int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,
+                 const char *var, jit_type *out, jit_error *err);
 
 #endif

@@ -10,7 +10,7 @@
 
 /* Bump when generated code changes for the same source and types: old disk
  * entries then stop matching. */
-#define JIT_CODE_VERSION "20"
+#define JIT_CODE_VERSION "21"
 
 static double now_ms(void) {
     struct timespec ts;

@@ -121,9 +121,10 @@ static PyObject *walk_list(PyObject *stmts) {
 /* break and return end a sequential loop early; in a prange every iteration
  * runs anyway, so they are refused rather than silently ignored. Nested
  * loops may break; nested functions are not kernel code. */
-static int check_body(place *pl, PyObject *stmts, bool in_inner_loop) {
+static int check_body(place *pl, PyObject *stmts, bool in_inner_loop, jit_loop *loop) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i);
+        if (is(s, "Continue") && !in_inner_loop) loop->continues = true;
         if (is(s, "Break") && !in_inner_loop)
             return fail_at(pl, s,
                            "'break' in a prange loop: its iterations run in parallel, so none can "
@@ -142,7 +143,7 @@ static int check_body(place *pl, PyObject *stmts, bool in_inner_loop) {
                 PyErr_Clear();
                 continue;
             }
-            int rc = PyList_Check(sub) ? check_body(pl, sub, inner) : 0;
+            int rc = PyList_Check(sub) ? check_body(pl, sub, inner, loop) : 0;
             Py_DECREF(sub);
             if (rc < 0) return -1;
         }
@@ -231,6 +232,47 @@ static bool in_list(PyObject *list, const char *s) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
         if (PyUnicode_CompareWithASCIIString(PyList_GET_ITEM(list, i), s) == 0) return true;
     return false;
+}
+
+/* The dimension whose loop variable name is, or -1. */
+static int target_dim(const jit_loop *loop, const char *name) {
+    for (Py_ssize_t d = 0; name && d < PyTuple_GET_SIZE(loop->targets); d++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(loop->targets, d), name) == 0)
+            return (int)d;
+    return -1;
+}
+
+/* jit_loop.direct: from every Subscript among nodes (reads, stores: lists of
+ * the names the body reads and assigns). */
+static PyObject *direct_accesses(const jit_loop *loop, PyObject *nodes, PyObject *stores,
+                                 PyObject *reads) {
+    PyObject *found = PyList_New(0);
+    for (Py_ssize_t i = 0; found && i < PyList_GET_SIZE(nodes); i++) {
+        PyObject *n = PyList_GET_ITEM(nodes, i);
+        if (!is(n, "Subscript")) continue;
+        PyObject *v = get(n, "value"), *sl = get(n, "slice");
+        const char *arr = v ? name_id(v) : NULL;
+        PyObject *elts = sl && is(sl, "Tuple") ? get(sl, "elts") : NULL;
+        Py_ssize_t nidx = elts ? PyList_GET_SIZE(elts) : 1;
+        for (Py_ssize_t k = 0; arr && in_list(reads, arr) && k < nidx && k < 3; k++) {
+            const char *ix = name_id(elts ? PyList_GET_ITEM(elts, k) : sl);
+            int d = target_dim(loop, ix);
+            if (d < 0 || in_list(stores, ix)) continue;
+            PyObject *t = Py_BuildValue("(snni)", arr, nidx, k, d);
+            if (!t || (!PySequence_Contains(found, t) && PyList_Append(found, t) < 0))
+                Py_CLEAR(found);
+            Py_XDECREF(t);
+        }
+        Py_XDECREF(v);
+        Py_XDECREF(sl);
+        Py_XDECREF(elts);
+    }
+    PyErr_Clear();
+    PyObject *direct = found ? PyList_GetSlice(found, 0, 16) : NULL; /* jit_loop_form's bits */
+    PyObject *tuple = direct ? PyList_AsTuple(direct) : NULL;
+    Py_XDECREF(found);
+    Py_XDECREF(direct);
+    return tuple;
 }
 
 static int analyse(jit_loop *loop) {
@@ -325,7 +367,8 @@ static int analyse(jit_loop *loop) {
         loop->reads = PyList_AsTuple(reads);
         loop->reductions = PyList_AsTuple(final_reds);
         loop->writes = PyFrozenSet_New(written);
-        rc = loop->reads && loop->reductions && loop->writes ? 0 : -1;
+        loop->direct = direct_accesses(loop, nodes, stores, reads);
+        rc = loop->reads && loop->reductions && loop->writes && loop->direct ? 0 : -1;
     }
     Py_XDECREF(reads);
     Py_DECREF(final_reds);
@@ -504,7 +547,7 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
         Py_SETREF(node, Py_NewRef(inner));
         Py_DECREF(body);
     }
-    if (check_body(pl, loop.body, false) < 0) goto out;
+    if (check_body(pl, loop.body, false, &loop) < 0) goto out;
     if (!(loop.targets = PyList_AsTuple(targets)) || analyse(&loop) < 0) goto out;
     /* the callback takes the loop (and frees it when it knew the loop already) */
     PyObject *reads = Py_NewRef(loop.reads), *reds = Py_NewRef(loop.reductions);
@@ -575,6 +618,7 @@ void jit_loop_clear(jit_loop *loop) {
     Py_CLEAR(loop->reads);
     Py_CLEAR(loop->reductions);
     Py_CLEAR(loop->writes);
+    Py_CLEAR(loop->direct);
 }
 
 /* ---- the loop's kernel ---- */
@@ -616,30 +660,127 @@ static const char *str_at(PyObject *tuple, Py_ssize_t i) {
     return PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i));
 }
 
+/* The value of dimension d's variable for trip count expression k (text). */
+static void put_var(text *t, int ind, const jit_loop *loop, const jit_loop_form *form, int d,
+                    const char *k) {
+    put(t, "%*s%s = _ofl_s%d + %s", ind, "", str_at(loop->targets, d), d, k);
+    put(t, form->unit_steps >> d & 1 ? "\n" : " * _ofl_d%d\n", d);
+}
+
+/* The map shape: one work-item per iteration. A body that continues gets
+ * one-trip loops to bind the variables, so that `continue` ends the
+ * iteration; others plain assignments (Intel's vectoriser masked every load
+ * and store of a one-trip loop). */
+static void map_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
+    int ind = 4;
+    for (int d = 0; d < loop->ndim; d++) {
+        const char *v = str_at(loop->targets, d);
+        char k[64];
+        snprintf(k, sizeof k, "_ofl_item.get_id(%d)", d);
+        if (!loop->continues) {
+            put_var(t, ind, loop, form, d, k);
+            continue;
+        }
+        if (form->unit_steps >> d & 1)
+            put(t, "%*sfor %s in range(_ofl_s%d + %s, _ofl_s%d + %s + 1):\n", ind, "", v, d, k, d,
+                k);
+        else
+            put(t, "%*sfor %s in range(_ofl_s%d + %s * _ofl_d%d, _ofl_s%d + %s * _ofl_d%d + 1):\n",
+                ind, "", v, d, k, d, d, k, d);
+        ind += 4;
+    }
+    put(t, "%*s_ofl_body\n", ind, "");
+}
+
+/* The lanes shape: run r (a work-group) takes the flat iterations
+ * [r * _ofl_c, min(r * _ofl_c + _ofl_c, _ofl_total)), a row (of the last
+ * dimension) at a time; in a row, lane l takes l, l + W, ... So the outer
+ * dimensions' variables are found by one division per row, and the body's
+ * loop is a plain range whose neighbouring lanes touch neighbouring elements. */
+static void lanes_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
+    int nd = loop->ndim, last = nd - 1;
+    put(t, "    _ofl_l = _ofl_item.get_local_id(0)\n"
+           "    _ofl_t = _ofl_item.get_group().get_group_id(0) * _ofl_c\n"
+           "    _ofl_hi = min(_ofl_t + _ofl_c, _ofl_total)\n");
+    int ind = 4;
+    if (nd == 1) {
+        put(t, "    _ofl_a = _ofl_t\n    _ofl_b = _ofl_hi\n");
+    } else { /* a for, not a while: a short for has no cancel check on its back edge */
+        put(t,
+            "    for _ofl_row in range(_ofl_t // _ofl_n%d, (_ofl_hi + _ofl_n%d - 1) // _ofl_n%d):\n"
+            "        _ofl_a = max(_ofl_t - _ofl_row * _ofl_n%d, 0)\n"
+            "        _ofl_b = min(_ofl_hi - _ofl_row * _ofl_n%d, _ofl_n%d)\n",
+            last, last, last, last, last, last);
+        ind = 8;
+        if (nd == 3) {
+            put(t, "        _ofl_r0 = _ofl_row // _ofl_n1\n");
+            put_var(t, ind, loop, form, 0, "_ofl_r0");
+            put_var(t, ind, loop, form, 1, "(_ofl_row - _ofl_r0 * _ofl_n1)");
+        } else {
+            put_var(t, ind, loop, form, 0, "_ofl_row");
+        }
+    }
+    /* whole vectors of the row, then the rest: every lane's loop has the
+     * same trip count (Intel's vectoriser gathered where they differed) */
+    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", JIT_LOOP_LANES_WIDTH,
+        JIT_LOOP_LANES_WIDTH);
+    static const char *const spans[2][2] = {{"_ofl_a", "_ofl_e + _ofl_l"}, {"_ofl_e", "_ofl_b"}};
+    const char *v = str_at(loop->targets, last);
+    for (int part = 0; part < 2; part++) {
+        const char *from = spans[part][0], *to = spans[part][1];
+        if (form->unit_steps >> last & 1) {
+            put(t, "%*sfor %s in range(_ofl_s%d + %s + _ofl_l, _ofl_s%d + %s, %d):\n", ind, "", v,
+                last, from, last, to, JIT_LOOP_LANES_WIDTH);
+        } else {
+            put(t, "%*sfor _ofl_k in range(%s + _ofl_l, %s, %d):\n", ind, "", from, to,
+                JIT_LOOP_LANES_WIDTH);
+            put_var(t, ind + 4, loop, form, last, "_ofl_k");
+        }
+        put(t, "%*s_ofl_body\n", ind + 4, "");
+    }
+}
+
+/* The stride shape: work-item w takes the flat iterations w, w + _ofl_c, ...,
+ * each split into one index per dimension, the last fastest. */
+static void stride_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
+    int nd = loop->ndim;
+    put(t, "    for _ofl_t in range(_ofl_item.get_id(0), _ofl_total, _ofl_c):\n");
+    for (int d = 0; d < nd; d++) {
+        char k[256] = "_ofl_t";
+        int n = 6;
+        if (d < nd - 1) {
+            n = snprintf(k, sizeof k, "(_ofl_t // (1");
+            for (int e = d + 1; e < nd; e++)
+                n += snprintf(k + n, sizeof k - (size_t)n, " * _ofl_n%d", e);
+            n += snprintf(k + n, sizeof k - (size_t)n, "))");
+        }
+        if (d > 0) {
+            char whole[300];
+            snprintf(whole, sizeof whole, "(%s %% _ofl_n%d)", k, d);
+            put_var(t, 8, loop, form, d, whole);
+        } else {
+            put_var(t, 8, loop, form, d, k);
+        }
+    }
+    put(t, "        _ofl_body\n");
+}
+
 /* The kernel's source around a placeholder statement `_ofl_body`, which the
  * loop's body replaces (its nodes keep the cell's places). */
-static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool reduce,
+static void kernel_text(text *t, const jit_loop *loop, PyObject *params, const jit_loop_form *form,
                         const char *name) {
     int nd = loop->ndim;
     Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
     put(t, "def %s(_ofl_item", name);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(params); i++) put(t, ", %s", str_at(params, i));
     for (int d = 0; d < nd; d++) put(t, ", _ofl_s%d, _ofl_d%d", d, d);
-    if (!reduce) {
+    if (form->shape == JIT_LOOP_MAP) {
         put(t, "):\n");
-        /* one-trip loops: they bind the variables, and `continue` ends the iteration */
-        for (int d = 0; d < nd; d++) {
-            put(t,
-                "%*sfor %s in range(_ofl_s%d + _ofl_item.get_id(%d) * _ofl_d%d, _ofl_s%d + "
-                "_ofl_item.get_id(%d) * "
-                "_ofl_d%d + 1):\n",
-                4 * (d + 1), "", str_at(loop->targets, d), d, d, d, d, d, d);
-        }
-        put(t, "%*s_ofl_body\n", 4 * (nd + 1), "");
+        map_text(t, loop, form);
         return;
     }
     for (int d = 0; d < nd; d++) put(t, ", _ofl_n%d", d);
-    put(t, ", _ofl_w, _ofl_total");
+    put(t, ", _ofl_c, _ofl_total");
     for (Py_ssize_t r = 0; r < nred; r++) put(t, ", _ofl_p_%s", str_at(loop->reductions, r));
     for (Py_ssize_t r = 0; r < nred; r++)
         if (loop->red_ops[r] == JIT_RED_MIN || loop->red_ops[r] == JIT_RED_MAX)
@@ -653,21 +794,14 @@ static void kernel_text(text *t, const jit_loop *loop, PyObject *params, bool re
         else
             put(t, "    %s = _ofl_i_%s\n", s, s);
     }
-    put(t, "    for _ofl_t in range(_ofl_item.get_id(0), _ofl_total, _ofl_w):\n");
-    /* the flat index back to one per dimension, the last fastest */
-    for (int d = 0; d < nd; d++) {
-        put(t, "        %s = _ofl_s%d + (_ofl_t", str_at(loop->targets, d), d);
-        if (d < nd - 1) {
-            put(t, " // (1");
-            for (int e = d + 1; e < nd; e++) put(t, " * _ofl_n%d", e);
-            put(t, ")");
-        }
-        if (d > 0) put(t, " %% _ofl_n%d", d);
-        put(t, ") * _ofl_d%d\n", d);
-    }
-    put(t, "        _ofl_body\n");
+    if (form->shape == JIT_LOOP_LANES)
+        lanes_text(t, loop, form);
+    else
+        stride_text(t, loop, form);
+    const char *id =
+        form->shape == JIT_LOOP_LANES ? "_ofl_item.get_global_id(0)" : "_ofl_item.get_id(0)";
     for (Py_ssize_t r = 0; r < nred; r++)
-        put(t, "    _ofl_p_%s[_ofl_item.get_id(0)] = %s\n", str_at(loop->reductions, r),
+        put(t, "    _ofl_p_%s[%s] = %s\n", str_at(loop->reductions, r), id,
             str_at(loop->reductions, r));
 }
 
@@ -693,8 +827,11 @@ static int place_template(PyObject *def, const jit_loop *loop) {
     return rc;
 }
 
-/* Replaces the placeholder in stmts (or in the bodies of its for loops) by body. */
+/* Replaces every placeholder in stmts (and in the bodies of its loops) by
+ * body; the number replaced, or -1. The copies share body's nodes, which
+ * parsing only reads. */
 static int splice(PyObject *stmts, PyObject *body) {
+    int done = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i);
         if (is(s, "Expr")) {
@@ -702,21 +839,27 @@ static int splice(PyObject *stmts, PyObject *body) {
             const char *id = v ? name_id(v) : NULL;
             bool here = id && !strcmp(id, "_ofl_body");
             Py_XDECREF(v);
-            if (here) return PyList_SetSlice(stmts, i, i + 1, body) < 0 ? -1 : 1;
-        } else if (is(s, "For")) {
+            if (here) {
+                if (PyList_SetSlice(stmts, i, i + 1, body) < 0) return -1;
+                i += PyList_GET_SIZE(body) - 1;
+                done++;
+            }
+        } else if (is(s, "For") || is(s, "While")) {
             PyObject *sub = get(s, "body");
             int r = sub ? splice(sub, body) : -1;
             Py_XDECREF(sub);
-            if (r) return r;
+            if (r < 0) return -1;
+            done += r;
         }
     }
-    return 0;
+    return done;
 }
 
-PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, const char *name) {
+PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
+                          const char *name) {
     if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) return NULL;
     text t = {0};
-    kernel_text(&t, loop, params, reduce, name);
+    kernel_text(&t, loop, params, form, name);
     if (t.oom) {
         free(t.s);
         return PyErr_NoMemory();
@@ -728,7 +871,7 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, c
     PyObject *stmts = def ? get(def, "body") : NULL;
     PyObject *copy =
         PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX); /* the loop keeps its own list */
-    if (!stmts || !copy || place_template(def, loop) < 0 || splice(stmts, copy) != 1) Py_CLEAR(def);
+    if (!stmts || !copy || place_template(def, loop) < 0 || splice(stmts, copy) < 1) Py_CLEAR(def);
     if (!def && !PyErr_Occurred())
         PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
     Py_XDECREF(tree);
@@ -738,8 +881,8 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, bool reduce, c
     return def;
 }
 
-int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, const char *var,
-                 jit_type *out, jit_error *err) {
+int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,
+                 const char *var, jit_type *out, jit_error *err) {
     memset(err, 0, sizeof *err);
     jit_type params[257];
     if (nargs + 1 != f->nparams || nargs > 256) {
@@ -747,7 +890,7 @@ int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, c
                  f->nparams - 1);
         return -1;
     }
-    params[0] = (jit_type){JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};
+    params[0] = (jit_type){nd ? JT_NDITEM : JT_ITEM, 0, (unsigned char)range_ndim, 0, 0};
     memcpy(params + 1, args, sizeof *args * (size_t)nargs);
     if (jit_infer(f, params, NULL, err) < 0) return -1;
     for (int v = 0; v < f->nvars; v++)

@@ -1731,5 +1731,28 @@ void jit_func_free(jit_func *f) {
     free(f);
 }
 
+static int var_named(const jit_func *f, const char *name, int below) {
+    for (int v = 0; v < below; v++)
+        if (!strcmp(f->vars[v].name, name)) return v;
+    return -1;
+}
+
+int jit_func_assume_in_range(jit_func *f, const char *array, int axis, const char *index) {
+    int arr = var_named(f, array, f->nparams), idx = var_named(f, index, f->nvars);
+    if (arr < 0 || idx < 0 || axis < 0 || axis > 2 ||
+        f->nin_range == (int)(sizeof f->in_range / sizeof f->in_range[0]))
+        return -1;
+    f->in_range[f->nin_range++] = (struct jit_in_range){arr, axis, idx};
+    /* a kernel that assumes more is another kernel */
+    char what[128];
+    int n = snprintf(what, sizeof what, "%d:%d:%d", arr, axis, idx);
+    unsigned char both[sizeof f->source_hash + sizeof what];
+    memcpy(both, f->source_hash, sizeof f->source_hash);
+    memcpy(both + sizeof f->source_hash, what, (size_t)n);
+    unsigned len = 0;
+    EVP_Digest(both, sizeof f->source_hash + (size_t)n, f->source_hash, &len, EVP_sha256(), NULL);
+    return 0;
+}
+
 const char *jit_func_name(const jit_func *f) { return f->name; }
 int jit_func_nparams(const jit_func *f) { return f->nparams; }

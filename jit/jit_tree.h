@@ -135,6 +135,11 @@ struct jit_func {
     int ncallees;
     int depth; /* the deepest nesting of statements and expressions,
                   callees' included (jit_with_stack) */
+    /* jit_func_assume_in_range: accesses the caller proved in range */
+    struct jit_in_range {
+        int arr, axis, idx; /* array variable arr's axis indexed by variable idx */
+    } in_range[16];
+    int nin_range;
 };
 
 /* Nesting deeper than this is a CompileError: CPython 3.11 itself compiles

@@ -677,9 +677,17 @@ def test_magic_show_llvm_has_the_checks(kcs):
     msgs = ok(kcs, "%%offload --quiet --boundscheck --show llvm\n"
                    "q = np.zeros(8)\n"
                    "for i in prange(8):\n"
-                   "    q[i] = i\n")
+                   "    q[i * 3 % 8] = i\n")
     assert "cmpxchg" in stream_text(msgs)
     msgs = ok(kcs, "%%offload --quiet --show llvm\n"
+                   "q = np.zeros(8)\n"
+                   "for i in prange(8):\n"
+                   "    q[i * 3 % 8] = i\n")
+    out = stream_text(msgs)
+    assert "define" in out and "cmpxchg" not in out
+    # q[i]: the loop's range is checked against q's shape before the launch,
+    # so the kernel checks nothing per element
+    msgs = ok(kcs, "%%offload --quiet --boundscheck --show llvm\n"
                    "q = np.zeros(8)\n"
                    "for i in prange(8):\n"
                    "    q[i] = i\n")

@@ -96,6 +96,11 @@ PyObject *mod_device_new(ofl_device *dev);
  * Device. 0, or -1 with an exception set. */
 int mod_device_resolve(PyObject *arg, ofl_device **out);
 int mod_device_default(ofl_device **out); /* set_default_device's, else the runtime's */
+/* Whether dev is a CPU device whose compiler makes vector code across the
+ * work-items of a group, never within one work-item (Intel's CPU runtime;
+ * measured, see mod_reduce.c's CPU form), so that kernels for it give
+ * neighbouring work-items neighbouring elements. PoCL vectorises within. */
+bool mod_device_cpu_lanes(ofl_device *dev);
 int mod_device_add_functions(PyObject *module);
 
 /* ---- mod_array.c: offload.ndarray ---- */

@@ -134,6 +134,11 @@ static void find_rank(void) {
     ranked.looked = true;
 }
 
+bool mod_device_cpu_lanes(ofl_device *dev) {
+    const ofl_device_info *in = ofl_device_get_info(dev);
+    return in->type == OFL_CPU && !strstr(in->platform, "Portable Computing Language");
+}
+
 int mod_device_default(ofl_device **out) {
     if (default_override) {
         *out = default_override;

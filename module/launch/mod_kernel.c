@@ -395,8 +395,23 @@ static int check_group(const spec *s, const mod_shape *r, const char *kernel) {
     return 0;
 }
 
+/* Records read back clean are still all zeros, so they are kept for the
+ * next checked launch on their device: a new one costs an allocation and a
+ * blocking write, 60-70 us of the 90 us that a checked launch and wait of a
+ * small kernel took on Intel's CPU runtime. Only on devices in this process,
+ * whose buffers never go stale (a GPU's context can be reset). The GIL
+ * guards the list. */
+#define KEPT_RECORDS 8
+static ofl_buffer *kept_records[KEPT_RECORDS];
+
 /* The bounds record of a checked launch: JIT_BOUNDS_WORDS zeros on dev. */
-static ofl_buffer *bounds_record_new(ofl_device *dev) {
+static ofl_buffer *bounds_record_take(ofl_device *dev) {
+    for (int i = 0; i < KEPT_RECORDS; i++)
+        if (kept_records[i] && ofl_buffer_device(kept_records[i]) == dev) {
+            ofl_buffer *buf = kept_records[i];
+            kept_records[i] = NULL;
+            return buf;
+        }
     static const int64_t zero[JIT_BOUNDS_WORDS];
     ofl_buffer *buf = NULL;
     ofl_error err;
@@ -407,6 +422,19 @@ static ofl_buffer *bounds_record_new(ofl_device *dev) {
     Py_END_ALLOW_THREADS
     if (rc != 0) return mod_raise(&err), NULL;
     return buf;
+}
+
+/* Gives back a record taken; clean: it was read back all zeros. */
+static void bounds_record_give(ofl_buffer *buf, bool clean) {
+    ofl_device *dev = ofl_buffer_device(buf);
+    for (int i = 0; clean && ofl_device_in_process(dev) && i < KEPT_RECORDS; i++)
+        if (!kept_records[i]) {
+            kept_records[i] = buf;
+            return;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    ofl_free(buf); /* it may wait for the queue */
+    Py_END_ALLOW_THREADS
 }
 
 /* Waits for the checked launch and reads its record: 1 with *words filled in
@@ -474,12 +502,13 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     PyObject *result = NULL;
     ofl_buffer *record = NULL;
     ofl_event *ev = NULL;
+    int failed = -1; /* the record's state: unread */
     if (mod_args_place(&a) < 0) goto out;
     bounds = bounds || k->boundscheck > 0 || (k->boundscheck < 0 && default_boundscheck(a.dev));
     if (mod_args_upload(&a) < 0) goto out;
     /* before specialise: from there to ofl_launch the GIL stays held, so no
      * other thread can reload s->prog under this launch (mod_kernel threads) */
-    if (bounds && !(record = bounds_record_new(a.dev))) goto out;
+    if (bounds && !(record = bounds_record_take(a.dev))) goto out;
     spec *s = specialise(k, &a, range->ndim, range->nd, bounds);
     if (!s || mod_args_pack(&a, range, record, cancel_checks(k)) < 0) goto out;
     size_t global[3], local[3];
@@ -498,7 +527,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     }
     s->launches++;
     int64_t words[JIT_BOUNDS_WORDS];
-    int failed = record ? bounds_record_read(record, words) : 0;
+    failed = record ? bounds_record_read(record, words) : 0;
     if (failed < 0 || mod_args_download(&a, jit_func_name(k->jf)) < 0) goto out;
     if (failed) { /* after the copies back: what ran before the bad index is kept, as in Python */
         bounds_raise(s, words);
@@ -508,11 +537,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     ev = NULL; /* the Event's now */
 out:
     if (ev) ofl_event_release(ev);
-    if (record) {
-        Py_BEGIN_ALLOW_THREADS
-        ofl_free(record); /* it may wait for the queue */
-        Py_END_ALLOW_THREADS
-    }
+    if (record) bounds_record_give(record, failed == 0);
     mod_args_clear(&a);
     return result;
 }
@@ -1325,13 +1350,13 @@ PyObject *mod_kernel_launch_checked(PyObject *kernel, const mod_shape *range, Py
     return launch((mod_kernel *)kernel, range, args, nargs, want_event, boundscheck);
 }
 
-int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim,
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, bool nd,
                         const char *var, jit_type *out, jit_error *err) {
     mod_kernel *k = (mod_kernel *)kernel;
     int rc;
     Py_BEGIN_ALLOW_THREADS /* jit_var_type types jf in place, as a compile does */
     pthread_mutex_lock(&k->jit_lock);
-    rc = jit_var_type(k->jf, args, nargs, range_ndim, var, out, err);
+    rc = jit_var_type(k->jf, args, nargs, range_ndim, nd, var, out, err);
     pthread_mutex_unlock(&k->jit_lock);
     Py_END_ALLOW_THREADS
     return rc;

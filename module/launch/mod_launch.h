@@ -121,7 +121,7 @@ void mod_kernel_runs_to_end(PyObject *kernel);
 void mod_kernel_launch_bounds(PyObject *kernel, int max_threads, int min_blocks);
 /* jit_var_type on the kernel's parsed function, under the lock its compiles
  * take (other threads may be compiling it); var must outlive the call. */
-int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim,
+int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int range_ndim, bool nd,
                         const char *var, jit_type *out, jit_error *err);
 
 /* What a kernel has done so far (Kernel.stats, in C). */

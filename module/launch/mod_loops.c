@@ -26,8 +26,9 @@ typedef struct {
     PyObject *lines;    /* list of str, the file's line 1 first */
     char name[48];      /* the kernel's: prange_l<line> */
     /* the kernel built for the kinds of values seen last */
-    PyObject *refs;   /* tuple: per read, None for a parameter, else the object compiled in */
-    PyObject *kernel; /* Kernel, or NULL */
+    PyObject *refs;     /* tuple: per read, None for a parameter, else the object compiled in */
+    PyObject *kernel;   /* Kernel, or NULL */
+    jit_loop_form form; /* the kernel's */
     /* the partials' dtypes of a reduction for the argument types seen last */
     jit_type *last; /* [nlast] (PyMem) */
     int nlast;
@@ -474,7 +475,7 @@ static bool is_number(PyObject *o) {
 }
 
 /* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
-static int build_kernel(mod_loop *l, PyObject *refs) {
+static int build_kernel(mod_loop *l, PyObject *refs, const jit_loop_form *form) {
     PyObject *params = PyList_New(0), *globals = PyDict_New();
     PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
     PyObject *range = builtins ? PyDict_GetItemString(builtins, "range") : NULL;
@@ -493,9 +494,7 @@ static int build_kernel(mod_loop *l, PyObject *refs) {
         if (r < 0) goto out;
     }
     PyObject *ptuple = PyList_AsTuple(params);
-    def = ptuple
-              ? jit_loop_kernel(&l->info, ptuple, PyTuple_GET_SIZE(l->info.reductions) > 0, l->name)
-              : NULL;
+    def = ptuple ? jit_loop_kernel(&l->info, ptuple, form, l->name) : NULL;
     Py_XDECREF(ptuple);
     if (!def) goto out;
     /* a Python function of the kernel, for the Kernel's name and py_func */
@@ -521,10 +520,20 @@ static int build_kernel(mod_loop *l, PyObject *refs) {
         mod_raise_jit(&err);
         goto out;
     }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(l->info.direct); i++) {
+        const char *arr;
+        Py_ssize_t nidx, axis;
+        int dim;
+        if (form->in_range >> i & 1 &&
+            PyArg_ParseTuple(PyTuple_GET_ITEM(l->info.direct, i), "snni", &arr, &nidx, &axis, &dim))
+            jit_func_assume_in_range(jf, arr, (int)axis,
+                                     PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.targets, dim)));
+    }
     PyObject *k = mod_kernel_from_parsed(pyfunc, jf);
     if (!k) goto out;
     Py_XSETREF(l->kernel, k);
     Py_XSETREF(l->refs, Py_NewRef(refs));
+    l->form = *form;
     l->nlast = -1;
     rc = 0;
 out:
@@ -567,7 +576,7 @@ static int partial_dtypes(mod_loop *l, PyObject *argv, Py_ssize_t first_partial,
     for (Py_ssize_t r = 0; r < nred; r++) {
         jit_type t;
         jit_error err;
-        if (mod_kernel_var_type(l->kernel, types, nargs, 1,
+        if (mod_kernel_var_type(l->kernel, types, nargs, 1, l->form.shape == JIT_LOOP_LANES,
                                 PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t,
                                 &err) < 0) {
             Py_DECREF(dts);
@@ -596,13 +605,31 @@ fail:
     return -1;
 }
 
-/* Work-items of a reduction: enough to fill the device, each accumulating
- * many iterations privately (one partial each, combined on the host). */
-static Py_ssize_t reduction_items(ofl_device *dev, Py_ssize_t total) {
+/* A reduction's work-items: on a GPU enough to fill it, each accumulating
+ * many iterations privately (JIT_LOOP_STRIDE); on a CPU device four runs per
+ * core (JIT_LOOP_LANES, as the library's CPU reductions: each run one task
+ * of the device's), each at least RUN_MIN iterations, which costs its task
+ * more than it gains below that. *per: the iterations of a run, or the
+ * stride. The partials (one per work-item) are combined on the host. */
+#define RUN_MIN 4096
+static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssize_t total,
+                                  Py_ssize_t *per) {
     const ofl_device_info *in = ofl_device_get_info(dev);
-    Py_ssize_t per = in->type == OFL_GPU ? 1024 : 64,
-               w = (Py_ssize_t)(in->max_compute_units ? in->max_compute_units : 1) * per;
-    return w < total ? w : (total > 0 ? total : 1);
+    Py_ssize_t units = in->max_compute_units ? in->max_compute_units : 1;
+    if (shape == JIT_LOOP_LANES) {
+        const Py_ssize_t W = JIT_LOOP_LANES_WIDTH, align = 4 * W;
+        Py_ssize_t runs = (total + RUN_MIN - 1) / RUN_MIN;
+        if (runs > 4 * units) runs = 4 * units;
+        if (runs < 1) runs = 1;
+        Py_ssize_t c = (total + runs - 1) / runs; /* whole vectors in each run but the last */
+        c = c ? (c + align - 1) / align * align : align;
+        *per = c;
+        return (total + c - 1) / c * W;
+    }
+    Py_ssize_t w = units * 1024;
+    w = w < total ? w : (total > 0 ? total : 1);
+    *per = w;
+    return w;
 }
 
 static PyObject *combine(char op, PyObject *init, PyObject *partials) {
@@ -689,6 +716,7 @@ typedef struct {
     PyObject *values; /* borrowed: the loop's reads, then its reductions' values */
     Py_ssize_t nreads, nred;
     Py_ssize_t start[3], stop[3], step[3], total; /* as the user's ranges say */
+    jit_loop_form form;                           /* of the kernel for this run */
     mod_shape shape; /* the launch's: the ranges, or Range(w) for a reduction */
     ofl_device *dev;
     PyObject *argv;           /* list: the kernel's arguments, in jit_loop_kernel's order (owned) */
@@ -765,13 +793,50 @@ static int run_place(loop_run_state *r) {
     return 0;
 }
 
+/* jit_loop_form.in_range: the loop's direct accesses (jit_loop.direct) whose
+ * index stays in range on every trip, so that the kernel need not check them
+ * (nor wrap negative indices): a check per element is a branch per element,
+ * which kept CPU compilers from vectorising the loops. vals: the reads'
+ * values as the kernel gets them. */
+static unsigned in_range(const loop_run_state *r, PyObject *const *vals) {
+    const jit_loop *info = &r->l->info;
+    unsigned bits = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(info->direct); i++) {
+        const char *arr;
+        Py_ssize_t nidx, axis, a = -1;
+        int d;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(info->direct, i), "snni", &arr, &nidx, &axis, &d))
+            return PyErr_Clear(), 0;
+        for (Py_ssize_t k = 0; k < r->nreads && a < 0; k++)
+            if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(info->reads, k), arr) == 0) a = k;
+        if (a < 0 || !vals[a] || !mod_array_check(vals[a])) continue;
+        const mod_array *x = (const mod_array *)vals[a];
+        if (x->nd != nidx) continue; /* a view, not an element */
+        Py_ssize_t n = r->shape.size[d], first = r->start[d], last = first + (n - 1) * r->step[d];
+        Py_ssize_t lo = first < last ? first : last, hi = first < last ? last : first;
+        if (n == 0 || (lo >= 0 && hi < x->shape[axis])) bits |= 1u << i;
+    }
+    return bits;
+}
+
 /* The reads: arrays (NumPy ones copied in) and numbers are the kernel's
  * parameters, the rest compiled in -- a new set of those is a new kernel.
  * Then each dimension's start and step. */
 static int run_params(loop_run_state *r) {
     mod_loop *l = r->l;
+    r->form =
+        (jit_loop_form){.shape = !r->nred                                       ? JIT_LOOP_MAP
+                                 : ofl_device_get_info(r->dev)->type == OFL_CPU ? JIT_LOOP_LANES
+                                                                                : JIT_LOOP_STRIDE};
+    for (int d = 0; d < r->shape.ndim; d++)
+        if (r->step[d] == 1) r->form.unit_steps |= 1u << d;
     PyObject *refs = PyTuple_New(r->nreads);
-    if (!refs) return -1;
+    PyObject **vals = PyMem_Calloc((size_t)r->nreads + 1, sizeof *vals); /* borrowed */
+    if (!refs || !vals) {
+        Py_XDECREF(refs);
+        PyMem_Free(vals);
+        return -1;
+    }
     int rc = 0;
     for (Py_ssize_t i = 0; i < r->nreads && rc == 0; i++) {
         PyObject *v = PyTuple_GET_ITEM(r->values, i), *name = PyTuple_GET_ITEM(l->info.reads, i);
@@ -788,9 +853,13 @@ static int run_params(loop_run_state *r) {
         bool param = host || mod_array_check(v) || is_number(v);
         PyTuple_SET_ITEM(refs, i, Py_NewRef(param ? Py_None : v));
         if (param) rc = PyList_Append(r->argv, v);
+        vals[i] = v;
     }
-    if (rc == 0 && !same_refs(l->refs, refs)) rc = build_kernel(l, refs);
+    if (rc == 0) r->form.in_range = in_range(r, vals);
+    if (rc == 0 && (!same_refs(l->refs, refs) || memcmp(&l->form, &r->form, sizeof r->form)))
+        rc = build_kernel(l, refs, &r->form);
     Py_DECREF(refs);
+    PyMem_Free(vals);
     for (int d = 0; d < r->shape.ndim && rc == 0; d++)
         if (append_new(r->argv, PyLong_FromSsize_t(r->start[d])) < 0 ||
             append_new(r->argv, PyLong_FromSsize_t(r->step[d])) < 0)
@@ -798,15 +867,15 @@ static int run_params(loop_run_state *r) {
     return rc;
 }
 
-/* A reduction runs grid-stride over Range(w): its kernel takes the trip
- * counts, w, the total, the partials (one per work-item, per reduction) and
- * the min/max reductions' initial values. */
+/* A reduction's kernel takes the trip counts, the iterations per run or the
+ * stride, the total, the partials (one per work-item, per reduction) and the
+ * min/max reductions' initial values. */
 static int run_partials(loop_run_state *r) {
     const mod_loop *l = r->l;
-    Py_ssize_t w = reduction_items(r->dev, r->total);
+    Py_ssize_t per, w = reduction_items(r->dev, r->form.shape, r->total, &per);
     for (int d = 0; d < r->shape.ndim; d++)
         if (append_new(r->argv, PyLong_FromSsize_t(r->shape.size[d])) < 0) return -1;
-    if (append_new(r->argv, PyLong_FromSsize_t(w)) < 0 ||
+    if (append_new(r->argv, PyLong_FromSsize_t(per)) < 0 ||
         append_new(r->argv, PyLong_FromSsize_t(r->total)) < 0)
         return -1;
     r->first_partial = PyList_GET_SIZE(r->argv);
@@ -822,6 +891,8 @@ static int run_partials(loop_run_state *r) {
         if (!p || PyList_SetItem(r->argv, r->first_partial + i, p) < 0) return -1; /* steals p */
     }
     r->shape = (mod_shape){.ndim = 1, .size = {w}};
+    if (r->form.shape == JIT_LOOP_LANES)
+        r->shape.nd = true, r->shape.local[0] = JIT_LOOP_LANES_WIDTH;
     return 0;
 }
 

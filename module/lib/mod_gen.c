@@ -137,11 +137,6 @@ bool mod_text_ok(const mod_text *t, const char *name) {
     return false;
 }
 
-bool mod_gen_cpu_lanes(ofl_device *dev) {
-    const ofl_device_info *in = ofl_device_get_info(dev);
-    return in->type == OFL_CPU && !strstr(in->platform, "Portable Computing Language");
-}
-
 /* At exit: generated kernels go with everything else, so they release their
  * device programs like any other; and the devices finish their queued work
  * first -- frees do not wait for it, and PoCL, still running a kernel while

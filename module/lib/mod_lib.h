@@ -68,11 +68,6 @@ typedef struct {
 } mod_text;
 void mod_text_put(mod_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool mod_text_ok(const mod_text *t, const char *name); /* else a SystemError naming it */
-/* Whether dev is a CPU device whose compiler makes vector code across the
- * work-items of a group, never within one work-item (Intel's CPU runtime;
- * measured, see mod_reduce.c's CPU form), so that texts for it give
- * neighbouring work-items neighbouring elements. PoCL vectorises within. */
-bool mod_gen_cpu_lanes(ofl_device *dev);
 
 /* ---- mod_ops.c: element-wise operators and functions ---- */
 

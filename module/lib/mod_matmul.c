@@ -247,7 +247,7 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     return t.s;
 }
 
-/* The CPU form (mod_gen_cpu_lanes devices: Intel's CPU runtime), where
+/* The CPU form (mod_device_cpu_lanes devices: Intel's CPU runtime), where
  * the tiled kernel's barriers and local copies run one work-item at a time
  * (1024^2 float32: 99 ms against OpenBLAS's 9). A work-group is CPU_COLS
  * work-items along a row of c, which the device runs as the lanes of one
@@ -317,7 +317,7 @@ static bool by_col(const mod_array *x) {
 /* The limits choose_tiles reads: a device's, or a typical one's. */
 typedef struct {
     bool cuda;
-    bool cpu_lanes;              /* mod_gen_cpu_lanes: the CPU form serves */
+    bool cpu_lanes;              /* mod_device_cpu_lanes: the CPU form serves */
     size_t most, most_x, most_y; /* work-items per group, and along x and y */
     uint64_t local_mem;
 } mm_limits;
@@ -325,7 +325,7 @@ typedef struct {
 static mm_limits device_limits(ofl_device *dev) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     return (mm_limits){.cuda = ofl_device_binary_kind(dev) == OFL_BIN_PTX,
-                       .cpu_lanes = mod_gen_cpu_lanes(dev),
+                       .cpu_lanes = mod_device_cpu_lanes(dev),
                        .most = in->max_work_group_size,
                        .most_x = in->max_work_item_sizes[0],
                        .most_y = in->max_work_item_sizes[1],

@@ -690,7 +690,7 @@ static void cpu_cols_kernel_text(mod_text *t, const text_key *key, int lanes, in
  * this way (Intel), and 0.63-0.66 -> 0.19 ms on PoCL (NumPy 0.22-0.33).
  * The partials, S rows of M, then go through the form above as a sum over
  * their axis 0. Lane l takes the outputs l, l + lanes, ...: a vector per
- * step where the device vectorises across lanes (mod_gen_cpu_lanes). */
+ * step where the device vectorises across lanes (mod_device_cpu_lanes). */
 static void cpu_acc_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
                                 size_t namelen) {
     snprintf(name, namelen, "reduce_cpu_acc%d_%s_%s", lanes, OPS[key->op].name, key->acc);
@@ -1142,7 +1142,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
                     .acc_float = inexact(kind_of(t->acc))};
     red_plan pl;
     bool cpu = cpu_form(dev, g), cols = !cpu && cpu_cols_form(dev, op, g);
-    int lanes = (cpu || cols) && mod_gen_cpu_lanes(dev) ? CPU_LANES : 1;
+    int lanes = (cpu || cols) && mod_device_cpu_lanes(dev) ? CPU_LANES : 1;
     Py_ssize_t runs = 1;  /* a CPU form's runs per output */
     bool rows_in = false; /* the CPU form into partials, runs of whole rows */
     make_plan(dev, g->M, g->K, g->kfast, true, &pl);

@@ -1,0 +1,182 @@
+"""The shapes a prange loop's kernel takes (jit.h, jit_loop_form; docs/loops.md):
+reductions on CPU devices walk contiguous runs in lanes, a row at a time for
+nested loops; on GPUs grid-stride; maps one work-item per iteration. Every
+reduction form (+=, *=, min, max, several at once) over 1-D to 3-D nests,
+with unit and other steps, negative ones and starts past zero, sizes that are
+no multiple of the lanes or the runs, against NumPy on fresh random data.
+
+Indices that are a loop's own variable are checked against the array's shape
+once, on the host, before the launch; an access that the host cannot prove
+in range is still checked in the kernel, and Python's negative indices still
+wrap. Runs on every device of the run (the default device set in turn)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from offload_fixtures import device_filters, load_offload
+
+ol = load_offload()
+prange = ol.prange
+
+
+@pytest.fixture(autouse=True, params=device_filters(ol))
+def on_each_device(request):
+    before = ol.default_device()
+    ol.set_default_device(request.param)
+    yield request.param
+    ol.set_default_device(before)
+
+
+def rng():
+    return np.random.default_rng()
+
+
+@ol.jit
+def four_at_once(x, lo, hi, step):
+    s = 0
+    p = 1.0
+    mn = x[lo]
+    mx = x[lo]
+    for i in prange(lo, hi, step):
+        s += x[i]
+        p *= 1 + x[i] / 1000000
+        mn = min(mn, x[i])
+        mx = max(x[i], mx)
+    return s, p, mn, mx
+
+
+@ol.jit
+def sum2(m):
+    t = 0.0
+    for i in prange(m.shape[0]):
+        for j in prange(m.shape[1]):
+            t += m[i, j]
+    return t
+
+
+@ol.jit
+def min_max3(c, a0, a1, a2):
+    lo = c[0, 0, 0]
+    hi = c[0, 0, 0]
+    for i in prange(a0, c.shape[0]):
+        for j in prange(a1, c.shape[1], 2):
+            for k in prange(a2, c.shape[2]):
+                lo = min(lo, c[i, j, k])
+                hi = max(hi, c[i, j, k])
+    return lo, hi
+
+
+@ol.jit
+def dot(x, y):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i] * y[i]
+    return s
+
+
+@ol.jit
+def sum_from(x, start, stop):
+    s = 0.0
+    for i in prange(start, stop):
+        s += x[i]
+    return s
+
+
+@ol.jit
+def map2(m, out):
+    for i in prange(m.shape[0]):
+        for j in prange(m.shape[1]):
+            if m[i, j] < 0:
+                continue
+            out[i, j] = m[i, j] * 2 + j
+
+
+@ol.jit
+def shifted(x, out):
+    for i in prange(x.shape[0]):
+        out[i] = x[i + 1] - x[i]
+
+
+def close(got, want, n, dtype):
+    rtol = 2e-5 * max(1.0, np.sqrt(n) / 30) if np.dtype(dtype) == np.float32 else 1e-10
+    np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("n,lo,step", [(1, 0, 1), (15, 0, 1), (1001, 3, 1), (70001, 0, 1),
+                                       (70001, 5, 3), (4099, 0, 16)])
+def test_four_reductions_at_once_1d(dtype, n, lo, step):
+    r = rng()
+    x = (r.standard_normal(n) * 100).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        r.integers(-1000, 1000, n).astype(dtype)
+    s, p, mn, mx = four_at_once(x, lo, n, step)
+    part = x[lo:n:step]
+    close(s, part.astype(np.float64).sum(), part.size, dtype)
+    # a float32 product of n factors drifts by about n float32 roundings
+    ptol = 1e-3 if np.dtype(dtype) == np.float32 else 1e-10
+    np.testing.assert_allclose(p, np.prod(1 + part.astype(np.float64) / 1000000), rtol=ptol)
+    assert mn == part.min() and mx == part.max()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_four_reductions_with_a_negative_step(dtype):
+    x = rng().standard_normal(9001).astype(dtype)
+    s, p, mn, mx = four_at_once(x, 9000, -1, -7)
+    part = x[9000::-7]
+    close(s, part.astype(np.float64).sum(), part.size, dtype)
+    assert mn == part.min() and mx == part.max()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 1201), (300, 7), (4, 40000), (1000, 16)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nested_sum_is_the_flat_sum(shape, dtype):
+    m = rng().standard_normal(shape).astype(dtype)
+    close(sum2(m), m.astype(np.float64).sum(), m.size, dtype)
+
+
+def test_nested_sum_of_a_device_view():
+    m = rng().standard_normal((60, 90))
+    d = ol.asarray(m)[5:50, 10:80:3]
+    close(sum2(d), m[5:50, 10:80:3].sum(), d.size, np.float64)
+
+
+@pytest.mark.parametrize("shape,starts", [((5, 13, 211), (0, 0, 0)), ((7, 9, 33), (2, 1, 5)),
+                                          ((3, 3, 1), (0, 0, 0))])
+def test_min_max_over_three_dimensions(shape, starts):
+    c = rng().standard_normal(shape)
+    lo, hi = min_max3(c, *starts)
+    part = c[starts[0]:, starts[1]::2, starts[2]:]
+    assert lo == min(c[0, 0, 0], part.min()) and hi == max(c[0, 0, 0], part.max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_written_as_a_loop(dtype):
+    r = rng()
+    x, y = r.standard_normal(100003).astype(dtype), r.standard_normal(100003).astype(dtype)
+    close(dot(x, y), x.astype(np.float64) @ y.astype(np.float64), 4000, dtype)
+
+
+def test_negative_indices_still_wrap():
+    x = rng().standard_normal(500)
+    np.testing.assert_allclose(sum_from(x, -3, 500), x.sum() + x[-3:].sum(), rtol=1e-12)
+
+
+def test_an_index_past_the_end_is_still_an_index_error(on_each_device):
+    x = rng().standard_normal(500)
+    if not ol.Device(on_each_device).device_type == "cpu":
+        pytest.skip("index checks are on by default on CPU devices only")
+    with pytest.raises(IndexError, match="index 500 is out of bounds for axis 0 with size 500"):
+        sum_from(x, 0, 501)
+    out = np.full(500, np.nan)
+    with pytest.raises(IndexError, match="index 500 is out of bounds"):
+        shifted(x, out)
+
+
+def test_a_map_that_continues():
+    m = rng().standard_normal((33, 77))
+    out = np.full(m.shape, np.nan)
+    map2(m, out)
+    want = np.where(m < 0, np.nan, m * 2 + np.arange(77))
+    np.testing.assert_array_equal(out, want)
