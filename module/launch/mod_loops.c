@@ -475,13 +475,57 @@ static bool is_number(PyObject *o) {
 }
 
 /* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
+/* The Kernel of def (an ast.FunctionDef named name), its other names
+ * resolved through globals; a loop's (l and form given) assumes the direct
+ * accesses form proved in range. New reference, or NULL with an exception. */
+static PyObject *kernel_from_def(PyObject *def, PyObject *globals, PyObject *filename,
+                                 PyObject *lines, const char *name, const mod_loop *l,
+                                 const jit_loop_form *form) {
+    /* a Python function of the kernel, for the Kernel's name and py_func */
+    PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+    PyObject *ast = PyImport_ImportModule("ast"), *pyfunc = NULL;
+    PyObject *mod = ast ? PyObject_CallMethod(ast, "Module", "[O][]", def) : NULL;
+    PyObject *compile = PyDict_GetItemString(builtins, "compile");
+    PyObject *code = mod ? PyObject_CallFunction(compile, "OOs", mod, filename, "exec") : NULL;
+    PyObject *ns = code ? PyDict_New() : NULL;
+    if (ns && PyDict_SetItemString(ns, "__builtins__", builtins) == 0) {
+        PyObject *r = PyEval_EvalCode(code, ns, ns);
+        Py_XDECREF(r);
+        if (r) pyfunc = Py_XNewRef(PyDict_GetItemString(ns, name));
+    }
+    Py_XDECREF(ast);
+    Py_XDECREF(mod);
+    Py_XDECREF(code);
+    Py_XDECREF(ns);
+    if (!pyfunc) return NULL;
+    jit_error err;
+    jit_func *jf = jit_func_from_ast(def, globals, PyUnicode_AsUTF8(filename), lines, 1, &err);
+    if (!jf) {
+        Py_DECREF(pyfunc);
+        mod_raise_jit(&err);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; l && i < PyTuple_GET_SIZE(l->info.direct); i++) {
+        const char *arr;
+        Py_ssize_t nidx, axis;
+        int dim;
+        if (form->in_range >> i & 1 &&
+            PyArg_ParseTuple(PyTuple_GET_ITEM(l->info.direct, i), "snni", &arr, &nidx, &axis, &dim))
+            jit_func_assume_in_range(jf, arr, (int)axis,
+                                     PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.targets, dim)));
+    }
+    PyObject *k = mod_kernel_from_parsed(pyfunc, jf);
+    Py_DECREF(pyfunc);
+    return k;
+}
+
 static int build_kernel(mod_loop *l, PyObject *refs, const jit_loop_form *form) {
     PyObject *params = PyList_New(0), *globals = PyDict_New();
     PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
     PyObject *range = builtins ? PyDict_GetItemString(builtins, "range") : NULL;
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *prange = offload ? PyObject_GetAttrString(offload, "prange") : NULL;
-    PyObject *def = NULL, *pyfunc = NULL;
+    PyObject *def = NULL;
     int rc = -1;
     if (!params || !globals || !range || !prange ||
         PyDict_SetItemString(globals, "__builtins__", builtins) < 0)
@@ -497,39 +541,7 @@ static int build_kernel(mod_loop *l, PyObject *refs, const jit_loop_form *form) 
     def = ptuple ? jit_loop_kernel(&l->info, ptuple, form, l->name) : NULL;
     Py_XDECREF(ptuple);
     if (!def) goto out;
-    /* a Python function of the kernel, for the Kernel's name and py_func */
-    PyObject *ast = PyImport_ImportModule("ast");
-    PyObject *mod = ast ? PyObject_CallMethod(ast, "Module", "[O][]", def) : NULL;
-    PyObject *compile = PyDict_GetItemString(builtins, "compile");
-    PyObject *code = mod ? PyObject_CallFunction(compile, "OOs", mod, l->filename, "exec") : NULL;
-    PyObject *ns = code ? PyDict_New() : NULL;
-    if (ns && PyDict_SetItemString(ns, "__builtins__", builtins) == 0) {
-        PyObject *r = PyEval_EvalCode(code, ns, ns);
-        Py_XDECREF(r);
-        if (r) pyfunc = Py_XNewRef(PyDict_GetItemString(ns, l->name));
-    }
-    Py_XDECREF(ast);
-    Py_XDECREF(mod);
-    Py_XDECREF(code);
-    Py_XDECREF(ns);
-    if (!pyfunc) goto out;
-    jit_error err;
-    jit_func *jf =
-        jit_func_from_ast(def, globals, PyUnicode_AsUTF8(l->filename), l->lines, 1, &err);
-    if (!jf) {
-        mod_raise_jit(&err);
-        goto out;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(l->info.direct); i++) {
-        const char *arr;
-        Py_ssize_t nidx, axis;
-        int dim;
-        if (form->in_range >> i & 1 &&
-            PyArg_ParseTuple(PyTuple_GET_ITEM(l->info.direct, i), "snni", &arr, &nidx, &axis, &dim))
-            jit_func_assume_in_range(jf, arr, (int)axis,
-                                     PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.targets, dim)));
-    }
-    PyObject *k = mod_kernel_from_parsed(pyfunc, jf);
+    PyObject *k = kernel_from_def(def, globals, l->filename, l->lines, l->name, l, form);
     if (!k) goto out;
     Py_XSETREF(l->kernel, k);
     Py_XSETREF(l->refs, Py_NewRef(refs));
@@ -542,7 +554,6 @@ out:
     Py_XDECREF(offload);
     Py_XDECREF(prange);
     Py_XDECREF(def);
-    Py_XDECREF(pyfunc);
     return rc;
 }
 
@@ -630,6 +641,100 @@ static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssiz
     w = w < total ? w : (total > 0 ? total : 1);
     *per = w;
     return w;
+}
+
+/* ---- a GPU's combine ----
+ * On a GPU a reduction's partials (one per work-item: 135,168 on an H200)
+ * are combined there, by a second kernel of one work-group, so that the
+ * host reads back one value per reduction: reading all of them and
+ * combining them on the host cost a loop 0.18 ms. One text per operator;
+ * the JIT specialises it on the partials' scalar type (DT) and the group
+ * size (G), compile-time globals. min and max keep a NaN, as NumPy's
+ * minimum and maximum (which combined the partials before) do. */
+static const char *combine_step(char op) {
+    switch (op) {
+    case JIT_RED_ADD: return "a = a + v";
+    case JIT_RED_MUL: return "a = a * v";
+    case JIT_RED_MIN: return "a = v if (v < a) | (v != v) else a";
+    default: return "a = v if (v > a) | (v != v) else a";
+    }
+}
+
+static PyObject *combine_text(char op) {
+    const char *step = combine_step(op);
+    bool ident = op == JIT_RED_ADD || op == JIT_RED_MUL;
+    return PyUnicode_FromFormat("def _ofl_combine(item, part, n, out):\n"
+                                "    l = item.get_local_id(0)\n"
+                                "    a = part[min(l, n - 1)]\n"
+                                "%s"
+                                "    for k in range(l + G, n, G):\n"
+                                "        v = part[k]\n"
+                                "        %s\n"
+                                "    loc = ol.local_array(G, DT)\n"
+                                "    loc[l] = a\n"
+                                "    ol.group_barrier(item.get_group())\n"
+                                "    s = G // 2\n"
+                                "    while s > 0:\n"
+                                "        if l < s:\n"
+                                "            a = loc[l]\n"
+                                "            v = loc[l + s]\n"
+                                "            %s\n"
+                                "            loc[l] = a\n"
+                                "        ol.group_barrier(item.get_group())\n"
+                                "        s = s // 2\n"
+                                "    if l == 0:\n"
+                                "        out[0] = loc[0]\n",
+                                ident ? (op == JIT_RED_ADD ? "    if l >= n:\n        a = DT(0)\n"
+                                                           : "    if l >= n:\n        a = DT(1)\n")
+                                      : "",
+                                step, step);
+}
+
+static PyObject *combiners; /* (op, dtype, G) -> Kernel, for the process */
+
+/* The combine kernel for op over partials of dtype, groups of G. Borrowed. */
+static PyObject *combiner(char op, PyObject *dtype, Py_ssize_t G) {
+    PyObject *key = Py_BuildValue("(COn)", op, dtype, G), *k = NULL;
+    if (!key || (!combiners && !(combiners = PyDict_New()))) goto out;
+    if ((k = PyDict_GetItemWithError(combiners, key)) || PyErr_Occurred()) goto out;
+    PyObject *text = combine_text(op), *ast = PyImport_ImportModule("ast");
+    PyObject *tree = text && ast ? PyObject_CallMethod(ast, "parse", "O", text) : NULL;
+    PyObject *body = tree ? PyObject_GetAttrString(tree, "body") : NULL;
+    PyObject *lines = text ? PyUnicode_Splitlines(text, 0) : NULL;
+    PyObject *globals = PyDict_New(), *filename = PyUnicode_FromString("<offload loop combine>");
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *type = PyObject_GetAttrString(dtype, "type"), *g = PyLong_FromSsize_t(G);
+    if (body && lines && globals && filename && offload && type && g &&
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(globals, "ol", offload) == 0 &&
+        PyDict_SetItemString(globals, "DT", type) == 0 &&
+        PyDict_SetItemString(globals, "G", g) == 0) {
+        PyObject *made = kernel_from_def(PyList_GET_ITEM(body, 0), globals, filename, lines,
+                                         "_ofl_combine", NULL, NULL);
+        if (made && PyDict_SetItem(combiners, key, made) == 0) k = made;
+        Py_XDECREF(made); /* the dict keeps it */
+    }
+    Py_XDECREF(text);
+    Py_XDECREF(ast);
+    Py_XDECREF(tree);
+    Py_XDECREF(body);
+    Py_XDECREF(lines);
+    Py_XDECREF(globals);
+    Py_XDECREF(filename);
+    Py_XDECREF(offload);
+    Py_XDECREF(type);
+    Py_XDECREF(g);
+out:
+    Py_XDECREF(key);
+    return k;
+}
+
+/* The group size of the combine on dev: up to 1024, a power of two. */
+static Py_ssize_t combine_group(ofl_device *dev) {
+    size_t most = ofl_device_get_info(dev)->max_work_group_size;
+    Py_ssize_t G = 1024;
+    while (G > 1 && (size_t)G > most) G /= 2;
+    return G;
 }
 
 static PyObject *combine(char op, PyObject *init, PyObject *partials) {
@@ -721,6 +826,8 @@ typedef struct {
     ofl_device *dev;
     PyObject *argv;           /* list: the kernel's arguments, in jit_loop_kernel's order (owned) */
     Py_ssize_t first_partial; /* argv's index of the reductions' partials */
+    PyObject *outs;           /* JIT_LOOP_STRIDE: tuple, per reduction its combined value (a
+                                 1-element array; owned), or NULL */
     Py_ssize_t bytes;         /* of the arrays the loop uses, for the bandwidth said */
 } loop_run_state;
 
@@ -893,7 +1000,33 @@ static int run_partials(loop_run_state *r) {
     r->shape = (mod_shape){.ndim = 1, .size = {w}};
     if (r->form.shape == JIT_LOOP_LANES)
         r->shape.nd = true, r->shape.local[0] = JIT_LOOP_LANES_WIDTH;
+    if (r->form.shape != JIT_LOOP_STRIDE) return 0;
+    if (!(r->outs = PyTuple_New(r->nred))) return -1;
+    for (Py_ssize_t i = 0; i < r->nred; i++) {
+        Py_ssize_t one = 1;
+        PyObject *o = mod_array_new_empty(r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1, &one);
+        if (!o) return -1;
+        PyTuple_SET_ITEM(r->outs, i, o);
+    }
     return 0;
+}
+
+/* JIT_LOOP_STRIDE: each reduction's partials combined on the device. */
+static int run_combines(loop_run_state *r) {
+    Py_ssize_t G = combine_group(r->dev);
+    mod_shape range = {.ndim = 1, .nd = true, .size = {G}, .local = {G}};
+    PyObject *n = PyLong_FromSsize_t(r->shape.size[0]);
+    int rc = n ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < r->nred; i++) {
+        PyObject *part = PyList_GET_ITEM(r->argv, r->first_partial + i);
+        PyObject *k = combiner(r->l->info.red_ops[i], PyTuple_GET_ITEM(r->l->part_dtypes, i), G);
+        PyObject *args[] = {part, n, PyTuple_GET_ITEM(r->outs, i)};
+        PyObject *ev = k ? mod_kernel_launch(k, &range, args, 3, false) : NULL;
+        rc = ev ? 0 : -1;
+        Py_XDECREF(ev);
+    }
+    Py_XDECREF(n);
+    return rc;
 }
 
 /* verbose: a launch that compiled says so (its host time is the JIT's and
@@ -943,6 +1076,7 @@ static int run_launch(loop_run_state *r) {
     if (!ev) return -1;
     if (r->c->verbose) log_launch(r, &before, (now() - t0) * 1e3, ev);
     Py_DECREF(ev);
+    if (r->outs && run_combines(r) < 0) return -1;
     return r->c->show ? show_code(r->c, r->l, &r->shape, PySequence_Fast_ITEMS(r->argv),
                                   (int)PyList_GET_SIZE(r->argv))
                       : 0;
@@ -956,8 +1090,9 @@ static PyObject *run_results(const loop_run_state *r) {
         if (r->total == 0) {
             v = Py_NewRef(init);
         } else {
-            PyObject *host =
-                mod_array_asnumpy((mod_array *)PyList_GET_ITEM(r->argv, r->first_partial + i));
+            PyObject *host = mod_array_asnumpy(
+                (mod_array *)(r->outs ? PyTuple_GET_ITEM(r->outs, i)
+                                      : PyList_GET_ITEM(r->argv, r->first_partial + i)));
             v = host ? combine(r->l->info.red_ops[i], init, host) : NULL;
             Py_XDECREF(host);
         }
@@ -1000,6 +1135,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         (r.total == 0 || run_launch(&r) == 0))
         result = run_results(&r);
     Py_XDECREF(r.argv);
+    Py_XDECREF(r.outs);
     if (temp) { /* a failed loop wrote nothing worth copying back */
         if (result && finish(temp) < 0) Py_CLEAR(result);
         Py_DECREF(temp);
