@@ -180,7 +180,8 @@ typedef struct {
      * variable v, which the body never assigns -- in range on every trip when
      * v's range is, which the module checks before a launch */
     PyObject *direct;
-    bool continues; /* the body has a `continue` of the prange loop itself */
+    bool continues;  /* the body has a `continue` of the prange loop itself */
+    bool unrollable; /* small, and no `continue`: JIT_LOOP_ACC may copy it */
 } jit_loop;
 
 /* Called once per loop found; returns the loop's ID (>= 0), or -1 with a
@@ -205,7 +206,7 @@ void jit_loop_clear(jit_loop *loop);
  *   iterations: each work-item accumulates privately.
  * unit_steps: bit d set when dimension d steps by 1, compiled in so that
  * neighbouring iterations are seen to touch neighbouring elements. */
-typedef enum { JIT_LOOP_MAP, JIT_LOOP_LANES, JIT_LOOP_STRIDE } jit_loop_shape;
+typedef enum { JIT_LOOP_MAP, JIT_LOOP_LANES, JIT_LOOP_ACC, JIT_LOOP_STRIDE } jit_loop_shape;
 enum { JIT_LOOP_LANES_WIDTH = 16 };
 
 typedef struct {
@@ -217,7 +218,7 @@ typedef struct {
 /* The loop's kernel as an ast.FunctionDef named name: parameters the item,
  * params (a tuple of str), then per dimension start and step; for the
  * reduction shapes then per dimension the trip count, the iterations per run
- * (JIT_LOOP_LANES) or the number of work-items (JIT_LOOP_STRIDE), the total
+ * (JIT_LOOP_LANES, JIT_LOOP_ACC) or the number of work-items (JIT_LOOP_STRIDE), the total
  * trip count, one partials array per reduction (a partial per work-item) and
  * the initial values of min/max reductions. New reference, or NULL with a
  * Python exception. */

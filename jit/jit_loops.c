@@ -382,6 +382,11 @@ out:
     return rc;
 }
 
+/* Bodies of more ast nodes than this are not copied JIT_LOOP_LANES_WIDTH
+ * times (JIT_LOOP_ACC): the copies would cost more compile time than the
+ * vectors win. A sum is 7 nodes, a dot product 12. */
+#define UNROLL_MAX_NODES 60
+
 /* ---- finding loops ---- */
 
 /* ast.<cls>(**kw); steals nothing. */
@@ -549,6 +554,10 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
     }
     if (check_body(pl, loop.body, false, &loop) < 0) goto out;
     if (!(loop.targets = PyList_AsTuple(targets)) || analyse(&loop) < 0) goto out;
+    PyObject *all = walk_list(loop.body);
+    if (!all) goto out;
+    loop.unrollable = !loop.continues && PyList_GET_SIZE(all) <= UNROLL_MAX_NODES;
+    Py_DECREF(all);
     /* the callback takes the loop (and frees it when it knew the loop already) */
     PyObject *reads = Py_NewRef(loop.reads), *reds = Py_NewRef(loop.reductions);
     long id = found(ctx, &loop);
@@ -692,16 +701,82 @@ static void map_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
     put(t, "%*s_ofl_body\n", ind, "");
 }
 
-/* The lanes shape: run r (a work-group) takes the flat iterations
- * [r * _ofl_c, min(r * _ofl_c + _ofl_c, _ofl_total)), a row (of the last
- * dimension) at a time; in a row, lane l takes l, l + W, ... So the outer
- * dimensions' variables are found by one division per row, and the body's
- * loop is a plain range whose neighbouring lanes touch neighbouring elements. */
-static void lanes_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
-    int nd = loop->ndim, last = nd - 1;
-    put(t, "    _ofl_l = _ofl_item.get_local_id(0)\n"
-           "    _ofl_t = _ofl_item.get_group().get_group_id(0) * _ofl_c\n"
-           "    _ofl_hi = min(_ofl_t + _ofl_c, _ofl_total)\n");
+/* The row's iterations [_ofl_a, _ofl_b) of the last dimension (JIT_LOOP_LANES):
+ * whole vectors, then the rest, so that every lane's loop has the same trip
+ * count (Intel's vectoriser gathered where they differed). */
+static void lanes_row(text *t, int ind, const jit_loop *loop, const jit_loop_form *form) {
+    int last = loop->ndim - 1;
+    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", JIT_LOOP_LANES_WIDTH,
+        JIT_LOOP_LANES_WIDTH);
+    static const char *const spans[2][2] = {{"_ofl_a", "_ofl_e + _ofl_l"}, {"_ofl_e", "_ofl_b"}};
+    const char *v = str_at(loop->targets, last);
+    for (int part = 0; part < 2; part++) {
+        const char *from = spans[part][0], *to = spans[part][1];
+        if (form->unit_steps >> last & 1) {
+            put(t, "%*sfor %s in range(_ofl_s%d + %s + _ofl_l, _ofl_s%d + %s, %d):\n", ind, "", v,
+                last, from, last, to, JIT_LOOP_LANES_WIDTH);
+        } else {
+            put(t, "%*sfor _ofl_k in range(%s + _ofl_l, %s, %d):\n", ind, "", from, to,
+                JIT_LOOP_LANES_WIDTH);
+            put_var(t, ind + 4, loop, form, last, "_ofl_k");
+        }
+        put(t, "%*s_ofl_body\n", ind + 4, "");
+    }
+}
+
+/* The same for JIT_LOOP_ACC: copy u of the body (placeholder _ofl_body<u>)
+ * takes iteration k + u, with its own accumulators; the rest one by one. */
+static void acc_row(text *t, int ind, const jit_loop *loop) {
+    int last = loop->ndim - 1, W = JIT_LOOP_LANES_WIDTH;
+    const char *v = str_at(loop->targets, last);
+    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", W, W);
+    put(t, "%*sfor _ofl_k in range(_ofl_s%d + _ofl_a, _ofl_s%d + _ofl_e, %d):\n", ind, "", last,
+        last, W);
+    for (int u = 0; u < W; u++)
+        put(t, "%*s%s = _ofl_k + %d\n%*s_ofl_body%d\n", ind + 4, "", v, u, ind + 4, "", u);
+    put(t, "%*sfor %s in range(_ofl_s%d + _ofl_e, _ofl_s%d + _ofl_b):\n%*s_ofl_body\n", ind, "", v,
+        last, last, ind + 4, "");
+}
+
+/* An accumulator's first value: the operator's identity, or (min, max) the
+ * reduction's initial value. */
+static void put_initial(text *t, int ind, const char *var, char op, const char *name) {
+    if (op == JIT_RED_ADD || op == JIT_RED_MUL)
+        put(t, "%*s%s = %d\n", ind, "", var, op == JIT_RED_MUL);
+    else
+        put(t, "%*s%s = _ofl_i_%s\n", ind, "", var, name);
+}
+
+/* acc = acc op other, as the reduction's own statement would. */
+static void put_fold(text *t, int ind, const char *acc, char op, const char *other) {
+    if (op == JIT_RED_ADD || op == JIT_RED_MUL)
+        put(t, "%*s%s %s= %s\n", ind, "", acc, op == JIT_RED_ADD ? "+" : "*", other);
+    else
+        put(t, "%*s%s = %s(%s, %s)\n", ind, "", acc, op == JIT_RED_MIN ? "min" : "max", acc, other);
+}
+
+/* The run shapes: run r takes the flat iterations [r * _ofl_c,
+ * min(r * _ofl_c + _ofl_c, _ofl_total)), a row (of the last dimension) at a
+ * time, so that the outer dimensions' variables are found by one division
+ * per row; a row is lanes_row's or acc_row's. JIT_LOOP_LANES runs are
+ * work-groups, JIT_LOOP_ACC runs work-items. */
+static void runs_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
+    int nd = loop->ndim, last = nd - 1, W = JIT_LOOP_LANES_WIDTH;
+    bool acc = form->shape == JIT_LOOP_ACC;
+    Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
+    if (acc) {
+        for (Py_ssize_t r = 0; r < nred; r++)
+            for (int u = 0; u < W; u++) {
+                char var[300];
+                snprintf(var, sizeof var, "_ofl_u%d_%s", u, str_at(loop->reductions, r));
+                put_initial(t, 4, var, loop->red_ops[r], str_at(loop->reductions, r));
+            }
+        put(t, "    _ofl_t = _ofl_item.get_id(0) * _ofl_c\n");
+    } else {
+        put(t, "    _ofl_l = _ofl_item.get_local_id(0)\n"
+               "    _ofl_t = _ofl_item.get_group().get_group_id(0) * _ofl_c\n");
+    }
+    put(t, "    _ofl_hi = min(_ofl_t + _ofl_c, _ofl_total)\n");
     int ind = 4;
     if (nd == 1) {
         put(t, "    _ofl_a = _ofl_t\n    _ofl_b = _ofl_hi\n");
@@ -720,23 +795,22 @@ static void lanes_text(text *t, const jit_loop *loop, const jit_loop_form *form)
             put_var(t, ind, loop, form, 0, "_ofl_row");
         }
     }
-    /* whole vectors of the row, then the rest: every lane's loop has the
-     * same trip count (Intel's vectoriser gathered where they differed) */
-    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", JIT_LOOP_LANES_WIDTH,
-        JIT_LOOP_LANES_WIDTH);
-    static const char *const spans[2][2] = {{"_ofl_a", "_ofl_e + _ofl_l"}, {"_ofl_e", "_ofl_b"}};
-    const char *v = str_at(loop->targets, last);
-    for (int part = 0; part < 2; part++) {
-        const char *from = spans[part][0], *to = spans[part][1];
-        if (form->unit_steps >> last & 1) {
-            put(t, "%*sfor %s in range(_ofl_s%d + %s + _ofl_l, _ofl_s%d + %s, %d):\n", ind, "", v,
-                last, from, last, to, JIT_LOOP_LANES_WIDTH);
-        } else {
-            put(t, "%*sfor _ofl_k in range(%s + _ofl_l, %s, %d):\n", ind, "", from, to,
-                JIT_LOOP_LANES_WIDTH);
-            put_var(t, ind + 4, loop, form, last, "_ofl_k");
-        }
-        put(t, "%*s_ofl_body\n", ind + 4, "");
+    if (acc)
+        acc_row(t, ind, loop);
+    else
+        lanes_row(t, ind, loop, form);
+    /* the copies' accumulators pairwise, then into the reduction */
+    for (Py_ssize_t r = 0; acc && r < nred; r++) {
+        const char *s = str_at(loop->reductions, r);
+        char a[300], b[300];
+        for (int h = W / 2; h > 0; h /= 2)
+            for (int u = 0; u < h; u++) {
+                snprintf(a, sizeof a, "_ofl_u%d_%s", u, s);
+                snprintf(b, sizeof b, "_ofl_u%d_%s", u + h, s);
+                put_fold(t, 4, a, loop->red_ops[r], b);
+            }
+        snprintf(a, sizeof a, "_ofl_u0_%s", s);
+        put_fold(t, 4, s, loop->red_ops[r], a);
     }
 }
 
@@ -786,18 +860,13 @@ static void kernel_text(text *t, const jit_loop *loop, PyObject *params, const j
         if (loop->red_ops[r] == JIT_RED_MIN || loop->red_ops[r] == JIT_RED_MAX)
             put(t, ", _ofl_i_%s", str_at(loop->reductions, r));
     put(t, "):\n");
-    for (Py_ssize_t r = 0; r < nred; r++) {
-        const char *s = str_at(loop->reductions, r);
-        char op = loop->red_ops[r];
-        if (op == JIT_RED_ADD || op == JIT_RED_MUL)
-            put(t, "    %s = %d\n", s, op == JIT_RED_MUL);
-        else
-            put(t, "    %s = _ofl_i_%s\n", s, s);
-    }
-    if (form->shape == JIT_LOOP_LANES)
-        lanes_text(t, loop, form);
-    else
+    for (Py_ssize_t r = 0; r < nred; r++)
+        put_initial(t, 4, str_at(loop->reductions, r), loop->red_ops[r],
+                    str_at(loop->reductions, r));
+    if (form->shape == JIT_LOOP_STRIDE)
         stride_text(t, loop, form);
+    else
+        runs_text(t, loop, form);
     const char *id =
         form->shape == JIT_LOOP_LANES ? "_ofl_item.get_global_id(0)" : "_ofl_item.get_id(0)";
     for (Py_ssize_t r = 0; r < nred; r++)
@@ -827,32 +896,57 @@ static int place_template(PyObject *def, const jit_loop *loop) {
     return rc;
 }
 
-/* Replaces every placeholder in stmts (and in the bodies of its loops) by
- * body; the number replaced, or -1. The copies share body's nodes, which
+/* Replaces every placeholder in stmts (and in the bodies of its loops):
+ * _ofl_body by bodies[0], _ofl_body<u> by bodies[u + 1]. The number
+ * replaced, or -1. Placeholders of one kind share their body's nodes, which
  * parsing only reads. */
-static int splice(PyObject *stmts, PyObject *body) {
+static int splice(PyObject *stmts, PyObject *const *bodies, int nbodies) {
     int done = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
         PyObject *s = PyList_GET_ITEM(stmts, i);
         if (is(s, "Expr")) {
             PyObject *v = get(s, "value");
             const char *id = v ? name_id(v) : NULL;
-            bool here = id && !strcmp(id, "_ofl_body");
+            int which = -1;
+            if (id && !strncmp(id, "_ofl_body", 9))
+                which = id[9] ? (int)strtol(id + 9, NULL, 10) + 1 : 0;
             Py_XDECREF(v);
-            if (here) {
-                if (PyList_SetSlice(stmts, i, i + 1, body) < 0) return -1;
-                i += PyList_GET_SIZE(body) - 1;
+            if (which >= 0 && which < nbodies) {
+                if (PyList_SetSlice(stmts, i, i + 1, bodies[which]) < 0) return -1;
+                i += PyList_GET_SIZE(bodies[which]) - 1;
                 done++;
             }
         } else if (is(s, "For") || is(s, "While")) {
             PyObject *sub = get(s, "body");
-            int r = sub ? splice(sub, body) : -1;
+            int r = sub ? splice(sub, bodies, nbodies) : -1;
             Py_XDECREF(sub);
             if (r < 0) return -1;
             done += r;
         }
     }
     return done;
+}
+
+/* A copy of the loop's body whose reductions accumulate into copy u's own
+ * accumulators (JIT_LOOP_ACC). New list, or NULL. */
+static PyObject *renamed_body(const jit_loop *loop, int u) {
+    PyObject *copy_mod = PyImport_ImportModule("copy");
+    PyObject *body = copy_mod ? PyObject_CallMethod(copy_mod, "deepcopy", "O", loop->body) : NULL;
+    PyObject *nodes = body ? walk_list(body) : NULL;
+    Py_XDECREF(copy_mod);
+    for (Py_ssize_t i = 0; nodes && i < PyList_GET_SIZE(nodes); i++) {
+        PyObject *n = PyList_GET_ITEM(nodes, i);
+        const char *id = name_id(n);
+        bool red = false;
+        for (Py_ssize_t r = 0; id && r < PyTuple_GET_SIZE(loop->reductions); r++)
+            red |= PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(loop->reductions, r), id) == 0;
+        PyObject *to = red ? PyUnicode_FromFormat("_ofl_u%d_%s", u, id) : NULL;
+        if (red && (!to || PyObject_SetAttrString(n, "id", to) < 0)) Py_CLEAR(body);
+        Py_XDECREF(to);
+    }
+    if (!nodes) Py_CLEAR(body);
+    Py_XDECREF(nodes);
+    return body;
 }
 
 PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
@@ -869,15 +963,19 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop
     PyObject *body = tree ? get(tree, "body") : NULL;
     PyObject *def = body && PyList_GET_SIZE(body) == 1 ? Py_NewRef(PyList_GET_ITEM(body, 0)) : NULL;
     PyObject *stmts = def ? get(def, "body") : NULL;
-    PyObject *copy =
-        PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX); /* the loop keeps its own list */
-    if (!stmts || !copy || place_template(def, loop) < 0 || splice(stmts, copy) < 1) Py_CLEAR(def);
+    PyObject *bodies[1 + JIT_LOOP_LANES_WIDTH] = {NULL};
+    int nbodies = form->shape == JIT_LOOP_ACC ? 1 + JIT_LOOP_LANES_WIDTH : 1;
+    bool made = (bodies[0] = PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX)) != NULL;
+    for (int u = 1; made && u < nbodies; u++)
+        made = (bodies[u] = renamed_body(loop, u - 1)) != NULL;
+    if (!stmts || !made || place_template(def, loop) < 0 || splice(stmts, bodies, nbodies) < 1)
+        Py_CLEAR(def);
     if (!def && !PyErr_Occurred())
         PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
     Py_XDECREF(tree);
     Py_XDECREF(body);
     Py_XDECREF(stmts);
-    Py_XDECREF(copy);
+    for (int u = 0; u < nbodies; u++) Py_XDECREF(bodies[u]);
     return def;
 }
 

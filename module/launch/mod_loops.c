@@ -627,8 +627,9 @@ static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssiz
                                   Py_ssize_t *per) {
     const ofl_device_info *in = ofl_device_get_info(dev);
     Py_ssize_t units = in->max_compute_units ? in->max_compute_units : 1;
-    if (shape == JIT_LOOP_LANES) {
-        const Py_ssize_t W = JIT_LOOP_LANES_WIDTH, align = 4 * W;
+    if (shape == JIT_LOOP_LANES || shape == JIT_LOOP_ACC) {
+        const Py_ssize_t W = shape == JIT_LOOP_LANES ? JIT_LOOP_LANES_WIDTH : 1,
+                         align = 4 * JIT_LOOP_LANES_WIDTH;
         Py_ssize_t runs = (total + RUN_MIN - 1) / RUN_MIN;
         if (runs > 4 * units) runs = 4 * units;
         if (runs < 1) runs = 1;
@@ -926,17 +927,24 @@ static unsigned in_range(const loop_run_state *r, PyObject *const *vals) {
     return bits;
 }
 
+/* How the loop's kernel walks (jit_loop_form): a map, or a reduction in the
+ * form that the device's compiler makes vectors of. */
+static jit_loop_shape reduction_shape(const loop_run_state *r) {
+    if (!r->nred) return JIT_LOOP_MAP;
+    if (ofl_device_get_info(r->dev)->type != OFL_CPU) return JIT_LOOP_STRIDE;
+    return mod_device_cpu_lanes(r->dev) || !r->l->info.unrollable ? JIT_LOOP_LANES : JIT_LOOP_ACC;
+}
+
 /* The reads: arrays (NumPy ones copied in) and numbers are the kernel's
  * parameters, the rest compiled in -- a new set of those is a new kernel.
  * Then each dimension's start and step. */
 static int run_params(loop_run_state *r) {
     mod_loop *l = r->l;
-    r->form =
-        (jit_loop_form){.shape = !r->nred                                       ? JIT_LOOP_MAP
-                                 : ofl_device_get_info(r->dev)->type == OFL_CPU ? JIT_LOOP_LANES
-                                                                                : JIT_LOOP_STRIDE};
+    r->form = (jit_loop_form){.shape = reduction_shape(r)};
     for (int d = 0; d < r->shape.ndim; d++)
         if (r->step[d] == 1) r->form.unit_steps |= 1u << d;
+    if (r->form.shape == JIT_LOOP_ACC && !(r->form.unit_steps >> (r->shape.ndim - 1) & 1))
+        r->form.shape = JIT_LOOP_LANES;
     PyObject *refs = PyTuple_New(r->nreads);
     PyObject **vals = PyMem_Calloc((size_t)r->nreads + 1, sizeof *vals); /* borrowed */
     if (!refs || !vals) {
