@@ -94,6 +94,19 @@ def map2(m, out):
 
 
 @ol.jit
+def count_and_sum_positive(m):
+    n = 0
+    s = 0.0
+    for i in prange(m.shape[0]):
+        for j in prange(m.shape[1]):
+            if m[i, j] <= 0:
+                continue
+            n += 1
+            s += m[i, j]
+    return n, s
+
+
+@ol.jit
 def shifted(x, out):
     for i in prange(x.shape[0]):
         out[i] = x[i + 1] - x[i]
@@ -175,6 +188,33 @@ def test_an_index_past_the_end_is_still_an_index_error(on_each_device):
     out = np.full(500, np.nan)
     with pytest.raises(IndexError, match="index 500 is out of bounds"):
         shifted(x, out)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (129, 257)])
+def test_a_nested_reduction_that_continues(shape):
+    m = rng().standard_normal(shape)
+    n, s = count_and_sum_positive(m)
+    assert n == (m > 0).sum()
+    close(s, m[m > 0].sum(), m, np.float64)
+
+
+def test_a_reduction_run_again_and_from_threads():
+    import threading
+    xs = [rng().standard_normal(5000 + 7 * k) for k in range(8)]
+    for x in xs[:3]:  # the same loop, other sizes: its kept partials are replaced
+        close(sum_from(x, 0, x.shape[0]), x.sum(), x, np.float64)
+    got = [None] * len(xs)
+
+    def work(k):
+        got[k] = sum_from(xs[k], 0, xs[k].shape[0])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, g in zip(xs, got):
+        close(g, x.sum(), x, np.float64)
 
 
 def test_a_map_that_continues():

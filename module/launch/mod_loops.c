@@ -33,6 +33,7 @@ typedef struct {
     jit_type *last; /* [nlast] (PyMem) */
     int nlast;
     PyObject *part_dtypes; /* tuple of numpy.dtype */
+    PyObject *kept;        /* list: the partials and results of the last run, for the next */
 } mod_loop;
 
 typedef struct mod_loopctx {
@@ -54,7 +55,10 @@ typedef struct mod_loopctx {
 static PyTypeObject LoopType, LoopCtxType;
 static PyObject *registry;       /* list of loops; a loop's ID is its index */
 static PyObject *registry_index; /* (line, col, dump of the loop) -> ID */
-static mod_loopctx *current;     /* the innermost active context (borrowed: it is on a `with`) */
+/* This thread's innermost active context (borrowed: it is on a `with`).
+ * Each thread has its own: one shared by all let a second thread's @ol.jit
+ * call end a context another thread's loop was using (heap corruption). */
+static _Thread_local mod_loopctx *current;
 
 static double now(void) {
     struct timespec ts;
@@ -71,6 +75,7 @@ static void loop_dealloc(mod_loop *l) {
     Py_XDECREF(l->refs);
     Py_XDECREF(l->kernel);
     Py_XDECREF(l->part_dtypes);
+    Py_XDECREF(l->kept);
     PyMem_Free(l->last);
     Py_TYPE(l)->tp_free((PyObject *)l);
 }
@@ -125,13 +130,12 @@ static long found(void *opaque, jit_loop *info) {
     } else if (key && !PyErr_Occurred()) {
         mod_loop *l = PyObject_New(mod_loop, &LoopType);
         if (l) {
+            memset((char *)l + sizeof(PyObject), 0, sizeof *l - sizeof(PyObject));
             l->info = *info;
             memset(info, 0, sizeof *info); /* the loop's now */
             l->filename = Py_NewRef(fc->filename);
             l->lines = Py_NewRef(fc->lines);
             snprintf(l->name, sizeof l->name, "prange_l%d", l->info.line);
-            l->refs = l->kernel = l->part_dtypes = NULL;
-            l->last = NULL;
             l->nlast = -1;
             id = (long)PyList_GET_SIZE(registry);
             PyObject *idobj = PyLong_FromLong(id);
@@ -982,6 +986,28 @@ static int run_params(loop_run_state *r) {
     return rc;
 }
 
+/* An array of n elements of dtype on dev, for a reduction's partials or its
+ * result (slot says which): the one kept from the loop's last run where it
+ * fits and nothing else holds it (a run in another thread makes its own),
+ * else a new one, kept for the next run. An allocation is a driver call per
+ * array and run otherwise. New reference. */
+static PyObject *scratch(mod_loop *l, Py_ssize_t slot, ofl_device *dev, PyObject *dtype,
+                         Py_ssize_t n) {
+    if (!l->kept && !(l->kept = PyList_New(0))) return NULL;
+    while (PyList_GET_SIZE(l->kept) <= slot)
+        if (PyList_Append(l->kept, Py_None) < 0) return NULL;
+    PyObject *old = PyList_GET_ITEM(l->kept, slot);
+    if (mod_array_check(old) && Py_REFCNT(old) == 1) {
+        const mod_array *a = (const mod_array *)old;
+        if (mod_array_device((mod_array *)a) == dev && a->dtype == dtype && a->nd == 1 &&
+            a->shape[0] == n)
+            return Py_NewRef(old);
+    }
+    PyObject *made = mod_array_new_empty(dev, dtype, 1, &n);
+    if (made && PyList_SetItem(l->kept, slot, Py_NewRef(made)) < 0) Py_CLEAR(made);
+    return made;
+}
+
 /* A reduction's kernel takes the trip counts, the iterations per run or the
  * stride, the total, the partials (one per work-item, per reduction) and the
  * min/max reductions' initial values. */
@@ -1002,7 +1028,7 @@ static int run_partials(loop_run_state *r) {
             return -1;
     if (partial_dtypes(r->l, r->argv, r->first_partial, r->dev) < 0) return -1;
     for (Py_ssize_t i = 0; i < r->nred; i++) {
-        PyObject *p = mod_array_new_empty(r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1, &w);
+        PyObject *p = scratch(r->l, 2 * i, r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), w);
         if (!p || PyList_SetItem(r->argv, r->first_partial + i, p) < 0) return -1; /* steals p */
     }
     r->shape = (mod_shape){.ndim = 1, .size = {w}};
@@ -1011,8 +1037,7 @@ static int run_partials(loop_run_state *r) {
     if (r->form.shape != JIT_LOOP_STRIDE) return 0;
     if (!(r->outs = PyTuple_New(r->nred))) return -1;
     for (Py_ssize_t i = 0; i < r->nred; i++) {
-        Py_ssize_t one = 1;
-        PyObject *o = mod_array_new_empty(r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1, &one);
+        PyObject *o = scratch(r->l, 2 * i + 1, r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1);
         if (!o) return -1;
         PyTuple_SET_ITEM(r->outs, i, o);
     }
