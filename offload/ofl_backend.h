@@ -122,6 +122,18 @@ struct ofl_device {
             cl_event drain; /* the marker poll(NULL) waits for; NULL: none queued */
             /* builds SPIR-V apart (ofl_buildproc.c); NULL: in this process */
             struct ofl_buildproc *builder;
+            /* PoCL builds a kernel's code at its first launch for each
+             * work-group size, in its own worker thread; those launches are
+             * watched (ofl_opencl.c, "builds at launch"), oldest first, under
+             * watch_lock (never held across a wait) */
+            bool builds_at_launch;
+            pthread_mutex_t watch_lock;
+            struct {
+                cl_event ev;  /* the launch's, retained */
+                double since; /* monotonic seconds when first seen building; 0: not yet */
+                char kernel[96];
+            } watch[8];
+            int nwatch;
             /* released buffers kept for reuse, oldest first (ofl_opencl.c says why) */
             struct {
                 cl_mem mem;
@@ -194,6 +206,10 @@ struct ofl_program {
         struct {
             cl_program program;
             cl_kernel kernel;
+            /* the launch shapes PoCL has built code for (builds at launch);
+             * once full, every later new shape is watched */
+            uint64_t shapes[8];
+            int nshapes;
         } cl;
         struct {
             CUmodule module;
@@ -237,6 +253,13 @@ void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(prin
 void ofl_append_log(ofl_error *err, const char *intro, const char *log);
 /* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
 const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
+/* The most seconds one build of a kernel may take (OFFLOAD_BUILD_TIMEOUT,
+ * else OFL_BUILD_TIMEOUT_DEFAULT: some 20 times the slowest real build seen,
+ * PoCL's 5 s count_nonzero on a loaded machine). A compiler that runs past
+ * it is taken to loop: its build is a DeviceError. OFL_ERR_INVALID (and the
+ * default in *seconds) where the variable is not a positive number. */
+#define OFL_BUILD_TIMEOUT_DEFAULT 120
+int ofl_build_timeout(double *seconds, ofl_error *err);
 const char *ofl_type_word(ofl_device_type type);   /* "gpu" */
 const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
 

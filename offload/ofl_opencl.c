@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "ofl_backend.h"
 
@@ -331,8 +332,12 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
     open_cancel(dev);
     /* PoCL's CPU driver has a worker thread per core of its own; Intel's
      * keeps a core's slot for the thread that waits (ofl_wait.c) */
-    dev->lend_waits =
-        dev->info.type == OFL_CPU && !strstr(dev->info.platform, "Portable Computing Language");
+    bool pocl = strstr(dev->info.platform, "Portable Computing Language") != NULL;
+    dev->lend_waits = dev->info.type == OFL_CPU && !pocl;
+    if (pocl && !dev->h.cl.builds_at_launch) { /* reopened after a reset: the lock is there */
+        pthread_mutex_init(&dev->h.cl.watch_lock, NULL);
+        dev->h.cl.builds_at_launch = true;
+    }
     /* Intel's CPU compiler has crashed on valid SPIR-V (ofl_buildproc.c) */
     if (dev->lend_waits && dev->info.il_version[0] && !dev->h.cl.builder)
         dev->h.cl.builder = ofl_buildproc_open(dev->h.cl.platform, dev->info.name);
@@ -575,7 +580,127 @@ static int cl_event_wait(ofl_event *ev, ofl_error *err) {
 
 /* Without blocking. The queue's emptiness is a marker's completion: one per
  * wait, dropped by the next launch (it would no longer follow the queue). */
+/* ---- builds at launch (PoCL) ----
+ *
+ * PoCL 3.1 runs LLVM at clBuildProgram only as far as a linked module; the
+ * work-group function and its machine code are made at the first launch of
+ * each (kernel, work-group size, grid of fewer than 65535 work-items or not),
+ * in PoCL's worker thread, with the launch's event CL_SUBMITTED until they
+ * are done (pocl_check_kernel_dlhandle_cache, before the event runs). That
+ * build cannot run in a helper process: a program binary from one carries
+ * the module, from which PoCL makes each new shape's code in this process
+ * again, and its generic code (POCL_WORK_GROUP_SPECIALIZATION=0) cost 1.7x
+ * on a 1024^2 float32 matmul. Nor can it be stopped. So such launches are
+ * watched: a wait that sees one building for longer than the build timeout
+ * (ofl_build_timeout) fails with a DeviceError naming the kernel, and so
+ * does every wait on the device while it still builds -- the queue's later
+ * work waits behind it, and a wait that blocked would never return (an all()
+ * whose build looped in LLVM 15 held pytest's report of it so). An interrupt
+ * ends the wait as any other. Once the build ends, the device works on. */
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The shape a PoCL work-group function is made for: the work-group size and
+ * the "smallgrid" bit, as PoCL 3.1 reckons it (its third term squares the
+ * local size) and as a later one may (the global size): both, so that no new
+ * build goes unwatched. */
+static uint64_t launch_shape(const size_t g[3], const size_t l[3]) {
+    size_t pocl = g[0] > g[1] ? g[0] : g[1], plain = pocl;
+    if (l[2] * l[2] > pocl) pocl = l[2] * l[2];
+    if (g[2] > plain) plain = g[2];
+    return (uint64_t)(l[0] & 0xfffff) | (uint64_t)(l[1] & 0xfffff) << 20 |
+           (uint64_t)(l[2] & 0xfffff) << 40 | (uint64_t)(pocl < 65535) << 60 |
+           (uint64_t)(plain < 65535) << 61;
+}
+
+/* True, once, for a shape that prog has not launched with: its launch may
+ * build. With the device's lock held, as launches are. */
+static bool new_shape(ofl_program *prog, const size_t g[3], const size_t l[3]) {
+    uint64_t key = launch_shape(g, l);
+    int n = prog->h.cl.nshapes;
+    for (int i = 0; i < n; i++)
+        if (prog->h.cl.shapes[i] == key) return false;
+    if (n < (int)(sizeof prog->h.cl.shapes / sizeof prog->h.cl.shapes[0]))
+        prog->h.cl.shapes[prog->h.cl.nshapes++] = key;
+    return true;
+}
+
+/* Watches the launch of event e (retained here) of kernel name. A full
+ * watch list leaves it unwatched: eight builds queued at once. */
+static void watch_add(ofl_device *dev, cl_event e, const char *name) {
+    pthread_mutex_lock(&dev->h.cl.watch_lock);
+    int n = dev->h.cl.nwatch;
+    if (n < (int)(sizeof dev->h.cl.watch / sizeof dev->h.cl.watch[0]) &&
+        clRetainEvent(e) == CL_SUCCESS) {
+        dev->h.cl.watch[n].ev = e;
+        dev->h.cl.watch[n].since = 0;
+        snprintf(dev->h.cl.watch[n].kernel, sizeof dev->h.cl.watch[n].kernel, "%s", name);
+        dev->h.cl.nwatch = n + 1;
+    }
+    pthread_mutex_unlock(&dev->h.cl.watch_lock);
+}
+
+/* Drops the watched launches whose builds have ended; OFL_ERR_DEVICE where
+ * one has been building for longer than the timeout (limit < 0: never). */
+static int watch_refresh(ofl_device *dev, double limit, ofl_error *err) {
+    int rc = 0;
+    pthread_mutex_lock(&dev->h.cl.watch_lock);
+    int kept = 0;
+    for (int i = 0; i < dev->h.cl.nwatch; i++) {
+        cl_int status = CL_COMPLETE;
+        if (clGetEventInfo(dev->h.cl.watch[i].ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                           &status, NULL) != CL_SUCCESS)
+            status = CL_COMPLETE;
+        if (status != CL_SUBMITTED && status != CL_QUEUED) { /* running, done, failed: built */
+            clReleaseEvent(dev->h.cl.watch[i].ev);
+            continue;
+        }
+        double t = mono_s();
+        if (status == CL_SUBMITTED && dev->h.cl.watch[i].since == 0) dev->h.cl.watch[i].since = t;
+        double took = dev->h.cl.watch[i].since ? t - dev->h.cl.watch[i].since : 0;
+        if (!rc && limit >= 0 && took > limit)
+            rc = ofl_fail(err, OFL_ERR_DEVICE,
+                          "kernel '%s' has been building for %s (%s) for %.3g s, longer than "
+                          "OFFLOAD_BUILD_TIMEOUT (%g s): PoCL's compiler, which builds a kernel "
+                          "at its first launch in this process, seems never to end; the work "
+                          "queued on %s waits behind it, so the device fails its waits until the "
+                          "build ends (other devices work on; if it never ends, restart the "
+                          "kernel to use %s again)",
+                          dev->h.cl.watch[i].kernel, dev->info.filter, dev->info.name, took, limit,
+                          dev->info.filter, dev->info.filter);
+        dev->h.cl.watch[kept++] = dev->h.cl.watch[i];
+    }
+    dev->h.cl.nwatch = kept;
+    pthread_mutex_unlock(&dev->h.cl.watch_lock);
+    return rc;
+}
+
+static int watch_check(ofl_device *dev, ofl_error *err) {
+    if (!__atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED)) return 0;
+    double limit;
+    ofl_build_timeout(&limit, NULL); /* a bad value was reported by the build */
+    return watch_refresh(dev, limit, err);
+}
+
+/* Whether a watched build may still run: PoCL's release of any program
+ * takes the lock its compiler holds, so releasing one then would wait for
+ * that build -- for ever where it loops (at exit, too). */
+static bool watch_pending(ofl_device *dev) {
+    if (!dev->h.cl.builds_at_launch || !__atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED))
+        return false;
+    watch_refresh(dev, -1, NULL);
+    return __atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED) > 0;
+}
+
 static int cl_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
+    if (dev->h.cl.builds_at_launch) {
+        int st = watch_check(dev, err);
+        if (st) return st;
+    }
     cl_event e = ev ? (ev->h.cl.last ? ev->h.cl.last : ev->h.cl.first) : dev->h.cl.drain;
     cl_int rc = CL_SUCCESS, status = CL_COMPLETE;
     if (!ev && !e) {
@@ -660,6 +785,9 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
     const ofl_device_info *in = &dev->info;
     cl_device_id d = dev->h.cl.id;
     cl_int rc = CL_SUCCESS;
+    double limit; /* its bad value is told here, at the first build */
+    int bad = ofl_build_timeout(&limit, err);
+    if (bad) return bad;
     /* SPIR-V that a helper process compiled comes back as a program binary */
     unsigned char *built = NULL;
     if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
@@ -733,8 +861,11 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
     return 0;
 }
 
-/* Queued launches hold their own references to the kernel. */
+/* Queued launches hold their own references to the kernel. While PoCL may
+ * still be building at launch (watch_pending), the program is left to the
+ * process: its memory against a wait without end. */
 static void cl_program_release(ofl_program *prog) {
+    if (watch_pending(prog->dev)) return;
     if (prog->h.cl.kernel) clReleaseKernel(prog->h.cl.kernel);
     if (prog->h.cl.program) clReleaseProgram(prog->h.cl.program);
 }
@@ -758,7 +889,9 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
         }
     }
     /* the kernel's own event: its profiling times are the kernel's alone */
-    cl_event *e = ev ? &ev->h.cl.first : NULL;
+    cl_event *e = ev ? &ev->h.cl.first : NULL, mine = NULL;
+    bool watched = dev->h.cl.builds_at_launch && new_shape(prog, g, l);
+    if (watched && !e) e = &mine;
     if (dev->h.cl.drain) { /* it marks an emptiness that this launch ends */
         clReleaseEvent(dev->h.cl.drain);
         dev->h.cl.drain = NULL;
@@ -769,6 +902,8 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
                         "cannot launch kernel '%s' on %s (%s): clEnqueueNDRangeKernel failed "
                         "with %s (%d)",
                         prog->name, dev->info.filter, dev->info.name, cl_error_name(rc), rc);
+    if (watched) watch_add(dev, *e, prog->name);
+    if (mine) clReleaseEvent(mine);
     if (ev) ev->h.cl.last = ev->h.cl.first;
     return 0;
 }
