@@ -13,13 +13,15 @@
  * program binary, which this process loads (clCreateProgramWithBinary runs
  * no compiler: 1-2 ms).
  *
- * The first helper starts as the device opens, so that its start (some
- * 50 ms: the runtime loads again there) can overlap what comes before the
- * first build; the one with the vectorizer off at the first crash; either
+ * A helper starts at the first build that must compile (some 50 ms and
+ * 220 MB: the runtime loads again there), not as the device opens: a
+ * process whose kernels are all in the binary cache (ofl_bincache.c) needs
+ * none. The one with the vectorizer off starts at the first crash; either
  * again after it ended (posix_spawn, which is safe in a process with
  * threads). Each lives until this process ends (it reads end of input
- * then). A mutex per device orders the requests; it is held across the
- * build, which callers run without the GIL. */
+ * then). A build that outlasts ofl_build_timeout ends its helper and fails.
+ * A mutex per device orders the requests; it is held across the build,
+ * which callers run without the GIL. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -164,7 +166,6 @@ ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
     }
     snprintf(b->device, sizeof b->device, "%s", device);
     pthread_mutex_init(&b->lock, NULL);
-    start(b, VECTORIZED); /* a failure is reported by the first build, which tries again */
     return b;
 }
 

@@ -779,59 +779,41 @@ static int build_failed(ofl_program *prog, cl_int rc, const char *log, ofl_error
     return OFL_ERR_DEVICE;
 }
 
-static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
-                    ofl_error *err) {
+/* The binary cache's key of SPIR-V for dev (ofl_bincache.c); false where
+ * the cache is off. */
+static bool binary_key(const ofl_device *dev, const void *il, size_t size, ofl_binkey *key) {
+    char platform[256] = "";
+    clGetPlatformInfo(dev->h.cl.platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
+    const char *parts[] = {"spirv", dev->info.name, dev->info.driver_version, platform, ""};
+    return ofl_bincache_key(key, il, size, parts, sizeof parts / sizeof parts[0]);
+}
+
+/* A program of a device's own binary, built (no compiler runs); NULL with
+ * *rc and *call saying why not. */
+static cl_program from_binary(const ofl_device *dev, const unsigned char *b, size_t size,
+                              cl_int *rc, const char **call) {
+    cl_device_id d = dev->h.cl.id;
+    cl_int status = CL_SUCCESS;
+    *call = "clCreateProgramWithBinary";
+    cl_program p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, rc);
+    if (p && status != CL_SUCCESS) *rc = status;
+    if (p && *rc == CL_SUCCESS) {
+        *call = "clBuildProgram";
+        *rc = clBuildProgram(p, 1, &d, "", NULL, NULL);
+    }
+    if (p && *rc != CL_SUCCESS) {
+        clReleaseProgram(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* The program built for prog: its kernel and what a launch needs of it. */
+static int take_program(ofl_program *prog, cl_program p, ofl_error *err) {
     ofl_device *dev = prog->dev;
     const ofl_device_info *in = &dev->info;
     cl_device_id d = dev->h.cl.id;
-    cl_int rc = CL_SUCCESS;
-    double limit; /* its bad value is told here, at the first build */
-    int bad = ofl_build_timeout(&limit, err);
-    if (bad) return bad;
-    /* SPIR-V that a helper process compiled comes back as a program binary */
-    unsigned char *built = NULL;
-    if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
-        size_t n = 0;
-        int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
-        if (st > 0) return st;
-        if (st == 0 && rc != CL_SUCCESS) {
-            st = build_failed(prog, rc, (char *)built, err);
-            free(built);
-            return st;
-        }
-        if (built) bin = built, size = n;
-    }
-    cl_program p;
-    const char *call;
-    if (kind == OFL_BIN_SPIRV && !built) {
-        call = "clCreateProgramWithIL";
-        p = create_with_il(dev, bin, size, &rc);
-    } else {
-        call = "clCreateProgramWithBinary";
-        const unsigned char *b = bin;
-        cl_int status = CL_SUCCESS;
-        p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, &rc);
-        if (p && status != CL_SUCCESS) {
-            clReleaseProgram(p);
-            p = NULL, rc = status;
-        }
-    }
-    free(built);
-    if (!p)
-        return ofl_fail(err, OFL_ERR_DEVICE,
-                        "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
-                        "with %s (%d)",
-                        prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
-    /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
-    rc =
-        clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL, NULL);
-    if (rc != CL_SUCCESS) {
-        char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
-        int st = build_failed(prog, rc, log, err);
-        free(log);
-        clReleaseProgram(p);
-        return st;
-    }
+    cl_int rc;
     cl_kernel k = clCreateKernel(p, prog->name, &rc);
     if (!k) {
         int st;
@@ -859,6 +841,85 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
     prog->h.cl.program = p;
     prog->h.cl.kernel = k;
     return 0;
+}
+
+enum { VECTORIZER_OFF = 1 }; /* a cached binary's flag: built so after a crash */
+
+static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
+                    ofl_error *err) {
+    ofl_device *dev = prog->dev;
+    const ofl_device_info *in = &dev->info;
+    cl_device_id d = dev->h.cl.id;
+    cl_int rc = CL_SUCCESS;
+    double limit; /* its bad value is told here, at the first build */
+    int bad = ofl_build_timeout(&limit, err);
+    if (bad) return bad;
+    const char *call;
+    /* SPIR-V that a helper process compiles comes back as a program binary,
+     * kept on disk: a later process loads it, and starts no helper */
+    unsigned char *built = NULL;
+    if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
+        ofl_binkey key;
+        bool keyed = binary_key(dev, bin, size, &key);
+        size_t n = 0;
+        uint32_t flags = 0;
+        unsigned char *hit = keyed ? ofl_bincache_load(&key, &n, &flags) : NULL;
+        if (hit) {
+            cl_program p = from_binary(dev, hit, n, &rc, &call);
+            free(hit);
+            if (p) {
+                prog->vectorizer_off = flags & VECTORIZER_OFF;
+                return take_program(prog, p, err);
+            }
+            ofl_bincache_drop(&key); /* another runtime's, or damaged: built again */
+        }
+        int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
+        if (st > 0) return st;
+        if (st == 0 && rc != CL_SUCCESS) {
+            st = build_failed(prog, rc, (char *)built, err);
+            free(built);
+            return st;
+        }
+        if (built && keyed)
+            ofl_bincache_store(&key, built, n, prog->vectorizer_off ? VECTORIZER_OFF : 0);
+        if (built) bin = built, size = n;
+    }
+    cl_program p;
+    if (built) {
+        p = from_binary(dev, built, size, &rc, &call);
+        free(built);
+        if (!p && strcmp(call, "clBuildProgram") == 0) return build_failed(prog, rc, NULL, err);
+    } else if (kind == OFL_BIN_SPIRV) {
+        call = "clCreateProgramWithIL";
+        p = create_with_il(dev, bin, size, &rc);
+    } else {
+        call = "clCreateProgramWithBinary";
+        const unsigned char *b = bin;
+        cl_int status = CL_SUCCESS;
+        p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, &rc);
+        if (p && status != CL_SUCCESS) {
+            clReleaseProgram(p);
+            p = NULL, rc = status;
+        }
+    }
+    if (!p)
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
+                        "with %s (%d)",
+                        prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
+    if (!built) {
+        /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
+        rc = clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL,
+                            NULL);
+        if (rc != CL_SUCCESS) {
+            char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
+            int st = build_failed(prog, rc, log, err);
+            free(log);
+            clReleaseProgram(p);
+            return st;
+        }
+    }
+    return take_program(prog, p, err);
 }
 
 /* Queued launches hold their own references to the kernel. While PoCL may
