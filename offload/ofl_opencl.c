@@ -617,16 +617,17 @@ static uint64_t launch_shape(const size_t g[3], const size_t l[3]) {
            (uint64_t)(plain < 65535) << 61;
 }
 
-/* True, once, for a shape that prog has not launched with: its launch may
- * build. With the device's lock held, as launches are. */
-static bool new_shape(ofl_program *prog, const size_t g[3], const size_t l[3]) {
-    uint64_t key = launch_shape(g, l);
-    int n = prog->h.cl.nshapes;
-    for (int i = 0; i < n; i++)
-        if (prog->h.cl.shapes[i] == key) return false;
-    if (n < (int)(sizeof prog->h.cl.shapes / sizeof prog->h.cl.shapes[0]))
+/* Whether prog has launched with this shape (key) before; if not, its
+ * launch may build. With the device's lock held, as launches are. */
+static bool shape_seen(const ofl_program *prog, uint64_t key) {
+    for (int i = 0; i < prog->h.cl.nshapes; i++)
+        if (prog->h.cl.shapes[i] == key) return true;
+    return false;
+}
+
+static void shape_add(ofl_program *prog, uint64_t key) {
+    if (prog->h.cl.nshapes < (int)(sizeof prog->h.cl.shapes / sizeof prog->h.cl.shapes[0]))
         prog->h.cl.shapes[prog->h.cl.nshapes++] = key;
-    return true;
 }
 
 /* Watches the launch of event e (retained here) of kernel name. A full
@@ -639,7 +640,7 @@ static void watch_add(ofl_device *dev, cl_event e, const char *name) {
         dev->h.cl.watch[n].ev = e;
         dev->h.cl.watch[n].since = 0;
         snprintf(dev->h.cl.watch[n].kernel, sizeof dev->h.cl.watch[n].kernel, "%s", name);
-        dev->h.cl.nwatch = n + 1;
+        __atomic_store_n(&dev->h.cl.nwatch, n + 1, __ATOMIC_RELAXED); /* read without the lock */
     }
     pthread_mutex_unlock(&dev->h.cl.watch_lock);
 }
@@ -674,7 +675,7 @@ static int watch_refresh(ofl_device *dev, double limit, ofl_error *err) {
                           dev->info.filter, dev->info.filter);
         dev->h.cl.watch[kept++] = dev->h.cl.watch[i];
     }
-    dev->h.cl.nwatch = kept;
+    __atomic_store_n(&dev->h.cl.nwatch, kept, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&dev->h.cl.watch_lock);
     return rc;
 }
@@ -951,7 +952,8 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
     }
     /* the kernel's own event: its profiling times are the kernel's alone */
     cl_event *e = ev ? &ev->h.cl.first : NULL, mine = NULL;
-    bool watched = dev->h.cl.builds_at_launch && new_shape(prog, g, l);
+    uint64_t shape = dev->h.cl.builds_at_launch ? launch_shape(g, l) : 0;
+    bool watched = dev->h.cl.builds_at_launch && !shape_seen(prog, shape);
     if (watched && !e) e = &mine;
     if (dev->h.cl.drain) { /* it marks an emptiness that this launch ends */
         clReleaseEvent(dev->h.cl.drain);
@@ -963,7 +965,10 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
                         "cannot launch kernel '%s' on %s (%s): clEnqueueNDRangeKernel failed "
                         "with %s (%d)",
                         prog->name, dev->info.filter, dev->info.name, cl_error_name(rc), rc);
-    if (watched) watch_add(dev, *e, prog->name);
+    if (watched) {
+        shape_add(prog, shape);
+        watch_add(dev, *e, prog->name);
+    }
     if (mine) clReleaseEvent(mine);
     if (ev) ev->h.cl.last = ev->h.cl.first;
     return 0;
