@@ -781,11 +781,14 @@ static int build_failed(ofl_program *prog, cl_int rc, const char *log, ofl_error
 }
 
 /* The binary cache's key of SPIR-V for dev (ofl_bincache.c); false where
- * the cache is off. */
+ * the cache is off. The vectorizer's mode, which a user may set for Intel's
+ * runtime, changes the code the helper builds. */
 static bool binary_key(const ofl_device *dev, const void *il, size_t size, ofl_binkey *key) {
     char platform[256] = "";
     clGetPlatformInfo(dev->h.cl.platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
-    const char *parts[] = {"spirv", dev->info.name, dev->info.driver_version, platform, ""};
+    const char *mode = getenv("CL_CONFIG_CPU_VECTORIZER_MODE");
+    const char *parts[] = {"spirv", dev->info.name,  dev->info.driver_version, platform,
+                           "",      mode ? mode : ""};
     return ofl_bincache_key(key, il, size, parts, sizeof parts / sizeof parts[0]);
 }
 
