@@ -780,6 +780,98 @@ static int build_failed(ofl_program *prog, cl_int rc, const char *log, ofl_error
     return OFL_ERR_DEVICE;
 }
 
+/* ---- in-process builds, bounded ----
+ *
+ * clBuildProgram in this process (PoCL's front end and module passes, or any
+ * runtime without a helper) runs on a thread of its own while the caller
+ * waits for it in slices, checking for an interrupt and the build timeout
+ * (ofl_build_timeout). A compiler cannot be stopped: one that outlasts the
+ * wait is left to finish on its thread, which then releases the program --
+ * the caller must not (PoCL's release takes the lock its compiler holds). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs; /* the caller's and the thread's */
+    bool done;
+    bool abandoned; /* the caller left: the program is the thread's to release */
+    cl_program p;
+    cl_device_id d;
+    const char *options; /* a literal */
+    cl_int rc;
+} bg_build;
+
+static void bg_unref(bg_build *b) { /* with b->mu held; unlocks it */
+    bool last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (!last) return;
+    if (b->abandoned) clReleaseProgram(b->p);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static void *bg_main(void *arg) {
+    bg_build *b = arg;
+    cl_int rc = clBuildProgram(b->p, 1, &b->d, b->options, NULL, NULL);
+    pthread_mutex_lock(&b->mu);
+    b->rc = rc, b->done = true;
+    pthread_cond_signal(&b->cv);
+    bg_unref(b);
+    return NULL;
+}
+
+/* clBuildProgram(p) bounded: CL_SUCCESS or its error, with *ended = false
+ * when the wait ended first (then p is no longer the caller's, and
+ * *interrupted says whether an interrupt or the timeout ended it). */
+static cl_int build_bounded(cl_program p, cl_device_id d, const char *options, double limit,
+                            bool *ended, bool *interrupted) {
+    *ended = true, *interrupted = false;
+    bg_build *b = calloc(1, sizeof *b);
+    pthread_attr_t attr;
+    pthread_t t;
+    if (!b || pthread_attr_init(&attr) != 0) {
+        free(b);
+        return clBuildProgram(p, 1, &d, options, NULL, NULL); /* unbounded, as before */
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->refs = 2, b->p = p, b->d = d, b->options = options;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* LLVM recurses deeply on large functions: the main thread's 8 MiB */
+    pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+    int started = pthread_create(&t, &attr, bg_main, b);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return clBuildProgram(p, 1, &d, options, NULL, NULL);
+    }
+    double end = mono_s() + limit;
+    pthread_mutex_lock(&b->mu);
+    while (!b->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L; /* the interrupt check's period, as a wait's */
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+        if (b->done) break;
+        pthread_mutex_unlock(&b->mu);
+        bool hit = ofl_interrupted(); /* may take the GIL: not with b->mu held */
+        pthread_mutex_lock(&b->mu);
+        if (b->done) break;
+        if (hit || mono_s() >= end) {
+            *ended = false, *interrupted = hit;
+            b->abandoned = true;
+            bg_unref(b);
+            return CL_BUILD_PROGRAM_FAILURE;
+        }
+    }
+    cl_int rc = b->rc;
+    bg_unref(b);
+    return rc;
+}
+
 /* The binary cache's key of SPIR-V for dev (ofl_bincache.c); false where
  * the cache is off. The vectorizer's mode, which a user may set for Intel's
  * runtime, changes the code the helper builds. */
@@ -913,8 +1005,20 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
                         prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
     if (!built) {
         /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
-        rc = clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL,
-                            NULL);
+        bool ended, interrupted;
+        rc = build_bounded(p, d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", limit,
+                           &ended, &interrupted);
+        if (!ended && interrupted)
+            return ofl_fail(err, OFL_ERR_INTERRUPTED,
+                            "interrupted: the build of kernel '%s' for %s was left to end by "
+                            "itself (its compiler runs in this process and cannot be stopped)",
+                            prog->name, in->filter);
+        if (!ended)
+            return ofl_fail(err, OFL_ERR_DEVICE,
+                            "cannot build kernel '%s' for %s (%s): its OpenCL compiler, which runs "
+                            "in this process, did not finish in %g s (OFFLOAD_BUILD_TIMEOUT) and "
+                            "was left to end by itself",
+                            prog->name, in->filter, in->name, limit);
         if (rc != CL_SUCCESS) {
             char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
             int st = build_failed(prog, rc, log, err);

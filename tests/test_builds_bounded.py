@@ -89,31 +89,63 @@ def axpb(item, x, y):
 
 
 def test_a_pocl_build_past_the_timeout_is_a_device_error(tmp_path):
-    """A build at launch that outlasts OFFLOAD_BUILD_TIMEOUT (here 1 ms, which every cold
-    build does): the wait fails with a DeviceError naming the kernel and the device; once
-    the build ends the device works on, with the right values."""
+    """PoCL's clBuildProgram (in this process, on a thread of its own) that outlasts
+    OFFLOAD_BUILD_TIMEOUT (here 1 ms, which every cold build does): a DeviceError naming the
+    kernel and the device; the kernel is left to end, and with the limit lifted the same
+    kernel builds and runs right."""
     needs_pocl()
     out = run_child(tmp_path, POCL + AXPB + """
-import numpy as np, time
+import numpy as np, os
 x = ol.asarray(np.arange(1000, dtype=np.float32), device=pocl[0])
 y = ol.empty_like(x)
-try:  # the launch waits for its index checks' record
+try:
     ol.call_kernel(axpb, ol.Range(1000), x, y)
+    print("no error")
+except ol.DeviceError as e:
+    print("error:", e)
+del os.environ["OFFLOAD_BUILD_TIMEOUT"]
+ol.call_kernel(axpb, ol.Range(1000), x, y)
+assert np.array_equal(ol.asnumpy(y), np.arange(1000, dtype=np.float32) * 4 + 1)
+print("usable")
+""", OFFLOAD_BUILD_TIMEOUT="0.001")
+    first, last = out.strip().splitlines()[0], out.strip().splitlines()[-1]
+    assert first.startswith("error: cannot build kernel 'ofl_axpb' for opencl:cpu:"), out
+    assert "did not finish in 0.001 s (OFFLOAD_BUILD_TIMEOUT)" in first, out
+    assert last == "usable", out
+
+
+def test_a_pocl_build_at_launch_past_the_timeout_is_a_device_error(tmp_path):
+    """A kernel built and run, then launched with a new work-group shape, which PoCL builds
+    at that launch, in its worker thread, with OFFLOAD_BUILD_TIMEOUT lowered to 1 ms: the
+    wait fails with a DeviceError naming the kernel and the device; once that build ends,
+    the device works on, with the right values."""
+    needs_pocl()
+    out = run_child(tmp_path, POCL + AXPB + """
+import numpy as np, os, time
+n = 100000  # a grid of 65535 or more: another shape than 1000's
+x = ol.asarray(np.arange(n, dtype=np.float32), device=pocl[0])
+y = ol.empty_like(x)
+ol.call_kernel(axpb, ol.Range(1000), x, y)
+ol.synchronize(pocl[0])
+os.environ["OFFLOAD_BUILD_TIMEOUT"] = "0.001"
+try:  # the launch waits for its index checks' record
+    ol.call_kernel(axpb, ol.Range(n), x, y)
     ol.synchronize(pocl[0])
     print("no error")
 except ol.DeviceError as e:
     print("error:", e)
+del os.environ["OFFLOAD_BUILD_TIMEOUT"]
 for _ in range(600):  # the build ends soon: the device is usable again
     try:
         got = ol.asnumpy(y)
         break
     except ol.DeviceError:
         time.sleep(0.1)
-assert np.array_equal(got, np.arange(1000, dtype=np.float32) * 4 + 1), got
+assert np.array_equal(got, np.arange(n, dtype=np.float32) * 4 + 1), got
 print("usable")
-""", OFFLOAD_BUILD_TIMEOUT="0.001")
+""")
     first, last = out.strip().splitlines()[0], out.strip().splitlines()[-1]
-    assert first.startswith("error: kernel 'ofl_axpb'"), out
+    assert first.startswith("error: kernel 'ofl_axpb' has been building for opencl:cpu:"), out
     assert pocl_filter_in(first) and "OFFLOAD_BUILD_TIMEOUT" in first, out
     assert last == "usable", out
 
