@@ -122,6 +122,18 @@ struct ofl_device {
             cl_event drain; /* the marker poll(NULL) waits for; NULL: none queued */
             /* builds SPIR-V apart (ofl_buildproc.c); NULL: in this process */
             struct ofl_buildproc *builder;
+            /* PoCL builds a kernel's code at its first launch for each
+             * work-group size, in its own worker thread; those launches are
+             * watched (ofl_opencl.c, "builds at launch"), oldest first, under
+             * watch_lock (never held across a wait) */
+            bool builds_at_launch;
+            pthread_mutex_t watch_lock;
+            struct {
+                cl_event ev;  /* the launch's, retained */
+                double since; /* monotonic seconds when first seen building; 0: not yet */
+                char kernel[96];
+            } watch[8];
+            int nwatch;
             /* released buffers kept for reuse, oldest first (ofl_opencl.c says why) */
             struct {
                 cl_mem mem;
@@ -194,6 +206,10 @@ struct ofl_program {
         struct {
             cl_program program;
             cl_kernel kernel;
+            /* the launch shapes PoCL has built code for (builds at launch);
+             * once full, every later new shape is watched */
+            uint64_t shapes[8];
+            int nshapes;
         } cl;
         struct {
             CUmodule module;
@@ -212,7 +228,8 @@ struct ofl_program {
 
 /* The files below call downward only, in this order (scripts/check-layers):
  *   ofl_filter > ofl_cuda_math > ofl_program > ofl_memory > ofl_registry >
- *   ofl_opencl, ofl_cuda > ofl_buildproc, ofl_cuda_compiler > ofl_wait > ofl_device > ofl_util,
+ *   ofl_opencl, ofl_cuda > ofl_buildproc, ofl_bincache, ofl_cuda_compiler > ofl_wait > ofl_device >
+ *   ofl_util,
  *   ofl_cuda_api. */
 
 /* ---- ofl_program.c, for work queued outside ofl_launch ---- */
@@ -237,6 +254,13 @@ void ofl_append(ofl_error *err, const char *fmt, ...) __attribute__((format(prin
 void ofl_append_log(ofl_error *err, const char *intro, const char *log);
 /* "1.5 GiB", "512 bytes": powers of 1024, into buf (32 bytes is plenty). */
 const char *ofl_size_str(uint64_t bytes, char *buf, size_t len);
+/* The most seconds one build of a kernel may take (OFFLOAD_BUILD_TIMEOUT,
+ * else OFL_BUILD_TIMEOUT_DEFAULT: some 20 times the slowest real build seen,
+ * PoCL's 5 s count_nonzero on a loaded machine). A compiler that runs past
+ * it is taken to loop: its build is a DeviceError. OFL_ERR_INVALID (and the
+ * default in *seconds) where the variable is not a positive number. */
+#define OFL_BUILD_TIMEOUT_DEFAULT 120
+int ofl_build_timeout(double *seconds, ofl_error *err);
 const char *ofl_type_word(ofl_device_type type);   /* "gpu" */
 const char *ofl_backend_word(ofl_backend backend); /* "cuda" */
 
@@ -298,7 +322,7 @@ cl_uint ofl_icd_library_platforms(void *lib, cl_platform_id *ps, cl_uint np, cl_
  * may crash. open: NULL where no helper can serve the device (none
  * installed, a platform whose vendor library is unknown, or
  * OFFLOAD_BUILD_IN_PROCESS set); it lives as long as the process, and
- * starts the first helper. build: 0 when the compiler answered: *status is
+ * starts no helper: the first build does. build: 0 when the compiler answered: *status is
  * clBuildProgram's, *bytes (malloc'd, *n of them and a NUL) the program
  * binary or, on failure, the build log; prog->vectorizer_off is set when
  * the answer came with the vectorizer off, after a crash. OFL_ERR_DEVICE
@@ -309,6 +333,21 @@ enum { OFL_BUILDPROC_HERE = -1 };
 ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device);
 int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, size_t size,
                         cl_int *status, unsigned char **bytes, size_t *n, ofl_error *err);
+/* ofl_bincache.c: built program binaries on disk (its header says where
+ * and why). key: false where the cache is off (OFFLOAD_CACHE=0); parts are
+ * the strings besides the source that decide the binary (device, driver and
+ * platform versions, options). load: the binary (malloc'd, *n bytes; *flags
+ * as stored) or NULL for a miss, deleting an entry that does not check out.
+ * store: written whole or not at all. drop: deletes the entry (a binary the
+ * driver refused). */
+typedef struct {
+    unsigned char digest[32];
+} ofl_binkey;
+bool ofl_bincache_key(ofl_binkey *k, const void *src, size_t n, const char *const parts[],
+                      size_t nparts);
+unsigned char *ofl_bincache_load(const ofl_binkey *k, size_t *n, uint32_t *flags);
+void ofl_bincache_store(const ofl_binkey *k, const void *bin, size_t n, uint32_t flags);
+void ofl_bincache_drop(const ofl_binkey *k);
 void ofl_cuda_discover(ofl_devlist *list, char *note, size_t notelen);
 /* fn(dev, arg, err) with dev's lock held and its context current, for
  * ofl_cuda_math.c's vendor calls, which queue on dev->h.cu.stream; a fault

@@ -13,13 +13,15 @@
  * program binary, which this process loads (clCreateProgramWithBinary runs
  * no compiler: 1-2 ms).
  *
- * The first helper starts as the device opens, so that its start (some
- * 50 ms: the runtime loads again there) can overlap what comes before the
- * first build; the one with the vectorizer off at the first crash; either
+ * A helper starts at the first build that must compile (some 50 ms and
+ * 220 MB: the runtime loads again there), not as the device opens: a
+ * process whose kernels are all in the binary cache (ofl_bincache.c) needs
+ * none. The one with the vectorizer off starts at the first crash; either
  * again after it ended (posix_spawn, which is safe in a process with
  * threads). Each lives until this process ends (it reads end of input
- * then). A mutex per device orders the requests; it is held across the
- * build, which callers run without the GIL. */
+ * then). A build that outlasts ofl_build_timeout ends its helper and fails.
+ * A mutex per device orders the requests; it is held across the build,
+ * which callers run without the GIL. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +36,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ofl_backend.h"
@@ -163,7 +166,6 @@ ofl_buildproc *ofl_buildproc_open(cl_platform_id platform, const char *device) {
     }
     snprintf(b->device, sizeof b->device, "%s", device);
     pthread_mutex_init(&b->lock, NULL);
-    start(b, VECTORIZED); /* a failure is reported by the first build, which tries again */
     return b;
 }
 
@@ -173,12 +175,19 @@ static void forget(helper *h) {
     h->pid = 0;
 }
 
-enum { ANSWERED, CRASHED, KILLED, INTERRUPTED };
+enum { ANSWERED, CRASHED, KILLED, INTERRUPTED, TIMED_OUT };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Sends or receives n bytes: ANSWERED, CRASHED when the stream broke (the
- * helper ended), INTERRUPTED when the user interrupted first: a compiler
- * that loops is stopped that way, as a runaway kernel is. */
-static int io_all(int fd, void *buf, size_t n, bool sending) {
+ * helper ended), INTERRUPTED when the user interrupted first, TIMED_OUT at
+ * the deadline (a monotonic time): a compiler that loops is stopped either
+ * way, as a runaway kernel is. */
+static int io_all(int fd, void *buf, size_t n, bool sending, double deadline) {
     char *p = buf;
     struct pollfd pf = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
     while (n > 0) {
@@ -186,6 +195,7 @@ static int io_all(int fd, void *buf, size_t n, bool sending) {
         if (ready < 0 && errno != EINTR) return CRASHED;
         if (ready <= 0) {
             if (ofl_interrupted()) return INTERRUPTED;
+            if (now_s() >= deadline) return TIMED_OUT;
             continue;
         }
         ssize_t k =
@@ -234,9 +244,11 @@ static int bury(helper *h, char *why, size_t len) {
  * is someone else's doing (a user, the OOM killer; a thread that ends does
  * not: there is no PR_SET_PDEATHSIG), CRASHED for another signal or an
  * exit, OFL_BUILDPROC_HERE when it could not start or found no device,
- * INTERRUPTED when the user interrupted the wait (the helper is ended). */
-static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *status,
-               unsigned char **bytes, size_t *n, char *why, size_t whylen) {
+ * INTERRUPTED when the user interrupted the wait and TIMED_OUT when it
+ * outlasted `limit` seconds (the helper is ended: a later build starts
+ * another). */
+static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, double limit,
+               cl_int *status, unsigned char **bytes, size_t *n, char *why, size_t whylen) {
     helper *h = &b->mode[mode];
     int e = h->pid ? 0 : start(b, mode);
     if (e) {
@@ -246,12 +258,13 @@ static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *
     uint64_t len = size, got = 0;
     int32_t st = 0;
     *bytes = NULL;
-    int io = io_all(h->sock, &len, sizeof len, true);
-    if (io == ANSWERED) io = io_all(h->sock, (void *)il, size, true);
-    if (io == ANSWERED) io = io_all(h->sock, &st, sizeof st, false);
-    if (io == ANSWERED) io = io_all(h->sock, &got, sizeof got, false);
+    double end = now_s() + limit;
+    int io = io_all(h->sock, &len, sizeof len, true, end);
+    if (io == ANSWERED) io = io_all(h->sock, (void *)il, size, true, end);
+    if (io == ANSWERED) io = io_all(h->sock, &st, sizeof st, false, end);
+    if (io == ANSWERED) io = io_all(h->sock, &got, sizeof got, false, end);
     if (io == ANSWERED && (got >= SIZE_MAX || !(*bytes = malloc(got + 1)))) io = CRASHED;
-    if (io == ANSWERED) io = io_all(h->sock, *bytes, got, false);
+    if (io == ANSWERED) io = io_all(h->sock, *bytes, got, false, end);
     if (io == ANSWERED) {
         (*bytes)[got] = '\0';
         *status = st, *n = got;
@@ -263,17 +276,18 @@ static int ask(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *
     }
     free(*bytes);
     *bytes = NULL;
-    /* interrupted, it is stopped too: its answer would come to the next request */
-    int end = bury(h, why, whylen);
-    if (io == INTERRUPTED) return INTERRUPTED;
-    return end == NO_DEVICE_EXIT ? OFL_BUILDPROC_HERE : end == 128 + SIGKILL ? KILLED : CRASHED;
+    /* interrupted or out of time, it is stopped too: its answer would come
+     * to the next request */
+    int ended = bury(h, why, whylen);
+    if (io == INTERRUPTED || io == TIMED_OUT) return io;
+    return ended == NO_DEVICE_EXIT ? OFL_BUILDPROC_HERE : ended == 128 + SIGKILL ? KILLED : CRASHED;
 }
 
 /* ask, and once more in a new helper after a SIGKILL; KILLED twice is a crash */
-static int ask_twice(ofl_buildproc *b, int mode, const void *il, size_t size, cl_int *status,
-                     unsigned char **bytes, size_t *n, char *why, size_t whylen) {
-    int rc = ask(b, mode, il, size, status, bytes, n, why, whylen);
-    if (rc == KILLED) rc = ask(b, mode, il, size, status, bytes, n, why, whylen);
+static int ask_twice(ofl_buildproc *b, int mode, const void *il, size_t size, double limit,
+                     cl_int *status, unsigned char **bytes, size_t *n, char *why, size_t whylen) {
+    int rc = ask(b, mode, il, size, limit, status, bytes, n, why, whylen);
+    if (rc == KILLED) rc = ask(b, mode, il, size, limit, status, bytes, n, why, whylen);
     return rc == KILLED ? CRASHED : rc;
 }
 
@@ -295,18 +309,22 @@ static bool reap_idle(ofl_buildproc *b) {
 int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, size_t size,
                         cl_int *status, unsigned char **bytes, size_t *n, ofl_error *err) {
     char why[NMODES][512] = {"", ""};
-    int rc = OFL_BUILDPROC_HERE;
+    double limit;
+    int rc = ofl_build_timeout(&limit, err);
+    if (rc) return rc;
+    rc = OFL_BUILDPROC_HERE;
     pthread_mutex_lock(&b->lock);
     if (!b->unusable && reap_idle(b)) b->unusable = true;
     if (!b->unusable) {
-        rc = ask_twice(b, VECTORIZED, il, size, status, bytes, n, why[VECTORIZED], sizeof why[0]);
+        rc = ask_twice(b, VECTORIZED, il, size, limit, status, bytes, n, why[VECTORIZED],
+                       sizeof why[0]);
         b->unusable = rc == OFL_BUILDPROC_HERE;
         /* after a crash, never here: this process would crash the same way */
         if (rc == CRASHED) {
             int again =
-                ask_twice(b, SCALAR, il, size, status, bytes, n, why[SCALAR], sizeof why[0]);
+                ask_twice(b, SCALAR, il, size, limit, status, bytes, n, why[SCALAR], sizeof why[0]);
             if (again == ANSWERED) rc = ANSWERED, prog->vectorizer_off = true;
-            if (again == INTERRUPTED) rc = INTERRUPTED;
+            if (again == INTERRUPTED || again == TIMED_OUT) rc = again;
         }
     }
     pthread_mutex_unlock(&b->lock);
@@ -315,6 +333,11 @@ int ofl_buildproc_build(ofl_buildproc *b, ofl_program *prog, const void *il, siz
         return ofl_fail(err, OFL_ERR_INTERRUPTED,
                         "interrupted: the build of kernel '%s' for %s was stopped", prog->name,
                         in->filter);
+    if (rc == TIMED_OUT)
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "cannot build kernel '%s' for %s (%s): its OpenCL compiler did not finish "
+                        "in %g s (OFFLOAD_BUILD_TIMEOUT) and was stopped; the device stays usable",
+                        prog->name, in->filter, in->name, limit);
     if (rc != CRASHED) return rc;
     return ofl_fail(err, OFL_ERR_DEVICE,
                     "cannot build kernel '%s' for %s (%s): its OpenCL compiler %s; built again "

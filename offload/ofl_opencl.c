@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "ofl_backend.h"
 
@@ -331,8 +332,12 @@ static int cl_open(ofl_device *dev, ofl_error *err) {
     open_cancel(dev);
     /* PoCL's CPU driver has a worker thread per core of its own; Intel's
      * keeps a core's slot for the thread that waits (ofl_wait.c) */
-    dev->lend_waits =
-        dev->info.type == OFL_CPU && !strstr(dev->info.platform, "Portable Computing Language");
+    bool pocl = strstr(dev->info.platform, "Portable Computing Language") != NULL;
+    dev->lend_waits = dev->info.type == OFL_CPU && !pocl;
+    if (pocl && !dev->h.cl.builds_at_launch) { /* reopened after a reset: the lock is there */
+        pthread_mutex_init(&dev->h.cl.watch_lock, NULL);
+        dev->h.cl.builds_at_launch = true;
+    }
     /* Intel's CPU compiler has crashed on valid SPIR-V (ofl_buildproc.c) */
     if (dev->lend_waits && dev->info.il_version[0] && !dev->h.cl.builder)
         dev->h.cl.builder = ofl_buildproc_open(dev->h.cl.platform, dev->info.name);
@@ -575,7 +580,128 @@ static int cl_event_wait(ofl_event *ev, ofl_error *err) {
 
 /* Without blocking. The queue's emptiness is a marker's completion: one per
  * wait, dropped by the next launch (it would no longer follow the queue). */
+/* ---- builds at launch (PoCL) ----
+ *
+ * PoCL 3.1 runs LLVM at clBuildProgram only as far as a linked module; the
+ * work-group function and its machine code are made at the first launch of
+ * each (kernel, work-group size, grid of fewer than 65535 work-items or not),
+ * in PoCL's worker thread, with the launch's event CL_SUBMITTED until they
+ * are done (pocl_check_kernel_dlhandle_cache, before the event runs). That
+ * build cannot run in a helper process: a program binary from one carries
+ * the module, from which PoCL makes each new shape's code in this process
+ * again, and its generic code (POCL_WORK_GROUP_SPECIALIZATION=0) cost 1.7x
+ * on a 1024^2 float32 matmul. Nor can it be stopped. So such launches are
+ * watched: a wait that sees one building for longer than the build timeout
+ * (ofl_build_timeout) fails with a DeviceError naming the kernel, and so
+ * does every wait on the device while it still builds -- the queue's later
+ * work waits behind it, and a wait that blocked would never return (an all()
+ * whose build looped in LLVM 15 held pytest's report of it so). An interrupt
+ * ends the wait as any other. Once the build ends, the device works on. */
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The shape a PoCL work-group function is made for: the work-group size and
+ * the "smallgrid" bit, as PoCL 3.1 reckons it (its third term squares the
+ * local size) and as a later one may (the global size): both, so that no new
+ * build goes unwatched. */
+static uint64_t launch_shape(const size_t g[3], const size_t l[3]) {
+    size_t pocl = g[0] > g[1] ? g[0] : g[1], plain = pocl;
+    if (l[2] * l[2] > pocl) pocl = l[2] * l[2];
+    if (g[2] > plain) plain = g[2];
+    return (uint64_t)(l[0] & 0xfffff) | (uint64_t)(l[1] & 0xfffff) << 20 |
+           (uint64_t)(l[2] & 0xfffff) << 40 | (uint64_t)(pocl < 65535) << 60 |
+           (uint64_t)(plain < 65535) << 61;
+}
+
+/* Whether prog has launched with this shape (key) before; if not, its
+ * launch may build. With the device's lock held, as launches are. */
+static bool shape_seen(const ofl_program *prog, uint64_t key) {
+    for (int i = 0; i < prog->h.cl.nshapes; i++)
+        if (prog->h.cl.shapes[i] == key) return true;
+    return false;
+}
+
+static void shape_add(ofl_program *prog, uint64_t key) {
+    if (prog->h.cl.nshapes < (int)(sizeof prog->h.cl.shapes / sizeof prog->h.cl.shapes[0]))
+        prog->h.cl.shapes[prog->h.cl.nshapes++] = key;
+}
+
+/* Watches the launch of event e (retained here) of kernel name. A full
+ * watch list leaves it unwatched: eight builds queued at once. */
+static void watch_add(ofl_device *dev, cl_event e, const char *name) {
+    pthread_mutex_lock(&dev->h.cl.watch_lock);
+    int n = dev->h.cl.nwatch;
+    if (n < (int)(sizeof dev->h.cl.watch / sizeof dev->h.cl.watch[0]) &&
+        clRetainEvent(e) == CL_SUCCESS) {
+        dev->h.cl.watch[n].ev = e;
+        dev->h.cl.watch[n].since = 0;
+        snprintf(dev->h.cl.watch[n].kernel, sizeof dev->h.cl.watch[n].kernel, "%s", name);
+        __atomic_store_n(&dev->h.cl.nwatch, n + 1, __ATOMIC_RELAXED); /* read without the lock */
+    }
+    pthread_mutex_unlock(&dev->h.cl.watch_lock);
+}
+
+/* Drops the watched launches whose builds have ended; OFL_ERR_DEVICE where
+ * one has been building for longer than the timeout (limit < 0: never). */
+static int watch_refresh(ofl_device *dev, double limit, ofl_error *err) {
+    int rc = 0;
+    pthread_mutex_lock(&dev->h.cl.watch_lock);
+    int kept = 0;
+    for (int i = 0; i < dev->h.cl.nwatch; i++) {
+        cl_int status = CL_COMPLETE;
+        if (clGetEventInfo(dev->h.cl.watch[i].ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                           &status, NULL) != CL_SUCCESS)
+            status = CL_COMPLETE;
+        if (status != CL_SUBMITTED && status != CL_QUEUED) { /* running, done, failed: built */
+            clReleaseEvent(dev->h.cl.watch[i].ev);
+            continue;
+        }
+        double t = mono_s();
+        if (status == CL_SUBMITTED && dev->h.cl.watch[i].since == 0) dev->h.cl.watch[i].since = t;
+        double took = dev->h.cl.watch[i].since ? t - dev->h.cl.watch[i].since : 0;
+        if (!rc && limit >= 0 && took > limit)
+            rc = ofl_fail(err, OFL_ERR_DEVICE,
+                          "kernel '%s' has been building for %s (%s) for %.3g s, longer than "
+                          "OFFLOAD_BUILD_TIMEOUT (%g s): PoCL's compiler, which builds a kernel "
+                          "at its first launch in this process, seems never to end; the work "
+                          "queued on %s waits behind it, so the device fails its waits until the "
+                          "build ends (other devices work on; if it never ends, restart the "
+                          "kernel to use %s again)",
+                          dev->h.cl.watch[i].kernel, dev->info.filter, dev->info.name, took, limit,
+                          dev->info.filter, dev->info.filter);
+        dev->h.cl.watch[kept++] = dev->h.cl.watch[i];
+    }
+    __atomic_store_n(&dev->h.cl.nwatch, kept, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&dev->h.cl.watch_lock);
+    return rc;
+}
+
+static int watch_check(ofl_device *dev, ofl_error *err) {
+    if (!__atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED)) return 0;
+    double limit;
+    ofl_build_timeout(&limit, NULL); /* a bad value was reported by the build */
+    return watch_refresh(dev, limit, err);
+}
+
+/* Whether a watched build may still run: PoCL's release of any program
+ * takes the lock its compiler holds, so releasing one then would wait for
+ * that build -- for ever where it loops (at exit, too). */
+static bool watch_pending(ofl_device *dev) {
+    if (!dev->h.cl.builds_at_launch || !__atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED))
+        return false;
+    watch_refresh(dev, -1, NULL);
+    return __atomic_load_n(&dev->h.cl.nwatch, __ATOMIC_RELAXED) > 0;
+}
+
 static int cl_poll(ofl_device *dev, ofl_event *ev, bool *done, ofl_error *err) {
+    if (dev->h.cl.builds_at_launch) {
+        int st = watch_check(dev, err);
+        if (st) return st;
+    }
     cl_event e = ev ? (ev->h.cl.last ? ev->h.cl.last : ev->h.cl.first) : dev->h.cl.drain;
     cl_int rc = CL_SUCCESS, status = CL_COMPLETE;
     if (!ev && !e) {
@@ -654,56 +780,136 @@ static int build_failed(ofl_program *prog, cl_int rc, const char *log, ofl_error
     return OFL_ERR_DEVICE;
 }
 
-static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
-                    ofl_error *err) {
+/* ---- in-process builds, bounded ----
+ *
+ * clBuildProgram in this process (PoCL's front end and module passes, or any
+ * runtime without a helper) runs on a thread of its own while the caller
+ * waits for it in slices, checking for an interrupt and the build timeout
+ * (ofl_build_timeout). A compiler cannot be stopped: one that outlasts the
+ * wait is left to finish on its thread, which then releases the program --
+ * the caller must not (PoCL's release takes the lock its compiler holds). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs; /* the caller's and the thread's */
+    bool done;
+    bool abandoned; /* the caller left: the program is the thread's to release */
+    cl_program p;
+    cl_device_id d;
+    const char *options; /* a literal */
+    cl_int rc;
+} bg_build;
+
+static void bg_unref(bg_build *b) { /* with b->mu held; unlocks it */
+    bool last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (!last) return;
+    if (b->abandoned) clReleaseProgram(b->p);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+static void *bg_main(void *arg) {
+    bg_build *b = arg;
+    cl_int rc = clBuildProgram(b->p, 1, &b->d, b->options, NULL, NULL);
+    pthread_mutex_lock(&b->mu);
+    b->rc = rc, b->done = true;
+    pthread_cond_signal(&b->cv);
+    bg_unref(b);
+    return NULL;
+}
+
+/* clBuildProgram(p) bounded: CL_SUCCESS or its error, with *ended = false
+ * when the wait ended first (then p is no longer the caller's, and
+ * *interrupted says whether an interrupt or the timeout ended it). */
+static cl_int build_bounded(cl_program p, cl_device_id d, const char *options, double limit,
+                            bool *ended, bool *interrupted) {
+    *ended = true, *interrupted = false;
+    bg_build *b = calloc(1, sizeof *b);
+    pthread_attr_t attr;
+    pthread_t t;
+    if (!b || pthread_attr_init(&attr) != 0) {
+        free(b);
+        return clBuildProgram(p, 1, &d, options, NULL, NULL); /* unbounded, as before */
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->refs = 2, b->p = p, b->d = d, b->options = options;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* LLVM recurses deeply on large functions: the main thread's 8 MiB */
+    pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+    int started = pthread_create(&t, &attr, bg_main, b);
+    pthread_attr_destroy(&attr);
+    if (started != 0) {
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return clBuildProgram(p, 1, &d, options, NULL, NULL);
+    }
+    double end = mono_s() + limit;
+    pthread_mutex_lock(&b->mu);
+    while (!b->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L; /* the interrupt check's period, as a wait's */
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+        if (b->done) break;
+        pthread_mutex_unlock(&b->mu);
+        bool hit = ofl_interrupted(); /* may take the GIL: not with b->mu held */
+        pthread_mutex_lock(&b->mu);
+        if (b->done) break;
+        if (hit || mono_s() >= end) {
+            *ended = false, *interrupted = hit;
+            b->abandoned = true;
+            bg_unref(b);
+            return CL_BUILD_PROGRAM_FAILURE;
+        }
+    }
+    cl_int rc = b->rc;
+    bg_unref(b);
+    return rc;
+}
+
+/* The binary cache's key of SPIR-V for dev (ofl_bincache.c); false where
+ * the cache is off. The vectorizer's mode, which a user may set for Intel's
+ * runtime, changes the code the helper builds. */
+static bool binary_key(const ofl_device *dev, const void *il, size_t size, ofl_binkey *key) {
+    char platform[256] = "";
+    clGetPlatformInfo(dev->h.cl.platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
+    const char *mode = getenv("CL_CONFIG_CPU_VECTORIZER_MODE");
+    const char *parts[] = {"spirv", dev->info.name,  dev->info.driver_version, platform,
+                           "",      mode ? mode : ""};
+    return ofl_bincache_key(key, il, size, parts, sizeof parts / sizeof parts[0]);
+}
+
+/* A program of a device's own binary, built (no compiler runs); NULL with
+ * *rc and *call saying why not. */
+static cl_program from_binary(const ofl_device *dev, const unsigned char *b, size_t size,
+                              cl_int *rc, const char **call) {
+    cl_device_id d = dev->h.cl.id;
+    cl_int status = CL_SUCCESS;
+    *call = "clCreateProgramWithBinary";
+    cl_program p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, rc);
+    if (p && status != CL_SUCCESS) *rc = status;
+    if (p && *rc == CL_SUCCESS) {
+        *call = "clBuildProgram";
+        *rc = clBuildProgram(p, 1, &d, "", NULL, NULL);
+    }
+    if (p && *rc != CL_SUCCESS) {
+        clReleaseProgram(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* The program built for prog: its kernel and what a launch needs of it. */
+static int take_program(ofl_program *prog, cl_program p, ofl_error *err) {
     ofl_device *dev = prog->dev;
     const ofl_device_info *in = &dev->info;
     cl_device_id d = dev->h.cl.id;
-    cl_int rc = CL_SUCCESS;
-    /* SPIR-V that a helper process compiled comes back as a program binary */
-    unsigned char *built = NULL;
-    if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
-        size_t n = 0;
-        int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
-        if (st > 0) return st;
-        if (st == 0 && rc != CL_SUCCESS) {
-            st = build_failed(prog, rc, (char *)built, err);
-            free(built);
-            return st;
-        }
-        if (built) bin = built, size = n;
-    }
-    cl_program p;
-    const char *call;
-    if (kind == OFL_BIN_SPIRV && !built) {
-        call = "clCreateProgramWithIL";
-        p = create_with_il(dev, bin, size, &rc);
-    } else {
-        call = "clCreateProgramWithBinary";
-        const unsigned char *b = bin;
-        cl_int status = CL_SUCCESS;
-        p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, &rc);
-        if (p && status != CL_SUCCESS) {
-            clReleaseProgram(p);
-            p = NULL, rc = status;
-        }
-    }
-    free(built);
-    if (!p)
-        return ofl_fail(err, OFL_ERR_DEVICE,
-                        "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
-                        "with %s (%d)",
-                        prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
-    /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
-    rc =
-        clBuildProgram(p, 1, &d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", NULL, NULL);
-    if (rc != CL_SUCCESS) {
-        char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
-        int st = build_failed(prog, rc, log, err);
-        free(log);
-        clReleaseProgram(p);
-        return st;
-    }
+    cl_int rc;
     cl_kernel k = clCreateKernel(p, prog->name, &rc);
     if (!k) {
         int st;
@@ -733,8 +939,102 @@ static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, si
     return 0;
 }
 
-/* Queued launches hold their own references to the kernel. */
+enum { VECTORIZER_OFF = 1 }; /* a cached binary's flag: built so after a crash */
+
+static int cl_build(ofl_program *prog, ofl_binary_kind kind, const void *bin, size_t size,
+                    ofl_error *err) {
+    ofl_device *dev = prog->dev;
+    const ofl_device_info *in = &dev->info;
+    cl_device_id d = dev->h.cl.id;
+    cl_int rc = CL_SUCCESS;
+    double limit; /* its bad value is told here, at the first build */
+    int bad = ofl_build_timeout(&limit, err);
+    if (bad) return bad;
+    const char *call;
+    /* SPIR-V that a helper process compiles comes back as a program binary,
+     * kept on disk: a later process loads it, and starts no helper */
+    unsigned char *built = NULL;
+    if (kind == OFL_BIN_SPIRV && dev->h.cl.builder) {
+        ofl_binkey key;
+        bool keyed = binary_key(dev, bin, size, &key);
+        size_t n = 0;
+        uint32_t flags = 0;
+        unsigned char *hit = keyed ? ofl_bincache_load(&key, &n, &flags) : NULL;
+        if (hit) {
+            cl_program p = from_binary(dev, hit, n, &rc, &call);
+            free(hit);
+            if (p) {
+                prog->vectorizer_off = flags & VECTORIZER_OFF;
+                return take_program(prog, p, err);
+            }
+            ofl_bincache_drop(&key); /* another runtime's, or damaged: built again */
+        }
+        int st = ofl_buildproc_build(dev->h.cl.builder, prog, bin, size, &rc, &built, &n, err);
+        if (st > 0) return st;
+        if (st == 0 && rc != CL_SUCCESS) {
+            st = build_failed(prog, rc, (char *)built, err);
+            free(built);
+            return st;
+        }
+        if (built && keyed)
+            ofl_bincache_store(&key, built, n, prog->vectorizer_off ? VECTORIZER_OFF : 0);
+        if (built) bin = built, size = n;
+    }
+    cl_program p;
+    if (built) {
+        p = from_binary(dev, built, size, &rc, &call);
+        free(built);
+        if (!p && strcmp(call, "clBuildProgram") == 0) return build_failed(prog, rc, NULL, err);
+    } else if (kind == OFL_BIN_SPIRV) {
+        call = "clCreateProgramWithIL";
+        p = create_with_il(dev, bin, size, &rc);
+    } else {
+        call = "clCreateProgramWithBinary";
+        const unsigned char *b = bin;
+        cl_int status = CL_SUCCESS;
+        p = clCreateProgramWithBinary(dev->h.cl.ctx, 1, &d, &size, &b, &status, &rc);
+        if (p && status != CL_SUCCESS) {
+            clReleaseProgram(p);
+            p = NULL, rc = status;
+        }
+    }
+    if (!p)
+        return ofl_fail(err, OFL_ERR_DEVICE,
+                        "cannot build kernel '%s' for %s (%s): %s refused the %zu-byte binary "
+                        "with %s (%d)",
+                        prog->name, in->filter, in->name, call, size, cl_error_name(rc), rc);
+    if (!built) {
+        /* PoCL takes SPIR 1.2 bitcode through its OpenCL C front end */
+        bool ended, interrupted;
+        rc = build_bounded(p, d, kind == OFL_BIN_SPIR12 ? "-x spir -spir-std=1.2" : "", limit,
+                           &ended, &interrupted);
+        if (!ended && interrupted)
+            return ofl_fail(err, OFL_ERR_INTERRUPTED,
+                            "interrupted: the build of kernel '%s' for %s was left to end by "
+                            "itself (its compiler runs in this process and cannot be stopped)",
+                            prog->name, in->filter);
+        if (!ended)
+            return ofl_fail(err, OFL_ERR_DEVICE,
+                            "cannot build kernel '%s' for %s (%s): its OpenCL compiler, which runs "
+                            "in this process, did not finish in %g s (OFFLOAD_BUILD_TIMEOUT) and "
+                            "was left to end by itself",
+                            prog->name, in->filter, in->name, limit);
+        if (rc != CL_SUCCESS) {
+            char *log = program_str(p, d, CL_PROGRAM_BUILD_LOG);
+            int st = build_failed(prog, rc, log, err);
+            free(log);
+            clReleaseProgram(p);
+            return st;
+        }
+    }
+    return take_program(prog, p, err);
+}
+
+/* Queued launches hold their own references to the kernel. While PoCL may
+ * still be building at launch (watch_pending), the program is left to the
+ * process: its memory against a wait without end. */
 static void cl_program_release(ofl_program *prog) {
+    if (watch_pending(prog->dev)) return;
     if (prog->h.cl.kernel) clReleaseKernel(prog->h.cl.kernel);
     if (prog->h.cl.program) clReleaseProgram(prog->h.cl.program);
 }
@@ -758,7 +1058,10 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
         }
     }
     /* the kernel's own event: its profiling times are the kernel's alone */
-    cl_event *e = ev ? &ev->h.cl.first : NULL;
+    cl_event *e = ev ? &ev->h.cl.first : NULL, mine = NULL;
+    uint64_t shape = dev->h.cl.builds_at_launch ? launch_shape(g, l) : 0;
+    bool watched = dev->h.cl.builds_at_launch && !shape_seen(prog, shape);
+    if (watched && !e) e = &mine;
     if (dev->h.cl.drain) { /* it marks an emptiness that this launch ends */
         clReleaseEvent(dev->h.cl.drain);
         dev->h.cl.drain = NULL;
@@ -769,6 +1072,11 @@ static int cl_launch(ofl_program *prog, unsigned ndim, const size_t g[3], const 
                         "cannot launch kernel '%s' on %s (%s): clEnqueueNDRangeKernel failed "
                         "with %s (%d)",
                         prog->name, dev->info.filter, dev->info.name, cl_error_name(rc), rc);
+    if (watched) {
+        shape_add(prog, shape);
+        watch_add(dev, *e, prog->name);
+    }
+    if (mine) clReleaseEvent(mine);
     if (ev) ev->h.cl.last = ev->h.cl.first;
     return 0;
 }

@@ -1,6 +1,8 @@
 /* ofl_util: the error and string helpers every file of the runtime uses for
  * its messages. The bottom of offload/: it calls no other file here. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ofl_backend.h"
@@ -74,4 +76,20 @@ void ofl_append_log(ofl_error *err, const char *intro, const char *log) {
     } else {
         ofl_append(err, "%s%.*s", intro, (int)n, log);
     }
+}
+
+int ofl_build_timeout(double *seconds, ofl_error *err) {
+    const char *v = getenv("OFFLOAD_BUILD_TIMEOUT");
+    *seconds = OFL_BUILD_TIMEOUT_DEFAULT;
+    if (!v || !v[0]) return 0;
+    char *end = NULL;
+    double s = strtod(v, &end);
+    if (end == v || *end != '\0' || !isfinite(s) || s <= 0) {
+        return ofl_fail(err, OFL_ERR_INVALID,
+                        "OFFLOAD_BUILD_TIMEOUT=%.40s is not a number of seconds above 0 (it bounds "
+                        "each build of a kernel; unset, %g)",
+                        v, (double)OFL_BUILD_TIMEOUT_DEFAULT);
+    }
+    *seconds = s;
+    return 0;
 }

@@ -74,8 +74,11 @@ def env_without_icd_settings() -> dict:
 
 @pytest.fixture(scope="module")
 def plain_kernel(tmp_path_factory):
-    k = start_kernel(tmp_path_factory.mktemp("intel") / "kernel.stderr",
-                     extra_env=env_without_icd_settings())
+    # its own disk cache: builds that an earlier run kept (offload/ofl_bincache.c) would
+    # start no helper, and the tests here count helpers
+    tmp = tmp_path_factory.mktemp("intel")
+    k = start_kernel(tmp / "kernel.stderr",
+                     extra_env={**env_without_icd_settings(), "XDG_CACHE_HOME": str(tmp)})
     yield k
     k.shutdown()
 
@@ -215,7 +218,8 @@ def kernel_with_helper(tmp_path: Path, script: str):
     helper.write_text("#!/bin/sh\n" + script)
     helper.chmod(0o755)
     k = start_kernel(tmp_path / "kernel.stderr",
-                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(helper)})
+                     extra_env={**env_without_icd_settings(), "OFFLOAD_CLBUILD": str(helper),
+                                "XDG_CACHE_HOME": str(tmp_path)})
     try:
         yield k
     finally:
