@@ -198,7 +198,7 @@ def test_suite_file(platform, name, limit, tmp_path, device_of):
     settings = " ".join(f"{k}={v}" for k, v in PLATFORMS[platform].items() if v is not None)
     unset = " ".join(f"-u {k}" for k, v in PLATFORMS[platform].items() if v is None)
     again = (f"cd {SUITE} && env {unset} ARRAY_API_TESTS_MODULE=offload ARRAY_API_TESTS_VERSION=2024.12 "
-             f"{settings} PYTHONPATH={PYDIR} {' '.join(cmd[1:])}")
+             f"{settings} PYTHONPATH={PYDIR} {' '.join(cmd)}")
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True, timeout=limit)
