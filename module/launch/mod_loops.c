@@ -622,11 +622,17 @@ fail:
 
 /* A reduction's work-items: on a GPU enough to fill it, each accumulating
  * many iterations privately (JIT_LOOP_STRIDE); on a CPU device four runs per
- * core (JIT_LOOP_LANES, as the library's CPU reductions: each run one task
- * of the device's), each at least RUN_MIN iterations, which costs its task
- * more than it gains below that. *per: the iterations of a run, or the
- * stride. The partials (one per work-item) are combined on the host. */
+ * core (JIT_LOOP_LANES, JIT_LOOP_ACC, as the library's CPU reductions: each
+ * run one task of the device's), each at least RUN_MIN iterations, which
+ * costs its task more than it gains below that. *per: the iterations of a
+ * run, or the stride. The partials (one per work-item) are combined on the
+ * host (a CPU's) or by a second kernel (a GPU's). */
 #define RUN_MIN 4096
+/* ... and at most RUN_MAX: a run's loop of more than 65,536 trips (16
+ * iterations a trip) runs in its copy with the cancel check (jit_codegen.c),
+ * whose branch stops the vectorisers (Intel: a float32 sum of 2**24 in 8
+ * runs 52 ms, NumPy 6.7). */
+#define RUN_MAX (16 * 32768)
 static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssize_t total,
                                   Py_ssize_t *per) {
     const ofl_device_info *in = ofl_device_get_info(dev);
@@ -636,6 +642,7 @@ static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssiz
                          align = 4 * JIT_LOOP_LANES_WIDTH;
         Py_ssize_t runs = (total + RUN_MIN - 1) / RUN_MIN;
         if (runs > 4 * units) runs = 4 * units;
+        if (runs < (total + RUN_MAX - 1) / RUN_MAX) runs = (total + RUN_MAX - 1) / RUN_MAX;
         if (runs < 1) runs = 1;
         Py_ssize_t c = (total + runs - 1) / runs; /* whole vectors in each run but the last */
         c = c ? (c + align - 1) / align * align : align;
