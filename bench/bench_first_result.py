@@ -9,7 +9,9 @@ NUMBA_CACHE_DIR); warm: the same caches again, after a first run filled them.
     PYTHONPATH=<build>/python python3 bench/bench_first_result.py            # CPU devices
     PYTHONPATH=<build>/python python3 bench/bench_first_result.py --gpu      # + numba-cuda
 
-Peers in the same run where they are installed: numba-cuda (--gpu, with cache=True for
+bench/bench_warm_start.py breaks offload's own warm start down further (SPIR-V cache
+against binary cache, helper processes started). Peers in the same run where they are
+installed: numba-cuda (--gpu, with cache=True for
 its warm runs), numba-dpex (its own venv: --dpex-python PATH, see
 ../shared/tools/peer-numba-dpex.sh). Median of --runs processes per row.
 """
