@@ -122,7 +122,11 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         return;
     }
     if (!has_identity(op)) { /* min, max, argmin, argmax: the input's own type (bool as 0/1) */
-        t->acc = kind_of(in) == 'b' ? u8 : in;
+        /* bool in int32: min of bools in uint8 accumulators (the tree form,
+         * reduce_min_uint8_to_bool) sent PoCL 3.1's LLVM 15 into a loop in its
+         * code generation (SelectionDAG's known bits) on a cold cache: a
+         * test of min and max of bools never ended; in int32, 23 s cold */
+        t->acc = kind_of(in) == 'b' ? mod_dtype_find_borrowed('i', 4) : in;
         t->cast = NULL;
         t->out = default_out(op, in);
         return;
