@@ -15,22 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from offload_fixtures import device_filters, load_offload
+from offload_fixtures import load_offload
+from test_prange import on_each_device, rng  # noqa: F401  (an autouse fixture: every device)
 
 ol = load_offload()
 prange = ol.prange
-
-
-@pytest.fixture(autouse=True, params=device_filters(ol))
-def on_each_device(request):
-    before = ol.default_device()
-    ol.set_default_device(request.param)
-    yield request.param
-    ol.set_default_device(before)
-
-
-def rng():
-    return np.random.default_rng()
 
 
 @ol.jit
