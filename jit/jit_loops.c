@@ -385,7 +385,7 @@ out:
 /* Bodies of more ast nodes than this are not copied JIT_LOOP_LANES_WIDTH
  * times (JIT_LOOP_ACC): the copies would cost more compile time than the
  * vectors win. A sum is 7 nodes, a dot product 12. */
-#define UNROLL_MAX_NODES 60
+#define ACC_MAX_NODES 60
 
 /* ---- finding loops ---- */
 
@@ -556,7 +556,7 @@ static PyObject *take_loop(place *pl, PyObject *for_node, jit_loop_found found, 
     if (!(loop.targets = PyList_AsTuple(targets)) || analyse(&loop) < 0) goto out;
     PyObject *all = walk_list(loop.body);
     if (!all) goto out;
-    loop.unrollable = !loop.continues && PyList_GET_SIZE(all) <= UNROLL_MAX_NODES;
+    loop.unrollable = !loop.continues && PyList_GET_SIZE(all) <= ACC_MAX_NODES;
     Py_DECREF(all);
     /* the callback takes the loop (and frees it when it knew the loop already) */
     PyObject *reads = Py_NewRef(loop.reads), *reds = Py_NewRef(loop.reductions);
