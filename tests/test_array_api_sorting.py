@@ -438,6 +438,7 @@ result["bad"] = bad if pocl else "no PoCL device"
 """
 
 
+@pytest.mark.timeout(620)  # its child's own limit: on an empty cache PoCL builds every pass first
 def test_tiles_form_on_pocl(rng):
     """The GPU's pass (tiles in local memory) and exclusive scans (blocks), forced on PoCL's CPU
     device."""
