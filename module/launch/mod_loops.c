@@ -479,6 +479,17 @@ static bool is_number(PyObject *o) {
 }
 
 /* The loop's kernel for these kinds of values: refs[i] None for a parameter. */
+/* Direct access i of the loop (jit_loop.direct): its array's name, number of
+ * indices, axis and the dimension whose variable indexes it. */
+static void direct_at(const jit_loop *info, Py_ssize_t i, const char **arr, Py_ssize_t *nidx,
+                      Py_ssize_t *axis, int *dim) {
+    PyObject *t = PyTuple_GET_ITEM(info->direct, i);
+    *arr = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
+    *nidx = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 1));
+    *axis = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 2));
+    *dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(t, 3));
+}
+
 /* The Kernel of def (an ast.FunctionDef named name), its other names
  * resolved through globals; a loop's (l and form given) assumes the direct
  * accesses form proved in range. New reference, or NULL with an exception. */
@@ -513,10 +524,10 @@ static PyObject *kernel_from_def(PyObject *def, PyObject *globals, PyObject *fil
         const char *arr;
         Py_ssize_t nidx, axis;
         int dim;
-        if (form->in_range >> i & 1 &&
-            PyArg_ParseTuple(PyTuple_GET_ITEM(l->info.direct, i), "snni", &arr, &nidx, &axis, &dim))
-            jit_func_assume_in_range(jf, arr, (int)axis,
-                                     PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.targets, dim)));
+        if (!(form->in_range >> i & 1)) continue;
+        direct_at(&l->info, i, &arr, &nidx, &axis, &dim);
+        jit_func_assume_in_range(jf, arr, (int)axis,
+                                 PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.targets, dim)));
     }
     PyObject *k = mod_kernel_from_parsed(pyfunc, jf);
     Py_DECREF(pyfunc);
@@ -924,8 +935,7 @@ static unsigned in_range(const loop_run_state *r, PyObject *const *vals) {
         const char *arr;
         Py_ssize_t nidx, axis, a = -1;
         int d;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(info->direct, i), "snni", &arr, &nidx, &axis, &d))
-            return PyErr_Clear(), 0;
+        direct_at(info, i, &arr, &nidx, &axis, &d);
         for (Py_ssize_t k = 0; k < r->nreads && a < 0; k++)
             if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(info->reads, k), arr) == 0) a = k;
         if (a < 0 || !vals[a] || !mod_array_check(vals[a])) continue;
