@@ -122,11 +122,15 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         return;
     }
     if (!has_identity(op)) { /* min, max, argmin, argmax: the input's own type (bool as 0/1) */
-        /* bool in int32: min of bools in uint8 accumulators (the tree form,
-         * reduce_min_uint8_to_bool) sent PoCL 3.1's LLVM 15 into a loop in its
-         * code generation (SelectionDAG's known bits) on a cold cache: a
-         * test of min and max of bools never ended; in int32, 23 s cold */
-        t->acc = kind_of(in) == 'b' ? mod_dtype_find_borrowed('i', 4) : in;
+        /* bool and integers narrower than 32 bits in int32: min of bools in
+         * uint8 accumulators (the tree form, reduce_min_uint8_to_bool), and
+         * of int8 in int8 ones (the CPU form's sixteen, reduce_cpu_min_int8),
+         * sent PoCL 3.1's LLVM 15 into a loop in its code generation
+         * (SelectionDAG's known bits) on a cold cache, never ending; in int32
+         * they build in seconds, and every value of these types is exact */
+        char k = kind_of(in);
+        bool narrow = k == 'b' || ((k == 'i' || k == 'u') && mod_dtype_itemsize(in) < 4);
+        t->acc = narrow ? mod_dtype_find_borrowed('i', 4) : in;
         t->cast = NULL;
         t->out = default_out(op, in);
         return;
