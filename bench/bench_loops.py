@@ -15,7 +15,7 @@ costs. Each row is the median of --reps calls after a warm-up, ol.synchronize() 
 the clock; ratio = peer time / loop time (> 1: the loop is faster).
 
 Rows (n = 2**size float32 and float64 elements):
-  sum      total += x[i]                        peer x.sum()
+  sum      total += x[i]                        peer x.sum() (on a GPU also float(x.sum()))
   sum2d    the same over an (n/1024, 1024) view, two nested pranges   peer x.sum()
   min/max  m = min(m, x[i]) / max                peer x.min() / x.max()
   dot      s += x[i] * y[i]                     peer x @ y
@@ -186,8 +186,9 @@ class Peer:
         return self.xp.asarray(a)
 
 
-def row(name, dtype, n, ms, peer_ms, peer, kernel_ms=None):
+def row(name, dtype, n, ms, peer_ms, peer, kernel_ms=None, note=""):
     extra = f"  @ol.kernel {kernel_ms:8.3f} ms ({kernel_ms / ms:4.2f})" if kernel_ms else ""
+    extra += f"  ({note})" if note else ""
     print(f"  {name:8s} {np.dtype(dtype).name:8s} 2^{int(math.log2(n)):<3d} loop {ms:8.3f} ms  "
           f"{peer.name} {peer_ms:8.3f} ms  ratio {peer_ms / ms:5.2f}{extra}", flush=True)
 
@@ -214,7 +215,11 @@ def run_device(dev, sizes, reps, peer):
             want = h.astype(np.float64).sum()
             close(loop_sum(x), want, n, dtype)
             peer_sum = median_ms(lambda: px.sum(), reps, sync)
-            row("sum", dtype, n, median_ms(lambda: loop_sum(x), reps, sync), peer_sum, peer)
+            loop_ms = median_ms(lambda: loop_sum(x), reps, sync)
+            row("sum", dtype, n, loop_ms, peer_sum, peer)
+            if peer.gpu:  # the loop returns a host number; CuPy's x.sum() a device scalar
+                row("sum", dtype, n, loop_ms, median_ms(lambda: float(px.sum()), reps, sync),
+                    peer, note="peer float(x.sum())")
             m = x.reshape((n // 1024, 1024))
             close(loop_sum2d(m), want, n, dtype)
             row("sum2d", dtype, n, median_ms(lambda: loop_sum2d(m), reps, sync), peer_sum, peer)

@@ -202,28 +202,40 @@ void jit_loop_clear(jit_loop *loop);
  *   JIT_LOOP_LANES_WIDTH work-items take neighbouring iterations of each row
  *   of the block, so a vectorising compiler makes one vector of them, and
  *   each accumulates privately. Rows are found once per row, not per element.
- * - JIT_LOOP_STRIDE: a reduction on a GPU, grid-stride over the flattened
- *   iterations: each work-item accumulates privately.
+ * - JIT_LOOP_STRIDE: a reduction on a GPU, in work-groups of
+ *   JIT_LOOP_GROUP. A flat loop is walked grid-stride; a nest by rows, groups
+ *   of `lanes` work-items walking a row together, rows grid-stride. Each
+ *   work-item accumulates privately, then each work-group combines its
+ *   partials into its first work-item's (a tree through the partials array).
  * unit_steps: bit d set when dimension d steps by 1, compiled in so that
  * neighbouring iterations are seen to touch neighbouring elements. */
 typedef enum { JIT_LOOP_MAP, JIT_LOOP_LANES, JIT_LOOP_ACC, JIT_LOOP_STRIDE } jit_loop_shape;
-enum { JIT_LOOP_LANES_WIDTH = 16 };
+enum { JIT_LOOP_LANES_WIDTH = 16, JIT_LOOP_GROUP = 256 };
 
 typedef struct {
     jit_loop_shape shape;
     unsigned unit_steps;
     unsigned in_range; /* bit k: loop->direct[k] is in range on every trip */
+    unsigned lanes;    /* JIT_LOOP_STRIDE nests: work-items per row, a power of two <= 32 */
 } jit_loop_form;
 
 /* The loop's kernel as an ast.FunctionDef named name: parameters the item,
  * params (a tuple of str), then per dimension start and step; for the
  * reduction shapes then per dimension the trip count, the iterations per run
  * (JIT_LOOP_LANES, JIT_LOOP_ACC) or the number of work-items (JIT_LOOP_STRIDE), the total
- * trip count, one partials array per reduction (a partial per work-item) and
- * the initial values of min/max reductions. New reference, or NULL with a
+ * trip count, one partials array per reduction (a partial per work-item;
+ * JIT_LOOP_STRIDE leaves its group's in its first work-item's) and the
+ * initial values of min/max reductions. New reference, or NULL with a
  * Python exception. */
 PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
                           const char *name);
+
+/* The stride shape's second kernel for reduction operator op (a
+ * jit_reduction) as an ast.FunctionDef named _ofl_combine(item, part, n, S,
+ * out): one work-group of G work-items folds part[0], part[S], ...,
+ * part[(n - 1) * S] into out[0]. G and DT (the partials' scalar type) are
+ * globals the caller binds. New reference, or NULL with a Python exception. */
+PyObject *jit_loop_combine_kernel(char op);
 
 /* A kernel from an ast.FunctionDef (such as jit_loop_kernel's); globals
  * resolves the names that are not parameters. lines as for jit_loops_rewrite. */

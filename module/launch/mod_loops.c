@@ -370,6 +370,19 @@ static int finish(mod_loopctx *c) {
     return rc;
 }
 
+/* A quiet context on dev (NULL: where the arrays are). New reference. */
+static mod_loopctx *ctx_make(PyTypeObject *type, ofl_device *dev, bool boundscheck) {
+    mod_loopctx *c = (mod_loopctx *)type->tp_alloc(type, 0);
+    if (!c) return NULL;
+    c->device = dev;
+    c->boundscheck = boundscheck;
+    c->shown = PySet_New(NULL);
+    c->copies = PyList_New(0);
+    c->records = PyList_New(0);
+    if (!c->copies || !c->records || !c->shown) Py_CLEAR(c);
+    return c;
+}
+
 static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *names[] = {"device", "verbose", "on_record", "show", "boundscheck", NULL};
     PyObject *device = Py_None, *on_record = Py_None;
@@ -387,17 +400,11 @@ static PyObject *ctx_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                             show);
     ofl_device *dev = NULL;
     if (device != Py_None && mod_device_resolve(device, &dev) < 0) return NULL;
-    mod_loopctx *c = (mod_loopctx *)type->tp_alloc(type, 0);
+    mod_loopctx *c = ctx_make(type, dev, boundscheck);
     if (!c) return NULL;
-    c->device = dev;
     c->verbose = verbose;
     c->on_record = on_record != Py_None ? Py_NewRef(on_record) : NULL;
     c->show = form;
-    c->boundscheck = boundscheck;
-    c->shown = PySet_New(NULL);
-    c->copies = PyList_New(0);
-    c->records = PyList_New(0);
-    if (!c->copies || !c->records || !c->shown) Py_CLEAR(c);
     return (PyObject *)c;
 }
 
@@ -543,7 +550,8 @@ static int build_kernel(mod_loop *l, PyObject *refs, const jit_loop_form *form) 
     PyObject *def = NULL;
     int rc = -1;
     if (!params || !globals || !range || !prange ||
-        PyDict_SetItemString(globals, "__builtins__", builtins) < 0)
+        PyDict_SetItemString(globals, "__builtins__", builtins) < 0 ||
+        PyDict_SetItemString(globals, "_ofl_ol", offload) < 0) /* the template's */
         goto out;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(refs); i++) {
         PyObject *name = PyTuple_GET_ITEM(l->info.reads, i), *ref = PyTuple_GET_ITEM(refs, i);
@@ -602,7 +610,8 @@ static int partial_dtypes(mod_loop *l, PyObject *argv, Py_ssize_t first_partial,
     for (Py_ssize_t r = 0; r < nred; r++) {
         jit_type t;
         jit_error err;
-        if (mod_kernel_var_type(l->kernel, types, nargs, 1, l->form.shape == JIT_LOOP_LANES,
+        if (mod_kernel_var_type(l->kernel, types, nargs, 1,
+                                l->form.shape == JIT_LOOP_LANES || l->form.shape == JIT_LOOP_STRIDE,
                                 PyUnicode_AsUTF8(PyTuple_GET_ITEM(l->info.reductions, r)), &t,
                                 &err) < 0) {
             Py_DECREF(dts);
@@ -631,8 +640,9 @@ fail:
     return -1;
 }
 
-/* A reduction's work-items: on a GPU enough to fill it, each accumulating
- * many iterations privately (JIT_LOOP_STRIDE); on a CPU device four runs per
+/* A reduction's work-items: on a GPU enough to fill it twice over (and
+ * whole work-groups), each accumulating many iterations privately
+ * (JIT_LOOP_STRIDE); on a CPU device four runs per
  * core (JIT_LOOP_LANES, JIT_LOOP_ACC, as the library's CPU reductions: each
  * run one task of the device's), each at least RUN_MIN iterations, which
  * costs its task more than it gains below that. *per: the iterations of a
@@ -644,8 +654,9 @@ fail:
  * whose branch stops the vectorisers (Intel: a float32 sum of 2**24 in 8
  * runs 52 ms, NumPy 6.7). */
 #define RUN_MAX (16 * 32768)
-static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssize_t total,
-                                  Py_ssize_t *per) {
+static Py_ssize_t reduction_items(ofl_device *dev, const jit_loop_form *form,
+                                  const mod_shape *trips, Py_ssize_t total, Py_ssize_t *per) {
+    jit_loop_shape shape = form->shape;
     const ofl_device_info *in = ofl_device_get_info(dev);
     Py_ssize_t units = in->max_compute_units ? in->max_compute_units : 1;
     if (shape == JIT_LOOP_LANES || shape == JIT_LOOP_ACC) {
@@ -660,59 +671,29 @@ static Py_ssize_t reduction_items(ofl_device *dev, jit_loop_shape shape, Py_ssiz
         *per = c;
         return (total + c - 1) / c * W;
     }
-    Py_ssize_t w = units * 1024;
-    w = w < total ? w : (total > 0 ? total : 1);
+    /* an H200's 2^26 float32 sum: 97 us with 1024 work-items a unit, 81
+     * with 2048 (CuPy 86); by rows (a nest), 92 with 2048 and 84 with 4096 */
+    int nd = trips->ndim;
+    const Py_ssize_t G = JIT_LOOP_GROUP, most = units * (nd > 1 ? 4096 : 2048);
+    /* no more than the loop has work for: a nest's rows, `lanes` work-items
+     * each; 16 iterations a work-item of a flat loop (each work-item's
+     * partial costs the group's tree a store and loads) */
+    Py_ssize_t work = nd > 1 && trips->size[nd - 1]
+                          ? total / trips->size[nd - 1] * form->lanes
+                          : (total + 15) / 16;
+    Py_ssize_t w = (work + G - 1) / G * G;
+    w = w < G ? G : w > most ? most : w;
     *per = w;
     return w;
 }
 
 /* ---- a GPU's combine ----
- * On a GPU a reduction's partials (one per work-item: 135,168 on an H200)
- * are combined there, by a second kernel of one work-group, so that the
- * host reads back one value per reduction: reading all of them and
- * combining them on the host cost a loop 0.18 ms. One text per operator;
- * the JIT specialises it on the partials' scalar type (DT) and the group
- * size (G), compile-time globals. min and max keep a NaN, as NumPy's
- * minimum and maximum (which combined the partials before) do. */
-static const char *combine_step(char op) {
-    switch (op) {
-    case JIT_RED_ADD: return "a = a + v";
-    case JIT_RED_MUL: return "a = a * v";
-    case JIT_RED_MIN: return "a = v if (v < a) | (v != v) else a";
-    default: return "a = v if (v > a) | (v != v) else a";
-    }
-}
-
-static PyObject *combine_text(char op) {
-    const char *step = combine_step(op);
-    bool ident = op == JIT_RED_ADD || op == JIT_RED_MUL;
-    return PyUnicode_FromFormat("def _ofl_combine(item, part, n, out):\n"
-                                "    l = item.get_local_id(0)\n"
-                                "    a = part[min(l, n - 1)]\n"
-                                "%s"
-                                "    for k in range(l + G, n, G):\n"
-                                "        v = part[k]\n"
-                                "        %s\n"
-                                "    loc = ol.local_array(G, DT)\n"
-                                "    loc[l] = a\n"
-                                "    ol.group_barrier(item.get_group())\n"
-                                "    s = G // 2\n"
-                                "    while s > 0:\n"
-                                "        if l < s:\n"
-                                "            a = loc[l]\n"
-                                "            v = loc[l + s]\n"
-                                "            %s\n"
-                                "            loc[l] = a\n"
-                                "        ol.group_barrier(item.get_group())\n"
-                                "        s = s // 2\n"
-                                "    if l == 0:\n"
-                                "        out[0] = loc[0]\n",
-                                ident ? (op == JIT_RED_ADD ? "    if l >= n:\n        a = DT(0)\n"
-                                                           : "    if l >= n:\n        a = DT(1)\n")
-                                      : "",
-                                step, step);
-}
-
+ * On a GPU a reduction's partials (one per work-group of the loop's kernel)
+ * are combined there, by a second kernel of one work-group
+ * (jit_loop_combine_kernel), so that the host reads back one value per
+ * reduction: reading the partials and combining them on the host cost a
+ * loop 0.18 ms. The JIT specialises it on the partials' scalar type (DT)
+ * and the group size (G), compile-time globals. */
 static PyObject *combiners; /* (op, dtype, G) -> Kernel, for the process */
 
 /* The combine kernel for op over partials of dtype, groups of G. Borrowed. */
@@ -720,27 +701,21 @@ static PyObject *combiner(char op, PyObject *dtype, Py_ssize_t G) {
     PyObject *key = Py_BuildValue("(COn)", op, dtype, G), *k = NULL;
     if (!key || (!combiners && !(combiners = PyDict_New()))) goto out;
     if ((k = PyDict_GetItemWithError(combiners, key)) || PyErr_Occurred()) goto out;
-    PyObject *text = combine_text(op), *ast = PyImport_ImportModule("ast");
-    PyObject *tree = text && ast ? PyObject_CallMethod(ast, "parse", "O", text) : NULL;
-    PyObject *body = tree ? PyObject_GetAttrString(tree, "body") : NULL;
-    PyObject *lines = text ? PyUnicode_Splitlines(text, 0) : NULL;
+    PyObject *def = jit_loop_combine_kernel(op), *lines = PyList_New(0);
     PyObject *globals = PyDict_New(), *filename = PyUnicode_FromString("<offload loop combine>");
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *type = PyObject_GetAttrString(dtype, "type"), *g = PyLong_FromSsize_t(G);
-    if (body && lines && globals && filename && offload && type && g &&
+    if (def && lines && globals && filename && offload && type && g &&
         PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
         PyDict_SetItemString(globals, "ol", offload) == 0 &&
         PyDict_SetItemString(globals, "DT", type) == 0 &&
         PyDict_SetItemString(globals, "G", g) == 0) {
-        PyObject *made = kernel_from_def(PyList_GET_ITEM(body, 0), globals, filename, lines,
-                                         "_ofl_combine", NULL, NULL);
+        PyObject *made =
+            kernel_from_def(def, globals, filename, lines, "_ofl_combine", NULL, NULL);
         if (made && PyDict_SetItem(combiners, key, made) == 0) k = made;
         Py_XDECREF(made); /* the dict keeps it */
     }
-    Py_XDECREF(text);
-    Py_XDECREF(ast);
-    Py_XDECREF(tree);
-    Py_XDECREF(body);
+    Py_XDECREF(def);
     Py_XDECREF(lines);
     Py_XDECREF(globals);
     Py_XDECREF(filename);
@@ -760,14 +735,27 @@ static Py_ssize_t combine_group(ofl_device *dev) {
     return G;
 }
 
+/* The reductions' partials (a NumPy array) folded into one NumPy scalar:
+ * the one element itself, or NumPy's <op>.reduce (bound once: looking the
+ * method up was a third of a small loop's host time). Borrowed reducers
+ * live for the process. New reference. */
+static PyObject *fold_partials(char op, PyObject *partials) {
+    if (PyObject_Size(partials) == 1) return PySequence_GetItem(partials, 0);
+    static PyObject *reducers[4];
+    int which = op == JIT_RED_ADD ? 0 : op == JIT_RED_MUL ? 1 : op == JIT_RED_MIN ? 2 : 3;
+    if (!reducers[which]) {
+        static const char *const ufuncs[4] = {"add", "multiply", "minimum", "maximum"};
+        PyObject *uf = PyObject_GetAttrString(mod_numpy_borrowed(), ufuncs[which]);
+        reducers[which] = uf ? PyObject_GetAttrString(uf, "reduce") : NULL;
+        Py_XDECREF(uf);
+        if (!reducers[which]) return NULL;
+    }
+    return PyObject_CallOneArg(reducers[which], partials);
+}
+
+/* init (op) the partials: the reduction's value after the loop. */
 static PyObject *combine(char op, PyObject *init, PyObject *partials) {
-    const char *ufunc = op == JIT_RED_ADD   ? "add"
-                        : op == JIT_RED_MUL ? "multiply"
-                        : op == JIT_RED_MIN ? "minimum"
-                                            : "maximum";
-    PyObject *uf = PyObject_GetAttrString(mod_numpy_borrowed(), ufunc);
-    PyObject *part = uf ? PyObject_CallMethod(uf, "reduce", "O", partials) : NULL;
-    Py_XDECREF(uf);
+    PyObject *part = fold_partials(op, partials);
     if (!part) return NULL;
     PyObject *r;
     if (op == JIT_RED_ADD)
@@ -861,12 +849,36 @@ static int append_new(PyObject *list, PyObject *o) {
     return rc;
 }
 
+/* Dimension d's range from three ints of moderate size, as range() counts
+ * it, without making one (a small loop's host time); false where range()
+ * must judge (other types, a zero step, huge values). */
+static bool plain_range(loop_run_state *r, PyObject *ranges, int d) {
+    Py_ssize_t v[3];
+    for (int k = 0; k < 3; k++) {
+        PyObject *o = PyTuple_GET_ITEM(ranges, 3 * d + k);
+        int overflow;
+        long long x = PyLong_CheckExact(o) ? PyLong_AsLongLongAndOverflow(o, &overflow) : 0;
+        if (!PyLong_CheckExact(o) || overflow || x > (1LL << 60) || x < -(1LL << 60)) return false;
+        v[k] = (Py_ssize_t)x;
+    }
+    Py_ssize_t start = v[0], stop = v[1], step = v[2], n;
+    if (step == 0) return false;
+    n = step > 0 ? (stop - start + step - 1) / step : (start - stop - step - 1) / -step;
+    r->start[d] = start, r->stop[d] = stop, r->step[d] = step;
+    r->shape.size[d] = n > 0 ? n : 0;
+    return true;
+}
+
 /* The ranges (start, stop, step per dimension) as Python's range() reads them. */
 static int run_ranges(loop_run_state *r, PyObject *ranges) {
     PyObject *range = PyDict_GetItemString(PyEval_GetBuiltins(), "range"); /* borrowed */
     r->shape = (mod_shape){.ndim = r->l->info.ndim};
     r->total = 1;
     for (int d = 0; d < r->shape.ndim; d++) {
+        if (plain_range(r, ranges, d)) {
+            r->total *= r->shape.size[d];
+            continue;
+        }
         PyObject *slice = PyTuple_GetSlice(ranges, 3 * d, 3 * d + 3);
         PyObject *rg = slice ? PyObject_Call(range, slice, NULL) : NULL;
         Py_XDECREF(slice);
@@ -966,6 +978,9 @@ static int run_params(loop_run_state *r) {
         if (r->step[d] == 1) r->form.unit_steps |= 1u << d;
     if (r->form.shape == JIT_LOOP_ACC && !(r->form.unit_steps >> (r->shape.ndim - 1) & 1))
         r->form.shape = JIT_LOOP_LANES;
+    if (r->form.shape == JIT_LOOP_STRIDE && r->shape.ndim > 1) /* a row's lanes: up to a warp */
+        for (r->form.lanes = 1; r->form.lanes < 32 && r->form.lanes < r->shape.size[r->shape.ndim - 1];)
+            r->form.lanes *= 2;
     PyObject *refs = PyTuple_New(r->nreads);
     PyObject **vals = PyMem_Calloc((size_t)r->nreads + 1, sizeof *vals); /* borrowed */
     if (!refs || !vals) {
@@ -1030,7 +1045,7 @@ static PyObject *scratch(mod_loop *l, Py_ssize_t slot, ofl_device *dev, PyObject
  * min/max reductions' initial values. */
 static int run_partials(loop_run_state *r) {
     const mod_loop *l = r->l;
-    Py_ssize_t per, w = reduction_items(r->dev, r->form.shape, r->total, &per);
+    Py_ssize_t per, w = reduction_items(r->dev, &r->form, &r->shape, r->total, &per);
     for (int d = 0; d < r->shape.ndim; d++)
         if (append_new(r->argv, PyLong_FromSsize_t(r->shape.size[d])) < 0) return -1;
     if (append_new(r->argv, PyLong_FromSsize_t(per)) < 0 ||
@@ -1052,6 +1067,7 @@ static int run_partials(loop_run_state *r) {
     if (r->form.shape == JIT_LOOP_LANES)
         r->shape.nd = true, r->shape.local[0] = JIT_LOOP_LANES_WIDTH;
     if (r->form.shape != JIT_LOOP_STRIDE) return 0;
+    r->shape.nd = true, r->shape.local[0] = JIT_LOOP_GROUP;
     if (!(r->outs = PyTuple_New(r->nred))) return -1;
     for (Py_ssize_t i = 0; i < r->nred; i++) {
         PyObject *o = scratch(r->l, 2 * i + 1, r->dev, PyTuple_GET_ITEM(l->part_dtypes, i), 1);
@@ -1061,21 +1077,24 @@ static int run_partials(loop_run_state *r) {
     return 0;
 }
 
-/* JIT_LOOP_STRIDE: each reduction's partials combined on the device. */
+/* JIT_LOOP_STRIDE: each reduction's partials, one per work-group (its
+ * first work-item's), combined on the device. */
 static int run_combines(loop_run_state *r) {
     Py_ssize_t G = combine_group(r->dev);
     mod_shape range = {.ndim = 1, .nd = true, .size = {G}, .local = {G}};
-    PyObject *n = PyLong_FromSsize_t(r->shape.size[0]);
-    int rc = n ? 0 : -1;
+    PyObject *n = PyLong_FromSsize_t(r->shape.size[0] / JIT_LOOP_GROUP),
+             *S = PyLong_FromLong(JIT_LOOP_GROUP);
+    int rc = n && S ? 0 : -1;
     for (Py_ssize_t i = 0; rc == 0 && i < r->nred; i++) {
         PyObject *part = PyList_GET_ITEM(r->argv, r->first_partial + i);
         PyObject *k = combiner(r->l->info.red_ops[i], PyTuple_GET_ITEM(r->l->part_dtypes, i), G);
-        PyObject *args[] = {part, n, PyTuple_GET_ITEM(r->outs, i)};
-        PyObject *ev = k ? mod_kernel_launch(k, &range, args, 3, false) : NULL;
+        PyObject *args[] = {part, n, S, PyTuple_GET_ITEM(r->outs, i)};
+        PyObject *ev = k ? mod_kernel_launch(k, &range, args, 4, false) : NULL;
         rc = ev ? 0 : -1;
         Py_XDECREF(ev);
     }
     Py_XDECREF(n);
+    Py_XDECREF(S);
     return rc;
 }
 
@@ -1177,7 +1196,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     mod_loopctx *temp =
         NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
     if (!(r.c = current) &&
-        !(r.c = temp = (mod_loopctx *)PyObject_CallNoArgs((PyObject *)&LoopCtxType)))
+        !(r.c = temp = ctx_make(&LoopCtxType, NULL, false)))
         return NULL;
     PyObject *result = NULL;
     if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 &&
@@ -1295,11 +1314,7 @@ out:
 
 static PyObject *jitfn_call(mod_jitfn *j, PyObject *args, PyObject *kw) {
     if (!j->compiled && !(j->compiled = jit_prepare(j->pyfunc))) return NULL;
-    PyObject *none = PyTuple_New(0),
-             *ckw = Py_BuildValue("{s:O}", "boundscheck", j->boundscheck ? Py_True : Py_False);
-    PyObject *ctx = none && ckw ? PyObject_Call((PyObject *)&LoopCtxType, none, ckw) : NULL;
-    Py_XDECREF(none);
-    Py_XDECREF(ckw);
+    PyObject *ctx = (PyObject *)ctx_make(&LoopCtxType, NULL, j->boundscheck);
     if (!ctx) return NULL;
     PyObject *entered = ctx_enter((mod_loopctx *)ctx, NULL);
     Py_XDECREF(entered);
