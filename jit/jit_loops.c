@@ -872,8 +872,8 @@ static void group_tree_text(text *t, const jit_loop *loop) {
             const char *s = str_at(loop->reductions, r);
             char a[300], v[300];
             snprintf(a, sizeof a, "_ofl_a_%s", s), snprintf(v, sizeof v, "_ofl_v_%s", s);
-            put(t, "        %s = _ofl_p_%s[_ofl_g]\n        %s = _ofl_p_%s[_ofl_g + %d]\n", a, s,
-                v, s, h);
+            put(t, "        %s = _ofl_p_%s[_ofl_g]\n        %s = _ofl_p_%s[_ofl_g + %d]\n", a, s, v,
+                s, h);
             put_step(t, 8, loop->red_ops[r], a, v);
             put(t, "        _ofl_p_%s[_ofl_g] = %s\n", s, a);
         }

@@ -678,9 +678,8 @@ static Py_ssize_t reduction_items(ofl_device *dev, const jit_loop_form *form,
     /* no more than the loop has work for: a nest's rows, `lanes` work-items
      * each; 16 iterations a work-item of a flat loop (each work-item's
      * partial costs the group's tree a store and loads) */
-    Py_ssize_t work = nd > 1 && trips->size[nd - 1]
-                          ? total / trips->size[nd - 1] * form->lanes
-                          : (total + 15) / 16;
+    Py_ssize_t work = nd > 1 && trips->size[nd - 1] ? total / trips->size[nd - 1] * form->lanes
+                                                    : (total + 15) / 16;
     Py_ssize_t w = (work + G - 1) / G * G;
     w = w < G ? G : w > most ? most : w;
     *per = w;
@@ -710,8 +709,7 @@ static PyObject *combiner(char op, PyObject *dtype, Py_ssize_t G) {
         PyDict_SetItemString(globals, "ol", offload) == 0 &&
         PyDict_SetItemString(globals, "DT", type) == 0 &&
         PyDict_SetItemString(globals, "G", g) == 0) {
-        PyObject *made =
-            kernel_from_def(def, globals, filename, lines, "_ofl_combine", NULL, NULL);
+        PyObject *made = kernel_from_def(def, globals, filename, lines, "_ofl_combine", NULL, NULL);
         if (made && PyDict_SetItem(combiners, key, made) == 0) k = made;
         Py_XDECREF(made); /* the dict keeps it */
     }
@@ -979,7 +977,8 @@ static int run_params(loop_run_state *r) {
     if (r->form.shape == JIT_LOOP_ACC && !(r->form.unit_steps >> (r->shape.ndim - 1) & 1))
         r->form.shape = JIT_LOOP_LANES;
     if (r->form.shape == JIT_LOOP_STRIDE && r->shape.ndim > 1) /* a row's lanes: up to a warp */
-        for (r->form.lanes = 1; r->form.lanes < 32 && r->form.lanes < r->shape.size[r->shape.ndim - 1];)
+        for (r->form.lanes = 1;
+             r->form.lanes < 32 && r->form.lanes < r->shape.size[r->shape.ndim - 1];)
             r->form.lanes *= 2;
     PyObject *refs = PyTuple_New(r->nreads);
     PyObject **vals = PyMem_Calloc((size_t)r->nreads + 1, sizeof *vals); /* borrowed */
@@ -1195,9 +1194,7 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
                             r.nreads + r.nred);
     mod_loopctx *temp =
         NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
-    if (!(r.c = current) &&
-        !(r.c = temp = ctx_make(&LoopCtxType, NULL, false)))
-        return NULL;
+    if (!(r.c = current) && !(r.c = temp = ctx_make(&LoopCtxType, NULL, false))) return NULL;
     PyObject *result = NULL;
     if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 &&
         run_params(&r) == 0 && (!r.nred || run_partials(&r) == 0) &&
