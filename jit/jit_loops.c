@@ -1019,19 +1019,31 @@ static PyObject *renamed_body(const jit_loop *loop, int u) {
     return body;
 }
 
-PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
-                          const char *name) {
-    if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) return NULL;
-    text t = {0};
-    kernel_text(&t, loop, params, form, name);
-    if (t.oom) {
-        free(t.s);
+/* The one function definition of a template's text (t is freed): a new
+ * reference, or NULL with a Python exception. */
+static PyObject *parsed_def(text *t) {
+    if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) {
+        free(t->s);
+        return NULL;
+    }
+    if (t->oom) {
+        free(t->s);
         return PyErr_NoMemory();
     }
-    PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", t.s);
-    free(t.s);
+    PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", t->s);
+    free(t->s);
     PyObject *body = tree ? get(tree, "body") : NULL;
     PyObject *def = body && PyList_GET_SIZE(body) == 1 ? Py_NewRef(PyList_GET_ITEM(body, 0)) : NULL;
+    Py_XDECREF(tree);
+    Py_XDECREF(body);
+    return def;
+}
+
+PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
+                          const char *name) {
+    text t = {0};
+    kernel_text(&t, loop, params, form, name);
+    PyObject *def = parsed_def(&t);
     PyObject *stmts = def ? get(def, "body") : NULL;
     PyObject *bodies[1 + JIT_LOOP_LANES_WIDTH] = {NULL};
     int nbodies = form->shape == JIT_LOOP_ACC ? 1 + JIT_LOOP_LANES_WIDTH : 1;
@@ -1042,28 +1054,15 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop
         Py_CLEAR(def);
     if (!def && !PyErr_Occurred())
         PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
-    Py_XDECREF(tree);
-    Py_XDECREF(body);
     Py_XDECREF(stmts);
     for (int u = 0; u < nbodies; u++) Py_XDECREF(bodies[u]);
     return def;
 }
 
 PyObject *jit_loop_combine_kernel(char op) {
-    if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) return NULL;
     text t = {0};
     combine_text(&t, op);
-    if (t.oom) {
-        free(t.s);
-        return PyErr_NoMemory();
-    }
-    PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", t.s);
-    free(t.s);
-    PyObject *body = tree ? get(tree, "body") : NULL;
-    PyObject *def = body ? Py_NewRef(PyList_GET_ITEM(body, 0)) : NULL;
-    Py_XDECREF(tree);
-    Py_XDECREF(body);
-    return def;
+    return parsed_def(&t);
 }
 
 int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,
