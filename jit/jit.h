@@ -143,6 +143,12 @@ int jit_compile(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
                 unsigned flags, jit_artifact *out, jit_error *err);
 void jit_artifact_free(jit_artifact *a);
 
+/* What identifies this build's compiler in the disk cache's keys: a hash of
+ * the sources of the JIT and the runtime, made by the build
+ * (jit/jit_build_key.h), so that a changed compiler never serves an entry
+ * an older one wrote. 16 hex digits. */
+const char *jit_build_key(void);
+
 /* "(float32, array(float32, 1d, C)) over Range(1d)"; nd: NdRange */
 void jit_signature_str(const jit_type *args, int nargs, int range_ndim, bool nd, char *buf,
                        size_t len);

@@ -5,12 +5,11 @@
 #include <time.h>
 
 #include "config.h"
+#include "jit/jit_build_key.h"
 #include "jit_cache.h"
 #include "jit_codegen.h"
 
-/* Bump when generated code changes for the same source and types: old disk
- * entries then stop matching. */
-#define JIT_CODE_VERSION "21"
+const char *jit_build_key(void) { return JIT_BUILD_KEY; }
 
 static double now_ms(void) {
     struct timespec ts;
@@ -88,7 +87,7 @@ static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int 
 }
 
 /* The disk cache key: every input of the build. The compiler (offload, the
- * JIT's code version, LLVM), the signature (argument types with their layouts,
+ * build's key of its sources, LLVM), the signature (argument types with their layouts,
  * range rank, Range or NdRange), the target (launch bounds too) and device, the options
  * (boundscheck), the function's qualified name and symbol (two functions with
  * one body, say a module's vadd and a vadd defined inside a function, are two
@@ -103,7 +102,7 @@ static int cache_key(const jit_func *f, const jit_type *args, int nargs, int ran
         key, len,
         "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu bounds %d %d|"
         "%s|%s|%s|name %s|entry %s|",
-        PACKAGE_VERSION, JIT_CODE_VERSION, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
+        PACKAGE_VERSION, JIT_BUILD_KEY, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
         (int)t->fp64, (int)t->atomic64, t->local_mem, t->max_threads, t->min_blocks,
         t->device ? t->device : "", (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "",
         (flags & JIT_CANCEL) ? "cancel" : "", f->name, entry);

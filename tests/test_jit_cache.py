@@ -13,7 +13,9 @@ the kernels in a module file of their own (a kernel needs its source file).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import textwrap
 import threading
 from pathlib import Path
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offload_fixtures import CPU_FILTER, load_offload, run_python
+from offload_fixtures import BUILDDIR, CPU_FILTER, REPO, extension_path, load_offload, run_python
 
 _ol = load_offload()  # a missing extension is a failure, not a skip
 
@@ -99,6 +101,11 @@ class Env:
         return run_python(code, env=full_env, timeout=120)
 
     def files(self) -> list[Path]:
+        """The JIT's entries: the built binaries in bin/ (Intel's runtime) are
+        tests/test_binary_cache.py's."""
+        return sorted(self.cache.glob("*.oflc")) if self.cache.exists() else []
+
+    def all_files(self) -> list[Path]:
         return sorted(p for p in self.cache.rglob("*") if p.is_file()) if self.cache.exists() else []
 
 
@@ -227,7 +234,7 @@ def test_cache_off_writes_nothing_and_reads_nothing(env):
     r = env.run(env={"OFFLOAD_CACHE": "0"})
     assert r["y"] == expected()
     assert stats(r) == (1, 0, 0)
-    assert env.files() == [], f"OFFLOAD_CACHE=0 wrote {env.files()}"
+    assert env.all_files() == [], f"OFFLOAD_CACHE=0 wrote {env.all_files()}"
     # with entries present, OFFLOAD_CACHE=0 does not read them either
     assert stats(env.run()) == (1, 0, 0)
     assert env.files()
@@ -398,3 +405,44 @@ def test_bad_entries_are_rebuilt_with_a_debug_line(env, how):
     entry.write_bytes(b"short")
     r = run_vadd(env, ["module"])
     assert r["y"] == [VADD] and "offload: cache" not in r["stderr"]
+
+
+# ---------------------------------------------------------------- the build's key
+
+
+def test_the_build_key_is_the_hash_of_the_compilers_sources():
+    """The disk entries' compiler key comes from the build (jit/jit_build_key.h):
+    SHA-256 over the JIT's and the runtime's sources, each file's path and bytes,
+    so that any change to them (and a rebuild) makes a new key."""
+    header = (BUILDDIR / "jit" / "jit_build_key.h").read_text()
+    files = re.findall(r"^ \* (\S+)$", header, re.M)
+    assert "jit/jit_codegen.c" in files and "jit/jit_compile.c" in files, files
+    assert "offload/ofl_program.c" in files and "offload/ofl_bincache.c" in files, files
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.encode() + b"\n" + (REPO / f).read_bytes())
+    key = digest.hexdigest()[:16]
+    assert f'#define JIT_BUILD_KEY "{key}"' in header, "jit_build_key.h is older than the sources"
+    assert _ol._jit_build_key == key
+
+
+def test_a_changed_compiler_never_serves_an_old_entry(env, tmp_path):
+    """The same extension with another build key (its bytes patched, as a rebuilt
+    compiler would differ) misses every entry the first one wrote, and the first
+    one still finds its own."""
+    report = 'result["key"] = ol._jit_build_key\n'
+    first = env.run(report)
+    assert stats(first) == (1, 0, 0) and stats(env.run(report)) == (0, 0, 1)
+    so = extension_path()
+    old = first["key"].encode()
+    new = hashlib.sha256(old).hexdigest()[:16].encode()
+    data = so.read_bytes()
+    assert data.count(old) >= 1, "the build key is not in the extension's bytes"
+    patched = tmp_path / "patched"
+    patched.mkdir()
+    (patched / so.name).write_bytes(data.replace(old, new))
+    other = env.run(report, env={"PYTHONPATH": str(patched)})
+    assert other["key"] == new.decode(), "the child did not load the patched extension"
+    assert other["y"] == expected()
+    assert stats(other) == (1, 0, 0), "an entry written by another build was served"
+    assert stats(env.run(report)) == (0, 0, 1)
