@@ -145,7 +145,7 @@ void jit_artifact_free(jit_artifact *a);
 
 /* What identifies this build's compiler in the disk cache's keys: a hash of
  * the sources of the JIT and the runtime, made by the build
- * (jit/jit_build_key.h), so that a changed compiler never serves an entry
+ * (offload/ofl_build_key.h), so that a changed compiler never serves an entry
  * an older one wrote. 16 hex digits. */
 const char *jit_build_key(void);
 

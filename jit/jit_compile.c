@@ -5,11 +5,11 @@
 #include <time.h>
 
 #include "config.h"
-#include "jit/jit_build_key.h"
+#include "offload/ofl_build_key.h"
 #include "jit_cache.h"
 #include "jit_codegen.h"
 
-const char *jit_build_key(void) { return JIT_BUILD_KEY; }
+const char *jit_build_key(void) { return OFL_BUILD_KEY; }
 
 static double now_ms(void) {
     struct timespec ts;
@@ -102,7 +102,7 @@ static int cache_key(const jit_func *f, const jit_type *args, int nargs, int ran
         key, len,
         "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu bounds %d %d|"
         "%s|%s|%s|name %s|entry %s|",
-        PACKAGE_VERSION, JIT_BUILD_KEY, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
+        PACKAGE_VERSION, OFL_BUILD_KEY, OFFLOAD_LLVM_VERSION, sig, (int)t->form, t->sm,
         (int)t->fp64, (int)t->atomic64, t->local_mem, t->max_threads, t->min_blocks,
         t->device ? t->device : "", (flags & JIT_BOUNDSCHECK) ? "boundscheck" : "",
         (flags & JIT_CANCEL) ? "cancel" : "", f->name, entry);

@@ -114,7 +114,7 @@ PyMODINIT_FUNC PyInit_offload(void) {
         PyModule_AddObjectRef(m, "Device", (PyObject *)&mod_DeviceType) < 0 ||
         PyModule_AddObjectRef(m, "ndarray", (PyObject *)&mod_ArrayType) < 0 ||
         PyModule_AddStringConstant(m, "__version__", PACKAGE_VERSION) < 0 ||
-        PyModule_AddStringConstant(m, "_jit_build_key", jit_build_key()) < 0 ||
+        PyModule_AddStringConstant(m, "_build_key", jit_build_key()) < 0 ||
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
         mod_create_add_functions(m) < 0 || mod_dlpack_init(m) < 0 || mod_pickle_init(m) < 0 ||
         mod_kernel_add_functions(m) < 0 || mod_range_add_functions(m) < 0 ||

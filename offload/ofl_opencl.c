@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "jit/jit_build_key.h"
+#include "offload/ofl_build_key.h"
 #include "ofl_backend.h"
 
 /* Extension queries, defined here because older cl_ext.h may lack them. */
@@ -876,14 +876,14 @@ static cl_int build_bounded(cl_program p, cl_device_id d, const char *options, d
 /* The binary cache's key of SPIR-V for dev (ofl_bincache.c); false where
  * the cache is off. The vectorizer's mode, which a user may set for Intel's
  * runtime, changes the code the helper builds; the build's key of the
- * runtime's sources (jit/jit_build_key.h, a macro: no call into the JIT)
- * covers how this code asks for the build. */
+ * runtime's and the JIT's sources (offload/ofl_build_key.h, made by the
+ * build) covers how this code asks for the build. */
 static bool binary_key(const ofl_device *dev, const void *il, size_t size, ofl_binkey *key) {
     char platform[256] = "";
     clGetPlatformInfo(dev->h.cl.platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
     const char *mode = getenv("CL_CONFIG_CPU_VECTORIZER_MODE");
     const char *parts[] = {"spirv",          dev->info.name, dev->info.driver_version, platform, "",
-                           mode ? mode : "", JIT_BUILD_KEY};
+                           mode ? mode : "", OFL_BUILD_KEY};
     return ofl_bincache_key(key, il, size, parts, sizeof parts / sizeof parts[0]);
 }
 

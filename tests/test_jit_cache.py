@@ -411,10 +411,10 @@ def test_bad_entries_are_rebuilt_with_a_debug_line(env, how):
 
 
 def test_the_build_key_is_the_hash_of_the_compilers_sources():
-    """The disk entries' compiler key comes from the build (jit/jit_build_key.h):
+    """The disk entries' compiler key comes from the build (offload/ofl_build_key.h):
     SHA-256 over the JIT's and the runtime's sources, each file's path and bytes,
     so that any change to them (and a rebuild) makes a new key."""
-    header = (BUILDDIR / "jit" / "jit_build_key.h").read_text()
+    header = (BUILDDIR / "offload" / "ofl_build_key.h").read_text()
     files = re.findall(r"^ \* (\S+)$", header, re.M)
     assert "jit/jit_codegen.c" in files and "jit/jit_compile.c" in files, files
     assert "offload/ofl_program.c" in files and "offload/ofl_bincache.c" in files, files
@@ -422,15 +422,15 @@ def test_the_build_key_is_the_hash_of_the_compilers_sources():
     for f in files:
         digest.update(f.encode() + b"\n" + (REPO / f).read_bytes())
     key = digest.hexdigest()[:16]
-    assert f'#define JIT_BUILD_KEY "{key}"' in header, "jit_build_key.h is older than the sources"
-    assert _ol._jit_build_key == key
+    assert f'#define OFL_BUILD_KEY "{key}"' in header, "ofl_build_key.h is older than the sources"
+    assert _ol._build_key == key
 
 
 def test_a_changed_compiler_never_serves_an_old_entry(env, tmp_path):
     """The same extension with another build key (its bytes patched, as a rebuilt
     compiler would differ) misses every entry the first one wrote, and the first
     one still finds its own."""
-    report = 'result["key"] = ol._jit_build_key\n'
+    report = 'result["key"] = ol._build_key\n'
     first = env.run(report)
     assert stats(first) == (1, 0, 0) and stats(env.run(report)) == (0, 0, 1)
     so = extension_path()
