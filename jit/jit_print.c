@@ -1,13 +1,10 @@
 /* jit_print: how print() in a kernel shows bools and floats, built in LLVM IR.
  *
- * The device's printf has no repr(), so bools are a %s into a table of words
- * and floats are as Python shows them: the shortest digits that read back as
- * the same value, laid out as repr() does for float64 and as NumPy's str()
- * does for float32 ("0.1", "1.0", "1e+16", "-2.5e-07", "inf", "nan"). Those
- * digits vary in length, so a float is six conversions, "%s%.0ld%s%.0ld%s%.0ld":
- * a prefix word, the digits before the point, a point with leading zeros, the
- * digits after it, "e+" (or "e+0") and the exponent -- a %.0 conversion of 0
- * prints nothing, which drops the parts a value's form does not have.
+ * Bools are a %s into a table of words. Floats are the shortest digits that
+ * read back as the same value, laid out as repr() does for float64 and as
+ * NumPy's str() for float32, in six printf conversions "%s%.0ld%s%.0ld%s%.0ld"
+ * (a %.0 conversion of 0 prints nothing, which drops the parts a form lacks).
+ * The algorithm and the layout: docs/float-printing.md
  *
  * Called by jit_codegen.c's print() (jit_codegen.h); builds through
  * jit_target.c. */
@@ -278,12 +275,9 @@ static LLVMValueRef reads_back(rb *r, LLVMValueRef Mc, LLVMValueRef dc, LLVMValu
 
 /* The formatter {i64 x 6} ofl_repr_f64/f32(double x): the six printf
  * arguments of x (the words as offsets into the words table). f32: x holds a
- * float32, whose digits and interval are float32's.
- *
- * Shortest digits: for p = 1, 2, ... digits, the p-digit decimal nearest to
- * x (or its other neighbour) is taken when it reads back as x, judged in
- * double-double with a margin, so that a near-tie costs a digit more rather
- * than a value that reads back differently; 17 (9) digits always do. */
+ * float32, whose digits and interval are float32's. Digits: the first p at
+ * which the nearest p-digit decimal, or its other neighbour, reads back as x
+ * (17, 9 for float32, always do); docs/float-printing.md. */
 static LLVMValueRef repr_fn(jit_tgt *t, bool f32) {
     if (t->repr[f32]) return t->repr[f32];
     LLVMTypeRef i64 = LLVMInt64TypeInContext(t->ctx), i32 = LLVMInt32TypeInContext(t->ctx),

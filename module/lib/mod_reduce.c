@@ -5,39 +5,19 @@
  * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
  * through mod_lib_array_kernels.
  *
- * Every reduction runs as generated JIT kernels (mod_gen): one Python text
- * per (operation, accumulator dtype, result dtype), specialised by the JIT
- * per input dtype and cached like user kernels. The kernel sees the input
- * as a 1-D view of the memory that holds it and gets the layout as numbers:
- * the kept axes merged into at most two (p, q), the reduced ones into at
- * most three walked in C order (k). So any strides, negative ones too, and
- * any shape reuse one compiled kernel per dtype.
- *
- * On a GPU one kernel design serves every shape (a CPU device takes runs of
- * contiguous elements in a form of its own: "the CPU form" below): a 1-D NdRange of work-groups of
- * 256 work-items, each group nq outputs by nk work-items (nq * nk = 256). A work-item strides
- * through its output's k range with 16 private accumulators (16 loads in flight), then the nk
- * work-items of an output combine theirs in a tree in local memory. When the reduced axis is the
- * innermost, an output's work-items are neighbours (coalesced along k);
- * otherwise its outputs are (coalesced along q; nk = 1 is one work-item per
- * output). When there are too few outputs to fill the device, k is also
- * split over nsplit groups per output that write partials, and a second
- * launch of the same kernel reduces those. The partials live in a scratch
- * array kept per device and dtype, so nothing is freed (freeing waits for
- * the queue) and nothing waits: both launches are queued on the device's
- * in-order queue and the call returns. On an H100 a float32 sum of 2**28
- * elements runs at 0.92-0.94x CuPy's time (2.8-2.9 TB/s).
- *
- * Sums accumulate in int64 / uint64 / float64 / complex128 (float32 and
- * complex64 on a device without float64): per work-item partials, the 16 accumulators and a
- * log2-depth tree are at least as accurate as NumPy's pairwise sum. argmin and argmax carry (value,
- * index) pairs and keep the smallest index among equal values; NaN wins (the first NaN), as in
- * NumPy. Complex values order lexicographically (real parts first), as NumPy's.
- *
- * Layouts the kernel cannot describe (more than two groups of kept axes or
- * three of reduced ones, after merging) are first copied C-contiguous;
- * still more kept groups loop over the first kept axis, and still more
- * reduced groups reduce the last reduced axis first into a temporary. */
+ * Every reduction runs as generated JIT kernels (mod_gen): one text per
+ * form, operation and dtypes, which sees the input as a 1-D view and gets
+ * its layout as numbers (geometry: the kept axes merged into at most two
+ * groups, the reduced ones into at most three), so any shape and strides
+ * reuse one compiled kernel. The tree form (kernel_text) serves every
+ * shape, on a GPU and wherever no other form does; a CPU device takes runs
+ * of contiguous elements in forms of its own (cpu_kernel_text, "the CPU
+ * form"; across outputs; rows into partials). Where outputs are few, k is
+ * split over groups and a second launch reduces the partials. Layouts that
+ * do not fit are copied, looped or reduced in steps (reduce_into).
+ * argmin/argmax keep the smallest index among equal values, the first NaN
+ * winning; min/max propagate NaN. The forms, the dtype and NaN rules and
+ * the measured reasons: docs/reductions.md */
 #include "mod_lib.h"
 
 #include <math.h>
@@ -122,12 +102,9 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         return;
     }
     if (!has_identity(op)) { /* min, max, argmin, argmax: the input's own type (bool as 0/1) */
-        /* bool and integers narrower than 32 bits in int32: min of bools in
-         * uint8 accumulators (the tree form, reduce_min_uint8_to_bool), and
-         * of int8 in int8 ones (the CPU form's sixteen, reduce_cpu_min_int8),
-         * sent PoCL 3.1's LLVM 15 into a loop in its code generation
-         * (SelectionDAG's known bits) on a cold cache, never ending; in int32
-         * they build in seconds, and every value of these types is exact */
+        /* bool and integers narrower than 32 bits in int32, exact: in uint8
+         * and int8 accumulators PoCL 3.1's LLVM 15 never ended its code
+         * generation (docs/reductions.md) */
         char k = kind_of(in);
         bool narrow = k == 'b' || ((k == 'i' || k == 'u') && mod_dtype_itemsize(in) < 4);
         t->acc = narrow ? mod_dtype_find_borrowed('i', 4) : in;
@@ -387,27 +364,15 @@ static void kernel_text(mod_text *t, const text_key *key, char *name, size_t nam
 }
 
 /* ---- the CPU form ----
- * A CPU device runs a work-group as one task, its work-items as lanes of a
- * vector loop: the tree above, with its barriers and local memory, runs
- * there one work-item at a time (a float32 sum of 2**24 took 27-60 ms where
- * NumPy takes 3). So where an output's elements lie contiguous, a CPU
- * reduces them in a few runs (four per core, each output split into at most
- * that many runs of at least CPU_MIN_RUN elements), walked in blocks of
- * CPU_ROWS x CPU_LANES elements, each run in a work-group of its own. How a
- * block becomes vector code depends on the device's compiler:
- * - Intel's CPU runtime vectorises across the work-items of a group, never
- *   within one (16 accumulators in one work-item stay 16 scalar registers:
- *   vmaxss, 2.6 ms for a float32 max of 2**24). There a run is a group of
- *   CPU_LANES work-items, lane l taking the block's elements l, l + 16, ...:
- *   neighbouring lanes read neighbouring elements, one vector load per row
- *   (the same max: 1.8-2.3 ms, NumPy 1.8-2.2).
- * - PoCL runs a group's work-items as a loop that LLVM vectorises, and does
- *   poorly with the form above (8 ms); there a run is one work-item with
- *   CPU_LANES accumulators, one per column of the block, which its
- *   vectoriser turns into one vector (a float32 max of 2**24: 0.8-2.2 ms).
- * A float32 sum adds within a block in float32 and the blocks in float64:
- * closer to the exact sum than NumPy's pairwise float32 sum. The runs'
- * partials then meet in the tree kernel's second pass. */
+ * A CPU runs the tree above one work-item at a time (a float32 sum of 2**24:
+ * 27-60 ms, NumPy 3). So where an output's elements lie contiguous, a CPU
+ * reduces them in a few runs (four per core, at least CPU_MIN_RUN elements
+ * each), a work-group each, walked in blocks of CPU_ROWS x CPU_LANES: in
+ * lanes where the device vectorises across work-items (Intel's runtime,
+ * mod_device_cpu_lanes), lane l taking the block's column l; else (PoCL) in
+ * one work-item with CPU_LANES accumulators, one per column. The runs'
+ * partials meet in the tree kernel's second pass. The forms and their
+ * measurements: docs/reductions.md */
 #define CPU_LANES 16
 #define CPU_ROWS 8
 #define CPU_MIN_RUN 4096
@@ -584,22 +549,15 @@ static void cpu_kernel_text(mod_text *t, const text_key *key, int lanes, char *n
     mod_text_put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n",
                  OPS[key->op].name);
     put_run_start(t);
-    /* float min/max: within a block a plain select (a NaN element is dropped
-     * there) and a flag that a NaN was seen, which makes the result NaN at the
-     * end: one vector max and a compare an element (Intel: a max of 2**22
-     * float32 0.30 -> 0.22 ms), where the select that keeps NaN took two. In
-     * lanes only: PoCL made the flag of 16 accumulators scalar (2.2 -> 14 ms) */
+    /* float min/max in lanes: within a block a plain select and a flag that a
+     * NaN was seen, which makes the result NaN at the end (Intel: a max of 2**22
+     * float32 0.30 -> 0.22 ms); PoCL made the flag scalar (2.2 -> 14 ms) */
     bool flag = lanes > 1 && key->acc_float && (key->op == RED_MIN || key->op == RED_MAX);
     if (flag) mod_text_put(t, "    seen_nan = False\n");
     /* all() in one work-item (PoCL) walks its run in the plain loop alone:
      * the block of 16 uint8 flags and-ed 8 rows deep sent PoCL 3.1's LLVM 15
-     * into a loop (GVN's memory dependence queries, never ending on a cold
-     * cache: reduce_cpu_all_uint8_to_bool, any then all of a (4, 5, 37) bool
-     * array). The same block with or (any) builds in 0.8 s; written as an
-     * or of x == 0, a min or a count it is canonicalised back to the and
-     * and loops the same way. The plain loop builds in 0.4 s and runs at
-     * NumPy's speed (2**24 bools: 1.9 ms, NumPy 1.9; float32 6.4 ms, NumPy
-     * 10; any's blocks 1.1 and 22 ms). */
+     * into a loop, never ending on a cold cache; the plain loop builds in
+     * 0.4 s and runs at NumPy's speed (docs/reductions.md) */
     bool blocks = !(key->op == RED_ALL && lanes == 1);
     if (blocks) mod_text_put(t, "    while k + %d < hi:\n", B - 1);
     char var[16], idx[64], a[16], v[16];
@@ -646,16 +604,13 @@ static void cpu_kernel_text(mod_text *t, const text_key *key, int lanes, char *n
                  lanes);
 }
 
-/* The CPU form across outputs: where neighbouring outputs lie closer than
- * an output's elements (a sum over axis 0 of a C-contiguous matrix), a tile
- * of CPU_LANES neighbouring outputs walks its k range together, a row of
- * the tile per k step: in lanes (a work-group of CPU_LANES work-items, an
- * output each) or in one work-item with CPU_LANES accumulators, as the
- * device vectorises (cpu_kernel_text says why). Outputs are x's one kept
- * axis (Q == M), o = base + m * sq, so a tile's loads are a run when sq is
- * one element (2.3 -> 1.8 ms); the last tile is moved back to end at M (it recomputes a few
- * outputs of its neighbour, writing the same values). The tree took 3.7 ms
- * for a 2048^2 float32 sum over axis 0 on Intel's runtime, NumPy 0.3. */
+/* The CPU form across outputs (cpu_cols_form: a sum over axis 0 of a
+ * C-contiguous matrix): a tile of `width` neighbouring outputs (cols_width)
+ * walks its k range together, a row of the tile per k step, in lanes or in
+ * one work-item's accumulators; the last tile is moved back to end at M (it
+ * recomputes a few outputs of its neighbour, writing the same values). The
+ * tree took 3.7 ms for a 2048^2 float32 sum over axis 0 on Intel's runtime,
+ * NumPy 0.3; unit outputs 2.3 -> 1.8 ms (docs/reductions.md). */
 static void cpu_cols_kernel_text(mod_text *t, const text_key *key, int lanes, int width, bool unit,
                                  char *name, size_t namelen) {
     snprintf(name, namelen, "reduce_cpu_cols%d%s%s_%s_%s_to_%s", width, lanes > 1 ? "_lanes" : "",
@@ -699,17 +654,14 @@ static void cpu_cols_kernel_text(mod_text *t, const text_key *key, int lanes, in
     }
 }
 
-/* The CPU form for sums over the outer axis of a C-contiguous block (unit
- * outputs): S runs, a work-group each, take a band of K's rows each and add
- * every row into a row of partials, part[r * M + m], which stays in the
- * core's cache while x streams through it in address order -- as NumPy
- * does (out += row). Tiles of outputs walked down their columns (the form
- * above) jump a page per row, which the hardware does not prefetch: a
- * 2048^2 float32 sum over axis 0 took 0.29-0.37 ms that way, 0.19-0.29 ms
- * this way (Intel), and 0.63-0.66 -> 0.19 ms on PoCL (NumPy 0.22-0.33).
- * The partials, S rows of M, then go through the form above as a sum over
- * their axis 0. Lane l takes the outputs l, l + lanes, ...: a vector per
- * step where the device vectorises across lanes (mod_device_cpu_lanes). */
+/* The CPU form into partials (rows_in in run()), over the outer axis of a
+ * C-contiguous block (unit outputs): S runs, a work-group each, add every
+ * row of their band of K into a row of partials, part[r * M + m], which
+ * stays in cache while x streams through in address order, as NumPy does
+ * (out += row): a 2048^2 float32 sum over axis 0, 0.19-0.29 ms, down the
+ * columns 0.29-0.37 (Intel); PoCL 0.63-0.66 -> 0.19 ms. The partials then go
+ * through the form above over their axis 0. Lane l takes the outputs l,
+ * l + lanes, ... */
 static void cpu_acc_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
                                 size_t namelen) {
     snprintf(name, namelen, "reduce_cpu_acc%d_%s_%s", lanes, OPS[key->op].name, key->acc);

@@ -3,48 +3,16 @@
  * unique_inverse unique_all, and ndarray's sort() and argsort() methods.
  * Registered by mod_lib.c (mod_sort_add_functions).
  *
- * Every sort is one LSD radix sort on the device. The array is first copied
- * C-contiguous with the sorted axis last (rows of n elements). The key is
- * made of words, least significant first, each an unsigned integer whose
- * order is the wanted order: uint32 for 1-, 2- and 4-byte dtypes, uint64 for
- * 8-byte ones -- integers offset, floats with the sign bit flipped (all bits
- * for negatives), -0.0 made +0.0 and every NaN the largest key, so NaNs sort
- * last and ties between them keep their order. A complex number has three
- * words (imag, real, NaN class: NumPy 2's order, see W_IMAG); several rows
- * add the row number (flat index // n) as the last word. A word's key kernel
- * reads the element at the index that travels with the key (the first word:
- * element i, writing idx = i), XORed with all ones for descending=True: the
- * array API's descending sort is the ascending one reversed for values (NaNs
- * first, as array-api-strict's np.flip), equal elements still in their
- * original order (stable). One small read back per word tells which bits
- * vary (OR and-not AND of the keys): a digit that every key shares needs no
- * pass (small integer ranges, bools, the NaN class of complex numbers without
- * NaNs, rows). Each pass is stable, as LSD needs, in one of two forms:
- * - on a CPU, "runs" of 8-bit digits: a few work-items each walk a long run
- *   of consecutive keys, count, and after one scan scatter them in order;
- * - on a GPU, "tiles" of 8-bit digits, one kernel a pass: groups load tiles
- *   coalesced into local memory, count them with local atomics, find their
- *   tile's start per digit by looking back over the tiles before (one
- *   histogram per word gives the digits' global starts), sort the tile
- *   stably by the digit in local memory (two 4-bit splits) and write it out
- *   coalesced (pass_tiles).
- * Indices are int32 below 2**31 elements. argsort of one row: the last pass
- * writes the int64 positions. A value sort of one row of a real dtype sorts
- * keys alone, no indices (radix_values: invertible keys, the last pass
- * writes the values), unless -0.0 and +0.0 or NaNs of different bits occur
- * together; then, and for several rows or complex numbers, it sorts indices
- * and gathers the input at them.
- *
- * unique_* sort the flattened input with its indices (unique_values: its
- * values, keys alone where exact), mark the first of each
- * run of equal values (NaN != NaN: each NaN its own value, as the array API
- * and NumPy 2 say), scan the marks, and scatter: values, the first index
- * (the sort is stable), counts from the runs' starts and inverse indices
- * (unique_values scatters the values alone). The number of unique values is
- * the one number read back, to size the results.
- *
- * searchsorted is a binary search per element of x2, both operands in NumPy's
- * common dtype, NaN ordered last as in NumPy's sort. */
+ * Every sort is one stable LSD radix sort on the device, over the array
+ * copied C-contiguous with the sorted axis last (rows of n elements). Keys
+ * are unsigned words, least significant first, whose order is NumPy 2's
+ * (NaNs last; descending: the ascending order reversed, ties kept in
+ * order). A digit that every key shares needs no pass. A pass is "runs"
+ * (pass_runs) or, on a GPU with 64-bit atomics, "tiles" with a decoupled
+ * look-back (pass_tiles). unique_* sort, mark the runs of equal values
+ * (each NaN its own), scan and scatter; searchsorted is a binary search
+ * per element.
+ * The algorithm, the key maps and the measured reasons: docs/radix-sort.md */
 #include "mod_lib.h"
 
 #include <stdarg.h>
@@ -662,11 +630,10 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
 #define DIGIT(kvar, shvar, mask) "np.int64((" kvar " >> " shvar ") & np.uint8(" mask "))"
 
 /* ---- the CPU form: a pass over runs ----
- * Each of a few work-items (runs) walks a long run of consecutive keys:
- * counts its 8-bit digits (hist[digit][run], digit-major, so that one
- * exclusive scan gives every run its start per digit), then, after the
- * scan, moves its keys to those starts in order -- stable, as LSD needs. A
- * CPU runs each work-item's loop at memory speed; the scan is 256 x runs. */
+ * A few work-items each count the digits of a long run of keys into
+ * hist[digit][run], one exclusive scan gives each run its start per digit,
+ * and each run moves its keys there in order: stable, as LSD needs. The
+ * algorithm: docs/radix-sort.md */
 static int pass_runs(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
@@ -733,45 +700,24 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 }
 
 /* ---- the GPU form: a pass over tiles ----
- * One pass of LSD reads and writes the keys once (CUB's onesweep, with the
- * look-back of Merrill and Garland's single-pass scan). Before a word's
- * passes, the kernel that makes its keys (keys_alone_keys, keys_grouped)
- * also counts every 8-bit digit
- * position (put_group_*), and a small kernel turns the counts into each
- * digit's global start, both before the read back that waits for them.
- * Then a pass is one kernel: a group takes the next tile (an atomic
- * counter: tiles start in order, so every tile a group waits for below is
- * running) of TILE_T * K consecutive keys, loads it coalesced into local
- * memory (a whole tile's loads in flight at once; a last tile's tail padded
- * with keys of all ones, which sort after the real ones, so that the local
- * sort needs no bounds) and counts its digits there (hc); work-item l
- * publishes its tile's count of digit l in status[tile][l]. A status word
- * holds the pass's epoch (so one array, zeroed once, serves every pass), a
- * flag (1 count, 2 inclusive prefix) and the value. The tile is sorted
- * stably by the digit in local memory, in two splits of 4 bits (low nibble,
- * then high): in each, work-item l counts the nibbles of its K consecutive
- * keys, and an exclusive scan of those counts (nibble-major, l fastest)
- * gives each work-item's tile-local start per nibble. The first split's scan
- * also scans hc, which gives each digit's first position in the sorted tile.
- * Only then does work-item l look back over the tiles before it, adding
- * their counts until one has published its inclusive prefix, and publish its
- * own: sorting first gives those tiles time to publish (3% less a pass, 4%
- * less an argsort on the H100, where the walk had come first). The tile is
- * written out coalesced: position q of digit d goes to start[d] + prefix[d] +
- * q - (d's first position). Local arrays are padded (one word per 32 keys,
- * per 16 counters) so that work-item l's strided reads meet no bank
- * conflicts, and indexed by uint32 (no negative index to wrap). A pass of
- * keys alone (p->idx NULL) moves no indices, and the last one of a value sort
- * (p->out) writes values. */
+ * One kernel a pass (CUB's onesweep): a group takes the next tile from an
+ * atomic counter (tiles start in order, so every tile it waits for is
+ * running), loads TILE_T * K keys coalesced into local memory, counts their
+ * digits, publishes its count of each digit in status[tile][digit], sorts
+ * the tile stably by the digit (two 4-bit splits), looks back over the
+ * tiles before it for each digit's prefix, and writes the tile out
+ * coalesced. The digits' global starts come from the word's histogram
+ * (put_group_*, tile_starts). A status word holds the pass's epoch, so one
+ * array, zeroed once, serves every pass. Local arrays are padded (one word
+ * per 32 keys, per 16 counters) against bank conflicts. A pass of keys
+ * alone (p->idx NULL) moves no indices; the last one of a value sort
+ * (p->out) writes values. The algorithm: docs/radix-sort.md */
 
-#define STATUS_VALUE_BITS 38 /* a status word: epoch << 40 | flag << 38 | value */
+#define STATUS_VALUE_BITS 38 /* epoch << 40 | flag << 38 | value; flag 1 count, 2 prefix */
 #define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
-/* A pass of 32-bit keys alone is launched with bounds of 4 groups of TILE_T
- * an SM: ptxas then keeps it to 64 registers; left to itself it took 69,
- * which fits 3 groups (an H100: 0.623 ms a pass of 2^26 uint32, 0.585 ms
- * with these bounds; with 5 or 6 groups the spills cost more than the
- * occupancy gains). The index form runs best unbounded (a float32 argsort:
- * 4.16 ms, 4.92 with bounds of 4, 7.1 with 5). */
+/* Launch bounds of a pass of 32-bit keys alone, 4 groups of TILE_T an SM:
+ * ptxas keeps it to 64 registers, not 69 (H100: 0.623 -> 0.585 ms a pass of
+ * 2^26 uint32); the index form runs best unbounded (docs/radix-sort.md). */
 #define PASS_MIN_GROUPS 4
 
 /* The digit of key kvar at shift svar (masked to the key's width) as a
@@ -951,7 +897,8 @@ static void pass_text(mod_text *t, const plan_t *p, const char *name, const void
                         "np.uint64(q)]\n");
     /* The look-back, work-item l for digit l: the tile's count is published
      * now; the walk over the tiles before waits until the tile is sorted,
-     * so that their prefixes have had that long to arrive. */
+     * so that their prefixes have had that long to arrive (H100: 3% less a
+     * pass, 4% less an argsort than walking first). */
     mod_text_put(t,
                  "    ol.group_barrier(grp)\n"
                  "    cn = np.int64(hc[lu])\n"
@@ -1236,15 +1183,12 @@ out:
 }
 
 /* ---- value sorts of keys alone ----
- * A value sort of one row of a real dtype needs no indices when equal keys
- * have equal bits: it sorts keys alone and the last pass turns them back
- * into values. Ints' keys are their bits XOR a constant (the sign bit, all
- * bits for descending); floats' keys are the usual ones (sign bit flipped,
- * all bits for negatives) less 2**23 - 1 (2**52 - 1), an invertible map
- * that orders every NaN after +inf. It is exact unless the input holds both
- * -0.0 and +0.0 or NaNs of different bits (equal keys in NumPy's order but
- * not in bits): the key kernel reports those, and the index form sorts
- * them. */
+ * A value sort of one row of a real dtype sorts keys alone, which the last
+ * pass turns back into values (an invertible map: put_key_of, put_inverse),
+ * where that is exact: not where -0.0 and +0.0, or NaNs of different bits,
+ * occur together (equal in NumPy's order, not in bits). The key kernel
+ * reports those, and the index form sorts them. The maps:
+ * docs/radix-sort.md */
 
 /* keys_alone_keys's work on value bits u, at indent ind: k, the flags and
  * NaN keys, the ORs, and key[i] = k (runs form) or k into the runs (tiles). */
@@ -1275,11 +1219,10 @@ static void put_alone_key(mod_text *t, const plan_t *p, const char *ind, bool gr
     if (grouped) put_group_key(t, kt, kb / 8, ind);
 }
 
-/* The tiles form's key kernel of keys alone keeps ALONE_UNROLL loads a
+/* The tiles form's key kernel of keys alone: ALONE_UNROLL loads a
  * work-item in flight, in KEY_GROUPS groups a compute unit, launched with
- * that bound: all of them resident at once. It ran 1024 groups of one load
- * at a time in 1.3 waves on an H100 (6 groups an SM), the last third with
- * most SMs idle: 0.15 ms more for 2^26 float32. */
+ * that bound, all resident at once (1024 groups of one load at a time:
+ * 0.15 ms more for 2^26 float32 on an H100). */
 #define ALONE_UNROLL 8
 #define KEY_GROUPS 4
 
