@@ -112,8 +112,13 @@ void krn_iso_now(char out[32]) {
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, 32 - n, ".%06ldZ", ts.tv_nsec / 1000);
+    /* Not strftime: glibc's calls tzset(), which writes the zone strings that
+     * Python's time module reads on other threads without glibc's lock. The
+     * modulos only tell the compiler each field's width. */
+    snprintf(out, 32, "%04u-%02u-%02uT%02u:%02u:%02u.%06uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
+             (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+             (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u,
+             (unsigned)(ts.tv_nsec / 1000) % 1000000u);
 }
 
 json_t *krn_wire_header(const krn_session *session, const char *msg_type) {

@@ -5,6 +5,7 @@
  * Jupyter clients start it through the kernelspec "offload". */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "mod_public.h"
@@ -41,6 +42,10 @@ int main(int argc, char **argv) {
     }
     if (!conn_file) return usage(stderr, 2);
 
+    /* glibc reads the time zone once, on the first localtime call, under a
+     * lock of its own; doing it here, before any thread, keeps the log's and
+     * Python's later localtime calls read-only. */
+    tzset();
     krn_log_init();
     krn_log_keep_stderr();
     mod_set_debug_log(log_cache_line);
