@@ -126,8 +126,11 @@ typedef struct {
 
 /* NULL with err set (compile_error for the user's mistakes). Keeps no reference
  * to pyfunc (the caller owns it). Kernels take the work item first; device
- * functions return values. */
-jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err);
+ * functions return values. consts (a dict, or NULL): the values of the
+ * kernel's compile-time parameters (ol.constexpr) by name, which are then
+ * not parameters of the device code (jit_func_nparams counts the others);
+ * only read while parsing. */
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, jit_error *err);
 void jit_func_free(jit_func *f);
 const char *jit_func_name(const jit_func *f);
 int jit_func_nparams(const jit_func *f); /* including the item for a kernel */

@@ -132,6 +132,9 @@ static int stmt(flow *fl, const jit_node *n, uint64_t *s) {
     case S_EXPR: return reads(fl, n->a, s);
     case S_IF: {
         if (reads(fl, n->a, s) < 0) return -1;
+        if (n->a->kind == N_CONST) /* one branch always runs (jit_parse's compile-time code) */
+            return always_true(n->a) ? block(fl, n->body, n->nbody, s)
+                                     : block(fl, n->orelse, n->norelse, s);
         uint64_t *other = set_new(fl);
         if (!other) return oom(fl);
         set_copy(fl, other, s);

@@ -6,7 +6,14 @@
  * anything assigned in the function is a local variable (Python's rule), the
  * rest is looked up in the closure, the globals and the builtins and becomes a
  * constant (numbers) or a compile-time reference (math, numpy dtypes, device
- * functions). Anything else is a CompileError pointing at the construct. */
+ * functions). Anything else is a CompileError pointing at the construct.
+ *
+ * Compile-time parameters (`N: ol.constexpr`) arrive as a dict of values and
+ * resolve like globals. What Python can compute from compile-time names alone
+ * is computed here, by Python: an `if` whose test names no local variable
+ * keeps only the branch taken, `for v in ol.static_range(...)` and a loop over
+ * a compile-time tuple are unrolled with v bound to each value, and a
+ * compile-time tuple's elements and length are constants. */
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,6 +136,10 @@ typedef struct {
     PyObject *value;          /* the Python number the expression just parsed is, when it is
                                  made of int and float literals only (fold_const); else NULL */
     const jit_node *value_of; /* the node value belongs to (literal_node) */
+    PyObject *consts;         /* borrowed: the kernel's compile-time parameters by name, or NULL */
+    PyObject *bound;          /* owned: the unrolled loops' variables bound now, by name */
+    bool in_unrolled;         /* the innermost loop is unrolled: break and continue cannot
+                                 leave it */
 } parser;
 
 /* The modules a kernel names (REF_MODULE's id indexes these), numpy's dtype
@@ -136,7 +147,7 @@ typedef struct {
  * offload is handed in by the module itself (jit_set_offload_module). */
 enum { MOD_MATH, MOD_NUMPY, MOD_OFFLOAD, MOD_BUILTINS, NMODULES };
 static const char *const module_names[NMODULES] = {"math", "numpy", "offload", "builtins"};
-static PyObject *modules[NMODULES], *numpy_generic;
+static PyObject *modules[NMODULES], *numpy_generic, *numpy_dtype;
 static PyTypeObject *devfunc_type;
 static PyObject *(*devfunc_pyfunc)(PyObject *);
 static PyObject *(*builtin_objs)[JIT_MAX_SPELLINGS]; /* by jit_builtins row and spelling */
@@ -153,6 +164,7 @@ static int init_known(void) {
     for (int m = 0; m < NMODULES; m++)
         if (m != MOD_OFFLOAD && !(modules[m] = PyImport_ImportModule(module_names[m]))) return -1;
     if (!(numpy_generic = PyObject_GetAttrString(modules[MOD_NUMPY], "generic")) ||
+        !(numpy_dtype = PyObject_GetAttrString(modules[MOD_NUMPY], "dtype")) ||
         !(builtin_objs = calloc((size_t)jit_nbuiltins, sizeof *builtin_objs)))
         return -1;
     for (int b = 0; b < jit_nbuiltins; b++) {
@@ -280,6 +292,9 @@ static int local_index(parser *p, const char *name) {
 
 static int add_local(parser *p, const char *name, PyObject *at) {
     if (local_index(p, name) >= 0) return 0;
+    if (p->consts && PyDict_GetItemString(p->consts, name))
+        return fail(p, at, "'%s' is a compile-time parameter (ol.constexpr) and cannot be assigned",
+                    name);
     jit_func *f = p->f;
     jit_var *nv = realloc(f->vars, (size_t)(f->nvars + 1) * sizeof *nv);
     if (!nv) return internal_error(p->err, "out of memory");
@@ -327,8 +342,8 @@ static int collect_stores(parser *p, PyObject *node) {
     return 0;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up,
-                                jit_error *err);
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, PyObject *consts,
+                                const jit_chain *up, jit_error *err);
 
 /* -1 with the error when a call to fn from here closes a cycle of device
  * functions, named from the function called back to it: "f1 -> f2 -> f1". */
@@ -446,8 +461,9 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.id = obj == modules[MOD_MATH]    ? MOD_MATH
                           : obj == modules[MOD_NUMPY] ? MOD_NUMPY
                                                       : MOD_OFFLOAD;
-        } else if (PyType_Check(obj) &&
-                   PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) {
+        } else if ((PyType_Check(obj) &&
+                    PyType_IsSubtype((PyTypeObject *)obj, (PyTypeObject *)numpy_generic)) ||
+                   PyObject_TypeCheck(obj, (PyTypeObject *)numpy_dtype)) {
             PyObject *dt = PyObject_CallMethod(modules[MOD_NUMPY], "dtype", "O", obj);
             int d = dtype_code(dt);
             Py_XDECREF(dt);
@@ -479,7 +495,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                     return NULL;
                 }
                 p->f->callees = nc;
-                if (!(callee = parse_function(fn, false, p->chain, p->err))) return NULL;
+                if (!(callee = parse_function(fn, false, NULL, p->chain, p->err))) return NULL;
                 nc[p->f->ncallees++] = callee;
             }
             /* the callee's tree is walked from within this call's */
@@ -487,15 +503,22 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.kind = REF_DEVFUNC;
             n->v.ref.func = callee;
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
+        } else if (PyTuple_Check(obj)) {
+            fail(p, at,
+                 "'%s' is a tuple, which a kernel uses at compile time only\n"
+                 "Index it with a compile-time index (%s[0]), take len(%s), or loop over it "
+                 "(for v in %s: unrolls the loop).",
+                 name, name, name, name);
+            return NULL;
         } else {
             int b = builtin_of(obj);
             if (b < 0) {
                 fail(p, at,
                      "'%s' is a %s, which a kernel cannot use\n"
-                     "Kernels can read numbers (int, float, bool, NumPy scalars) from globals and "
-                     "closures, and call math and NumPy math functions, dtypes (np.float32) and "
-                     "@offload.device_func "
-                     "functions.",
+                     "Kernels can read numbers (int, float, bool, NumPy scalars) and tuples of "
+                     "them from globals, closures and compile-time parameters (ol.constexpr), "
+                     "and call math and NumPy math functions, dtypes (np.float32) and "
+                     "@offload.device_func functions.",
                      name, Py_TYPE(obj)->tp_name);
                 return NULL;
             }
@@ -508,8 +531,15 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
     return n;
 }
 
-static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
+/* What a name that is not a local variable stands for at compile time: an
+ * unrolled loop's variable, a compile-time parameter, a closure variable, a
+ * global or a builtin (Python's order, the unrolled loops innermost).
+ * Borrowed; NULL without an exception when it names nothing, or with the
+ * error set (a closure variable not set yet). */
+static PyObject *static_name(parser *p, PyObject *at, const char *name) {
     PyObject *obj = NULL; /* borrowed */
+    if (p->bound && (obj = PyDict_GetItemString(p->bound, name))) return obj;
+    if (p->consts && (obj = PyDict_GetItemString(p->consts, name))) return obj;
     if (p->closure_names) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(p->closure_names); i++)
             if (strcmp(PyUnicode_AsUTF8(PyTuple_GET_ITEM(p->closure_names, i)), name) == 0) {
@@ -518,16 +548,159 @@ static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
                     fail(p, at, "the closure variable '%s' is not set yet", name);
                     return NULL;
                 }
+                return obj;
             }
     }
     if (!obj) obj = PyDict_GetItemString(p->globals, name);
     if (!obj) obj = PyDict_GetItemString(p->builtins, name);
-    if (!obj) {
-        PyErr_Clear();
-        fail(p, at, "name '%s' is not defined", name);
-        return NULL;
+    PyErr_Clear();
+    return obj;
+}
+
+static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
+    PyObject *obj = static_name(p, at, name);
+    if (!obj && !p->err->msg[0]) fail(p, at, "name '%s' is not defined", name);
+    return obj ? from_object(p, at, name, obj) : NULL;
+}
+
+/* ---- compile-time evaluation ---- */
+
+/* Whether every name the expression reads is a compile-time one
+ * (static_name's), none a local variable, so that Python can compute it
+ * before the kernel runs. */
+static bool names_static(parser *p, PyObject *node) {
+    static PyObject *walk; /* ast.walk, for the process */
+    if (!walk) {
+        PyObject *ast = PyImport_ImportModule("ast");
+        walk = ast ? PyObject_GetAttrString(ast, "walk") : NULL;
+        Py_XDECREF(ast);
+        if (!walk) {
+            PyErr_Clear();
+            return false;
+        }
     }
-    return from_object(p, at, name, obj);
+    PyObject *it = PyObject_CallOneArg(walk, node), *n;
+    bool ok = it != NULL;
+    while (ok && (n = PyIter_Next(it))) {
+        if (is(n, "Name")) {
+            PyObject *id = PyObject_GetAttrString(n, "id");
+            const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
+            ok = name &&
+                 ((p->bound && PyDict_GetItemString(p->bound, name)) || local_index(p, name) < 0);
+            Py_XDECREF(id);
+        }
+        Py_DECREF(n);
+    }
+    Py_XDECREF(it);
+    PyErr_Clear();
+    return ok;
+}
+
+/* The value of expression node, computed now by Python when it reads
+ * compile-time names only. New reference, or NULL without an exception when
+ * it reads a local variable or Python raised computing it (it is then the
+ * device's to compute, or to refuse). */
+static PyObject *static_value(parser *p, PyObject *node) {
+    if (!names_static(p, node)) return NULL;
+    PyObject *ns = PyDict_New(), *ast = PyImport_ImportModule("ast"), *code = NULL, *v = NULL;
+    int rc = ns && ast ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && p->closure_names && i < PyTuple_GET_SIZE(p->closure_names);
+         i++) {
+        PyObject *cell = PyCell_GET(PyTuple_GET_ITEM(p->closure_cells, i));
+        if (cell) rc = PyDict_SetItem(ns, PyTuple_GET_ITEM(p->closure_names, i), cell);
+    }
+    if (rc == 0 && p->consts) rc = PyDict_Update(ns, p->consts);
+    if (rc == 0 && p->bound) rc = PyDict_Update(ns, p->bound);
+    PyObject *tree = rc == 0 ? PyObject_CallMethod(ast, "Expression", "O", node) : NULL;
+    PyObject *compile = PyDict_GetItemString(PyEval_GetBuiltins(), "compile"); /* borrowed */
+    if (tree && compile) code = PyObject_CallFunction(compile, "Oss", tree, p->f->filename, "eval");
+    if (code) v = PyEval_EvalCode(code, p->globals, ns);
+    Py_XDECREF(tree);
+    Py_XDECREF(code);
+    Py_XDECREF(ast);
+    Py_XDECREF(ns);
+    if (!v) PyErr_Clear();
+    return v;
+}
+
+/* The truth of the test of node (an if statement or expression) when Python
+ * computes it now: 1 or 0, part of the source hash (the test may read
+ * globals, which nothing else hashes); -1 when it is the device's. */
+static int static_truth(parser *p, PyObject *node) {
+    PyObject *test = PyObject_GetAttrString(node, "test");
+    PyObject *v = test ? static_value(p, test) : NULL;
+    int truth = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(test);
+    Py_XDECREF(v);
+    PyErr_Clear();
+    if (truth >= 0) {
+        char note[64];
+        snprintf(note, sizeof note, "test %d:%d=%d", (int)attr_long(node, "lineno"),
+                 (int)attr_long(node, "col_offset"), truth);
+        hash_text(p, note);
+    }
+    return truth;
+}
+
+/* Whether node (a Name or an attribute) is spelled `static_range`, the one
+ * spelling compared with offload.static_range itself. */
+static bool spelled_static_range(PyObject *node) {
+    const char *field = is(node, "Name") ? "id" : is(node, "Attribute") ? "attr" : NULL;
+    PyObject *s = field ? PyObject_GetAttrString(node, field) : NULL;
+    bool yes = s && PyUnicode_Check(s) && !PyUnicode_CompareWithASCIIString(s, "static_range");
+    Py_XDECREF(s);
+    PyErr_Clear();
+    return yes;
+}
+
+/* The values a for loop is unrolled over: those of `ol.static_range(...)`
+ * or of a compile-time tuple. A new tuple; NULL without an error for a loop
+ * that is not unrolled; NULL with the error set. */
+static PyObject *unrolled_values(parser *p, PyObject *loop) {
+    PyObject *iter = PyObject_GetAttrString(loop, "iter"), *values = NULL;
+    if (!iter) return NULL;
+    PyObject *func = is(iter, "Call") ? PyObject_GetAttrString(iter, "func") : NULL;
+    if (func && spelled_static_range(func)) {
+        PyObject *fv = static_value(p, func);
+        PyObject *marker = modules[MOD_OFFLOAD]
+                               ? PyObject_GetAttrString(modules[MOD_OFFLOAD], "static_range")
+                               : NULL;
+        PyErr_Clear();
+        if (fv && fv == marker) {
+            PyObject *r = static_value(p, iter);
+            values = r ? PySequence_Tuple(r) : NULL;
+            Py_XDECREF(r);
+            if (!values) {
+                PyErr_Clear();
+                fail(p, iter,
+                     "ol.static_range() takes compile-time integers\n"
+                     "Use literals, ol.constexpr parameters, globals or an enclosing unrolled "
+                     "loop's variable; range() loops over values known at run time.");
+            }
+        }
+        Py_XDECREF(fv);
+        Py_XDECREF(marker);
+    } else if (!func) {
+        PyObject *v = static_value(p, iter);
+        if (v && PyTuple_Check(v)) values = Py_NewRef(v);
+        Py_XDECREF(v);
+    }
+    Py_XDECREF(func);
+    Py_DECREF(iter);
+    return values;
+}
+
+/* A compile-time tuple a name stands for (borrowed), or NULL. */
+static PyObject *static_tuple(parser *p, PyObject *node) {
+    if (!is(node, "Name")) return NULL;
+    PyObject *id = PyObject_GetAttrString(node, "id");
+    const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
+    PyObject *v = NULL;
+    if (name && ((p->bound && PyDict_GetItemString(p->bound, name)) || local_index(p, name) < 0))
+        v = static_name(p, node, name);
+    Py_XDECREF(id);
+    PyErr_Clear();
+    return v && PyTuple_Check(v) ? v : NULL;
 }
 
 static const struct {
@@ -930,7 +1103,7 @@ static jit_node *name_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     PyObject *id = PyObject_GetAttrString(node, "id");
     const char *name = id ? PyUnicode_AsUTF8(id) : "?";
-    int var = local_index(p, name);
+    int var = p->bound && PyDict_GetItemString(p->bound, name) ? -1 : local_index(p, name);
     if (var >= 0) {
         if ((n = new_node(p, node, N_VAR))) n->v.var = var;
     } else {
@@ -989,10 +1162,17 @@ static jit_node *compare_expr(parser *p, PyObject *node) {
         for (size_t j = 0; j < sizeof binops / sizeof *binops; j++)
             if (strcmp(binops[j].py, t) == 0 && binops[j].op >= OP_EQ && binops[j].op <= OP_GE)
                 op = (int)binops[j].op;
+        PyObject *v = op < 0 ? static_value(p, node) : NULL; /* `OP is max`: compile-time */
+        if (v) {
+            n = from_object(p, node, "comparison", v);
+            Py_DECREF(v);
+            goto cmp_done;
+        }
         if (op < 0) {
             fail(p, node,
                  "the comparison '%s' is not supported in kernels\n"
-                 "Kernels compare numbers with == != < <= > >=.",
+                 "Kernels compare numbers with == != < <= > >=; 'is' compares compile-time "
+                 "values (ol.constexpr parameters, globals).",
                  strcmp(t, "Is") == 0      ? "is"
                  : strcmp(t, "IsNot") == 0 ? "is not"
                  : strcmp(t, "In") == 0    ? "in"
@@ -1014,6 +1194,9 @@ cmp_done:
 
 static jit_node *ifexp_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
+    int truth = static_truth(p, node);
+    if (truth >= 0) /* decided at compile time: the other operand need not compile */
+        return child(p, node, truth ? "body" : "orelse");
     if (!(n = new_node(p, node, N_IFEXP))) return NULL;
     return (n->a = child(p, node, "test")) && (n->b = child(p, node, "body")) &&
                    (n->c = child(p, node, "orelse"))
@@ -1038,6 +1221,18 @@ static jit_node *call_expr(parser *p, PyObject *node) {
     }
     Py_XDECREF(kw);
     PyObject *args = PyObject_GetAttrString(node, "args");
+    PyObject *tuple = fn->kind == N_REF && fn->v.ref.kind == REF_BUILTIN &&
+                              jit_builtins[fn->v.ref.id].type == TY_LEN && args &&
+                              PyList_GET_SIZE(args) == 1
+                          ? static_tuple(p, PyList_GET_ITEM(args, 0))
+                          : NULL;
+    if (tuple) { /* len() of a compile-time tuple */
+        Py_DECREF(args);
+        PyObject *len = PyLong_FromSsize_t(PyTuple_GET_SIZE(tuple));
+        n = len ? literal_node(p, node, len) : NULL;
+        Py_XDECREF(len);
+        return n;
+    }
     if (!args || !(n = new_node(p, node, N_CALL))) {
         Py_XDECREF(args);
         return NULL;
@@ -1080,8 +1275,27 @@ static jit_node *attribute_expr(parser *p, PyObject *node) {
     return n;
 }
 
+/* T[k] of a compile-time tuple T and index k: the element, a constant. */
+static jit_node *tuple_element(parser *p, PyObject *node) {
+    PyObject *v = static_value(p, node);
+    if (!v) {
+        fail(p, node,
+             "a compile-time tuple takes compile-time indices\n"
+             "Index it with literals, ol.constexpr parameters or an unrolled loop's variable "
+             "(for i in ol.static_range(len(t)): ... t[i] ...).");
+        return NULL;
+    }
+    jit_node *n = from_object(p, node, "element", v);
+    Py_DECREF(v);
+    return n;
+}
+
 static jit_node *subscript_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
+    PyObject *of = PyObject_GetAttrString(node, "value");
+    bool tuple = of && static_tuple(p, of);
+    Py_XDECREF(of);
+    if (tuple) return tuple_element(p, node);
     PyObject *sl = PyObject_GetAttrString(node, "slice");
     if (!sl || !(n = new_node(p, node, N_INDEX)) || !(n->a = child(p, node, "value"))) {
         Py_XDECREF(sl);
@@ -1237,17 +1451,116 @@ static jit_node *expr_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     return docstring || (n->a = child(p, node, "value")) ? n : NULL;
 }
 
+/* Compile-time code is an `if` on a constant true, which the device's
+ * compiler drops: statements kept from an `if` decided here, or an unrolled
+ * loop's copies of its body. */
+static jit_node *static_block(parser *p, PyObject *at) {
+    jit_node *n = new_node(p, at, S_IF);
+    if (n && !(n->a = from_object(p, at, "static", Py_True))) n = NULL;
+    return n;
+}
+
+/* An `if` whose test Python computes now: only the branch taken is parsed
+ * (the other may be written for other compile-time values, and need not
+ * compile for these). NULL without an error when the test is not
+ * compile-time. */
+static jit_node *static_if(parser *p, PyObject *node, PyObject *body, PyObject *orelse,
+                           bool *done) {
+    int truth = static_truth(p, node);
+    if (truth < 0) return NULL;
+    *done = true;
+    jit_node *n = static_block(p, node);
+    return n && stmts(p, truth ? body : orelse, &n->body, &n->nbody) == 0 ? n : NULL;
+}
+
+/* `v = value` (after an unrolled loop, whose variable keeps its last value
+ * as in Python; 0 when it ran no time, so that v has a type). */
+static jit_node *bind_after(parser *p, PyObject *at, const char *name, PyObject *value) {
+    jit_node *n = new_node(p, at, S_ASSIGN);
+    jit_node **kids = n ? jit_arena_alloc(p->f, sizeof *kids) : NULL;
+    PyObject *zero = value ? NULL : PyLong_FromLong(0);
+    if (!kids || !(kids[0] = new_node(p, at, N_VAR)) ||
+        !(n->a = from_object(p, at, name, value ? value : zero)))
+        n = NULL;
+    Py_XDECREF(zero);
+    if (!n) return NULL;
+    n->kids = kids;
+    n->nkids = 1;
+    kids[0]->v.var = local_index(p, name);
+    return n;
+}
+
+/* A loop unrolled over values (a tuple): the body once per value, with the
+ * loop's variable bound to it as a constant, then assigned the last. */
+enum { JIT_MAX_UNROLLED = 4096 }; /* statements an unrolled loop may make */
+static jit_node *unrolled_for(parser *p, PyObject *node, PyObject *body, PyObject *values) {
+    PyObject *target = PyObject_GetAttrString(node, "target");
+    PyObject *id = target && is(target, "Name") ? PyObject_GetAttrString(target, "id") : NULL;
+    Py_XDECREF(target);
+    Py_ssize_t count = PyTuple_GET_SIZE(values), per = PyList_GET_SIZE(body);
+    jit_node *n = NULL;
+    if (!id) {
+        fail(p, node,
+             "the loop variable must be a plain name\nWrite: for i in ol.static_range(...):");
+    } else if (count * per > JIT_MAX_UNROLLED) {
+        fail(p, node,
+             "unrolling this loop makes %zd statements, more than the %d a kernel may unroll\n"
+             "Use range() for long loops.",
+             count * per, JIT_MAX_UNROLLED);
+    } else if ((p->bound || (p->bound = PyDict_New())) && (n = static_block(p, node))) {
+        n->nbody = (int)(count * per) + 1;
+        n->body = jit_arena_alloc(p->f, (size_t)n->nbody * sizeof *n->body);
+        PyObject *outer = PyDict_GetItemWithError(p->bound, id); /* a shadowed binding */
+        Py_XINCREF(outer);
+        bool was = p->in_unrolled;
+        p->in_unrolled = true;
+        for (Py_ssize_t k = 0; n && k < count; k++) {
+            jit_node **copy;
+            int ncopy;
+            if (PyDict_SetItem(p->bound, id, PyTuple_GET_ITEM(values, k)) < 0 ||
+                stmts(p, body, &copy, &ncopy) < 0)
+                n = NULL;
+            else if (ncopy)
+                memcpy(n->body + k * per, copy, sizeof *copy * (size_t)ncopy);
+        }
+        p->in_unrolled = was;
+        if (outer ? PyDict_SetItem(p->bound, id, outer) : PyDict_DelItem(p->bound, id)) n = NULL;
+        Py_XDECREF(outer);
+        if (n && !(n->body[n->nbody - 1] =
+                       bind_after(p, node, PyUnicode_AsUTF8(id),
+                                  count ? PyTuple_GET_ITEM(values, count - 1) : NULL)))
+            n = NULL;
+        char note[64];
+        snprintf(note, sizeof note, "unrolled %d:%d=%zd", (int)attr_long(node, "lineno"),
+                 (int)attr_long(node, "col_offset"), count);
+        hash_text(p, note);
+    }
+    if (!n && !p->err->msg[0]) internal_error(p->err, "unrolling a loop");
+    Py_XDECREF(id);
+    return n;
+}
+
 static jit_node *block_stmt(parser *p, PyObject *node, jit_node_kind kind) {
     jit_node *n = NULL;
     PyObject *orelse = PyObject_GetAttrString(node, "orelse");
     PyObject *body = PyObject_GetAttrString(node, "body");
-    if (!orelse || !body || !(n = new_node(p, node, kind))) goto done;
+    if (!orelse || !body) goto done;
     if (kind != S_IF && PyList_GET_SIZE(orelse) > 0) {
         fail(p, node, "%s-else is not supported in kernels\nUse a flag variable set before break.",
              kind == S_FOR ? "for" : "while");
-        n = NULL;
         goto done;
     }
+    bool decided = false;
+    if (kind == S_IF && ((n = static_if(p, node, body, orelse, &decided)) || decided)) goto done;
+    if (kind == S_FOR) {
+        PyObject *values = unrolled_values(p, node);
+        if (values || p->err->msg[0]) {
+            n = values ? unrolled_for(p, node, body, values) : NULL;
+            Py_XDECREF(values);
+            goto done;
+        }
+    }
+    if (!(n = new_node(p, node, kind))) goto done;
     if (kind == S_FOR) {
         PyObject *target = PyObject_GetAttrString(node, "target");
         PyObject *iter = PyObject_GetAttrString(node, "iter");
@@ -1287,9 +1600,12 @@ static jit_node *block_stmt(parser *p, PyObject *node, jit_node_kind kind) {
         n = NULL;
         goto done;
     }
+    bool was = p->in_unrolled;
+    if (kind != S_IF) p->in_unrolled = false; /* break and continue leave this loop */
     if (stmts(p, body, &n->body, &n->nbody) < 0 ||
         (kind == S_IF && stmts(p, orelse, &n->orelse, &n->norelse) < 0))
         n = NULL;
+    p->in_unrolled = was;
 done:
     Py_XDECREF(orelse);
     Py_XDECREF(body);
@@ -1315,6 +1631,13 @@ static jit_node *return_stmt(parser *p, PyObject *node, jit_node_kind kind) {
 }
 
 static jit_node *bare_stmt(parser *p, PyObject *node, jit_node_kind kind) {
+    if ((kind == S_BREAK || kind == S_CONTINUE) && p->in_unrolled) {
+        fail(p, node,
+             "%s cannot leave a loop unrolled at compile time (ol.static_range, a tuple)\n"
+             "Use an if around the rest of the body, or range() for a loop that stops early.",
+             kind == S_BREAK ? "break" : "continue");
+        return NULL;
+    }
     return new_node(p, node, kind);
 }
 
@@ -1363,6 +1686,29 @@ static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
 
 /* ---- the function ---- */
 
+/* Parameter a, named name: a local variable, or a compile-time parameter
+ * (ol.constexpr), which the caller's consts resolve like a global. */
+static int param(parser *p, PyObject *a, const char *name) {
+    if (p->consts && PyDict_GetItemString(p->consts, name)) return 0;
+    PyObject *ann = PyObject_GetAttrString(a, "annotation");
+    PyObject *v = ann && ann != Py_None ? static_value(p, ann) : NULL;
+    PyObject *marker = v && modules[MOD_OFFLOAD]
+                           ? PyObject_GetAttrString(modules[MOD_OFFLOAD], "constexpr")
+                           : NULL;
+    bool is_constexpr = v && v == marker;
+    Py_XDECREF(ann);
+    Py_XDECREF(v);
+    Py_XDECREF(marker);
+    PyErr_Clear();
+    if (is_constexpr)
+        return fail(p, a,
+                    "'%s' of %s '%s' is a compile-time parameter (ol.constexpr), which only "
+                    "kernels take\nPass the value as an ordinary argument, or read it from a "
+                    "global.",
+                    name, p->f->is_kernel ? "kernel" : "device function", p->f->name);
+    return add_local(p, name, a);
+}
+
 static int parse_def(parser *p, PyObject *def) {
     jit_func *f = p->f;
     PyObject *args = PyObject_GetAttrString(def, "args");
@@ -1396,7 +1742,7 @@ static int parse_def(parser *p, PyObject *def) {
     for (Py_ssize_t i = 0; params && i < PyList_GET_SIZE(params); i++) {
         PyObject *a = PyList_GET_ITEM(params, i);
         PyObject *name = PyObject_GetAttrString(a, "arg");
-        int rc = name ? add_local(p, PyUnicode_AsUTF8(name), a) : -1;
+        int rc = name ? param(p, a, PyUnicode_AsUTF8(name)) : -1;
         Py_XDECREF(name);
         if (rc < 0) {
             Py_DECREF(params);
@@ -1587,8 +1933,8 @@ static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int
     return NULL;
 }
 
-static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chain *up,
-                                jit_error *err) {
+static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, PyObject *consts,
+                                const jit_chain *up, jit_error *err) {
     if (init_known() < 0) {
         internal_error(err, "cannot import math/numpy");
         return NULL;
@@ -1601,7 +1947,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chai
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
     jit_chain link = {.origin = pyfunc, .name = "?", .up = up};
-    parser p = {.f = f, .err = err, .chain = &link};
+    parser p = {.f = f, .err = err, .chain = &link, .consts = consts};
     PyObject *tree = NULL, *code = NULL;
     char *src = NULL;
     int rc = -1;
@@ -1652,6 +1998,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, const jit_chai
 out:
     if (p.hash) EVP_MD_CTX_free(p.hash);
     Py_CLEAR(p.value);
+    Py_CLEAR(p.bound);
     free(src);
     Py_XDECREF(tree);
     Py_XDECREF(code);
@@ -1662,9 +2009,9 @@ out:
     return f;
 }
 
-jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, jit_error *err) {
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, jit_error *err) {
     memset(err, 0, sizeof *err);
-    return parse_function(pyfunc, is_kernel, NULL, err);
+    return parse_function(pyfunc, is_kernel, consts, NULL, err);
 }
 
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,
@@ -1707,6 +2054,7 @@ jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filena
         EVP_DigestFinal_ex(p.hash, f->source_hash, &len);
         EVP_MD_CTX_free(p.hash);
         Py_CLEAR(p.value);
+        Py_CLEAR(p.bound);
     }
     Py_XDECREF(dump);
     if (rc < 0) {

@@ -2,10 +2,13 @@
  * specialisation, compiling through the JIT, and launching (the arguments
  * themselves are mod_args.c's).
  *
- * A Kernel keeps its specialisations (device, range rank, argument types ->
- * loaded program) in a small array, searched from the one used last: the
- * common loop that launches one kernel with the same kinds of arguments finds
- * it at the first compare, without building any key or Python object.
+ * A Kernel keeps its specialisations (variant, device, range rank, argument
+ * types -> loaded program) in a small array, searched from the one used
+ * last: the common loop that launches one kernel with the same kinds of
+ * arguments finds it at the first compare, without building any key or
+ * Python object. A variant is one parse of the function: a kernel with
+ * compile-time parameters (mod_constexpr.c) has one per tuple of their
+ * values, any other kernel just one.
  *
  * A launch with bounds checks (@offload.kernel(boundscheck=True), or a
  * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
@@ -40,8 +43,17 @@ static PyObject *CompileError; /* Exception: filename, lineno, colno */
 
 typedef enum { SPEC_BUILDING, SPEC_READY, SPEC_FAILED } spec_state;
 
+/* One parse of the kernel's function, for one tuple of its compile-time
+ * arguments. Variants are heap objects that never move and live as long as
+ * their kernel. */
+typedef struct {
+    PyObject *values; /* owned: the compile-time arguments; NULL when the kernel has none */
+    jit_func *jf;     /* owned; NULL until the first compile parses it */
+} variant;
+
 typedef struct {
     spec_state state; /* written with the GIL and the kernel's lock held */
+    variant *var;
     ofl_device *dev;
     int range_ndim, nargs;
     bool nd;           /* compiled for an NdRange launch */
@@ -66,7 +78,10 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD
     PyObject *pyfunc;
-    jit_func *jf;                /* parsed at the first compile */
+    mod_constexpr consts; /* its compile-time parameters */
+    variant **variants;   /* owned, each owned; only appended to (with the GIL); the
+                             first made with the kernel */
+    int nvariants;
     int boundscheck;             /* 1: every launch checks indices; 0: none does; -1: as the device
                                     says (default_boundscheck) */
     bool runs_to_end;            /* no cancel checks (mod_kernel_runs_to_end) */
@@ -133,32 +148,79 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
     return 0;
 }
 
+/* ---- variants ---- */
+
+static variant *variant_add(mod_kernel *k, PyObject *values) {
+    variant **more = realloc(k->variants, sizeof *more * (size_t)(k->nvariants + 1));
+    if (!more) return (variant *)PyErr_NoMemory();
+    k->variants = more;
+    variant *v = calloc(1, sizeof *v);
+    if (!v) return (variant *)PyErr_NoMemory();
+    v->values = Py_XNewRef(values);
+    return k->variants[k->nvariants++] = v;
+}
+
+/* The variant for these compile-time arguments (a kernel's nvalues of
+ * them, borrowed), made when new. */
+static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t nvalues) {
+    if (!nvalues) return k->variants[0];
+    for (int i = 0; i < k->nvariants; i++) {
+        PyObject *have = k->variants[i]->values;
+        if (!have) continue; /* the first: made with the kernel, before any value */
+        Py_ssize_t j = 0;
+        while (j < nvalues && mod_constexpr_same(PyTuple_GET_ITEM(have, j), values[j])) j++;
+        if (j == nvalues) return k->variants[i];
+    }
+    PyObject *t = PyTuple_New(nvalues);
+    for (Py_ssize_t j = 0; t && j < nvalues; j++) PyTuple_SET_ITEM(t, j, Py_NewRef(values[j]));
+    variant *v = t ? variant_add(k, t) : NULL;
+    Py_XDECREF(t);
+    return v;
+}
+
+/* A launch's arguments after the item: the compile-time ones pick the
+ * variant, the others stay in *args (rest: the caller's room for them, of
+ * nargs). The first variant of a kernel without any. */
+static variant *split_args(mod_kernel *k, PyObject *const **args, Py_ssize_t *nargs,
+                           PyObject **rest) {
+    if (!k->consts.names) return k->variants[0];
+    Py_ssize_t nvalues = PyTuple_GET_SIZE(k->consts.names);
+    PyObject *values[64];
+    if (mod_constexpr_split(&k->consts, k->pyfunc, *args, *nargs, rest, values) < 0) return NULL;
+    *args = rest;
+    *nargs -= nvalues;
+    return variant_for(k, values, nvalues);
+}
+
 /* Parsing runs Python (inspect, ast), which may switch threads: two threads
  * may both parse, and the first to finish keeps its tree. */
-static int ensure_parsed(mod_kernel *k) {
-    if (k->jf) return 0;
+static int ensure_parsed(mod_kernel *k, variant *v) {
+    if (v->jf) return 0;
     jit_error err;
-    jit_func *jf = jit_func_parse(k->pyfunc, true, &err);
+    PyObject *consts = v->values ? mod_constexpr_dict(&k->consts, v->values) : NULL;
+    if (v->values && !consts) return -1;
+    jit_func *jf = jit_func_parse(k->pyfunc, true, consts, &err);
+    Py_XDECREF(consts);
     if (!jf) {
         raise_jit(&err);
         return -1;
     }
-    if (k->jf)
+    if (v->jf)
         jit_func_free(jf);
     else
-        k->jf = jf;
+        v->jf = jf;
     return 0;
 }
 
-/* jit_compile of k's function, with the GIL released and jit_lock held (the
- * JIT touches no Python object after parsing). */
-static int compile_unlocked(mod_kernel *k, const jit_type *types, int nargs, int range_ndim,
-                            const jit_target *t, unsigned flags, jit_artifact *art,
+/* jit_compile of a variant of k's function, with the GIL released and
+ * jit_lock held (the JIT touches no Python object after parsing). */
+static int compile_unlocked(mod_kernel *k, variant *v, const jit_type *types, int nargs,
+                            int range_ndim, const jit_target *t, unsigned flags, jit_artifact *art,
                             jit_error *err) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&k->jit_lock);
-    rc = jit_compile(k->jf, types, nargs, range_ndim, t, flags, art, err);
+    rc = jit_compile(v->jf, types, nargs, range_ndim, t, flags, art, err);
     pthread_mutex_unlock(&k->jit_lock);
     Py_END_ALLOW_THREADS
     return rc;
@@ -217,19 +279,20 @@ static void spec_wait(mod_kernel *k, spec *s) {
     Py_END_ALLOW_THREADS
 }
 
-static bool spec_matches(const spec *s, ofl_device *dev, int range_ndim, bool nd, bool bounds,
-                         const jit_type *types, int nargs) {
-    return s->dev == dev && s->range_ndim == range_ndim && s->nd == nd && s->bounds == bounds &&
-           s->nargs == nargs && !memcmp(s->types, types, sizeof *types * (size_t)nargs);
+static bool spec_matches(const spec *s, variant *var, ofl_device *dev, int range_ndim, bool nd,
+                         bool bounds, const jit_type *types, int nargs) {
+    return s->var == var && s->dev == dev && s->range_ndim == range_ndim && s->nd == nd &&
+           s->bounds == bounds && s->nargs == nargs &&
+           !memcmp(s->types, types, sizeof *types * (size_t)nargs);
 }
 
 /* The spec for this key in any state, searched from the one used last; NULL
  * when there is none. */
-static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds,
-                       const jit_type *types, int nargs) {
+static spec *spec_find(mod_kernel *k, variant *var, ofl_device *dev, int range_ndim, bool nd,
+                       bool bounds, const jit_type *types, int nargs) {
     for (int probe = 0; probe < k->nspecs; probe++) {
         int i = (k->last + probe) % k->nspecs;
-        if (spec_matches(k->specs[i], dev, range_ndim, nd, bounds, types, nargs)) {
+        if (spec_matches(k->specs[i], var, dev, range_ndim, nd, bounds, types, nargs)) {
             k->last = i;
             return k->specs[i];
         }
@@ -239,14 +302,15 @@ static spec *spec_find(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, 
 
 /* A new spec for this key, published as SPEC_BUILDING: from here on other
  * threads wait for its build. */
-static spec *spec_add(mod_kernel *k, ofl_device *dev, int range_ndim, bool nd, bool bounds,
-                      const jit_type *types, int nargs) {
+static spec *spec_add(mod_kernel *k, variant *var, ofl_device *dev, int range_ndim, bool nd,
+                      bool bounds, const jit_type *types, int nargs) {
     spec **more = realloc(k->specs, sizeof *more * (size_t)(k->nspecs + 1));
     if (!more) return (spec *)PyErr_NoMemory();
     k->specs = more;
     spec *s = calloc(1, sizeof *s + sizeof *types * (size_t)nargs);
     if (!s) return (spec *)PyErr_NoMemory();
     s->state = SPEC_BUILDING;
+    s->var = var;
     s->dev = dev;
     s->range_ndim = range_ndim;
     s->nd = nd;
@@ -269,12 +333,12 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
     unsigned flags = (s->nd ? JIT_NDRANGE : 0) | (s->bounds ? JIT_BOUNDSCHECK : 0) |
                      (cancel_checks(k) ? JIT_CANCEL : 0);
     ofl_program *prog = NULL;
-    if (ensure_parsed(k) < 0) goto fail;
-    if (mod_args_check_count(a, k->jf) < 0) goto fail;
+    if (ensure_parsed(k, s->var) < 0) goto fail;
+    if (mod_args_check_count(a, s->var->jf) < 0) goto fail;
     if (target_of(s->dev, &t, ident, sizeof ident) < 0) goto fail;
     t.max_threads = k->max_threads;
     t.min_blocks = k->min_blocks;
-    if (compile_unlocked(k, s->types, s->nargs, s->range_ndim, &t, flags, &art, &err) < 0) {
+    if (compile_unlocked(k, s->var, s->types, s->nargs, s->range_ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         goto fail;
     }
@@ -291,6 +355,12 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
         size_t len = strlen(s->signature);
         snprintf(s->signature + len, sizeof s->signature - len, " with boundscheck");
     }
+    if (s->var->values) { /* " [N=4, DT=float32]" */
+        char consts[256];
+        mod_constexpr_describe(&k->consts, s->var->values, consts, sizeof consts);
+        size_t len = strlen(s->signature);
+        snprintf(s->signature + len, sizeof s->signature - len, " [%s]", consts);
+    }
     s->build_ms = 0;
     if (build_program(s, &prog) < 0) goto fail;
     s->prog = prog;
@@ -304,7 +374,7 @@ static int spec_build(mod_kernel *k, spec *s, const mod_args *a) {
         return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                                 "kernel '%s' (%s): the compiler of %s crashed vectorizing it, so "
                                 "it was built with the vectorizer off; it runs, scalar",
-                                jit_func_name(k->jf), s->signature,
+                                jit_func_name(s->var->jf), s->signature,
                                 ofl_device_get_info(s->dev)->filter);
     return 0;
 fail:
@@ -337,11 +407,12 @@ static int spec_reload(mod_kernel *k, spec *s) {
 
 /* The loaded program for a's arguments on a's device: found, waited for, or
  * built here. */
-static spec *specialise(mod_kernel *k, const mod_args *a, int range_ndim, bool nd, bool bounds) {
+static spec *specialise(mod_kernel *k, variant *var, const mod_args *a, int range_ndim, bool nd,
+                        bool bounds) {
     for (;;) {
-        spec *s = spec_find(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n);
+        spec *s = spec_find(k, var, a->dev, range_ndim, nd, bounds, a->types, (int)a->n);
         if (!s) {
-            if (!(s = spec_add(k, a->dev, range_ndim, nd, bounds, a->types, (int)a->n)))
+            if (!(s = spec_add(k, var, a->dev, range_ndim, nd, bounds, a->types, (int)a->n)))
                 return NULL;
             return spec_build(k, s, a) < 0 ? NULL : s;
         }
@@ -497,8 +568,13 @@ static bool default_boundscheck(ofl_device *dev) {
  * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args,
                         Py_ssize_t nargs, bool want_event, bool bounds) {
+    PyObject *rest[64];
+    if (k->consts.names && nargs > 64)
+        return PyErr_Format(PyExc_TypeError,
+                            "a kernel with compile-time parameters takes at most 64 arguments");
+    variant *var = split_args(k, &args, &nargs, rest);
     mod_args a;
-    if (mod_args_init(&a, args, nargs) < 0) return NULL;
+    if (!var || mod_args_init(&a, args, nargs) < 0) return NULL;
     PyObject *result = NULL;
     ofl_buffer *record = NULL;
     ofl_event *ev = NULL;
@@ -509,7 +585,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
     /* before specialise: from there to ofl_launch the GIL stays held, so no
      * other thread can reload s->prog under this launch (mod_kernel threads) */
     if (bounds && !(record = bounds_record_take(a.dev))) goto out;
-    spec *s = specialise(k, &a, range->ndim, range->nd, bounds);
+    spec *s = specialise(k, var, &a, range->ndim, range->nd, bounds);
     if (!s || mod_args_pack(&a, range, record, cancel_checks(k)) < 0) goto out;
     size_t global[3], local[3];
     for (int d = 0; d < range->ndim; d++) {
@@ -518,7 +594,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
         global[range->ndim - 1 - d] = range->size[d] || range->nd ? (size_t)range->size[d] : 1;
         local[range->ndim - 1 - d] = (size_t)range->local[d];
     }
-    if (range->nd && check_group(s, range, jit_func_name(k->jf)) < 0) goto out;
+    if (range->nd && check_group(s, range, jit_func_name(var->jf)) < 0) goto out;
     ofl_error err;
     if (ofl_launch(s->prog, (unsigned)range->ndim, global, range->nd ? local : NULL, a.packed,
                    a.npacked, want_event ? &ev : NULL, &err) != 0) {
@@ -531,7 +607,7 @@ static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *
      * never writes its record: no wait for it */
     bool unchecked = record && s->bounds_sites && !s->bounds_sites[0];
     failed = record && !unchecked ? bounds_record_read(record, words) : 0;
-    if (failed < 0 || mod_args_download(&a, jit_func_name(k->jf)) < 0) goto out;
+    if (failed < 0 || mod_args_download(&a, jit_func_name(var->jf)) < 0) goto out;
     if (failed) { /* after the copies back: what ran before the bad index is kept, as in Python */
         bounds_raise(s, words);
         goto out;
@@ -628,6 +704,10 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     else
         registry_first = k;
     registry_last = k;
+    if (mod_constexpr_of(pyfunc, &k->consts) < 0 || !variant_add(k, NULL)) {
+        Py_DECREF(k);
+        return NULL;
+    }
     return (PyObject *)k;
 }
 
@@ -659,7 +739,13 @@ static void kernel_dealloc(mod_kernel *k) {
         free(k->specs[i]);
     }
     free(k->specs);
-    jit_func_free(k->jf);
+    for (int i = 0; i < k->nvariants; i++) {
+        Py_XDECREF(k->variants[i]->values);
+        jit_func_free(k->variants[i]->jf);
+        free(k->variants[i]);
+    }
+    free(k->variants);
+    mod_constexpr_clear(&k->consts);
     pthread_mutex_destroy(&k->lock);
     pthread_cond_destroy(&k->built);
     pthread_mutex_destroy(&k->jit_lock);
@@ -693,7 +779,13 @@ static PyObject *kernel_repr(mod_kernel *k) {
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
  * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
-    if (ensure_parsed(k) < 0) return NULL;
+    PyObject *const *given = &PyTuple_GET_ITEM(args, 0), *rest[64];
+    Py_ssize_t ngiven = PyTuple_GET_SIZE(args);
+    if (k->consts.names && ngiven > 64)
+        return PyErr_Format(PyExc_TypeError,
+                            "a kernel with compile-time parameters takes at most 64 arguments");
+    variant *var = split_args(k, &given, &ngiven, rest);
+    if (!var || ensure_parsed(k, var) < 0) return NULL;
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
     PyObject *sm_o = kw ? PyDict_GetItemString(kw, "sm") : NULL;
     PyObject *bounds_o = kw ? PyDict_GetItemString(kw, "boundscheck") : NULL;
@@ -702,7 +794,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
     mod_shape r = {.ndim = 1, .size = {1}};
     if (range_o && range_o != Py_None && mod_shape_of(range_o, &r) < 0) return NULL;
     mod_args a;
-    if (mod_args_init(&a, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args)) < 0) return NULL;
+    if (mod_args_init(&a, given, ngiven) < 0) return NULL;
     PyObject *res = NULL;
     jit_target t = {.fp64 = true,
                     .atomic64 = true,
@@ -710,7 +802,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
                     .max_threads = k->max_threads,
                     .min_blocks = k->min_blocks};
     char ident[700];
-    if (mod_args_check_count(&a, k->jf) < 0) goto out;
+    if (mod_args_check_count(&a, var->jf) < 0) goto out;
     if (what == JIT_PTX) {
         t.form = JIT_PTX;
         t.sm = sm_o && sm_o != Py_None ? (int)PyLong_AsLong(sm_o) : 80;
@@ -727,7 +819,7 @@ static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) 
                       : what == JIT_SPIRV ? JIT_WANT_SPIRV
                                           : 0) |
                      (r.nd ? JIT_NDRANGE : 0) | (bounds ? JIT_BOUNDSCHECK : 0);
-    if (compile_unlocked(k, a.types, (int)a.n, r.ndim, &t, flags, &art, &err) < 0) {
+    if (compile_unlocked(k, var, a.types, (int)a.n, r.ndim, &t, flags, &art, &err) < 0) {
         raise_jit(&err);
         goto out;
     }
@@ -813,7 +905,7 @@ static PyObject *spec_row(mod_kernel *k, const spec *s) {
     PyObject *device_ms = timed ? PyFloat_FromDouble((double)ns * 1e-6) : Py_NewRef(Py_None);
     if (!device_ms) return NULL;
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:s,s:n,s:d,s:d,s:d,s:K,s:N,s:K,s:K,s:O}", "name", jit_func_name(k->jf),
+        "{s:s,s:s,s:s,s:s,s:n,s:d,s:d,s:d,s:K,s:N,s:K,s:K,s:O}", "name", jit_func_name(s->var->jf),
         "signature", s->signature, "device", ofl_device_get_info(s->dev)->filter, "target", target,
         "code_size", (Py_ssize_t)s->code.size, "compile_ms", s->compile_ms + s->build_ms, "jit_ms",
         s->compile_ms, "build_ms", s->build_ms, "launches", s->launches, "device_ms", device_ms,
@@ -1329,7 +1421,7 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
         jit_func_free(jf);
         return NULL;
     }
-    ((mod_kernel *)k)->jf = jf;
+    ((mod_kernel *)k)->variants[0]->jf = jf;
     ((mod_kernel *)k)->boundscheck = -1;
     return k;
 }
@@ -1359,7 +1451,7 @@ int mod_kernel_var_type(PyObject *kernel, const jit_type *args, int nargs, int r
     int rc;
     Py_BEGIN_ALLOW_THREADS /* jit_var_type types jf in place, as a compile does */
     pthread_mutex_lock(&k->jit_lock);
-    rc = jit_var_type(k->jf, args, nargs, range_ndim, nd, var, out, err);
+    rc = jit_var_type(k->variants[0]->jf, args, nargs, range_ndim, nd, var, out, err);
     pthread_mutex_unlock(&k->jit_lock);
     Py_END_ALLOW_THREADS
     return rc;

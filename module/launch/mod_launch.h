@@ -95,6 +95,31 @@ int mod_args_pack(mod_args *a, const mod_shape *range, ofl_buffer *bounds, bool 
 int mod_args_download(mod_args *a, const char *kernel_name);
 void mod_args_clear(mod_args *a);
 
+/* ---- mod_constexpr.c: a kernel's compile-time parameters (ol.constexpr) ---- */
+
+typedef struct {
+    int nparams;     /* the function's parameters after the item */
+    uint64_t bits;   /* bit i: parameter i after the item is compile-time */
+    PyObject *names; /* owned tuple of their names, in order; NULL when there are none */
+} mod_constexpr;
+
+/* Which of pyfunc's parameters are annotated offload.constexpr (among the
+ * first 64 after the item). 0, or -1 with an exception. */
+int mod_constexpr_of(PyObject *pyfunc, mod_constexpr *out);
+void mod_constexpr_clear(mod_constexpr *c);
+/* A launch's nargs arguments (c->names not NULL): the compile-time ones into
+ * values, the others into rest, in order (borrowed; arrays of nargs).
+ * TypeError, naming pyfunc, for a count that is not c->nparams. */
+int mod_constexpr_split(const mod_constexpr *c, PyObject *pyfunc, PyObject *const *args,
+                        Py_ssize_t nargs, PyObject **rest, PyObject **values);
+/* Whether two compile-time values make the same kernel. */
+bool mod_constexpr_same(PyObject *a, PyObject *b);
+/* values (a tuple, in c->names' order) as the dict jit_func_parse takes. */
+PyObject *mod_constexpr_dict(const mod_constexpr *c, PyObject *values);
+/* "N=4, DT=float32, op=add" into out (for signatures). */
+void mod_constexpr_describe(const mod_constexpr *c, PyObject *values, char *out, size_t len);
+int mod_constexpr_add_functions(PyObject *module);
+
 /* ---- mod_kernel.c: Kernel, DeviceFunction, specialisation, launch ---- */
 
 int mod_kernel_add_functions(PyObject *module);
