@@ -239,13 +239,6 @@ typedef struct {
 PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
                           const char *name);
 
-/* The stride shape's second kernel for reduction operator op (a
- * jit_reduction) as an ast.FunctionDef named _ofl_combine(item, part, n, S,
- * out): one work-group of G work-items folds part[0], part[S], ...,
- * part[(n - 1) * S] into out[0]. G and DT (the partials' scalar type) are
- * globals the caller binds. New reference, or NULL with a Python exception. */
-PyObject *jit_loop_combine_kernel(char op);
-
 /* A kernel from an ast.FunctionDef (such as jit_loop_kernel's); globals
  * resolves the names that are not parameters. lines as for jit_loops_rewrite. */
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,

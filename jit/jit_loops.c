@@ -846,8 +846,8 @@ static void stride_text(text *t, const jit_loop *loop, const jit_loop_form *form
     put(t, "            _ofl_body\n");
 }
 
-/* a = a (op) v as the GPU's combines do it: min and max keep a NaN, as
- * NumPy's minimum and maximum do. */
+/* a = a (op) v as the work-group's combine does it: min and max keep a NaN,
+ * as NumPy's minimum and maximum do (and reduce.py's). */
 static void put_step(text *t, int ind, char op, const char *a, const char *v) {
     if (op == JIT_RED_ADD || op == JIT_RED_MUL)
         put(t, "%*s%s = %s %c %s\n", ind, "", a, a, op == JIT_RED_ADD ? '+' : '*', v);
@@ -878,33 +878,6 @@ static void group_tree_text(text *t, const jit_loop *loop) {
             put(t, "        _ofl_p_%s[_ofl_g] = %s\n", s, a);
         }
     }
-}
-
-/* The second kernel of the stride shape: one work-group of G (a global)
- * combines n partials of type DT (a global), every S-th of part, into
- * out[0]; each work-item folds every G-th, then a tree in local memory. */
-static void combine_text(text *t, char op) {
-    put(t, "def _ofl_combine(item, part, n, S, out):\n"
-           "    l = item.get_local_id(0)\n"
-           "    a = part[min(l, n - 1) * S]\n");
-    if (op == JIT_RED_ADD || op == JIT_RED_MUL) /* a spare work-item's is the identity */
-        put(t, "    if l >= n:\n        a = DT(%d)\n", op == JIT_RED_MUL);
-    put(t, "    for k in range(l + G, n, G):\n        v = part[k * S]\n");
-    put_step(t, 8, op, "a", "v");
-    put(t, "    loc = ol.local_array(G, DT)\n"
-           "    loc[l] = a\n"
-           "    ol.group_barrier(item.get_group())\n"
-           "    s = G // 2\n"
-           "    while s > 0:\n"
-           "        if l < s:\n"
-           "            a = loc[l]\n"
-           "            v = loc[l + s]\n");
-    put_step(t, 12, op, "a", "v");
-    put(t, "            loc[l] = a\n"
-           "        ol.group_barrier(item.get_group())\n"
-           "        s = s // 2\n"
-           "    if l == 0:\n"
-           "        out[0] = loc[0]\n");
 }
 
 /* The kernel's source around a placeholder statement `_ofl_body`, which the
@@ -1057,12 +1030,6 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop
     Py_XDECREF(stmts);
     for (int u = 0; u < nbodies; u++) Py_XDECREF(bodies[u]);
     return def;
-}
-
-PyObject *jit_loop_combine_kernel(char op) {
-    text t = {0};
-    combine_text(&t, op);
-    return parsed_def(&t);
 }
 
 int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,

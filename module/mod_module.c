@@ -118,8 +118,8 @@ PyMODINIT_FUNC PyInit_offload(void) {
         mod_dtype_add_aliases(m) < 0 || mod_device_add_functions(m) < 0 ||
         mod_create_add_functions(m) < 0 || mod_dlpack_init(m) < 0 || mod_pickle_init(m) < 0 ||
         mod_kernel_add_functions(m) < 0 || mod_constexpr_add_functions(m) < 0 ||
-        mod_range_add_functions(m) < 0 || mod_loops_add_functions(m) < 0 ||
-        mod_lib_add_functions(m) < 0)
+        mod_library_add_functions(m) < 0 || mod_range_add_functions(m) < 0 ||
+        mod_loops_add_functions(m) < 0 || mod_lib_add_functions(m) < 0)
         goto fail;
     mod_errors_catch_interrupts();
     math_library_search();

@@ -1426,6 +1426,8 @@ PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf) {
     return k;
 }
 
+bool mod_kernel_check(PyObject *o) { return PyObject_TypeCheck(o, &KernelType); }
+
 void mod_kernel_trusted(PyObject *kernel) { ((mod_kernel *)kernel)->boundscheck = 0; }
 
 void mod_kernel_runs_to_end(PyObject *kernel) { ((mod_kernel *)kernel)->runs_to_end = true; }

@@ -124,6 +124,8 @@ int mod_constexpr_add_functions(PyObject *module);
 
 int mod_kernel_add_functions(PyObject *module);
 
+/* Whether o is a Kernel (@offload.kernel's). */
+bool mod_kernel_check(PyObject *o);
 /* A Kernel over an already parsed function (takes jf); pyfunc names it. */
 PyObject *mod_kernel_from_parsed(PyObject *pyfunc, jit_func *jf);
 /* Launches as kernel[range](*args) does; an Event when want_event, else None. */
@@ -159,6 +161,14 @@ void mod_kernel_get_stats(PyObject *kernel, mod_kernel_stats *out);
 
 /* A jit_error as offload.CompileError (or DeviceError for internal ones). */
 void mod_raise_jit(const jit_error *err);
+
+/* ---- mod_library.c: the library's device code (module/kernels/, Python files) ---- */
+
+/* Name in the library's kernel file file ("reduce" for reduce.py): a Kernel,
+ * a DeviceFunction, ... Borrowed (the file's module lives for the process),
+ * or NULL with an exception. */
+PyObject *mod_library_get(const char *file, const char *name);
+int mod_library_add_functions(PyObject *module);
 
 /* ---- mod_loops.c: prange, @offload.jit, LoopContext ---- */
 

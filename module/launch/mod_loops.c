@@ -688,41 +688,17 @@ static Py_ssize_t reduction_items(ofl_device *dev, const jit_loop_form *form,
 
 /* ---- a GPU's combine ----
  * On a GPU a reduction's partials (one per work-group of the loop's kernel)
- * are combined there, by a second kernel of one work-group
- * (jit_loop_combine_kernel), so that the host reads back one value per
- * reduction: reading the partials and combining them on the host cost a
- * loop 0.18 ms. The JIT specialises it on the partials' scalar type (DT)
- * and the group size (G), compile-time globals. */
-static PyObject *combiners; /* (op, dtype, G) -> Kernel, for the process */
+ * are combined there, by a second kernel of one work-group (the library's
+ * reduce.combine_strided, given the operator, the partials' dtype and the
+ * group size), so that the host reads back one value per reduction: reading
+ * the partials and combining them on the host cost a loop 0.18 ms. */
 
-/* The combine kernel for op over partials of dtype, groups of G. Borrowed. */
-static PyObject *combiner(char op, PyObject *dtype, Py_ssize_t G) {
-    PyObject *key = Py_BuildValue("(COn)", op, dtype, G), *k = NULL;
-    if (!key || (!combiners && !(combiners = PyDict_New()))) goto out;
-    if ((k = PyDict_GetItemWithError(combiners, key)) || PyErr_Occurred()) goto out;
-    PyObject *def = jit_loop_combine_kernel(op), *lines = PyList_New(0);
-    PyObject *globals = PyDict_New(), *filename = PyUnicode_FromString("<offload loop combine>");
-    PyObject *offload = PyImport_ImportModule("offload");
-    PyObject *type = PyObject_GetAttrString(dtype, "type"), *g = PyLong_FromSsize_t(G);
-    if (def && lines && globals && filename && offload && type && g &&
-        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
-        PyDict_SetItemString(globals, "ol", offload) == 0 &&
-        PyDict_SetItemString(globals, "DT", type) == 0 &&
-        PyDict_SetItemString(globals, "G", g) == 0) {
-        PyObject *made = kernel_from_def(def, globals, filename, lines, "_ofl_combine", NULL, NULL);
-        if (made && PyDict_SetItem(combiners, key, made) == 0) k = made;
-        Py_XDECREF(made); /* the dict keeps it */
-    }
-    Py_XDECREF(def);
-    Py_XDECREF(lines);
-    Py_XDECREF(globals);
-    Py_XDECREF(filename);
-    Py_XDECREF(offload);
-    Py_XDECREF(type);
-    Py_XDECREF(g);
-out:
-    Py_XDECREF(key);
-    return k;
+/* reduce.py's device function for reduction op. Borrowed. */
+static PyObject *combine_op(char op) {
+    return mod_library_get("reduce", op == JIT_RED_ADD   ? "add"
+                                     : op == JIT_RED_MUL ? "multiply"
+                                     : op == JIT_RED_MIN ? "minimum"
+                                                         : "maximum");
 }
 
 /* The group size of the combine on dev: up to 1024, a power of two. */
@@ -1082,18 +1058,21 @@ static int run_combines(loop_run_state *r) {
     Py_ssize_t G = combine_group(r->dev);
     mod_shape range = {.ndim = 1, .nd = true, .size = {G}, .local = {G}};
     PyObject *n = PyLong_FromSsize_t(r->shape.size[0] / JIT_LOOP_GROUP),
-             *S = PyLong_FromLong(JIT_LOOP_GROUP);
-    int rc = n && S ? 0 : -1;
+             *S = PyLong_FromLong(JIT_LOOP_GROUP), *g = PyLong_FromSsize_t(G);
+    PyObject *k = mod_library_get("reduce", "combine_strided");
+    int rc = n && S && g && k ? 0 : -1;
     for (Py_ssize_t i = 0; rc == 0 && i < r->nred; i++) {
-        PyObject *part = PyList_GET_ITEM(r->argv, r->first_partial + i);
-        PyObject *k = combiner(r->l->info.red_ops[i], PyTuple_GET_ITEM(r->l->part_dtypes, i), G);
-        PyObject *args[] = {part, n, S, PyTuple_GET_ITEM(r->outs, i)};
-        PyObject *ev = k ? mod_kernel_launch(k, &range, args, 4, false) : NULL;
+        PyObject *op = combine_op(r->l->info.red_ops[i]);
+        PyObject *args[] = {
+            PyList_GET_ITEM(r->argv, r->first_partial + i), n, S, PyTuple_GET_ITEM(r->outs, i), op,
+            PyTuple_GET_ITEM(r->l->part_dtypes, i),         g};
+        PyObject *ev = op ? mod_kernel_launch(k, &range, args, 7, false) : NULL;
         rc = ev ? 0 : -1;
         Py_XDECREF(ev);
     }
     Py_XDECREF(n);
     Py_XDECREF(S);
+    Py_XDECREF(g);
     return rc;
 }
 

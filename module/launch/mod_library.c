@@ -1,0 +1,115 @@
+/* mod_library: the library's device code -- kernels and device functions
+ * written in the kernel language, in the Python files of module/kernels/. The build embeds
+ * each file's text (scripts/embed-kernels); at the first use of a name in a
+ * file, the file runs as a Python module of its own, offload.kernels.<file>,
+ * and its kernels compile as any user's do, specialised by their
+ * compile-time parameters (mod_constexpr.c). C plans the work and launches
+ * them by name: mod_library_get.
+ *
+ * linecache holds each file's lines under "offload/kernels/<file>.py", which
+ * is where the JIT reads a kernel's source and points its carets; the
+ * module's __loader__ gives them back if linecache is ever cleared. Every
+ * kernel of these files is the module's own: trusted (no index checks unless
+ * a launch asks) and run to its end (no cancel checks). */
+#include "mod_launch.h"
+#include "mod_kernel_texts.h"
+
+static PyObject *loaded; /* file name -> the file's namespace (a dict), for the process */
+
+/* Sets ns["__loader__"] to an object whose get_source(modname) is text, and
+ * puts text's lines into linecache under filename. */
+static int keep_source(PyObject *ns, PyObject *modname, PyObject *filename, PyObject *text) {
+    PyObject *types = PyImport_ImportModule("types"),
+             *linecache = PyImport_ImportModule("linecache");
+    PyObject *sources = Py_BuildValue("{OO}", modname, text);
+    PyObject *get = sources ? PyObject_GetAttrString(sources, "get") : NULL;
+    PyObject *loader = NULL, *cache = NULL, *lines = NULL, *entry = NULL;
+    if (types && get) {
+        PyObject *make = PyObject_GetAttrString(types, "SimpleNamespace"), *kw = PyDict_New();
+        if (make && kw && PyDict_SetItemString(kw, "get_source", get) == 0)
+            loader = PyObject_VectorcallDict(make, NULL, 0, kw);
+        Py_XDECREF(make);
+        Py_XDECREF(kw);
+    }
+    if (linecache && (cache = PyObject_GetAttrString(linecache, "cache")) &&
+        (lines = PyObject_CallMethod(text, "splitlines", "O", Py_True)))
+        entry = Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(text), Py_None, lines, filename);
+    int rc = loader && entry && PyDict_SetItemString(ns, "__loader__", loader) == 0 &&
+                     PyObject_SetItem(cache, filename, entry) == 0
+                 ? 0
+                 : -1;
+    Py_XDECREF(types);
+    Py_XDECREF(linecache);
+    Py_XDECREF(sources);
+    Py_XDECREF(get);
+    Py_XDECREF(loader);
+    Py_XDECREF(cache);
+    Py_XDECREF(lines);
+    Py_XDECREF(entry);
+    return rc;
+}
+
+/* Runs kernel_texts[i] as its module; its namespace, new reference. */
+static PyObject *run_file(size_t i) {
+    const char *name = kernel_texts[i].name;
+    PyObject *ns = PyDict_New(), *code = NULL, *done = NULL;
+    PyObject *modname = PyUnicode_FromFormat("offload.kernels.%s", name);
+    PyObject *filename = PyUnicode_FromFormat("offload/kernels/%s.py", name);
+    PyObject *text = PyUnicode_FromString(kernel_texts[i].text);
+    if (ns && modname && filename && text && PyDict_SetItemString(ns, "__name__", modname) == 0 &&
+        PyDict_SetItemString(ns, "__file__", filename) == 0 &&
+        PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        keep_source(ns, modname, filename, text) == 0 &&
+        (code = Py_CompileStringObject(kernel_texts[i].text, filename, Py_file_input, NULL, -1)))
+        done = PyEval_EvalCode(code, ns, ns);
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (done && PyDict_Next(ns, &pos, &key, &value))
+        if (mod_kernel_check(value)) {
+            mod_kernel_trusted(value);
+            mod_kernel_runs_to_end(value);
+        }
+    if (!done) Py_CLEAR(ns);
+    Py_XDECREF(done);
+    Py_XDECREF(code);
+    Py_XDECREF(modname);
+    Py_XDECREF(filename);
+    Py_XDECREF(text);
+    return ns;
+}
+
+PyObject *mod_library_get(const char *file, const char *name) {
+    if (!loaded && !(loaded = PyDict_New())) return NULL;
+    PyObject *ns = PyDict_GetItemString(loaded, file);
+    if (!ns) {
+        size_t i = 0, n = sizeof kernel_texts / sizeof *kernel_texts;
+        while (i < n && strcmp(kernel_texts[i].name, file)) i++;
+        if (i == n)
+            return PyErr_Format(PyExc_SystemError, "offload: no kernel file '%s'", file), NULL;
+        PyObject *made = run_file(i), *key = PyUnicode_FromString(file);
+        /* running it may have let another thread load it first: keep the first */
+        ns = made && key ? PyDict_SetDefault(loaded, key, made) : NULL;
+        Py_XDECREF(made);
+        Py_XDECREF(key);
+        if (!ns) return NULL;
+    }
+    PyObject *v = PyDict_GetItemString(ns, name);
+    if (!v) PyErr_Format(PyExc_SystemError, "offload: kernels/%s.py has no '%s'", file, name);
+    return v;
+}
+
+/* offload._library(file, name): the same, for tests and for looking at a
+ * library kernel's signatures. */
+static PyObject *library(PyObject *self, PyObject *args) {
+    const char *file, *name;
+    if (!PyArg_ParseTuple(args, "ss:_library", &file, &name)) return NULL;
+    return Py_XNewRef(mod_library_get(file, name));
+}
+
+static PyMethodDef functions[] = {
+    {"_library", library, METH_VARARGS,
+     "_library(file, name): name in the library's kernel file (module/kernels/<file>.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int mod_library_add_functions(PyObject *module) { return PyModule_AddFunctions(module, functions); }
