@@ -557,10 +557,18 @@ static PyObject *static_name(parser *p, PyObject *at, const char *name) {
     return obj;
 }
 
+/* A name's node; a Python int or float it stands for is also p->value, so
+ * that arithmetic on such names folds as on literals (an ol.local_array's
+ * size may be `GROUP * P` of compile-time parameters). */
 static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
     PyObject *obj = static_name(p, at, name);
     if (!obj && !p->err->msg[0]) fail(p, at, "name '%s' is not defined", name);
-    return obj ? from_object(p, at, name, obj) : NULL;
+    jit_node *n = obj ? from_object(p, at, name, obj) : NULL;
+    if (n && (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj))) {
+        Py_XSETREF(p->value, Py_NewRef(obj));
+        p->value_of = n;
+    }
+    return n;
 }
 
 /* ---- compile-time evaluation ---- */

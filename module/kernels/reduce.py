@@ -18,6 +18,16 @@ def multiply(a, b):
 
 
 @ol.device_func
+def bit_or(a, b):
+    return a | b
+
+
+@ol.device_func
+def bit_and(a, b):
+    return a & b
+
+
+@ol.device_func
 def minimum(a, b):
     return b if (b < a) | (b != b) else a
 

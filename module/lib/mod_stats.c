@@ -10,8 +10,9 @@
  * float32 variance is as accurate as NumPy's, never a one-pass E[x^2] -
  * E[x]^2.
  *
- * The scans (cumulative_*) are kernels of this file, written per (operation,
- * accumulator dtype) and compiled through mod_gen. The input is read C-
+ * The scans (cumulative_*) are the kernels of module/kernels/scan.py, which
+ * this file plans and launches; they take the operation, the accumulator's
+ * dtype and the form's constants as compile-time arguments. The input is read C-
  * contiguous (a strided one is copied first) as M rows of K elements, the
  * scanned axis's, `inner` elements apart: row m starts at
  * (m // inner) * K * inner + m % inner. The result, a new C-contiguous
@@ -39,7 +40,6 @@
  * (tests run the GPU's form on a CPU device with it). */
 #include "mod_lib.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,344 +156,57 @@ static PyObject *m_std(PyObject *x, PyObject *a, PyObject *k) { return var_or_st
 #define SCAN_GROUP 256    /* work-items per group of the blocks form, at most */
 #define SCAN_MIN_RUN 4096 /* elements a run keeps at least when a row is split (runs form) */
 
-/* What a scan's texts depend on. A bool scan (NumPy's add.accumulate with
- * dtype=bool: a logical or; multiply: and) computes in uint8 and stores
- * `!= 0` into bool arrays. */
+/* What a scan's kernels (module/kernels/scan.py) are specialised on. A
+ * bool scan (NumPy's add.accumulate with dtype=bool: a logical or;
+ * multiply: and) computes in uint8 and stores `!= 0` into bool arrays. */
 typedef struct {
     bool prod;
-    const char *acc; /* the result's dtype name, the accumulator's */
+    PyObject *dtype; /* the result's, borrowed */
     bool boolean;
     bool exclusive; /* blocks form only: element k gets the total before it */
 } scan_key;
 
-/* the accumulator's type in the kernel, its identity, the operator */
-static const char *kacc(const scan_key *k) { return k->boolean ? "uint8" : k->acc; }
-static const char *kop(const scan_key *k) {
-    return k->boolean ? (k->prod ? "&" : "|") : (k->prod ? "*" : "+");
-}
-
-/* Writes the helpers every text of key uses: names IDENT, and how an
- * element of x (any dtype), of out and tot (the result's) becomes the
- * accumulator's type. Written as small Python functions-as-text by
- * substitution: the JIT sees plain expressions. */
-static void fmt_ident(const scan_key *k, char *buf, size_t n) {
-    snprintf(buf, n, "np.%s(%d)", kacc(k), k->prod ? 1 : 0);
-}
-static void fmt_load(const scan_key *k, const char *arr, const char *idx, bool from_x, char *buf,
-                     size_t n) {
-    if (k->boolean && from_x)
-        snprintf(buf, n, "np.uint8(%s[%s] != 0)", arr, idx);
-    else
-        snprintf(buf, n, "np.%s(%s[%s])", kacc(k), arr, idx);
-}
-static void fmt_store(const scan_key *k, const char *v, char *buf, size_t n) {
-    snprintf(buf, n, k->boolean ? "(%s) != 0" : "%s", v);
-}
-
 /* Elements per work-item of a blocks-form tile: 16, 8 for complex128, whose
  * tile then still fits CUDA's 48 KB of static local memory. */
-static int kper(const scan_key *k) { return strcmp(k->acc, "complex128") ? 16 : 8; }
-
-static void scan_suffix(const scan_key *k, char *buf, size_t n) {
-    snprintf(buf, n, "%s_%s", k->prod ? "prod" : "sum", k->boolean ? "bool" : k->acc);
+static int kper(const scan_key *k) {
+    return strcmp(mod_dtype_name(k->dtype), "complex128") ? 16 : 8;
 }
 
-/* runs form, first launch: work-item w scans run w // M of row w % M. */
-static void runs_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], id[48], ld[96], st[96];
-    scan_suffix(k, sfx, sizeof sfx);
-    fmt_ident(k, id, sizeof id);
-    fmt_load(k, "x", "np.uint64(i)", true, ld, sizeof ld);
-    fmt_store(k, "a", st, sizeof st);
-    snprintf(name, namelen, "scan_runs_%s", sfx);
-    mod_text_put(t, "def %s(item, x, out, tot, M, K, Ko, inner, inc, S):\n", name);
-    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
-                 k->prod ? "prod" : "sum");
-    mod_text_put(t,
-                 "    w = item.get_id(0)\n"
-                 "    s = w // M\n"
-                 "    m = w %% M\n"
-                 "    o = m // inner\n"
-                 "    r = m %% inner\n"
-                 "    c = (K + S - 1) // S\n"
-                 "    k = s * c\n"
-                 "    hi = min(k + c, K)\n"
-                 "    a = %s\n"
-                 "    if inc == 1 and s == 0:\n"
-                 "        out[np.uint64(o * Ko * inner + r)] = %s\n"
-                 "    i = (o * K + k) * inner + r\n"
-                 "    j = (o * Ko + inc + k) * inner + r\n"
-                 "    while k < hi:\n"
-                 "        a = a %s %s\n"
-                 "        out[np.uint64(j)] = %s\n"
-                 "        i += inner\n"
-                 "        j += inner\n"
-                 "        k += 1\n"
-                 "    if S > 1:\n"
-                 "        tot[np.uint64(s * M + m)] = %s\n",
-                 id, k->boolean ? (k->prod ? "True" : "False") : id, kop(k), ld, st, st);
-}
+enum { SCAN_RUNS, SCAN_TOTALS, SCAN_ADD_RUNS, SCAN_REDUCE, SCAN_BLOCKS };
+static const char *const scan_kernels[] = {"scan_runs", "scan_totals", "scan_add_runs",
+                                           "scan_reduce", "scan_blocks"};
 
-/* runs form, second launch: the S run totals of row m, scanned in place. */
-static void totals_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], id[48], ld[96], st[96];
-    scan_suffix(k, sfx, sizeof sfx);
-    fmt_ident(k, id, sizeof id);
-    fmt_load(k, "tot", "np.uint64(s * M + m)", false, ld, sizeof ld);
-    fmt_store(k, "a", st, sizeof st);
-    snprintf(name, namelen, "scan_totals_%s", sfx);
-    mod_text_put(t,
-                 "def %s(item, tot, M, S):\n"
-                 "    m = item.get_id(0)\n"
-                 "    a = %s\n"
-                 "    for s in range(S):\n"
-                 "        a = a %s %s\n"
-                 "        tot[np.uint64(s * M + m)] = %s\n",
-                 name, id, kop(k), ld, st);
-}
-
-/* runs form, third launch: run s + 1 of row m gets the total of runs 0..s. */
-static void add_runs_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], ldt[96], ldo[96], st[256], v[200];
-    scan_suffix(k, sfx, sizeof sfx);
-    fmt_load(k, "tot", "np.uint64((s - 1) * M + m)", false, ldt, sizeof ldt);
-    fmt_load(k, "out", "np.uint64(j)", false, ldo, sizeof ldo);
-    snprintf(v, sizeof v, "p %s %s", kop(k), ldo);
-    fmt_store(k, v, st, sizeof st);
-    snprintf(name, namelen, "scan_add_runs_%s", sfx);
-    mod_text_put(t,
-                 "def %s(item, out, tot, M, K, Ko, inner, inc, S):\n"
-                 "    w = item.get_id(0)\n"
-                 "    s = w // M + 1\n"
-                 "    m = w %% M\n"
-                 "    o = m // inner\n"
-                 "    r = m %% inner\n"
-                 "    c = (K + S - 1) // S\n"
-                 "    k = s * c\n"
-                 "    hi = min(k + c, K)\n"
-                 "    p = %s\n"
-                 "    j = (o * Ko + inc + k) * inner + r\n"
-                 "    while k < hi:\n"
-                 "        out[np.uint64(j)] = %s\n"
-                 "        j += inner\n"
-                 "        k += 1\n",
-                 name, ldt, st);
-}
-
-/* blocks form: the header every text of it shares. Group g works on span
- * g % Gr (C elements from k0, the last shorter) of row g // Gr; the row's
- * elements are `inner` apart from ib in x (from ob in out). */
-static void blocks_head(mod_text *t) {
-    mod_text_put(t, "    li = item.get_local_id(0)\n"
-                    "    grp = item.get_group()\n"
-                    "    g = grp.get_group_id(0)\n"
-                    "    L = item.get_local_range(0)\n"
-                    "    m = g // Gr\n"
-                    "    b = g %% Gr\n"
-                    "    o = m // inner\n"
-                    "    r = m %% inner\n"
-                    "    k0 = b * C\n"
-                    "    k1 = min(k0 + C, K)\n"
-                    "    ib = o * K * inner + r\n");
-}
-
-/* red (L accumulators in local memory) folded into red[0]; L a power of two. */
-static void put_tree(mod_text *t, const scan_key *k) {
-    mod_text_put(t,
-                 "    ol.group_barrier(grp)\n"
-                 "    h = L // 2\n"
-                 "    while h > 0:\n"
-                 "        if li < h:\n"
-                 "            red[li] = red[li] %s red[li + h]\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        h = h // 2\n",
-                 kop(k));
-}
-
-/* blocks form, first launch (only when a row has several spans): tot[g] =
- * the total of group g's span. Neighbouring work-items, neighbouring
- * elements; full rounds of kper loads are unconditional, so their
- * loads are all in flight at once. */
-static void reduce_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], id[48], ld[96], lde[96];
-    scan_suffix(k, sfx, sizeof sfx);
-    fmt_ident(k, id, sizeof id);
-    fmt_load(k, "x", "np.uint64(i)", true, ld, sizeof ld);
-    fmt_load(k, "x", "np.uint64(i + e * step)", true, lde, sizeof lde);
-    const char *op = kop(k);
-    snprintf(name, namelen, "scan_reduce_%s", sfx);
-    mod_text_put(t, "def %s(item, x, tot, K, inner, Gr, C):\n", name);
-    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
-                 k->prod ? "prod" : "sum");
-    blocks_head(t);
-    mod_text_put(t,
-                 "    a = %s\n"
-                 "    kk = k0 + li\n"
-                 "    i = ib + kk * inner\n"
-                 "    step = L * inner\n"
-                 "    while kk + %d * L < k1:\n"
-                 "        for e in range(%d):\n"
-                 "            a = a %s %s\n"
-                 "        kk += %d * L\n"
-                 "        i += %d * step\n"
-                 "    while kk < k1:\n"
-                 "        a = a %s %s\n"
-                 "        kk += L\n"
-                 "        i += step\n"
-                 "    red = ol.local_array(%d, np.%s)\n"
-                 "    red[li] = a\n",
-                 id, kper(k) - 1, kper(k), op, lde, kper(k), kper(k), op, ld, SCAN_GROUP, kacc(k));
-    put_tree(t, k);
-    mod_text_put(t, "    if li == 0:\n        tot[g] = %s\n",
-                 k->boolean ? "red[0] != 0" : "red[0]");
-}
-
-/* Local index of tile element q: one word of padding per 32, so that work-
- * item l's run (l * kper + e) meets no bank twice. */
-#define PAD(q) "(" q ") + ((" q ") >> 5)"
-
-/* blocks form, second launch: group g starts from the total of the spans
- * before its own (tot, summed by the group), then scans its span tile by
- * tile of L * kper elements in local memory -- coalesced loads, a
- * sequential run per work-item, a Hillis-Steele tree (ping-pong, one barrier
- * a step) over the runs' totals, coalesced stores -- carrying the total
- * from tile to tile. exclusive: element k gets the total before it (the
- * sort's scans, in place: a tile is read before it is written). */
-static void blocks_text(mod_text *t, const scan_key *k, char *name, size_t namelen) {
-    char sfx[48], id[48], ld[96], ldt[96], st[96];
-    scan_suffix(k, sfx, sizeof sfx);
-    fmt_ident(k, id, sizeof id);
-    fmt_load(k, "x", "np.uint64(ib + kk * inner)", true, ld, sizeof ld);
-    fmt_load(k, "tot", "np.uint64(m * Gr + j)", false, ldt, sizeof ldt);
-    fmt_store(k, "buf[" PAD("q") "]", st, sizeof st);
-    const char *op = kop(k), *acc = kacc(k);
-    const int P = kper(k), B = SCAN_GROUP * P;
-    snprintf(name, namelen, "scan_blocks%s_%s", k->exclusive ? "_excl" : "", sfx);
-    mod_text_put(t, "def %s(item, x, out, tot, K, Ko, inner, inc, Gr, C):\n", name);
-    mod_text_put(t, "    # offload.cumulative_%s (module/lib/mod_stats.c)\n",
-                 k->prod ? "prod" : "sum");
-    blocks_head(t);
-    mod_text_put(t,
-                 "    ob = (o * Ko + inc) * inner + r\n"
-                 "    red = ol.local_array(%d, np.%s)\n"
-                 "    buf = ol.local_array(%d, np.%s)\n"
-                 "    sc = ol.local_array(%d, np.%s)\n"
-                 "    a = %s\n"
-                 "    j = li\n"
-                 "    while j < b:\n"
-                 "        a = a %s %s\n"
-                 "        j += L\n"
-                 "    red[li] = a\n",
-                 SCAN_GROUP, acc, B + B / 32, acc, 2 * SCAN_GROUP, acc, id, op, ldt);
-    put_tree(t, k);
-    mod_text_put(t,
-                 "    p = red[0]\n"
-                 "    if inc == 1 and b == 0 and li == 0:\n"
-                 "        out[np.uint64(o * Ko * inner + r)] = %s\n"
-                 "    t0 = k0\n"
-                 "    while t0 < k1:\n"
-                 "        for e in range(%d):\n"
-                 "            q = e * L + li\n"
-                 "            kk = t0 + q\n"
-                 "            v = %s\n"
-                 "            if kk < k1:\n"
-                 "                v = %s\n"
-                 "            buf[" PAD("q") "] = v\n"
-                                             "        ol.group_barrier(grp)\n"
-                                             "        a = %s\n"
-                                             "        for e in range(%d):\n"
-                                             "            q = li * %d + e\n"
-                                             "            v = buf[" PAD("q") "]\n",
-                 k->boolean ? (k->prod ? "True" : "False") : id, P, id, ld, id, P, P);
-    if (k->exclusive)
-        mod_text_put(t,
-                     "            buf[" PAD("q") "] = a\n"
-                                                 "            a = a %s v\n",
-                     op);
-    else
-        mod_text_put(t,
-                     "            a = a %s v\n"
-                     "            buf[" PAD("q") "] = a\n",
-                     op);
-    mod_text_put(t,
-                 "        sc[li] = a\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        c = 0\n"
-                 "        d = 1\n"
-                 "        while d < L:\n"
-                 "            v = sc[c + li]\n"
-                 "            if li >= d:\n"
-                 "                v = sc[c + li - d] %s v\n"
-                 "            sc[L - c + li] = v\n"
-                 "            ol.group_barrier(grp)\n"
-                 "            c = L - c\n"
-                 "            d *= 2\n"
-                 "        s = p\n"
-                 "        if li > 0:\n"
-                 "            s = p %s sc[c + li - 1]\n"
-                 "        for e in range(%d):\n"
-                 "            q = li * %d + e\n"
-                 "            buf[" PAD("q") "] = s %s buf[" PAD(
-                     "q") "]\n"
-                          "        p = p %s sc[c + L - 1]\n"
-                          "        ol.group_barrier(grp)\n"
-                          "        for e in range(%d):\n"
-                          "            q = e * L + li\n"
-                          "            kk = t0 + q\n"
-                          "            if kk < k1:\n"
-                          "                out[np.uint64(ob + kk * inner)] = %s\n"
-                          "        ol.group_barrier(grp)\n"
-                          "        t0 += L * %d\n",
-                 op, op, P, P, op, op, P, st, P);
-}
-
-enum { TXT_RUNS, TXT_TOTALS, TXT_ADD_RUNS, TXT_REDUCE, TXT_BLOCKS };
-
-/* The kernel of one text for key (borrowed; mod_gen keeps it). */
-static PyObject *scan_kernel(const scan_key *k, int which) {
-    char memo[96], sfx[48];
-    scan_suffix(k, sfx, sizeof sfx);
-    snprintf(memo, sizeof memo, "scan %d %s%s", which, sfx, k->exclusive ? " excl" : "");
-    PyObject *kern = mod_gen_kernel_by_key_borrowed(memo);
-    if (kern) return kern;
-    mod_text *t = PyMem_Malloc(sizeof *t);
-    if (!t) return PyErr_NoMemory();
-    t->n = 0;
-    char name[96];
-    switch (which) {
-    case TXT_RUNS: runs_text(t, k, name, sizeof name); break;
-    case TXT_TOTALS: totals_text(t, k, name, sizeof name); break;
-    case TXT_ADD_RUNS: add_runs_text(t, k, name, sizeof name); break;
-    case TXT_REDUCE: reduce_text(t, k, name, sizeof name); break;
-    default: blocks_text(t, k, name, sizeof name); break;
-    }
-    if (mod_text_ok(t, name) && (kern = mod_gen_kernel_borrowed(name, t->s)) &&
-        mod_gen_remember(memo, kern) < 0)
-        kern = NULL;
-    PyMem_Free(t);
-    /* loops bounded by the array: no cancel checks (the blocks form has barriers) */
-    if (kern && which < TXT_REDUCE) mod_kernel_runs_to_end(kern);
-    return kern;
-}
-
-/* Launches a text over `items` work-items (local > 0: an NdRange of groups
- * of local), with arrays first, then the integers nums. */
+/* Launches scan.py's kernel `which` over `items` work-items (local > 0: an
+ * NdRange of groups of local), with arrays first, then the integers nums,
+ * then the compile-time arguments key says. */
 static int scan_launch(const scan_key *k, int which, Py_ssize_t items, Py_ssize_t local,
                        PyObject *const *arrays, int narrays, const Py_ssize_t *nums, int nnums) {
-    PyObject *kern = scan_kernel(k, which);
-    if (!kern) return -1;
-    PyObject *args[12];
-    int n = 0, rc = -1;
+    PyObject *kern = mod_library_get("scan", scan_kernels[which]);
+    PyObject *op = mod_library_get("reduce", k->boolean ? (k->prod ? "bit_and" : "bit_or")
+                                                        : (k->prod ? "multiply" : "add"));
+    if (!kern || !op) return -1;
+    PyObject *args[20], *owned[10]; /* owned: the numbers made here */
+    int n = 0, nowned = 0, rc = -1;
     for (int i = 0; i < narrays; i++) args[n++] = arrays[i];
-    for (int i = 0; i < nnums; i++)
-        if (!(args[n++] = PyLong_FromSsize_t(nums[i]))) goto out;
+    long consts[] = {k->prod, SCAN_GROUP, kper(k)}; /* ID, GROUP, P */
+    for (int i = 0; i < nnums + 3; i++)
+        if (!(owned[nowned++] =
+                  i < nnums ? PyLong_FromSsize_t(nums[i]) : PyLong_FromLong(consts[i - nnums])))
+            goto out;
+    for (int i = 0; i < nnums; i++) args[n++] = owned[i];
+    args[n++] = op;
+    args[n++] = k->boolean ? mod_dtype_find_borrowed('u', 1) : k->dtype; /* ACC */
+    args[n++] = owned[nnums];                                            /* ID */
+    args[n++] = k->boolean ? Py_True : Py_False;                         /* BOOLEAN */
+    if (which >= SCAN_REDUCE) args[n++] = owned[nnums + 1], args[n++] = owned[nnums + 2];
+    if (which == SCAN_BLOCKS) args[n++] = k->exclusive ? Py_True : Py_False;
     mod_shape range = {.ndim = 1, .size = {items}};
     if (local > 0) range.nd = true, range.local[0] = local;
     PyObject *r = mod_kernel_launch(kern, &range, args, n, false);
     rc = r ? 0 : -1;
     Py_XDECREF(r);
 out:
-    for (int i = narrays; i < n; i++) Py_XDECREF(args[i]);
+    for (int i = 0; i < nowned; i++) Py_XDECREF(owned[i]);
     return rc;
 }
 
@@ -547,12 +260,12 @@ static int scan_into(const scan_key *k, mod_array *x, mod_array *out, Py_ssize_t
         }
         PyObject *arrays[3] = {x1, o1, tot ? tot : o1};
         Py_ssize_t nums[] = {M, K, Ko, inner, inc, S};
-        if (scan_launch(k, TXT_RUNS, M * S, 0, arrays, 3, nums, 6) < 0) goto out;
+        if (scan_launch(k, SCAN_RUNS, M * S, 0, arrays, 3, nums, 6) < 0) goto out;
         if (S > 1) {
             Py_ssize_t nt[] = {M, S};
-            if (scan_launch(k, TXT_TOTALS, M, 0, &tot, 1, nt, 2) < 0) goto out;
+            if (scan_launch(k, SCAN_TOTALS, M, 0, &tot, 1, nt, 2) < 0) goto out;
             PyObject *a3[2] = {o1, tot};
-            if (scan_launch(k, TXT_ADD_RUNS, M * (S - 1), 0, a3, 2, nums, 6) < 0) goto out;
+            if (scan_launch(k, SCAN_ADD_RUNS, M * (S - 1), 0, a3, 2, nums, 6) < 0) goto out;
         }
         rc = 0;
         goto out;
@@ -568,11 +281,11 @@ static int scan_into(const scan_key *k, mod_array *x, mod_array *out, Py_ssize_t
         if (!(tot = mod_array_new_empty(dev, out->dtype, 1, &n))) goto out;
         PyObject *a1[2] = {x1, tot};
         Py_ssize_t n1[] = {K, inner, Gr, C};
-        if (scan_launch(k, TXT_REDUCE, M * Gr * L, L, a1, 2, n1, 4) < 0) goto out;
+        if (scan_launch(k, SCAN_REDUCE, M * Gr * L, L, a1, 2, n1, 4) < 0) goto out;
     }
     PyObject *arrays[3] = {x1, o1, tot ? tot : o1};
     Py_ssize_t nums[] = {K, Ko, inner, inc, Gr, C};
-    if (scan_launch(k, TXT_BLOCKS, M * Gr * L, L, arrays, 3, nums, 6) < 0) goto out;
+    if (scan_launch(k, SCAN_BLOCKS, M * Gr * L, L, arrays, 3, nums, 6) < 0) goto out;
     rc = 0;
 out:
     Py_XDECREF(x1);
@@ -582,7 +295,7 @@ out:
 }
 
 int mod_lib_exclusive_scan(mod_array *a, Py_ssize_t n) {
-    scan_key key = {.acc = mod_dtype_name(a->dtype), .exclusive = true};
+    scan_key key = {.dtype = a->dtype, .exclusive = true};
     return scan_into(&key, a, a, 1, n, 1, 0);
 }
 
@@ -633,8 +346,7 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
     /* strides: one C-contiguous copy first (the kernels take the layout as numbers) */
     bool strided = size > 0 && !mod_array_is_c_contiguous(x);
     PyObject *xc = out && strided ? mod_ops_copy(x, NULL) : NULL;
-    scan_key key = {
-        .prod = prod, .acc = mod_dtype_name(odt), .boolean = mod_dtype_name(odt)[0] == 'b'};
+    scan_key key = {.prod = prod, .dtype = odt, .boolean = mod_dtype_name(odt)[0] == 'b'};
     if (out && ((strided && !xc) || scan_into(&key, xc ? (mod_array *)xc : x, (mod_array *)out,
                                               outer * inner, K, inner, inc) < 0))
         Py_CLEAR(out);
