@@ -27,8 +27,11 @@
  * the item is an NdItem whose ids and sizes come from the hardware; the
  * launcher makes the grid exactly the global size, so nothing is guarded.
  *
- * Called by module/ with the GIL held. Knows nothing of devices: the caller
- * describes the target. */
+ * Called by module/. Parsing (jit_func_parse, jit_func_from_ast, the loop
+ * functions) reads Python objects and needs the GIL; jit_compile touches
+ * none and runs without it, one compile of a jit_func at a time (it types
+ * the function in place). Knows nothing of devices: the caller describes
+ * the target. */
 #ifndef JIT_H
 #define JIT_H
 

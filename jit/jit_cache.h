@@ -43,7 +43,7 @@ void jit_cache_set_log(void (*log)(const char *line));
 /* Formats a line for the sink above. */
 void jit_cache_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Removes every entry (tests, `offload.clear_cache()`), whatever OFFLOAD_CACHE
+/* Removes every entry (tests/unit/test_jit_cache.c), whatever OFFLOAD_CACHE
  * says, and temp files whose writer died; returns how many entries (0 when there
  * is no directory, -1 when it cannot be read). */
 int jit_cache_clear(void);

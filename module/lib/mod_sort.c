@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN 32        /* elements a work-item counts and scatters */
 #define SCAN_CHUNK 64 /* elements a work-item sums in a scan's first pass */
 /* At most this many, a CPU's scan is one work-item's loop: there a launch
  * costs more than thousands of adds. */
