@@ -4,7 +4,8 @@
  * file, the file runs as a Python module of its own, offload.kernels.<file>,
  * and its kernels compile as any user's do, specialised by their
  * compile-time parameters (mod_constexpr.c). C plans the work and launches
- * them by name: mod_library_get.
+ * them by name: mod_library_get. The build also compiles each file (its
+ * code object comes marshalled), so loading one costs no Python compile.
  *
  * linecache holds each file's lines under "offload/kernels/<file>.py", which
  * is where the JIT reads a kernel's source and points its carets; the
@@ -12,6 +13,9 @@
  * kernel of these files is the module's own: trusted (no index checks unless
  * a launch asks) and run to its end (no cancel checks). */
 #include "mod_launch.h"
+
+#include <marshal.h>
+
 #include "mod_kernel_texts.h"
 
 static PyObject *loaded; /* file name -> the file's namespace (a dict), for the process */
@@ -60,7 +64,8 @@ static PyObject *run_file(size_t i) {
         PyDict_SetItemString(ns, "__file__", filename) == 0 &&
         PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0 &&
         keep_source(ns, modname, filename, text) == 0 &&
-        (code = Py_CompileStringObject(kernel_texts[i].text, filename, Py_file_input, NULL, -1)))
+        (code = PyMarshal_ReadObjectFromString((const char *)kernel_texts[i].code,
+                                               (Py_ssize_t)kernel_texts[i].code_size)))
         done = PyEval_EvalCode(code, ns, ns);
     PyObject *key, *value;
     Py_ssize_t pos = 0;
