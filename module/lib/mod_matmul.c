@@ -36,6 +36,10 @@
  * divisions by the (power of two) tile sizes are shifts. Row blocks beyond
  * CUDA's 65535 grid rows are walked by a loop over the groups' rows.
  *
+ * On a device whose compiler makes vectors of neighbouring work-items
+ * (Intel's CPU runtime) the CPU form of module/kernels/matmul.py serves
+ * instead, unless b is walked by columns; that file says why.
+ *
  * The tiling per device is choose_tiles'; OFFLOAD_MATMUL_TILES overrides it
  * (a knob for tuning on a device, read at each product; it implies the
  * kernel), and the private offload._matmul_source shows the text a product
@@ -57,7 +61,6 @@ typedef struct {
     int bk;                  /* k step (elements of k per local slab) */
     bool a_by_col, b_by_col; /* copy the slab walking dimension 0 fastest (a .T view) */
     bool ahead;              /* read the next slabs during the multiply (more registers) */
-    bool cpu;                /* the CPU form: tm rows of one column per work-item, no tiles */
 } mm_tiles;
 
 /* ---- the kernel text ---- */
@@ -247,62 +250,11 @@ static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z)
     return t.s;
 }
 
-/* The CPU form (mod_device_cpu_lanes devices: Intel's CPU runtime), where
- * the tiled kernel's barriers and local copies run one work-item at a time
- * (1024^2 float32: 99 ms against OpenBLAS's 9). A work-group is CPU_COLS
- * work-items along a row of c, which the device runs as the lanes of one
- * vector; each work-item computes CPU_ROWS rows of its column, so per k
- * step the group loads one run of b's row (a vector), reads CPU_ROWS
- * elements of a that every lane shares, and does CPU_ROWS vector
- * multiply-adds: 18-22 ms for that product. That kernel covers the whole
- * blocks of c; an edge kernel, an element per work-item, the rows and
- * columns past them (branches or clamped indices for edges in the one
- * kernel cost the vector form half its speed). The text's statement order
- * matters too: Intel's compiler, given the same computation with its loop's
- * phis in another order, spilled and took 33-38 ms. */
+/* The CPU form (mod_device_cpu_lanes devices: Intel's CPU runtime) is
+ * module/kernels/matmul.py's (which says why it takes this shape): blocks of
+ * CPU_ROWS rows by CPU_COLS columns of c, then the edges. */
 #define CPU_ROWS 16
 #define CPU_COLS 16
-
-static char *cpu_kernel_text(const char *name, const char *dtype) {
-    mm_text t = {0};
-    put(&t, "def %s(item, a, b, c):\n", name);
-    put(&t,
-        "    j = item.get_global_id(1)\n"
-        "    i0 = item.get_global_id(0) * %d\n"
-        "    K = a.shape[1]\n",
-        CPU_ROWS);
-    for (int r = 0; r < CPU_ROWS; r++) put(&t, "    c%d = np.%s(0)\n", r, dtype);
-    put(&t, "    for k in range(K):\n"
-            "        bk = b[k, j]\n");
-    for (int r = 0; r < CPU_ROWS; r++) put(&t, "        c%d += a[i0 + %d, k] * bk\n", r, r);
-    for (int r = 0; r < CPU_ROWS; r++) put(&t, "    c[i0 + %d, j] = c%d\n", r, r);
-    if (t.failed) {
-        PyMem_Free(t.s);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    return t.s;
-}
-
-/* c's elements from (i0, j0) on, one per work-item. */
-static char *cpu_edge_text(const char *name, const char *dtype) {
-    mm_text t = {0};
-    put(&t,
-        "def %s(item, a, b, c, i0, j0):\n"
-        "    i = i0 + item.get_id(0)\n"
-        "    j = j0 + item.get_id(1)\n"
-        "    s = np.%s(0)\n"
-        "    for k in range(a.shape[1]):\n"
-        "        s += a[i, k] * b[k, j]\n"
-        "    c[i, j] = s\n",
-        name, dtype);
-    if (t.failed) {
-        PyMem_Free(t.s);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    return t.s;
-}
 
 /* ---- tiling per device ---- */
 
@@ -461,19 +413,19 @@ static const char *accumulator_of(const char *dtype, Py_ssize_t itemsize) {
     return itemsize < 4 ? (dtype[0] == 'u' ? "uint32" : "int32") : dtype;
 }
 
-/* The kernel text for a result of dtype (a canonical dtype's name, of
- * itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
+/* Whether the CPU form serves: it reads b's rows across lanes, so a b walked
+ * by columns takes the tiles (as OFFLOAD_MATMUL_TILES asks everywhere). */
+static bool cpu_form(const mm_limits *lim, bool b_by_col) {
+    const char *env = getenv("OFFLOAD_MATMUL_TILES");
+    return lim->cpu_lanes && !b_by_col && !(env && *env);
+}
+
+/* The tiled kernel's text for a result of dtype (a canonical dtype's name,
+ * of itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
  * the text. */
 static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col,
                         bool b_by_col, mm_tiles *z, char *name, size_t namelen) {
     const char *acc = accumulator_of(dtype, itemsize);
-    const char *env = getenv("OFFLOAD_MATMUL_TILES");
-    /* the CPU form reads b's rows across lanes: a b walked by columns takes the tiles */
-    if (lim->cpu_lanes && !b_by_col && !(env && *env)) {
-        snprintf(name, namelen, "matmul_cpu_%s", dtype);
-        *z = (mm_tiles){.ty = 1, .tx = CPU_COLS, .tm = CPU_ROWS, .tn = 1, .cpu = true};
-        return cpu_kernel_text(name, acc);
-    }
     snprintf(name, namelen, "matmul_%s", dtype);
     if (choose_tiles(lim, itemsize < 4 ? 4 : itemsize, z) < 0) return NULL;
     z->a_by_col = a_by_col;
@@ -483,43 +435,47 @@ static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits 
 
 /* The CPU form's launches: the whole CPU_ROWS x CPU_COLS blocks of c, then
  * its bottom rows and right columns past them with the edge kernel. */
-static int launch_cpu(PyObject *k, const char *dtype, const char *acc, PyObject *const *abc,
-                      const mod_array *c) {
+static int launch_cpu(PyObject *const *abc, const mod_array *c) {
     Py_ssize_t m = c->shape[0], n = c->shape[1];
     Py_ssize_t m0 = m / CPU_ROWS * CPU_ROWS, n0 = n / CPU_COLS * CPU_COLS;
-    if (m0 && n0) {
+    PyObject *name = PyUnicode_FromString(accumulator_of(mod_dtype_name(c->dtype), c->itemsize));
+    PyObject *acc = name ? mod_dtype_new(name) : NULL;
+    Py_XDECREF(name);
+    PyObject *rows = PyLong_FromLong(CPU_ROWS);
+    PyObject *k = mod_library_get("matmul", "matmul_cpu");
+    PyObject *edge = mod_library_get("matmul", "matmul_cpu_edge");
+    int rc = acc && rows && k && edge ? 0 : -1;
+    if (rc == 0 && m0 && n0) {
         mod_shape range = {
             .ndim = 2, .nd = true, .size = {m0 / CPU_ROWS, n0}, .local = {1, CPU_COLS}};
-        PyObject *r = mod_kernel_launch(k, &range, abc, 3, false);
-        if (!r) return -1;
-        Py_DECREF(r);
+        PyObject *args[5] = {abc[0], abc[1], abc[2], acc, rows};
+        PyObject *r = mod_kernel_launch(k, &range, args, 5, false);
+        rc = r ? 0 : -1;
+        Py_XDECREF(r);
     }
-    if (m0 == m && n0 == n) return 0;
-    char name[64];
-    snprintf(name, sizeof name, "matmul_cpu_edge_%s", dtype);
-    char *text = cpu_edge_text(name, acc);
-    PyObject *edge = text ? mod_gen_kernel_borrowed(name, text) : NULL;
-    PyMem_Free(text);
-    if (!edge) return -1;
     /* (rows, columns, first row, first column): below the blocks, then right of them */
     Py_ssize_t strips[2][4] = {{m - m0, n, m0, 0}, {m0, n - n0, 0, n0}};
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; rc == 0 && s < 2; s++) {
         if (!strips[s][0] || !strips[s][1]) continue;
         PyObject *i0 = PyLong_FromSsize_t(strips[s][2]), *j0 = PyLong_FromSsize_t(strips[s][3]);
-        PyObject *args[5] = {abc[0], abc[1], abc[2], i0, j0};
+        PyObject *args[6] = {abc[0], abc[1], abc[2], i0, j0, acc};
         mod_shape range = {.ndim = 2, .size = {strips[s][0], strips[s][1]}};
-        PyObject *r = i0 && j0 ? mod_kernel_launch(edge, &range, args, 5, false) : NULL;
+        PyObject *r = i0 && j0 ? mod_kernel_launch(edge, &range, args, 6, false) : NULL;
+        rc = r ? 0 : -1;
         Py_XDECREF(i0);
         Py_XDECREF(j0);
-        if (!r) return -1;
-        Py_DECREF(r);
+        Py_XDECREF(r);
     }
-    return 0;
+    Py_XDECREF(acc);
+    Py_XDECREF(rows);
+    return rc;
 }
 
 /* Queues c = a @ b (2-D, same device, dtypes checked) on the device. */
 static int launch(mod_array *a, mod_array *b, mod_array *c) {
     mm_limits lim = device_limits(mod_array_device(c));
+    PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
+    if (cpu_form(&lim, by_col(b))) return launch_cpu(args, c);
     mm_tiles z;
     char name[64];
     const char *dtype = mod_dtype_name(c->dtype);
@@ -528,8 +484,6 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
     PyObject *k = mod_gen_kernel_borrowed(name, text);
     PyMem_Free(text);
     if (!k) return -1;
-    PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
-    if (z.cpu) return launch_cpu(k, dtype, accumulator_of(dtype, c->itemsize), args, c);
     int bm = z.ty * z.tm, bn = z.tx * z.tn;
     Py_ssize_t row_blocks = (c->shape[0] + bm - 1) / bm, col_blocks = (c->shape[1] + bn - 1) / bn;
     if (row_blocks > MM_MAX_ROW_GROUPS) row_blocks = MM_MAX_ROW_GROUPS;
@@ -749,9 +703,9 @@ static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t narg
 
 /* _matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) ->
  * (source, local size): the kernel text matmul runs for that result dtype
- * on device (a Device, a filter, or "ptx": the tiling of a CUDA GPU, so
- * that the text's PTX can be read where none exists). For tests and
- * inspect_ptx; not API. */
+ * (the CPU form's: kernels/matmul.py's matmul_cpu, from its source) on device (a Device, a filter,
+ * or "ptx": the tiling of a CUDA GPU, so that the text's PTX can be read where none exists). For
+ * tests and inspect_ptx; not API. */
 static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dtype", "device", "a_by_col", "b_by_col", NULL};
     PyObject *spec, *device = Py_None;
@@ -768,6 +722,18 @@ static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
     }
     PyObject *dtype = mod_dtype_new(spec);
     if (!dtype) return NULL;
+    if (cpu_form(&lim, b_by_col)) { /* kernels/matmul.py's, whatever the dtype */
+        Py_DECREF(dtype);
+        PyObject *k = mod_library_get("matmul", "matmul_cpu");
+        PyObject *fn = k ? PyObject_GetAttrString(k, "py_func") : NULL;
+        PyObject *inspect = fn ? PyImport_ImportModule("inspect") : NULL;
+        PyObject *src = inspect ? PyObject_CallMethod(inspect, "getsource", "O", fn) : NULL;
+        PyObject *r = src ? Py_BuildValue("(O(ii))", src, 1, CPU_COLS) : NULL;
+        Py_XDECREF(fn);
+        Py_XDECREF(inspect);
+        Py_XDECREF(src);
+        return r;
+    }
     mm_tiles z;
     char name[64];
     char *text = source_for(mod_dtype_name(dtype), mod_dtype_itemsize(dtype), &lim, a_by_col,
