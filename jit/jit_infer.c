@@ -878,15 +878,18 @@ static int run(jit_func *f, const jit_type *params, jit_type *ret, jit_error *er
     s.ret_seen = s.bare_return = false;
     s.ret = unknown;
     int rc = walk(&s, f->body, f->nbody);
-    if (rc == 0) /* a variable whose type never became known is read before any assignment */
-        for (int v = f->nparams; v < f->nvars; v++)
-            if (!known(f->var_types[v])) {
-                rc = jit_error_at(
-                    err, f, f->vars[v].line, f->vars[v].col,
-                    "the type of '%s' cannot be inferred: it is read before it is assigned",
-                    f->vars[v].name);
-                break;
-            }
+    /* a variable whose type never became known is read before any assignment,
+     * or only in code a compile-time decision dropped (never used: any type) */
+    for (int v = f->nparams; rc == 0 && v < f->nvars; v++) {
+        if (known(f->var_types[v])) continue;
+        if (!f->vars[v].in_code)
+            f->var_types[v] = jit_weak_int();
+        else
+            rc = jit_error_at(
+                err, f, f->vars[v].line, f->vars[v].col,
+                "the type of '%s' cannot be inferred: it is read before it is assigned",
+                f->vars[v].name);
+    }
     if (rc == 0 && !f->is_kernel) {
         if (s.ret_seen && s.bare_return)
             rc = jit_error_at(err, f, f->vars[0].line, 1,

@@ -300,6 +300,7 @@ static int add_local(parser *p, const char *name, PyObject *at) {
     if (!nv) return internal_error(p->err, "out of memory");
     f->vars = nv;
     nv[f->nvars].name = arena_strdup(f, name);
+    nv[f->nvars].in_code = false;
     if (at)
         where(p, at, &nv[f->nvars].line, &nv[f->nvars].col);
     else
@@ -1114,6 +1115,7 @@ static jit_node *name_expr(parser *p, PyObject *node) {
     int var = p->bound && PyDict_GetItemString(p->bound, name) ? -1 : local_index(p, name);
     if (var >= 0) {
         if ((n = new_node(p, node, N_VAR))) n->v.var = var;
+        p->f->vars[var].in_code = true;
     } else {
         n = resolve_global(p, node, name);
     }
@@ -1495,6 +1497,7 @@ static jit_node *bind_after(parser *p, PyObject *at, const char *name, PyObject 
     n->kids = kids;
     n->nkids = 1;
     kids[0]->v.var = local_index(p, name);
+    p->f->vars[kids[0]->v.var].in_code = true;
     return n;
 }
 

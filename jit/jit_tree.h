@@ -110,6 +110,8 @@ struct jit_node {
 typedef struct {
     const char *name;
     int line, col; /* first assignment, for error messages */
+    bool in_code;  /* a node names it: a variable assigned only in code that a
+                      compile-time decision dropped does not */
 } jit_var;
 
 struct jit_func {

@@ -302,6 +302,27 @@ out = ol.zeros(3)
     assert out.startswith("EXC"), out
 
 
+def test_variables_only_in_a_branch_decided_at_compile_time():
+    """Was (test_fuzz_kernels, seed 20240518): CompileError "the type of 'j0' cannot be
+    inferred", as `if (not True):` kept only its else and j0 was assigned only in the
+    branch dropped. Wanted: Python's result; j0 and f2 exist only in the dropped code."""
+    out = launch('''
+@ol.kernel
+def k(item, a, out):
+    i = item.get_id(0)
+    s = a[i]
+    if (not True):
+        f2 = s * 2
+        for j0 in range(1, 6, 2):
+            s += j0 + f2
+    else:
+        s = -s
+    out[i] = s
+a = ol.asarray(np.arange(4.0)); out = ol.zeros(4)
+''', "k[ol.Range(4)](a, out)", "ol.asnumpy(out).tolist()")
+    assert out == "RESULT [-0.0, -1.0, -2.0, -3.0]", out
+
+
 # ---------------------------------------------------------------- (10) kernels of the same name
 
 
