@@ -12,8 +12,9 @@ import json
 import pytest
 
 from kernel_testlib import cell_error, cell_ok, merged
+from offload_fixtures import CPU_FILTER
 
-DEVICE = "opencl:cpu:1"  # PoCL: the device every CI machine has
+DEVICE = CPU_FILTER  # the CPU device every run has (the sanitizer runs see PoCL alone)
 
 GENERIC = f"""\
 import numpy as np, offload as ol, math
