@@ -290,6 +290,13 @@ static int local_index(parser *p, const char *name) {
     return -1;
 }
 
+/* The local variable that name reads here, or -1 when it reads a
+ * compile-time value: an unrolled loop's variable hides the local of its
+ * name (which Python's scoping made it), anything not local is a global. */
+static int local_read(parser *p, const char *name) {
+    return p->bound && PyDict_GetItemString(p->bound, name) ? -1 : local_index(p, name);
+}
+
 static int add_local(parser *p, const char *name, PyObject *at) {
     if (local_index(p, name) >= 0) return 0;
     if (p->consts && PyDict_GetItemString(p->consts, name))
@@ -594,8 +601,7 @@ static bool names_static(parser *p, PyObject *node) {
         if (is(n, "Name")) {
             PyObject *id = PyObject_GetAttrString(n, "id");
             const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
-            ok = name &&
-                 ((p->bound && PyDict_GetItemString(p->bound, name)) || local_index(p, name) < 0);
+            ok = name && local_read(p, name) < 0;
             Py_XDECREF(id);
         }
         Py_DECREF(n);
@@ -705,8 +711,7 @@ static PyObject *static_tuple(parser *p, PyObject *node) {
     PyObject *id = PyObject_GetAttrString(node, "id");
     const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
     PyObject *v = NULL;
-    if (name && ((p->bound && PyDict_GetItemString(p->bound, name)) || local_index(p, name) < 0))
-        v = static_name(p, node, name);
+    if (name && local_read(p, name) < 0) v = static_name(p, node, name);
     Py_XDECREF(id);
     PyErr_Clear();
     return v && PyTuple_Check(v) ? v : NULL;
@@ -1112,7 +1117,7 @@ static jit_node *name_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     PyObject *id = PyObject_GetAttrString(node, "id");
     const char *name = id ? PyUnicode_AsUTF8(id) : "?";
-    int var = p->bound && PyDict_GetItemString(p->bound, name) ? -1 : local_index(p, name);
+    int var = local_read(p, name);
     if (var >= 0) {
         if ((n = new_node(p, node, N_VAR))) n->v.var = var;
         p->f->vars[var].in_code = true;
