@@ -79,8 +79,8 @@ typedef struct mod_kernel {
     PyObject_HEAD
     PyObject *pyfunc;
     mod_constexpr consts; /* its compile-time parameters */
-    variant **variants;   /* owned, each owned; only appended to (with the GIL); the
-                             first made with the kernel */
+    variant **variants;   /* owned, each owned; only appended to (with the GIL); a kernel
+                             without compile-time parameters has the one, made with it */
     int nvariants;
     int boundscheck;             /* 1: every launch checks indices; 0: none does; -1: as the device
                                     says (default_boundscheck) */
@@ -163,10 +163,8 @@ static variant *variant_add(mod_kernel *k, PyObject *values) {
 /* The variant for these compile-time arguments (a kernel's nvalues of
  * them, borrowed), made when new. */
 static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t nvalues) {
-    if (!nvalues) return k->variants[0];
     for (int i = 0; i < k->nvariants; i++) {
         PyObject *have = k->variants[i]->values;
-        if (!have) continue; /* the first: made with the kernel, before any value */
         Py_ssize_t j = 0;
         while (j < nvalues && mod_constexpr_same(PyTuple_GET_ITEM(have, j), values[j])) j++;
         if (j == nvalues) return k->variants[i];
@@ -179,13 +177,18 @@ static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t n
 }
 
 /* A launch's arguments after the item: the compile-time ones pick the
- * variant, the others stay in *args (rest: the caller's room for them, of
- * nargs). The first variant of a kernel without any. */
+ * variant, the others stay in *args (rest: the caller's room for them).
+ * The one variant of a kernel without any. */
+#define SPLIT_MOST 64 /* arguments a kernel with compile-time parameters takes */
 static variant *split_args(mod_kernel *k, PyObject *const **args, Py_ssize_t *nargs,
-                           PyObject **rest) {
+                           PyObject *rest[SPLIT_MOST]) {
     if (!k->consts.names) return k->variants[0];
+    if (*nargs > SPLIT_MOST)
+        return (variant *)PyErr_Format(
+            PyExc_TypeError, "a kernel with compile-time parameters takes at most %d arguments",
+            SPLIT_MOST);
     Py_ssize_t nvalues = PyTuple_GET_SIZE(k->consts.names);
-    PyObject *values[64];
+    PyObject *values[SPLIT_MOST];
     if (mod_constexpr_split(&k->consts, k->pyfunc, *args, *nargs, rest, values) < 0) return NULL;
     *args = rest;
     *nargs -= nvalues;
@@ -568,10 +571,7 @@ static bool default_boundscheck(ofl_device *dev) {
  * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args,
                         Py_ssize_t nargs, bool want_event, bool bounds) {
-    PyObject *rest[64];
-    if (k->consts.names && nargs > 64)
-        return PyErr_Format(PyExc_TypeError,
-                            "a kernel with compile-time parameters takes at most 64 arguments");
+    PyObject *rest[SPLIT_MOST];
     variant *var = split_args(k, &args, &nargs, rest);
     mod_args a;
     if (!var || mod_args_init(&a, args, nargs) < 0) return NULL;
@@ -704,7 +704,7 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     else
         registry_first = k;
     registry_last = k;
-    if (mod_constexpr_of(pyfunc, &k->consts) < 0 || !variant_add(k, NULL)) {
+    if (mod_constexpr_of(pyfunc, &k->consts) < 0 || (!k->consts.names && !variant_add(k, NULL))) {
         Py_DECREF(k);
         return NULL;
     }
@@ -779,11 +779,8 @@ static PyObject *kernel_repr(mod_kernel *k) {
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
  * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
-    PyObject *const *given = &PyTuple_GET_ITEM(args, 0), *rest[64];
+    PyObject *const *given = &PyTuple_GET_ITEM(args, 0), *rest[SPLIT_MOST];
     Py_ssize_t ngiven = PyTuple_GET_SIZE(args);
-    if (k->consts.names && ngiven > 64)
-        return PyErr_Format(PyExc_TypeError,
-                            "a kernel with compile-time parameters takes at most 64 arguments");
     variant *var = split_args(k, &given, &ngiven, rest);
     if (!var || ensure_parsed(k, var) < 0) return NULL;
     PyObject *range_o = kw ? PyDict_GetItemString(kw, "range") : NULL;
