@@ -55,6 +55,10 @@ PyObject *mod_np_call(const char *name, PyObject *args, PyObject *kw);
 PyObject *mod_call_method(PyObject *obj, const char *name, PyObject *args, PyObject *kw);
 /* A pointer into a C-contiguous NumPy array (held by the caller). */
 int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable);
+/* Puts lines (a list of str, ends kept) into linecache under filename, where
+ * the JIT, inspect and tracebacks read source that has no file: with mtime
+ * None, so that checkcache never drops it (as the Jupyter kernel's cells). */
+int mod_linecache_put(PyObject *filename, PyObject *lines);
 /* A new tuple of nd integers (shapes, strides). */
 PyObject *mod_int_tuple(int nd, const Py_ssize_t *v);
 /* Calls def's function (no arguments) from Python's atexit: the module's

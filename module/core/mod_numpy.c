@@ -35,6 +35,22 @@ int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable) {
     return PyObject_GetBuffer(arr, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0));
 }
 
+int mod_linecache_put(PyObject *filename, PyObject *lines) {
+    Py_ssize_t size = 0; /* of the text: what linecache records, though mtime None skips it */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i); /* an unpickled list may hold anything */
+        size += PyUnicode_Check(line) ? PyUnicode_GET_LENGTH(line) : 0;
+    }
+    PyObject *linecache = PyImport_ImportModule("linecache");
+    PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
+    PyObject *entry = cache ? Py_BuildValue("(nOOO)", size, Py_None, lines, filename) : NULL;
+    int rc = entry ? PyObject_SetItem(cache, filename, entry) : -1;
+    Py_XDECREF(linecache);
+    Py_XDECREF(cache);
+    Py_XDECREF(entry);
+    return rc;
+}
+
 PyObject *mod_int_tuple(int nd, const Py_ssize_t *v) {
     PyObject *t = PyTuple_New(nd);
     for (int i = 0; t && i < nd; i++) {

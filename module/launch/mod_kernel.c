@@ -1263,12 +1263,7 @@ static PyObject *rebuild_kernel(PyObject *self, PyObject *args) {
     PyObject *linecache = PyImport_ImportModule("linecache");
     PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
     int have = cache && PyUnicode_Check(file) ? PySequence_Contains(cache, file) : -1;
-    if (have == 0 && PyList_GET_SIZE(lines) > 0) {
-        /* mtime None: checkcache never drops it, as for the Jupyter kernel's cells */
-        PyObject *entry = Py_BuildValue("(nOOO)", (Py_ssize_t)0, Py_None, lines, file);
-        if (!entry || PyObject_SetItem(cache, file, entry) < 0) have = -1;
-        Py_XDECREF(entry);
-    }
+    if (have == 0 && PyList_GET_SIZE(lines) > 0 && mod_linecache_put(file, lines) < 0) have = -1;
     Py_XDECREF(linecache);
     Py_XDECREF(cache);
     if (have < 0 && PyErr_Occurred()) return NULL;

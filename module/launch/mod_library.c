@@ -23,11 +23,10 @@ static PyObject *loaded; /* file name -> the file's namespace (a dict), for the 
 /* Sets ns["__loader__"] to an object whose get_source(modname) is text, and
  * puts text's lines into linecache under filename. */
 static int keep_source(PyObject *ns, PyObject *modname, PyObject *filename, PyObject *text) {
-    PyObject *types = PyImport_ImportModule("types"),
-             *linecache = PyImport_ImportModule("linecache");
+    PyObject *types = PyImport_ImportModule("types");
     PyObject *sources = Py_BuildValue("{OO}", modname, text);
     PyObject *get = sources ? PyObject_GetAttrString(sources, "get") : NULL;
-    PyObject *loader = NULL, *cache = NULL, *lines = NULL, *entry = NULL;
+    PyObject *loader = NULL;
     if (types && get) {
         PyObject *make = PyObject_GetAttrString(types, "SimpleNamespace"), *kw = PyDict_New();
         if (make && kw && PyDict_SetItemString(kw, "get_source", get) == 0)
@@ -35,21 +34,16 @@ static int keep_source(PyObject *ns, PyObject *modname, PyObject *filename, PyOb
         Py_XDECREF(make);
         Py_XDECREF(kw);
     }
-    if (linecache && (cache = PyObject_GetAttrString(linecache, "cache")) &&
-        (lines = PyObject_CallMethod(text, "splitlines", "O", Py_True)))
-        entry = Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(text), Py_None, lines, filename);
-    int rc = loader && entry && PyDict_SetItemString(ns, "__loader__", loader) == 0 &&
-                     PyObject_SetItem(cache, filename, entry) == 0
+    PyObject *lines = loader ? PyObject_CallMethod(text, "splitlines", "O", Py_True) : NULL;
+    int rc = lines && PyDict_SetItemString(ns, "__loader__", loader) == 0 &&
+                     mod_linecache_put(filename, lines) == 0
                  ? 0
                  : -1;
     Py_XDECREF(types);
-    Py_XDECREF(linecache);
     Py_XDECREF(sources);
     Py_XDECREF(get);
     Py_XDECREF(loader);
-    Py_XDECREF(cache);
     Py_XDECREF(lines);
-    Py_XDECREF(entry);
     return rc;
 }
 

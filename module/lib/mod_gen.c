@@ -20,19 +20,13 @@ static PyObject *keyed;     /* dict: a caller's key -> the same Kernels, until e
  * read the text as they read a notebook cell. */
 static PyObject *compile_source(const char *name, PyObject *source) {
     PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
-    PyObject *linecache = PyImport_ImportModule("linecache");
     PyObject *offload = PyImport_ImportModule("offload");
     PyObject *math = PyImport_ImportModule("math");
-    PyObject *cache = linecache ? PyObject_GetAttrString(linecache, "cache") : NULL;
     PyObject *filename =
         PyUnicode_FromFormat("<offload %s #%zd>", name, PyDict_GET_SIZE(generated) + 1);
     PyObject *lines = PyObject_CallMethod(source, "splitlines", "O", Py_True);
-    PyObject *entry = lines && filename ? Py_BuildValue("(nOOO)", PyUnicode_GET_LENGTH(source),
-                                                        Py_None, lines, filename)
-                                        : NULL;
     PyObject *ns = PyDict_New(), *code = NULL, *kernel = NULL;
-    if (!entry || !cache || !offload || !math || !ns ||
-        PyObject_SetItem(cache, filename, entry) < 0)
+    if (!lines || !filename || !offload || !math || !ns || mod_linecache_put(filename, lines) < 0)
         goto out;
     if (PyDict_SetItemString(ns, "__builtins__", builtins) < 0 ||
         PyDict_SetItemString(ns, "ol", offload) < 0 ||
@@ -51,13 +45,10 @@ static PyObject *compile_source(const char *name, PyObject *source) {
     kernel = PyObject_CallMethod(offload, "kernel", "O", fn);
     if (kernel) mod_kernel_trusted(kernel); /* no default index checks for what we wrote */
 out:
-    Py_XDECREF(linecache);
     Py_XDECREF(offload);
     Py_XDECREF(math);
-    Py_XDECREF(cache);
     Py_XDECREF(filename);
     Py_XDECREF(lines);
-    Py_XDECREF(entry);
     Py_XDECREF(ns);
     Py_XDECREF(code);
     return kernel;
