@@ -406,11 +406,12 @@ static PyObject *result_dtype(mod_array *a, mod_array *b) {
     return dt;
 }
 
-/* What a result of dtype (itemsize bytes) is summed in: 8- and 16-bit sums
- * go in 32 bits, as LLVM turns narrow ones into llvm.vector.reduce.add,
+/* What a result of dtype (canonical) is summed in, borrowed: 8- and 16-bit
+ * sums go in 32 bits, as LLVM turns narrow ones into llvm.vector.reduce.add,
  * which the SPIR-V translator rejects by exiting the process. */
-static const char *accumulator_of(const char *dtype, Py_ssize_t itemsize) {
-    return itemsize < 4 ? (dtype[0] == 'u' ? "uint32" : "int32") : dtype;
+static PyObject *accumulator_of(PyObject *dtype) {
+    if (mod_dtype_itemsize(dtype) >= 4) return dtype;
+    return mod_dtype_find_borrowed(mod_dtype_name(dtype)[0] == 'u' ? 'u' : 'i', 4);
 }
 
 /* Whether the CPU form serves: it reads b's rows across lanes, so a b walked
@@ -420,17 +421,16 @@ static bool cpu_form(const mm_limits *lim, bool b_by_col) {
     return lim->cpu_lanes && !b_by_col && !(env && *env);
 }
 
-/* The tiled kernel's text for a result of dtype (a canonical dtype's name,
- * of itemsize bytes) and its tiling; name gets the kernel's name. PyMem_Free
- * the text. */
-static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits *lim, bool a_by_col,
-                        bool b_by_col, mm_tiles *z, char *name, size_t namelen) {
-    const char *acc = accumulator_of(dtype, itemsize);
-    snprintf(name, namelen, "matmul_%s", dtype);
-    if (choose_tiles(lim, itemsize < 4 ? 4 : itemsize, z) < 0) return NULL;
+/* The tiled kernel's text for a result of dtype (canonical) and its
+ * tiling; name gets the kernel's name. PyMem_Free the text. */
+static char *source_for(PyObject *dtype, const mm_limits *lim, bool a_by_col, bool b_by_col,
+                        mm_tiles *z, char *name, size_t namelen) {
+    PyObject *acc = accumulator_of(dtype);
+    snprintf(name, namelen, "matmul_%s", mod_dtype_name(dtype));
+    if (choose_tiles(lim, mod_dtype_itemsize(acc), z) < 0) return NULL;
     z->a_by_col = a_by_col;
     z->b_by_col = b_by_col;
-    return kernel_text(name, acc, z);
+    return kernel_text(name, mod_dtype_name(acc), z);
 }
 
 /* The CPU form's launches: the whole CPU_ROWS x CPU_COLS blocks of c, then
@@ -438,9 +438,7 @@ static char *source_for(const char *dtype, Py_ssize_t itemsize, const mm_limits 
 static int launch_cpu(PyObject *const *abc, const mod_array *c) {
     Py_ssize_t m = c->shape[0], n = c->shape[1];
     Py_ssize_t m0 = m / CPU_ROWS * CPU_ROWS, n0 = n / CPU_COLS * CPU_COLS;
-    PyObject *name = PyUnicode_FromString(accumulator_of(mod_dtype_name(c->dtype), c->itemsize));
-    PyObject *acc = name ? mod_dtype_new(name) : NULL;
-    Py_XDECREF(name);
+    PyObject *acc = accumulator_of(c->dtype);
     PyObject *rows = PyLong_FromLong(CPU_ROWS);
     PyObject *k = mod_library_get("matmul", "matmul_cpu");
     PyObject *edge = mod_library_get("matmul", "matmul_cpu_edge");
@@ -466,7 +464,6 @@ static int launch_cpu(PyObject *const *abc, const mod_array *c) {
         Py_XDECREF(j0);
         Py_XDECREF(r);
     }
-    Py_XDECREF(acc);
     Py_XDECREF(rows);
     return rc;
 }
@@ -478,8 +475,7 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
     if (cpu_form(&lim, by_col(b))) return launch_cpu(args, c);
     mm_tiles z;
     char name[64];
-    const char *dtype = mod_dtype_name(c->dtype);
-    char *text = source_for(dtype, c->itemsize, &lim, by_col(a), by_col(b), &z, name, sizeof name);
+    char *text = source_for(c->dtype, &lim, by_col(a), by_col(b), &z, name, sizeof name);
     if (!text) return -1;
     PyObject *k = mod_gen_kernel_borrowed(name, text);
     PyMem_Free(text);
@@ -736,8 +732,7 @@ static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
     }
     mm_tiles z;
     char name[64];
-    char *text = source_for(mod_dtype_name(dtype), mod_dtype_itemsize(dtype), &lim, a_by_col,
-                            b_by_col, &z, name, sizeof name);
+    char *text = source_for(dtype, &lim, a_by_col, b_by_col, &z, name, sizeof name);
     Py_DECREF(dtype);
     if (!text) return NULL;
     PyObject *r = Py_BuildValue("(s(ii))", text, z.ty, z.tx);
