@@ -168,6 +168,13 @@ void mod_raise_jit(const jit_error *err);
  * a DeviceFunction, ... Borrowed (the file's module lives for the process),
  * or NULL with an exception. */
 PyObject *mod_library_get(const char *file, const char *name);
+/* Launches file's kernel name over range with the arguments that fmt, a
+ * Py_BuildValue format of one item per parameter, makes of the rest ("O"
+ * for arrays, dtypes and device functions, borrowed; "n" for Py_ssize_t;
+ * "i" for int; "d" for double); waits as mod_kernel_launch does. 0, or -1
+ * with an exception. */
+int mod_library_launch(const char *file, const char *name, const mod_shape *range,
+                       const char *fmt, ...);
 int mod_library_add_functions(PyObject *module);
 
 /* ---- mod_loops.c: prange, @offload.jit, LoopContext ---- */

@@ -15,6 +15,8 @@
 #include "mod_launch.h"
 
 #include <marshal.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "mod_kernel_texts.h"
 
@@ -95,6 +97,27 @@ PyObject *mod_library_get(const char *file, const char *name) {
     PyObject *v = PyDict_GetItemString(ns, name);
     if (!v) PyErr_Format(PyExc_SystemError, "offload: kernels/%s.py has no '%s'", file, name);
     return v;
+}
+
+int mod_library_launch(const char *file, const char *name, const mod_shape *range,
+                       const char *fmt, ...) {
+    PyObject *kernel = mod_library_get(file, name);
+    if (!kernel) return -1;
+    char tuple_fmt[64];
+    if ((size_t)snprintf(tuple_fmt, sizeof tuple_fmt, "(%s)", fmt) >= sizeof tuple_fmt) {
+        PyErr_Format(PyExc_SystemError, "offload: argument format of %s.%s too long", file, name);
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *args = Py_VaBuildValue(tuple_fmt, ap); /* owned */
+    va_end(ap);
+    if (!args) return -1;
+    PyObject *r = mod_kernel_launch(kernel, range, &PyTuple_GET_ITEM(args, 0),
+                                    PyTuple_GET_SIZE(args), false);
+    Py_DECREF(args);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
 }
 
 /* offload._library(file, name): the same, for tests and for looking at a
