@@ -173,8 +173,8 @@ PyObject *mod_library_get(const char *file, const char *name);
  * for arrays, dtypes and device functions, borrowed; "n" for Py_ssize_t;
  * "i" for int; "d" for double); waits as mod_kernel_launch does. 0, or -1
  * with an exception. */
-int mod_library_launch(const char *file, const char *name, const mod_shape *range,
-                       const char *fmt, ...);
+int mod_library_launch(const char *file, const char *name, const mod_shape *range, const char *fmt,
+                       ...);
 int mod_library_add_functions(PyObject *module);
 
 /* ---- mod_loops.c: prange, @offload.jit, LoopContext ---- */

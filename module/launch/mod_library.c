@@ -99,8 +99,8 @@ PyObject *mod_library_get(const char *file, const char *name) {
     return v;
 }
 
-int mod_library_launch(const char *file, const char *name, const mod_shape *range,
-                       const char *fmt, ...) {
+int mod_library_launch(const char *file, const char *name, const mod_shape *range, const char *fmt,
+                       ...) {
     PyObject *kernel = mod_library_get(file, name);
     if (!kernel) return -1;
     char tuple_fmt[64];
@@ -113,8 +113,8 @@ int mod_library_launch(const char *file, const char *name, const mod_shape *rang
     PyObject *args = Py_VaBuildValue(tuple_fmt, ap); /* owned */
     va_end(ap);
     if (!args) return -1;
-    PyObject *r = mod_kernel_launch(kernel, range, &PyTuple_GET_ITEM(args, 0),
-                                    PyTuple_GET_SIZE(args), false);
+    PyObject *r =
+        mod_kernel_launch(kernel, range, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), false);
     Py_DECREF(args);
     Py_XDECREF(r);
     return r ? 0 : -1;

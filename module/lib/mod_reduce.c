@@ -5,14 +5,14 @@
  * by mod_lib_add_functions; the methods (mod_reduce_methods) go to ndarray
  * through mod_lib_array_kernels.
  *
- * Every reduction runs as generated JIT kernels (mod_gen): one text per
- * form, operation and dtypes, which sees the input as a 1-D view and gets
- * its layout as numbers (geometry: the kept axes merged into at most two
- * groups, the reduced ones into at most three), so any shape and strides
- * reuse one compiled kernel. The tree form (kernel_text) serves every
- * shape, on a GPU and wherever no other form does; a CPU device takes runs
- * of contiguous elements in forms of its own (cpu_kernel_text, "the CPU
- * form"; across outputs; rows into partials). Where outputs are few, k is
+ * Every reduction runs as the kernels of module/kernels/reduce.py,
+ * specialised on the operator and the dtypes (red_key). A kernel sees the
+ * input as a 1-D view and gets its layout as numbers (geometry: the kept
+ * axes merged into at most two groups, the reduced ones into at most
+ * three), so any shape and strides reuse one compiled kernel. The tree form
+ * serves every shape, on a GPU and wherever no other form does; a CPU
+ * device takes runs of contiguous elements in forms of its own (the CPU
+ * form; across outputs; rows into partials). Where outputs are few, k is
  * split over groups and a second launch reduces the partials. Layouts that
  * do not fit are copied, looped or reduced in steps (reduce_into).
  * argmin/argmax keep the smallest index among equal values, the first NaN
@@ -156,558 +156,59 @@ static PyObject *identity_scalar(red_op op, PyObject *acc) {
     return r;
 }
 
-/* ---- kernel text ---- */
+/* ---- the kernels' compile-time arguments ---- */
 
-/* What makes one kernel text differ from another. */
+/* What one reduction's kernels are specialised on (module/kernels/reduce.py
+ * says what each means); dtypes borrowed. */
 typedef struct {
     red_op op;
-    const char *acc, *cast, *out; /* dtype names; cast may be NULL */
-    const char *in;               /* the input's dtype name (the CPU form's blocks depend on it) */
-    bool acc_float;
-} text_key;
+    PyObject *in;   /* the input's dtype: what it is read as where cast is NULL */
+    PyObject *acc;  /* accumulators, partials, ident */
+    PyObject *cast; /* the dtype elements go through first, or NULL */
+    PyObject *out;  /* the result's */
+} red_key;
 
-/* "var = <element at index expression idx, as the accumulator's type>" */
-static void put_load(mod_text *t, const text_key *key, int ind, const char *var, const char *idx) {
-    if (key->cast && !strcmp(key->cast, "bool"))
-        mod_text_put(t, "%*s%s = np.%s(x[%s] != 0)\n", ind, "", var, key->acc, idx);
-    else if (key->cast)
-        mod_text_put(t, "%*s%s = np.%s(np.%s(x[%s]))\n", ind, "", var, key->acc, key->cast, idx);
-    else
-        mod_text_put(t, "%*s%s = np.%s(x[%s])\n", ind, "", var, key->acc, idx);
+/* OP (BETTER for argmin/argmax): reduce.py's device function, borrowed. */
+static PyObject *operator_of(red_op op) {
+    static const char *const names[] = {
+        [RED_SUM] = "add",     [RED_PROD] = "multiply", [RED_MIN] = "minimum",
+        [RED_MAX] = "maximum", [RED_MEAN] = "add",      [RED_ARGMIN] = "lt",
+        [RED_ARGMAX] = "gt",   [RED_ANY] = "bit_or",    [RED_ALL] = "bit_and",
+        [RED_COUNT] = "add"};
+    return mod_library_get("reduce", names[op]);
 }
 
-/* a = a (op) v, for the plain reductions. min/max propagate NaN: a NaN v is
- * taken, and a NaN a stays (no comparison with it holds). `|`, not `or`: no
- * branch, so that CPU compilers make one vector select of it (Intel: a max
- * of 2**22 float32 0.37 -> 0.27 ms). */
-static void put_combine(mod_text *t, const text_key *key, int ind, const char *a, const char *v) {
-    char nan[40] = "";
-    if (key->acc_float) snprintf(nan, sizeof nan, " | (%s != %s)", v, v);
-    const char *better = key->op == RED_MIN ? "<" : ">";
-    switch (key->op) {
-    case RED_SUM:
-    case RED_MEAN: mod_text_put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
-    case RED_PROD: mod_text_put(t, "%*s%s = %s * %s\n", ind, "", a, a, v); break;
-    case RED_COUNT: mod_text_put(t, "%*s%s = %s + %s\n", ind, "", a, a, v); break;
-    case RED_ANY: mod_text_put(t, "%*s%s = %s | %s\n", ind, "", a, a, v); break;
-    case RED_ALL: mod_text_put(t, "%*s%s = %s & %s\n", ind, "", a, a, v); break;
-    default:
-        mod_text_put(t, "%*s%s = %s if (%s %s %s)%s else %s\n", ind, "", a, v, v, better, a, nan,
-                     a);
-    }
-}
+static PyObject *elem_of(const red_key *key) { return key->cast ? key->cast : key->in; }
+static PyObject *flag(bool b) { return b ? Py_True : Py_False; }
 
-/* argmin/argmax: (a, i) takes (v, c) when v is better, or as good and
- * earlier. NaN is the best value, and among NaNs the earliest. */
-static void put_arg_combine(mod_text *t, const text_key *key, int ind, const char *a, const char *i,
-                            const char *v, const char *c) {
-    const char *lt = key->op == RED_ARGMIN ? "<" : ">";
-    if (key->acc_float)
-        mod_text_put(
-            t,
-            "%*sif %s %s %s or (%s == %s and %s < %s) or (%s != %s and (%s == %s or %s < %s)):\n",
-            ind, "", v, lt, a, v, a, c, i, v, v, a, a, c, i);
-    else
-        mod_text_put(t, "%*sif %s %s %s or (%s == %s and %s < %s):\n", ind, "", v, lt, a, v, a, c,
-                     i);
-    mod_text_put(t, "%*s%s = %s\n%*s%s = %s\n", ind + 4, "", a, v, ind + 4, "", i, c);
-}
-
-static void put_step(mod_text *t, const text_key *key, int ind, int u) {
-    char a[16], v[16], i[16], c[16];
-    snprintf(a, sizeof a, "a%d", u), snprintf(v, sizeof v, "v%d", u);
-    snprintf(i, sizeof i, "i%d", u), snprintf(c, sizeof c, "c%d", u);
-    if (is_arg(key->op))
-        put_arg_combine(t, key, ind, a, i, v, c);
-    else
-        put_combine(t, key, ind, a, v);
-}
-
-/* Accumulators per work-item, and so loads in flight per work-item. On an
- * H100, 16 reach 0.92-0.95x of CuPy's float32 sum where 4 gave a third of it
- * (the loads of one iteration go out together); argmin/argmax keep
- * (value, index) pairs, twice the registers, so fewer. */
-static int unroll_of(red_op op) { return is_arg(op) ? 4 : 16; }
-
-/* The loop of one work-item over its k range at indent ind: `unroll`
- * elements an iteration, then one at a time. at: the element index of k
- * (printf, each %s = k). Indices are unsigned: an int64 index would be
- * checked for Python's negative-index wrap on every load; negative strides
- * still land right, modulo 2**64. */
-static void put_loop(mod_text *t, const text_key *key, int ind, const char *at, int unroll) {
-    bool arg = is_arg(key->op);
-    char kk[32], idx[200], v[16];
-    if (unroll > 1) {
-        mod_text_put(t, "%*swhile k + %d * step < n:\n", ind, "", unroll - 1);
-        for (int u = 0; u < unroll; u++) {
-            snprintf(kk, sizeof kk, u ? "(k + %d * step)" : "k", u);
-            snprintf(v, sizeof v, "v%d", u);
-            snprintf(idx, sizeof idx, at, kk, kk, kk);
-            put_load(t, key, ind + 4, v, idx);
-        }
-        if (arg) {
-            mod_text_put(t, "%*sif fromp:\n", ind + 4, "");
-            for (int u = 0; u < unroll; u++) {
-                snprintf(kk, sizeof kk, u ? "(k + %d * step)" : "k", u);
-                snprintf(idx, sizeof idx, at, kk, kk, kk);
-                mod_text_put(t, "%*sc%d = xi[%s]\n", ind + 8, "", u, idx);
-            }
-            mod_text_put(t, "%*selse:\n", ind + 4, "");
-            for (int u = 0; u < unroll; u++)
-                mod_text_put(t, u ? "%*sc%d = k + %d * step\n" : "%*sc%d = k\n", ind + 8, "", u, u);
-        }
-        for (int u = 0; u < unroll; u++) put_step(t, key, ind + 4, u);
-        mod_text_put(t, "%*sk += %d * step\n", ind + 4, "", unroll);
-    }
-    mod_text_put(t, "%*swhile k < n:\n", ind, "");
-    snprintf(idx, sizeof idx, at, "k", "k", "k");
-    put_load(t, key, ind + 4, "v0", idx);
-    if (arg)
-        mod_text_put(t, "%*sc0 = k\n%*sif fromp:\n%*sc0 = xi[%s]\n", ind + 4, "", ind + 4, "",
-                     ind + 8, "", idx);
-    put_step(t, key, ind + 4, 0);
-    mod_text_put(t, "%*sk += step\n", ind + 4, "");
-}
-
-/* The value written to the result from the accumulator acc. */
-static void put_final(mod_text *t, const text_key *key, const char *acc) {
-    char v[96];
-    if (key->op == RED_MEAN)
-        snprintf(v, sizeof v, key->acc_float ? "%s / count" : "np.float64(%s) / count", acc);
-    else
-        snprintf(v, sizeof v, "%s", acc);
-    if (is_arg(key->op))
-        mod_text_put(t, "out[np.uint64(m)] = bi[li]\n");
-    else if (!strcmp(key->out, "bool"))
-        mod_text_put(t, "out[np.uint64(m)] = %s != 0\n", v);
-    else if (!strcmp(key->out, key->acc))
-        mod_text_put(t, "out[np.uint64(m)] = %s\n", v);
-    else
-        mod_text_put(t, "out[np.uint64(m)] = np.%s(%s)\n", key->out, v);
-}
-
-/* The kernel: one 1-D NdRange; x, out and the partials are 1-D arrays and
- * the layout comes as numbers, so a kernel is compiled once per element
- * type whatever the shape and strides. Output m reads x[o + kk] with
- * o = base + (m // Q) * sp + (m % Q) * sq, kk the reduced axes' offset of
- * k, the C-order index over them, (n / (n1 * n2), n1, n2) strided
- * (t0, t1, t2) -- one axis (n2 == n) is the quick case. */
-static void kernel_text(mod_text *t, const text_key *key, char *name, size_t namelen) {
-    bool arg = is_arg(key->op);
-    if (arg)
-        snprintf(name, namelen, "reduce_%s_%s", OPS[key->op].name, key->acc);
-    else
-        snprintf(name, namelen, "reduce_%s_%s_to_%s", OPS[key->op].name, key->acc, key->out);
-    t->n = 0;
-    mod_text_put(
-        t,
-        "def %s(item, x, %sout, part, %sbase, Q, sp, sq, n1, n2, t0, t1, t2, n, nsplit, nk, kst, "
-        "qst, %sident, "
-        "final%s):\n",
-        name, arg ? "xi, " : "", arg ? "parti, " : "", arg ? "" : "count, ", arg ? ", fromp" : "");
-    mod_text_put(t, "    # offload.%s (module/mod_reduce.c)\n", OPS[key->op].name);
-    mod_text_put(t, "    grp = item.get_group()\n"
-                    "    li = item.get_local_id(0)\n"
-                    "    nq = item.get_local_range(0) // nk\n"
-                    "    g = grp.get_group_id(0)\n"
-                    "    s = g %% nsplit\n"
-                    "    lk = (li // kst) %% nk\n"
-                    "    m = (g // nsplit) * nq + (li // qst) %% nq\n"
-                    "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-                    "    step = nsplit * nk\n"
-                    "    k = s * nk + lk\n");
-    int unroll = unroll_of(key->op);
-    for (int u = 0; u < unroll; u++) {
-        mod_text_put(t, "    a%d = ident\n", u);
-        if (arg) mod_text_put(t, "    i%d = 9223372036854775807\n", u);
-    }
-    mod_text_put(t, "    if m < out.shape[0]:\n"
-                    "        if n2 == n:\n");
-    put_loop(t, key, 12, "np.uint64(o + %s * t2)", unroll);
-    mod_text_put(t, "        else:\n"
-                    "            n12 = n1 * n2\n");
-    /* several reduced axes: divisions dominate, so no unrolling */
-    put_loop(t, key, 12,
-             "np.uint64(o + (%s // n12) * t0 + ((%s // n2) %% n1) * t1 + (%s %% n2) * t2)", 1);
-    for (int h = unroll / 2; h > 0; h /= 2) /* the accumulators, pairwise */
-        for (int j = 0; j < h; j++) {
-            char a[16], v[16], i[16], c[16];
-            snprintf(a, sizeof a, "a%d", j), snprintf(v, sizeof v, "a%d", j + h);
-            snprintf(i, sizeof i, "i%d", j), snprintf(c, sizeof c, "i%d", j + h);
-            if (arg)
-                put_arg_combine(t, key, 4, a, i, v, c);
-            else
-                put_combine(t, key, 4, a, v);
-        }
-    /* the nk work-items of an output (kst apart) combine in local memory */
-    mod_text_put(t, "    bv = ol.local_array(%d, np.%s)\n    bv[li] = a0\n", GROUP_MAX, key->acc);
-    if (arg) mod_text_put(t, "    bi = ol.local_array(%d, np.int64)\n    bi[li] = i0\n", GROUP_MAX);
-    mod_text_put(t, "    ol.group_barrier(grp)\n"
-                    "    h = nk // 2\n"
-                    "    while h > 0:\n"
-                    "        if lk < h:\n"
-                    "            a0 = bv[li]\n"
-                    "            v0 = bv[li + h * kst]\n");
-    if (arg) mod_text_put(t, "            i0 = bi[li]\n            c0 = bi[li + h * kst]\n");
-    put_step(t, key, 12, 0);
-    mod_text_put(t, "            bv[li] = a0\n");
-    if (arg) mod_text_put(t, "            bi[li] = i0\n");
-    mod_text_put(t, "        ol.group_barrier(grp)\n"
-                    "        h //= 2\n"
-                    "    if lk == 0 and m < out.shape[0]:\n"
-                    "        if final:\n"
-                    "            ");
-    put_final(t, key, "bv[li]");
-    mod_text_put(t, "        else:\n"
-                    "            part[m * nsplit + s] = bv[li]\n");
-    if (arg) mod_text_put(t, "            parti[m * nsplit + s] = bi[li]\n");
-}
-
-/* ---- the CPU form ----
- * A CPU runs the tree above one work-item at a time (a float32 sum of 2**24:
- * 27-60 ms, NumPy 3). So where an output's elements lie contiguous, a CPU
- * reduces them in a few runs (four per core, at least CPU_MIN_RUN elements
- * each), a work-group each, walked in blocks of CPU_ROWS x CPU_LANES: in
- * lanes where the device vectorises across work-items (Intel's runtime,
- * mod_device_cpu_lanes), lane l taking the block's column l; else (PoCL) in
- * one work-item with CPU_LANES accumulators, one per column. The runs'
- * partials meet in the tree kernel's second pass. The forms and their
- * measurements: docs/reductions.md */
+/* ---- the CPU forms ----
+ * A CPU runs the tree kernel one work-item at a time (a float32 sum of
+ * 2**24: 27-60 ms, NumPy 3). So where an output's elements lie contiguous,
+ * a CPU reduces them in runs of blocks of CPU_ROWS x CPU_LANES (reduce.py's
+ * reduce_cpu), in lanes where the device vectorises across work-items
+ * (Intel's runtime, mod_device_cpu_lanes), else in one work-item (PoCL).
+ * The forms and their measurements: docs/reductions.md */
 #define CPU_LANES 16
 #define CPU_ROWS 8
 #define CPU_MIN_RUN 4096
 
-/* The type a block accumulates in: float32 for float32 sums of float32 (the
- * block is short; its total goes on in float64), else the accumulator's (a
- * float32 sum asked for in float64 is added in float64 throughout). */
-static const char *block_type(const text_key *key) {
+/* Accumulators per work-item of the tree, and so loads in flight per
+ * work-item. On an H100, 16 reach 0.92-0.95x of CuPy's float32 sum where 4
+ * gave a third of it; argmin/argmax keep (value, index) pairs, twice the
+ * registers, so fewer. */
+static int unroll_of(red_op op) { return is_arg(op) ? 4 : 16; }
+
+/* The type a CPU block accumulates in: float32 for float32 sums of float32
+ * (the block is short; its total goes on in float64), else the
+ * accumulator's (a float32 sum asked for in float64 is added in float64
+ * throughout). */
+static PyObject *block_type(const red_key *key) {
     bool sum = key->op == RED_SUM || key->op == RED_MEAN;
-    return sum && key->acc_float && !key->cast && !strcmp(key->in, "float32") &&
-                   !strcmp(key->out, "float32")
-               ? "float32"
+    return sum && inexact(kind_of(key->acc)) && !key->cast &&
+                   !strcmp(mod_dtype_name(key->in), "float32") &&
+                   !strcmp(mod_dtype_name(key->out), "float32")
+               ? mod_dtype_find_borrowed('f', 4)
                : key->acc;
-}
-
-/* The CPU form's work-item in a run: lane l of run r % S of output m, whose
- * elements from o are its k range [k, hi) (whole blocks, but the run's last),
- * and total, its accumulator. */
-static void put_run_start(mod_text *t) {
-    const int B = CPU_LANES * CPU_ROWS;
-    mod_text_put(t,
-                 "    l = item.get_local_id(0)\n"
-                 "    r = item.get_group().get_group_id(0)\n"
-                 "    m = r // S\n"
-                 "    o = base + (m // Q) * sp + (m %% Q) * sq\n"
-                 "    c = (K + S - 1) // S\n"
-                 "    c = (c + %d) // %d * %d\n"
-                 "    k = (r %% S) * c\n"
-                 "    hi = min(k + c, K)\n"
-                 "    total = ident\n",
-                 B - 1, B, B);
-}
-
-/* The end of a block (where the run was walked in blocks), then the loop
- * over the run's last elements (fewer than a block), lane l taking l,
- * l + lanes, ...: v0 is each. */
-static void put_run_tail(mod_text *t, const text_key *key, bool blocks) {
-    if (blocks) mod_text_put(t, "        k += %d\n", CPU_LANES * CPU_ROWS);
-    mod_text_put(t, "    k += l\n"
-                    "    while k < hi:\n");
-    put_load(t, key, 8, "v0", "np.uint64(o + k)");
-}
-
-/* (a, i) takes (v, c) where c comes after i: when v is better, or v is the
- * first NaN, or (from_ident) a is still the identity, which an element equal
- * to it must replace. Selects, not branches (put_combine says why). */
-static void put_arg_combine_in_order(mod_text *t, const text_key *key, int ind, const char *a,
-                                     const char *i, const char *v, const char *c, bool from_ident) {
-    const char *better = key->op == RED_ARGMIN ? "<" : ">";
-    char first[64] = "";
-    if (from_ident) snprintf(first, sizeof first, " | (%s == 9223372036854775807)", i);
-    if (key->acc_float)
-        mod_text_put(t, "%*stake = (%s %s %s) | ((%s != %s) & (%s == %s))%s\n", ind, "", v, better,
-                     a, v, v, a, a, first);
-    else
-        mod_text_put(t, "%*stake = (%s %s %s)%s\n", ind, "", v, better, a, first);
-    mod_text_put(t, "%*s%s = %s if take else %s\n%*s%s = %s if take else %s\n", ind, "", a, v, a,
-                 ind, "", i, c, i);
-}
-
-/* The loop over a run's whole blocks at indent ind, for argmin/argmax,
- * keeping the first NaN (put_arg_blocks_fast is the loop that ignores NaN). */
-static void put_arg_blocks(mod_text *t, const text_key *key, int lanes, int ind) {
-    mod_text_put(t, "%*swhile k + %d < hi:\n", ind, "", CPU_LANES * CPU_ROWS - 1);
-    /* lanes: lane l takes the block's column l; else one work-item takes every
-     * column u in its own (a_u, i_u), and the columns meet at the block's end */
-    int cols = lanes > 1 ? 1 : CPU_LANES;
-    char idx[64], a[16], i[16], v[16], c[16];
-    for (int row = 0; row < CPU_ROWS; row++)
-        for (int u = 0; u < cols; u++) {
-            int at = row * CPU_LANES + u;
-            snprintf(a, sizeof a, "a%d", u), snprintf(i, sizeof i, "i%d", u);
-            snprintf(v, sizeof v, "v%d", u), snprintf(c, sizeof c, "c%d", u);
-            snprintf(idx, sizeof idx,
-                     lanes > 1 ? "np.uint64(o + k + %d + l)" : "np.uint64(o + k + %d)", at);
-            put_load(t, key, ind + 4, row ? v : a, idx);
-            mod_text_put(t, lanes > 1 ? "%*s%s = k + %d + l\n" : "%*s%s = k + %d\n", ind + 4, "",
-                         row ? c : i, at);
-            if (row) put_arg_combine_in_order(t, key, ind + 4, a, i, v, c, false);
-        }
-    for (int h = cols / 2; h > 0; h /= 2) /* columns: any order, so ties go by index */
-        for (int j = 0; j < h; j++) {
-            snprintf(a, sizeof a, "a%d", j), snprintf(i, sizeof i, "i%d", j);
-            snprintf(v, sizeof v, "a%d", j + h), snprintf(c, sizeof c, "i%d", j + h);
-            put_arg_combine(t, key, ind + 4, a, i, v, c);
-        }
-    put_arg_combine_in_order(t, key, ind + 4, "total", "ti", "a0", "i0", true);
-    mod_text_put(t, "%*sk += %d\n", ind + 4, "", CPU_LANES * CPU_ROWS);
-}
-
-/* The fast loop of argmin/argmax with lanes over a run's whole blocks (the
- * slow one of put_arg_blocks runs again where seen_nan): lane l keeps only
- * its best value and the first block that reached it -- a compare and a
- * select an element, where carrying the index took three more -- and at
- * the end finds its first element of that block equal to the best. Equal
- * values (-0.0 and +0.0 too) resolve to the first, as NumPy's. */
-static void put_arg_blocks_fast(mod_text *t, const text_key *key) {
-    const char *better = key->op == RED_ARGMIN ? "<" : ">";
-    mod_text_put(t, "    tb = -1\n    while k + %d < hi:\n", CPU_LANES * CPU_ROWS - 1);
-    char idx[64];
-    for (int row = 0; row < CPU_ROWS; row++) {
-        const char *v = row ? "v0" : "a0";
-        snprintf(idx, sizeof idx, "np.uint64(o + k + %d + l)", row * CPU_LANES);
-        put_load(t, key, 8, v, idx);
-        mod_text_put(t, "        seen_nan = seen_nan | (%s != %s)\n", v, v);
-        if (row) mod_text_put(t, "        a0 = v0 if v0 %s a0 else a0\n", better);
-    }
-    mod_text_put(t,
-                 "        take = (a0 %s total) | (tb == -1)\n"
-                 "        total = a0 if take else total\n"
-                 "        tb = k if take else tb\n"
-                 "        k += %d\n"
-                 "    if tb >= 0:\n",
-                 better, CPU_LANES * CPU_ROWS);
-    for (int row = CPU_ROWS - 1; row >= 0; row--) { /* the last match written is the first */
-        snprintf(idx, sizeof idx, "np.uint64(o + tb + %d + l)", row * CPU_LANES);
-        put_load(t, key, 8, "v0", idx);
-        mod_text_put(t, "        ti = tb + %d + l if v0 == total else ti\n", row * CPU_LANES);
-    }
-}
-
-/* argmin/argmax in the CPU form: each column of the blocks (a lane's, or an
- * accumulator pair of the one work-item) keeps (value, index), visiting its
- * elements in order (so a tie keeps the earlier); the run leaves its best
- * as partials for the tree kernel's second pass, which picks the best and,
- * among equals, the first. */
-static void cpu_arg_kernel_text(mod_text *t, const text_key *key, int lanes, const char *name) {
-    mod_text_put(t, "def %s(item, x, part, parti, base, Q, sp, sq, K, t2, S, ident):\n", name);
-    mod_text_put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n",
-                 OPS[key->op].name);
-    put_run_start(t);
-    mod_text_put(t, "    ti = 9223372036854775807\n");
-    bool fast = lanes > 1 && key->acc_float; /* PoCL made the flag scalar (see min/max) */
-    if (fast) { /* where a NaN was seen, the run again, keeping the first NaN */
-        mod_text_put(t, "    k0 = k\n    seen_nan = False\n");
-        put_arg_blocks_fast(t, key);
-        mod_text_put(t, "    if seen_nan:\n"
-                        "        k = k0\n"
-                        "        total = ident\n"
-                        "        ti = 9223372036854775807\n");
-        put_arg_blocks(t, key, lanes, 8);
-    } else {
-        put_arg_blocks(t, key, lanes, 4);
-    }
-    mod_text_put(t, "    k += l\n    while k < hi:\n");
-    put_load(t, key, 8, "v0", "np.uint64(o + k)");
-    mod_text_put(t, "        c0 = k\n");
-    put_arg_combine_in_order(t, key, 8, "total", "ti", "v0", "c0", true);
-    mod_text_put(t,
-                 "        k += %d\n"
-                 "    part[r * %d + l] = total\n"
-                 "    parti[r * %d + l] = ti\n",
-                 lanes, lanes, lanes);
-}
-
-/* The kernel: S runs (work-groups) of `lanes` work-items per output, g->K
- * elements per output, contiguous from o. Each run leaves `lanes` partials,
- * or with one run of one work-item, when final, the result. */
-static void cpu_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
-                            size_t namelen) {
-    text_key blk = *key;
-    blk.acc = block_type(key);
-    const int B = CPU_LANES * CPU_ROWS; /* elements per block */
-    snprintf(name, namelen, "reduce_cpu%s_%s_%s_to_%s%s%s", lanes > 1 ? "_lanes" : "",
-             OPS[key->op].name, key->acc, key->out, blk.acc != key->acc ? "_in_blocks_of_" : "",
-             blk.acc != key->acc ? blk.acc : "");
-    t->n = 0;
-    if (is_arg(key->op)) {
-        cpu_arg_kernel_text(t, key, lanes, name);
-        return;
-    }
-    mod_text_put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n",
-                 name);
-    mod_text_put(t, "    # offload.%s on a CPU device (module/lib/mod_reduce.c)\n",
-                 OPS[key->op].name);
-    put_run_start(t);
-    /* float min/max in lanes: within a block a plain select and a flag that a
-     * NaN was seen, which makes the result NaN at the end (Intel: a max of 2**22
-     * float32 0.30 -> 0.22 ms); PoCL made the flag scalar (2.2 -> 14 ms) */
-    bool flag = lanes > 1 && key->acc_float && (key->op == RED_MIN || key->op == RED_MAX);
-    if (flag) mod_text_put(t, "    seen_nan = False\n");
-    /* all() in one work-item (PoCL) walks its run in the plain loop alone:
-     * the block of 16 uint8 flags and-ed 8 rows deep sent PoCL 3.1's LLVM 15
-     * into a loop, never ending on a cold cache; the plain loop builds in
-     * 0.4 s and runs at NumPy's speed (docs/reductions.md) */
-    bool blocks = !(key->op == RED_ALL && lanes == 1);
-    if (blocks) mod_text_put(t, "    while k + %d < hi:\n", B - 1);
-    char var[16], idx[64], a[16], v[16];
-    for (int row = 0; blocks && row < CPU_ROWS; row++)
-        for (int u = 0; u < (lanes > 1 ? 1 : CPU_LANES); u++) {
-            /* lanes: lane l takes the block's column l; else CPU_LANES
-             * accumulators, one per column, then pairwise */
-            snprintf(idx, sizeof idx,
-                     lanes > 1 ? "np.uint64(o + k + %d + l)" : "np.uint64(o + k + %d)",
-                     row * CPU_LANES + u);
-            snprintf(var, sizeof var, row ? "v%d" : "a%d", u);
-            put_load(t, &blk, 8, var, idx);
-            if (!row) continue;
-            snprintf(a, sizeof a, "a%d", u), snprintf(v, sizeof v, "v%d", u);
-            if (flag)
-                mod_text_put(
-                    t,
-                    "        %s = %s if %s %s %s else %s\n        seen_nan = seen_nan | (%s != "
-                    "%s)\n",
-                    a, v, v, key->op == RED_MIN ? "<" : ">", a, a, v, v);
-            else
-                put_combine(t, &blk, 8, a, v);
-        }
-    if (blocks && lanes == 1) {
-        for (int h = CPU_LANES / 2; h > 0; h /= 2)
-            for (int j = 0; j < h; j++) {
-                snprintf(a, sizeof a, "a%d", j), snprintf(v, sizeof v, "a%d", j + h);
-                put_combine(t, &blk, 8, a, v);
-            }
-    }
-    if (blocks) {
-        mod_text_put(t, "        v0 = np.%s(a0)\n", key->acc);
-        put_combine(t, key, 8, "total", "v0");
-    }
-    put_run_tail(t, key, blocks);
-    put_combine(t, key, 8, "total", "v0");
-    mod_text_put(t, "        k += %d\n", lanes);
-    if (flag) mod_text_put(t, "    if seen_nan:\n        total = np.%s(math.nan)\n", key->acc);
-    mod_text_put(t, "    if final:\n        ");
-    put_final(t, key, "total");
-    mod_text_put(t,
-                 "    else:\n"
-                 "        part[r * %d + l] = total\n",
-                 lanes);
-}
-
-/* The CPU form across outputs (cpu_cols_form: a sum over axis 0 of a
- * C-contiguous matrix): a tile of `width` neighbouring outputs (cols_width)
- * walks its k range together, a row of the tile per k step, in lanes or in
- * one work-item's accumulators; the last tile is moved back to end at M (it
- * recomputes a few outputs of its neighbour, writing the same values). The
- * tree took 3.7 ms for a 2048^2 float32 sum over axis 0 on Intel's runtime,
- * NumPy 0.3; unit outputs 2.3 -> 1.8 ms (docs/reductions.md). */
-static void cpu_cols_kernel_text(mod_text *t, const text_key *key, int lanes, int width, bool unit,
-                                 char *name, size_t namelen) {
-    snprintf(name, namelen, "reduce_cpu_cols%d%s%s_%s_%s_to_%s", width, lanes > 1 ? "_lanes" : "",
-             unit ? "_unit" : "", OPS[key->op].name, key->acc, key->out);
-    t->n = 0;
-    mod_text_put(t, "def %s(item, x, out, part, base, Q, sp, sq, K, t2, S, ident, count, final):\n",
-                 name);
-    mod_text_put(t, "    # offload.%s on a CPU device, across outputs (module/lib/mod_reduce.c)\n",
-                 OPS[key->op].name);
-    mod_text_put(t,
-                 "    l = item.get_local_id(0)\n"
-                 "    r = item.get_group().get_group_id(0)\n"
-                 "    m0 = min((r // S) * %d, out.shape[0] - %d)\n"
-                 "    c = (K + S - 1) // S\n"
-                 "    k = (r %% S) * c\n"
-                 "    hi = min(k + c, K)\n",
-                 width, width);
-    int accs = width / lanes;
-    char m[CPU_LANES][32], a[16], idx[96]; /* accs <= CPU_LANES */
-    for (int u = 0; u < accs; u++) {
-        snprintf(m[u], sizeof m[u], lanes > 1 ? "m0 + l + %d" : "m0 + %d", u * lanes);
-        mod_text_put(t, "    a%d = ident\n", u);
-    }
-    mod_text_put(t, "    while k < hi:\n");
-    for (int u = 0; u < accs; u++) {
-        /* unit: outputs one element apart, which the text must say for the
-         * device compiler to see a run (with `* sq` it gathers) */
-        snprintf(idx, sizeof idx,
-                 unit ? "np.uint64(base + %s + k * t2)" : "np.uint64(base + (%s) * sq + k * t2)",
-                 m[u]);
-        put_load(t, key, 8, "v0", idx);
-        snprintf(a, sizeof a, "a%d", u);
-        put_combine(t, key, 8, a, "v0");
-    }
-    mod_text_put(t, "        k += 1\n");
-    for (int u = 0; u < accs; u++) {
-        snprintf(a, sizeof a, "a%d", u);
-        mod_text_put(t, "    m = %s\n    if final:\n        ", m[u]);
-        put_final(t, key, a);
-        mod_text_put(t, "    else:\n        part[m * S + r %% S] = %s\n", a);
-    }
-}
-
-/* The CPU form into partials (rows_in in run()), over the outer axis of a
- * C-contiguous block (unit outputs): S runs, a work-group each, add every
- * row of their band of K into a row of partials, part[r * M + m], which
- * stays in cache while x streams through in address order, as NumPy does
- * (out += row): a 2048^2 float32 sum over axis 0, 0.19-0.29 ms, down the
- * columns 0.29-0.37 (Intel); PoCL 0.63-0.66 -> 0.19 ms. The partials then go
- * through the form above over their axis 0. Lane l takes the outputs l,
- * l + lanes, ... */
-static void cpu_acc_kernel_text(mod_text *t, const text_key *key, int lanes, char *name,
-                                size_t namelen) {
-    snprintf(name, namelen, "reduce_cpu_acc%d_%s_%s", lanes, OPS[key->op].name, key->acc);
-    t->n = 0;
-    mod_text_put(t, "def %s(item, x, part, base, M, K, t2, S, ident):\n", name);
-    mod_text_put(t,
-                 "    # offload.%s on a CPU device, rows into partials (module/lib/mod_reduce.c)\n",
-                 OPS[key->op].name);
-    mod_text_put(t,
-                 "    l = item.get_local_id(0)\n"
-                 "    r = item.get_group().get_group_id(0)\n"
-                 "    c = (K + S - 1) // S\n"
-                 "    k = r * c\n"
-                 "    hi = min(k + c, K)\n"
-                 "    p = r * M\n"
-                 "    e = M - M %% %d\n"
-                 "    for j in range(0, e, %d):\n"
-                 "        part[np.uint64(p + j + l)] = ident\n"
-                 "    if e + l < M:\n"
-                 "        part[np.uint64(p + e + l)] = ident\n",
-                 lanes, lanes);
-    /* the full steps; then, in a loop of their own (a branch on the lane in
-     * the first made Intel's code masked throughout: 0.2 -> 0.6 ms), the
-     * lanes of the last, partial step */
-    for (int tail = 0; tail < 2; tail++) {
-        const char *at = tail ? "e" : "j";
-        int ind = tail ? 12 : 16;
-        char idx[64];
-        if (tail)
-            mod_text_put(t, "    if e + l < M:\n"
-                            "        k = r * c\n"
-                            "        while k < hi:\n"
-                            "            o = base + k * t2\n");
-        else
-            mod_text_put(t,
-                         "    while k < hi:\n"
-                         "        o = base + k * t2\n"
-                         "        for j in range(0, e, %d):\n",
-                         lanes);
-        snprintf(idx, sizeof idx, "np.uint64(o + %s + l)", at);
-        put_load(t, key, ind, "v0", idx);
-        mod_text_put(t, "%*sa0 = part[np.uint64(p + %s + l)]\n", ind, "", at);
-        put_combine(t, key, ind, "a0", "v0");
-        mod_text_put(t, "%*spart[np.uint64(p + %s + l)] = a0\n", ind, "", at);
-        mod_text_put(t, "%*sk += 1\n", tail ? 12 : 8, "");
-    }
 }
 
 /* ---- scratch: partials kept per (device, dtype, slot) for the process ----
@@ -935,76 +436,34 @@ static void make_plan(ofl_device *dev, Py_ssize_t M, Py_ssize_t K, bool kfast, b
     pl->groups = blocks * split;
 }
 
-/* The kernel of a form (FORM_*) for key: remembered by a short key naming
- * all the text depends on, written and compiled at the first call. The CPU
- * forms' loops are bounded by the array: they run to the end (no cancel
- * checks, mod_kernel_runs_to_end). */
-enum { FORM_TREE, FORM_CPU_ROWS, FORM_CPU_COLS, FORM_CPU_ACC };
-
-static PyObject *kernel_of(const text_key *key, int form, int lanes, int width, bool unit) {
-    char memo[160];
-    snprintf(memo, sizeof memo, "reduce %d %d %s %s %s %s %d %d %d", form, (int)key->op, key->in,
-             key->acc, key->cast ? key->cast : "-", key->out, lanes, width, (int)unit);
-    PyObject *k = mod_gen_kernel_by_key_borrowed(memo);
-    if (k) return k;
-    mod_text *t = PyMem_Malloc(sizeof *t);
-    if (!t) return PyErr_NoMemory();
-    char name[128];
-    if (form == FORM_CPU_COLS)
-        cpu_cols_kernel_text(t, key, lanes, width, unit, name, sizeof name);
-    else if (form == FORM_CPU_ACC)
-        cpu_acc_kernel_text(t, key, lanes, name, sizeof name);
-    else if (form == FORM_CPU_ROWS)
-        cpu_kernel_text(t, key, lanes, name, sizeof name);
-    else
-        kernel_text(t, key, name, sizeof name);
-    if (mod_text_ok(t, name) && (k = mod_gen_kernel_borrowed(name, t->s)) &&
-        mod_gen_remember(memo, k) < 0)
-        k = NULL;
-    PyMem_Free(t);
-    if (k && form != FORM_TREE) mod_kernel_runs_to_end(k); /* before its first launch */
-    return k;
-}
-
-/* One launch over pl, reading g. arrays: (x, out, part) or, for
- * argmin/argmax, (x, xi, out, part, parti). */
-static int launch(const text_key *key, const red_plan *pl, const geometry *g,
+/* The tree kernel's launch over pl, reading g. arrays: (x, out, part) or,
+ * for argmin/argmax, (x, xi, out, part, parti). count: mean's divisor. */
+static int launch(const red_key *key, const red_plan *pl, const geometry *g,
                   PyObject *const *arrays, Py_ssize_t count, PyObject *ident, bool final,
                   bool fromp) {
-    PyObject *k = kernel_of(key, FORM_TREE, 1, 0, false);
-    if (!k) return -1;
-    bool arg = is_arg(key->op);
-    Py_ssize_t nums[] = {g->base,
-                         g->Q,
-                         g->sp,
-                         g->sq,
-                         g->n1,
-                         g->n2,
-                         g->t0,
-                         g->t1,
-                         g->t2,
-                         g->K,
-                         pl->nsplit,
-                         pl->nk,
-                         pl->kfast ? 1 : pl->nq,
-                         pl->kfast ? pl->nk : 1,
-                         count};
-    enum { NNUMS = sizeof nums / sizeof nums[0] };
-    PyObject *args[5 + NNUMS + 3];
-    int n = 0, rc = -1, na = arg ? 5 : 3, nn = arg ? NNUMS - 1 : NNUMS; /* count: mean's divisor */
-    for (int i = 0; i < na; i++) args[n++] = arrays[i];
-    for (int i = 0; i < nn; i++)
-        if (!(args[n++] = PyLong_FromSsize_t(nums[i]))) goto out;
-    args[n++] = ident;
-    args[n++] = final ? Py_True : Py_False;
-    if (arg) args[n++] = fromp ? Py_True : Py_False;
+    PyObject *op = operator_of(key->op);
+    if (!op) return -1;
     mod_shape range = {.ndim = 1, .nd = true, .size = {pl->groups * pl->L}, .local = {pl->L}};
-    PyObject *r = mod_kernel_launch(k, &range, args, n, false);
-    rc = r ? 0 : -1;
-    Py_XDECREF(r);
-out:
-    for (int i = na; i < n && i < na + nn; i++) Py_XDECREF(args[i]);
-    return rc;
+    Py_ssize_t kst = pl->kfast ? 1 : pl->nq, qst = pl->kfast ? pl->nk : 1;
+    if (is_arg(key->op))
+        return mod_library_launch("reduce", "argreduce_tree", &range,
+                                  "OOOOO"
+                                  "nnnnnnnnnnnnnn"
+                                  "OOO"
+                                  "OOii",
+                                  arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], g->base,
+                                  g->Q, g->sp, g->sq, g->n1, g->n2, g->t0, g->t1, g->t2, g->K,
+                                  pl->nsplit, pl->nk, kst, qst, ident, flag(final), flag(fromp), op,
+                                  key->acc, unroll_of(key->op), GROUP_MAX);
+    return mod_library_launch("reduce", "reduce_tree", &range,
+                              "OOO"
+                              "nnnnnnnnnnnnnn"
+                              "OnO"
+                              "OOOOOii",
+                              arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->n1,
+                              g->n2, g->t0, g->t1, g->t2, g->K, pl->nsplit, pl->nk, kst, qst, ident,
+                              count, flag(final), op, key->acc, elem_of(key), key->out,
+                              flag(key->op == RED_MEAN), unroll_of(key->op), GROUP_MAX);
 }
 
 /* Whether the CPU form serves: a CPU device, and each output's elements
@@ -1035,65 +494,57 @@ static int cols_width(int lanes, Py_ssize_t M) {
 /* A CPU form's launch: S runs of `lanes` work-items, a work-group each, for
  * each of g->M outputs (rows) or each tile of cols_width outputs (cols).
  * arrays: (x, out, part), or (x, part, parti) for argmin/argmax, which
- * always leave partials. */
-static int launch_cpu(const text_key *key, const geometry *g, bool cols, Py_ssize_t S, int lanes,
+ * always leave partials. count: mean's divisor. */
+static int launch_cpu(const red_key *key, const geometry *g, bool cols, Py_ssize_t S, int lanes,
                       PyObject *const *arrays, PyObject *ident, Py_ssize_t count) {
+    PyObject *op = operator_of(key->op);
+    if (!op) return -1;
     int width = cols ? cols_width(lanes, g->M) : 0;
-    PyObject *k =
-        kernel_of(key, cols ? FORM_CPU_COLS : FORM_CPU_ROWS, lanes, width, cols && g->sq == 1);
-    if (!k) return -1;
-    bool arg = is_arg(key->op);
-    /* the numbers, then (not for argmin/argmax) count, mean's divisor */
-    Py_ssize_t nums[] = {g->base, g->Q, g->sp, g->sq, g->K, g->t2, S, count};
-    enum { NNUMS = sizeof nums / sizeof nums[0] };
-    PyObject *num[NNUMS] = {NULL};
-    int nn = arg ? NNUMS - 1 : NNUMS, rc = -1;
-    for (int i = 0; i < nn; i++)
-        if (!(num[i] = PyLong_FromSsize_t(nums[i]))) goto out;
     Py_ssize_t groups = (cols ? (g->M + width - 1) / width : g->M) * S;
     bool final = S == 1 && (cols || lanes == 1); /* each output from one lane alone */
-    PyObject *args[] = {arrays[0],
-                        arrays[1],
-                        arrays[2],
-                        num[0],
-                        num[1],
-                        num[2],
-                        num[3],
-                        num[4],
-                        num[5],
-                        num[6],
-                        ident,
-                        num[7],
-                        final ? Py_True : Py_False};
     mod_shape range = {.ndim = 1, .nd = true, .size = {groups * lanes}, .local = {lanes}};
-    PyObject *r = mod_kernel_launch(k, &range, args, arg ? 11 : 13, false);
-    rc = r ? 0 : -1;
-    Py_XDECREF(r);
-out:
-    for (int i = 0; i < NNUMS; i++) Py_XDECREF(num[i]);
-    return rc;
+    PyObject *mean = flag(key->op == RED_MEAN);
+    if (is_arg(key->op))
+        return mod_library_launch("reduce", "argreduce_cpu", &range,
+                                  "OOO"
+                                  "nnnnnnn"
+                                  "O"
+                                  "OOiii",
+                                  arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq,
+                                  g->K, g->t2, S, ident, op, key->acc, lanes, CPU_LANES, CPU_ROWS);
+    if (cols)
+        return mod_library_launch("reduce", "reduce_cpu_cols", &range,
+                                  "OOO"
+                                  "nnnnnnn"
+                                  "OnO"
+                                  "OOOOOiiO",
+                                  arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq,
+                                  g->K, g->t2, S, ident, count, flag(final), op, key->acc,
+                                  elem_of(key), key->out, mean, lanes, width, flag(g->sq == 1));
+    return mod_library_launch("reduce", "reduce_cpu", &range,
+                              "OOO"
+                              "nnnnnnn"
+                              "OnO"
+                              "OOOOOOiii",
+                              arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->K,
+                              g->t2, S, ident, count, flag(final), op, key->acc, elem_of(key),
+                              key->out, mean, block_type(key), lanes, CPU_LANES, CPU_ROWS);
 }
 
 /* The CPU form into partials: S runs of `lanes` work-items, run r adding
- * its band of rows into part[r * M ...]. */
-static int launch_cpu_acc(const text_key *key, const geometry *g, Py_ssize_t S, int lanes,
-                          PyObject *x, PyObject *part, PyObject *ident) {
-    PyObject *k = kernel_of(key, FORM_CPU_ACC, lanes, 0, true);
-    if (!k) return -1;
-    Py_ssize_t nums[] = {g->base, g->M, g->K, g->t2, S};
-    enum { NNUMS = sizeof nums / sizeof nums[0] };
-    PyObject *num[NNUMS] = {NULL};
-    int rc = -1;
-    for (int i = 0; i < NNUMS; i++)
-        if (!(num[i] = PyLong_FromSsize_t(nums[i]))) goto out;
-    PyObject *args[] = {x, part, num[0], num[1], num[2], num[3], num[4], ident};
+ * its band of rows into part[r * M ...] in acc. */
+static int launch_cpu_acc(const red_key *key, PyObject *acc, const geometry *g, Py_ssize_t S,
+                          int lanes, PyObject *x, PyObject *part, PyObject *ident) {
+    PyObject *op = operator_of(key->op);
+    if (!op) return -1;
     mod_shape range = {.ndim = 1, .nd = true, .size = {S * lanes}, .local = {lanes}};
-    PyObject *r = mod_kernel_launch(k, &range, args, sizeof args / sizeof args[0], false);
-    rc = r ? 0 : -1;
-    Py_XDECREF(r);
-out:
-    for (int i = 0; i < NNUMS; i++) Py_XDECREF(num[i]);
-    return rc;
+    return mod_library_launch("reduce", "reduce_cpu_acc", &range,
+                              "OO"
+                              "nnnnn"
+                              "O"
+                              "OOOi",
+                              x, part, g->base, g->M, g->K, g->t2, S, ident, op, acc, elem_of(key),
+                              lanes);
 }
 
 static PyObject *view1(mod_array *a, Py_ssize_t n, Py_ssize_t offset) {
@@ -1105,12 +556,7 @@ static PyObject *view1(mod_array *a, Py_ssize_t n, Py_ssize_t offset) {
 static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, mod_array *out) {
     ofl_device *dev = mod_array_device(x);
     bool arg = is_arg(op);
-    text_key key = {.op = op,
-                    .in = mod_dtype_name(x->dtype),
-                    .acc = mod_dtype_name(t->acc),
-                    .cast = t->cast ? mod_dtype_name(t->cast) : NULL,
-                    .out = mod_dtype_name(t->out),
-                    .acc_float = inexact(kind_of(t->acc))};
+    red_key key = {.op = op, .in = x->dtype, .acc = t->acc, .cast = t->cast, .out = t->out};
     red_plan pl;
     bool cpu = cpu_form(dev, g), cols = !cpu && cpu_cols_form(dev, op, g);
     int lanes = (cpu || cols) && mod_device_cpu_lanes(dev) ? CPU_LANES : 1;
@@ -1138,10 +584,7 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     PyObject *ident = identity_scalar(op, t->acc);
     /* runs of rows add a float32 sum's rows in float32 (a run is a few
      * hundred rows; NumPy adds all of them so) and their partials in float64 */
-    text_key key_rows = key;
-    if (rows_in) key_rows.acc = block_type(&key);
-    PyObject *part_type =
-        key_rows.acc == key.acc ? t->acc : mod_dtype_find_borrowed('f', 4); /* block_type's */
+    PyObject *part_type = rows_in ? block_type(&key) : t->acc;
     PyObject *part = ident ? scratch_take(dev, part_type, 0, nparts) : NULL;
     PyObject *parti = part && arg ? scratch_take(dev, i64, 1, nparts) : NULL;
     PyObject *x1 = NULL, *o1 = NULL, *p1 = NULL, *pi1 = NULL;
@@ -1156,20 +599,17 @@ static int run(red_op op, const red_types *t, mod_array *x, const geometry *g, m
     PyObject *first[5] = {x1, o1, p1};
     if (arg) first[1] = pi1, first[2] = o1, first[3] = p1, first[4] = pi1;
     PyObject *cpu_arrays[3] = {x1, arg ? p1 : o1, arg ? pi1 : p1};
-    int first_rc = rows_in       ? launch_cpu_acc(&key_rows, g, runs, lanes, x1, p1, ident)
+    int first_rc = rows_in       ? launch_cpu_acc(&key, part_type, g, runs, lanes, x1, p1, ident)
                    : cpu || cols ? launch_cpu(&key, g, cols, runs, lanes, cpu_arrays, ident, g->K)
                                  : launch(&key, &pl, g, first, g->K, ident, pl.nsplit == 1, false);
     if (first_rc < 0) goto out;
     if (rows_in) { /* the runs' rows of partials, summed over their axis 0 */
-        text_key key2 = key;
-        key2.cast = NULL;
-        key2.in = key_rows.acc;
+        red_key key2 = {.op = op, .in = part_type, .acc = t->acc, .out = t->out};
         geometry g2 = {.M = g->M, .Q = g->M, .sq = 1, .K = runs, .n1 = 1, .n2 = runs, .t2 = g->M};
         PyObject *second[3] = {p1, o1, p1};
         if (launch_cpu(&key2, &g2, true, 1, lanes, second, ident, g->K) < 0) goto out;
     } else if (second) { /* the partials, nsplit per output, in the accumulator's type */
-        text_key key2 = key;
-        key2.cast = NULL;
+        red_key key2 = {.op = op, .in = t->acc, .acc = t->acc, .out = t->out};
         geometry g2 = {
             .M = g->M, .Q = 1, .sp = pl.nsplit, .K = pl.nsplit, .n1 = 1, .n2 = pl.nsplit, .t2 = 1};
         red_plan pl2;
