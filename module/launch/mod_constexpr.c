@@ -135,8 +135,25 @@ PyObject *mod_constexpr_dict(const mod_constexpr *c, PyObject *values) {
 }
 
 /* A value as a signature shows it: a type or a function by its name, a
- * dtype as NumPy prints it (float32), anything else by repr. New reference. */
+ * dtype as NumPy prints it (float32), a tuple of such, anything else by
+ * repr. New reference. */
 static PyObject *shown(PyObject *v) {
+    if (PyTuple_Check(v)) {
+        PyObject *items = PyList_New(0), *sep = PyUnicode_FromString(", "), *joined = NULL;
+        for (Py_ssize_t i = 0; items && i < PyTuple_GET_SIZE(v); i++) {
+            PyObject *s = shown(PyTuple_GET_ITEM(v, i));
+            if (!s || PyList_Append(items, s) < 0) Py_CLEAR(items);
+            Py_XDECREF(s);
+        }
+        if (items && sep) joined = PyUnicode_Join(sep, items);
+        PyObject *r =
+            joined ? PyUnicode_FromFormat(PyTuple_GET_SIZE(v) == 1 ? "(%U,)" : "(%U)", joined)
+                   : NULL;
+        Py_XDECREF(items);
+        Py_XDECREF(sep);
+        Py_XDECREF(joined);
+        return r;
+    }
     if (PyType_Check(v)) {
         const char *name = ((PyTypeObject *)v)->tp_name, *dot = strrchr(name, '.');
         return PyUnicode_FromString(dot ? dot + 1 : name);

@@ -78,10 +78,10 @@ typedef struct {
 typedef struct mod_kernel {
     PyObject_HEAD
     PyObject *pyfunc;
-    mod_constexpr consts; /* its compile-time parameters */
-    variant **variants;   /* owned, each owned; only appended to (with the GIL); a kernel
-                             without compile-time parameters has the one, made with it */
-    int nvariants;
+    mod_constexpr consts;        /* its compile-time parameters */
+    variant **variants;          /* owned, each owned; only appended to (with the GIL); a kernel
+                                    without compile-time parameters has the one, made with it */
+    int nvariants, last_variant; /* the one found last: library kernels run in streaks */
     int boundscheck;             /* 1: every launch checks indices; 0: none does; -1: as the device
                                     says (default_boundscheck) */
     bool runs_to_end;            /* no cancel checks (mod_kernel_runs_to_end) */
@@ -161,13 +161,17 @@ static variant *variant_add(mod_kernel *k, PyObject *values) {
 }
 
 /* The variant for these compile-time arguments (a kernel's nvalues of
- * them, borrowed), made when new. */
+ * them, borrowed), made when new; searched from the one found last. */
 static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t nvalues) {
-    for (int i = 0; i < k->nvariants; i++) {
+    for (int probe = 0; probe < k->nvariants; probe++) {
+        int i = (k->last_variant + probe) % k->nvariants;
         PyObject *have = k->variants[i]->values;
         Py_ssize_t j = 0;
         while (j < nvalues && mod_constexpr_same(PyTuple_GET_ITEM(have, j), values[j])) j++;
-        if (j == nvalues) return k->variants[i];
+        if (j == nvalues) {
+            k->last_variant = i;
+            return k->variants[i];
+        }
     }
     PyObject *t = PyTuple_New(nvalues);
     for (Py_ssize_t j = 0; t && j < nvalues; j++) PyTuple_SET_ITEM(t, j, Py_NewRef(values[j]));

@@ -4,11 +4,12 @@
  * the array API 2024.12 under its name and NumPy's (offload.sin, offload.acos
  * and offload.arccos, ...), NumPy's other ufuncs of real numbers (fmax, cbrt,
  * heaviside, ...), where, clip, round, real, imag, astype, copy -- computed
- * by JIT kernels where the operands live. Complex operands (and weak Python
- * complex scalars) take NumPy's complex loops: the JIT's complex arithmetic
- * and cmath functions, and complex_exprs where NumPy's loop differs from
- * the real one (sign, reciprocal, rint, the orderings); real/imag of a
- * complex array are float views of its parts, as NumPy's.
+ * by elementwise.py's kernel (module/kernels/) where the operands live, one
+ * device function per NumPy loop. Complex operands (and weak Python complex
+ * scalars) take NumPy's complex loops: the JIT's complex arithmetic and
+ * cmath functions, and <name>_complex where NumPy's loop differs from the
+ * real one (sign, reciprocal, rint, the orderings); real/imag of a complex
+ * array are float views of its parts, as NumPy's.
  *
  * NumPy answers every type question: ufunc.resolve_dtypes gives the loop's
  * dtypes (NEP 50: Python scalars are weak), so a kernel casts each array
@@ -21,9 +22,9 @@
  *
  * Shapes broadcast as NumPy's; dimensions that are contiguous in every
  * operand are merged, so same-shaped C-contiguous operands run as one 1-D
- * kernel over the elements. The kernel text is written per (operation, loop
- * dtypes, scalar or array operands, dimensions) and compiled through
- * mod_gen; the JIT specialises it per layout (contiguous or strided) and
+ * kernel over the elements. The kernel is specialised on the loop's device
+ * function, the loop dtypes (scalar or array operands) and the dimensions;
+ * the JIT specialises it further per layout (contiguous or strided) and
  * device. Reached through ndarray's slots (mod_lib_array_kernels) and the
  * offload namespace. */
 #include "mod_lib.h"
@@ -36,15 +37,17 @@
 
 #define MAX_OPERANDS 4 /* the result and up to three inputs (where, clip) */
 
-/* One operation: a NumPy ufunc (or np.where) and the expression computing an
- * element from $0, $1, $2 -- the operands already in their loop dtypes. */
+/* One operation: a NumPy ufunc (or np.where), computed by the device
+ * function of its name in module/kernels/elementwise.py from operands
+ * already in their loop dtypes -- or by <name>_bool, <name>_int or
+ * <name>_complex, where the loops say (LOOP_*) that NumPy's bool, integer
+ * or complex loop computes otherwise. */
+enum { LOOP_BOOL = 1, LOOP_INT = 2, LOOP_COMPLEX = 4 };
 typedef struct {
-    const char *name; /* offload.<name>, numpy.<name> */
+    const char *name; /* offload.<name>, numpy.<name>, elementwise.<name> */
     int nin;
-    const char *expr;
-    const char *bool_expr; /* when the loop is bool and expr would not do */
-    const char *int_expr;  /* when the loop is an integer one and expr would not do */
-    const char *typing;    /* the ufunc whose loops type it, when not numpy.<name> */
+    int loops;          /* LOOP_*: the loops with device functions of their own */
+    const char *typing; /* the ufunc whose loops type it, when not numpy.<name> */
 } op_def;
 
 /* Indices of ops[]: LIB_, as OP_ names jit_tree.h's operators. */
@@ -134,142 +137,87 @@ enum {
 };
 
 static const op_def ops[LIB_NOPS] = {
-    [LIB_ADD] = {"add", 2, "$0 + $1", "$0 or $1"},
-    [LIB_SUB] = {"subtract", 2, "$0 - $1", NULL},
-    [LIB_MUL] = {"multiply", 2, "$0 * $1", "$0 and $1"},
-    [LIB_TRUEDIV] = {"divide", 2, "$0 / $1", NULL},
-    [LIB_FLOORDIV] = {"floor_divide", 2, "$0 // $1", NULL},
-    [LIB_MOD] = {"remainder", 2, "$0 % $1", NULL},
-    [LIB_POW] = {"power", 2, "$0 ** $1", NULL},
-    [LIB_AND] = {"bitwise_and", 2, "$0 & $1", NULL},
-    [LIB_OR] = {"bitwise_or", 2, "$0 | $1", NULL},
-    [LIB_XOR] = {"bitwise_xor", 2, "$0 ^ $1", NULL},
-    [LIB_LSHIFT] = {"left_shift", 2, "$0 << $1", NULL},
-    [LIB_RSHIFT] = {"right_shift", 2, "$0 >> $1", NULL},
-    [LIB_EQ] = {"equal", 2, "$0 == $1", NULL},
-    [LIB_NE] = {"not_equal", 2, "$0 != $1", NULL},
-    [LIB_LT] = {"less", 2, "$0 < $1", NULL},
-    [LIB_LE] = {"less_equal", 2, "$0 <= $1", NULL},
-    [LIB_GT] = {"greater", 2, "$0 > $1", NULL},
-    [LIB_GE] = {"greater_equal", 2, "$0 >= $1", NULL},
-    [LIB_NEG] = {"negative", 1, "-$0", NULL},
-    [LIB_POS] = {"positive", 1, "+$0", NULL},
-    [LIB_INVERT] = {"invert", 1, "~$0", "not $0"},
-    [LIB_ABS] = {"absolute", 1, "abs($0)", "$0"},
-    [LIB_SQRT] = {"sqrt", 1, "np.sqrt($0)", NULL},
-    [LIB_EXP] = {"exp", 1, "np.exp($0)", NULL},
-    [LIB_LOG] = {"log", 1, "np.log($0)", NULL},
-    [LIB_LOG1P] = {"log1p", 1, "np.log1p($0)", NULL},
-    [LIB_SIN] = {"sin", 1, "np.sin($0)", NULL},
-    [LIB_COS] = {"cos", 1, "np.cos($0)", NULL},
-    [LIB_TAN] = {"tan", 1, "np.tan($0)", NULL},
-    [LIB_TANH] = {"tanh", 1, "np.tanh($0)", NULL},
-    [LIB_ARCTAN2] = {"arctan2", 2, "np.arctan2($0, $1)", NULL},
-    [LIB_FLOOR] = {"floor", 1, "np.floor($0)", NULL},
-    [LIB_CEIL] = {"ceil", 1, "np.ceil($0)", NULL},
-    [LIB_MINIMUM] = {"minimum", 2, "np.minimum($0, $1)", "$0 and $1"},
-    [LIB_MAXIMUM] = {"maximum", 2, "np.maximum($0, $1)", "$0 or $1"},
-    [LIB_ISNAN] = {"isnan", 1, "np.isnan($0)", NULL},
-    [LIB_ISFINITE] = {"isfinite", 1, "np.isfinite($0)", NULL},
-    [LIB_ARCSIN] = {"arcsin", 1, "np.arcsin($0)", NULL},
-    [LIB_ARCCOS] = {"arccos", 1, "np.arccos($0)", NULL},
-    [LIB_ARCTAN] = {"arctan", 1, "np.arctan($0)", NULL},
-    [LIB_SINH] = {"sinh", 1, "np.sinh($0)", NULL},
-    [LIB_COSH] = {"cosh", 1, "np.cosh($0)", NULL},
-    [LIB_ARCSINH] = {"arcsinh", 1, "np.arcsinh($0)", NULL},
-    [LIB_ARCCOSH] = {"arccosh", 1, "np.arccosh($0)", NULL},
-    [LIB_ARCTANH] = {"arctanh", 1, "np.arctanh($0)", NULL},
-    [LIB_EXPM1] = {"expm1", 1, "np.expm1($0)", NULL},
-    [LIB_EXP2] = {"exp2", 1, "np.exp2($0)", NULL},
-    [LIB_LOG2] = {"log2", 1, "np.log2($0)", NULL},
-    [LIB_LOG10] = {"log10", 1, "np.log10($0)", NULL},
-    [LIB_CBRT] = {"cbrt", 1, "np.cbrt($0)", NULL},
-    [LIB_TRUNC] = {"trunc", 1, "np.trunc($0)", NULL},
-    [LIB_RINT] = {"rint", 1, "np.rint($0)", NULL},
-    [LIB_FABS] = {"fabs", 1, "np.fabs($0)", NULL},
-    [LIB_ISINF] = {"isinf", 1, "np.isinf($0)", NULL},
-    [LIB_SIGNBIT] = {"signbit", 1, "np.signbit($0)", NULL},
-    /* NumPy's: NaN stays NaN, -0.0 gives 0.0 */
-    [LIB_SIGN] = {"sign", 1, "(np.int8($0 > 0) - np.int8($0 < 0)) if $0 == $0 else $0", NULL,
-                  "np.int8($0 > 0) - np.int8($0 < 0)"},
-    [LIB_SQUARE] = {"square", 1, "$0 * $0", NULL},
-    /* NumPy's integer loop converts 1.0 / x: 1 and -1 stay, the rest truncate
-     * to 0 (x = 0 gives what the host's conversion of inf gives: 0 here) */
-    [LIB_RECIPROCAL] = {"reciprocal", 1, "1 / $0", NULL, "$0 if abs($0) == 1 else 0"},
-    [LIB_CONJ] = {"conjugate", 1, "$0", NULL},
-    [LIB_COPYSIGN] = {"copysign", 2, "np.copysign($0, $1)", NULL},
-    [LIB_HYPOT] = {"hypot", 2, "np.hypot($0, $1)", NULL},
-    [LIB_NEXTAFTER] = {"nextafter", 2, "np.nextafter($0, $1)", NULL},
-    /* NumPy's npy_logaddexp: equal operands (infinities of one sign too) add
-     * log(2); otherwise the larger plus log1p(exp(-|difference|)), NaN
-     * propagating through np.maximum */
-    [LIB_LOGADDEXP] = {"logaddexp", 2,
-                       "$0 + 0.6931471805599453 if $0 == $1 else "
-                       "np.maximum($0, $1) + np.log1p(np.exp(-abs($0 - $1)))",
-                       NULL},
-    [LIB_LOGADDEXP2] = {"logaddexp2", 2,
-                        "$0 + 1 if $0 == $1 else "
-                        "np.maximum($0, $1) + np.log1p(np.exp2(-abs($0 - $1))) * "
-                        "1.4426950408889634",
-                        NULL},
-    [LIB_LOGICAL_AND] = {"logical_and", 2, "($0 != 0) and ($1 != 0)", NULL},
-    [LIB_LOGICAL_OR] = {"logical_or", 2, "($0 != 0) or ($1 != 0)", NULL},
-    [LIB_LOGICAL_XOR] = {"logical_xor", 2, "($0 != 0) != ($1 != 0)", NULL},
-    [LIB_LOGICAL_NOT] = {"logical_not", 1, "$0 == 0", NULL},
-    /* NaN loses unless both are */
-    [LIB_FMAX] = {"fmax", 2, "$1 if $0 != $0 else ($0 if $1 != $1 else np.maximum($0, $1))",
-                  "$0 or $1"},
-    [LIB_FMIN] = {"fmin", 2, "$1 if $0 != $0 else ($0 if $1 != $1 else np.minimum($0, $1))",
-                  "$0 and $1"},
-    /* C's fmod; integers: the remainder of truncating division, 0 by 0 */
-    [LIB_FMOD] = {"fmod", 2, "math.fmod($0, $1)", NULL,
-                  "0 if $1 == 0 else ($0 % $1 - $1 if ($0 % $1 != 0 and ($0 < 0) != ($1 < 0)) "
-                  "else $0 % $1)"},
-    [LIB_HEAVISIDE] = {"heaviside", 2,
-                       "$1 if $0 == 0 else (0 if $0 < 0 else (1 if $0 > 0 else $0))", NULL},
-    [LIB_DEG2RAD] = {"deg2rad", 1, "$0 * 0.017453292519943295", NULL},
-    [LIB_RAD2DEG] = {"rad2deg", 1, "$0 * 57.29577951308232", NULL},
-    [LIB_FLOAT_POWER] = {"float_power", 2, "$0 ** $1", NULL},
-    [LIB_CLIP] = {"clip", 3, "np.minimum(np.maximum($0, $1), $2)", "($0 or $1) and $2"},
-    [LIB_WHERE] = {"where", 3, "$1 if $0 else $2", NULL},
-    [LIB_COPY] = {"copy", 1, "$0", NULL},
-    /* NumPy's round: by a power of ten (a Python float, weak), rint, back */
-    [LIB_ROUND_UP] = {"round_up", 2, "np.rint($0 * $1) / $1", NULL, NULL, "multiply"},
-    [LIB_ROUND_DOWN] = {"round_down", 2, "np.rint($0 / $1) * $1", NULL, NULL, "multiply"},
-    [LIB_COPY_REAL] = {"copy_real", 1, "$0.real", NULL, NULL, "positive"},
-};
-
-/* The expressions of a complex loop where expr would not do. Orderings are
- * lexicographic with NaN propagating, as NumPy's complex loops (CGE, CLE). */
-#define CX_MAX "($0 if ($0 >= $1 or $0 != $0) else $1)"
-#define CX_MIN "($0 if ($0 <= $1 or $0 != $0) else $1)"
-static const char *const complex_exprs[LIB_NOPS] = {
-    /* NumPy 2's sign: z / |z|; 0 for 0; NaN for NaN or both parts infinite;
-     * one infinite part gives its sign */
-    [LIB_SIGN] =
-        "complex(0.0, 0.0) if $0 == 0 else (complex($0.real / abs($0), $0.imag / abs($0)) if "
-        "abs($0) < math.inf else "
-        "(complex(math.nan, math.nan) if (abs($0) != abs($0) or (np.isinf($0.real) and "
-        "np.isinf($0.imag))) else (complex(math.copysign(1.0, $0.real), 0.0) if "
-        "np.isinf($0.real) else complex(0.0, math.copysign(1.0, $0.imag)))))",
-    [LIB_CONJ] = "$0.conjugate()",
-    /* NumPy's loop: Smith's 1 / z */
-    [LIB_RECIPROCAL] =
-        "complex(1 / ($0.real + $0.imag * ($0.imag / $0.real)), -($0.imag / $0.real) / ($0.real + "
-        "$0.imag * ($0.imag / $0.real))) if abs($0.imag) <= abs($0.real) else complex(($0.real / "
-        "$0.imag) / ($0.real * ($0.real / $0.imag) + $0.imag), -1 / ($0.real * ($0.real / "
-        "$0.imag) + $0.imag))",
-    [LIB_RINT] = "complex(np.rint($0.real), np.rint($0.imag))",
-    [LIB_ROUND_UP] = "complex(np.rint($0.real * $1.real) / $1.real, np.rint($0.imag * $1.real) / "
-                     "$1.real)",
-    [LIB_ROUND_DOWN] = "complex(np.rint($0.real / $1.real) * $1.real, np.rint($0.imag / $1.real) "
-                       "* $1.real)",
-    [LIB_MAXIMUM] = CX_MAX,
-    [LIB_MINIMUM] = CX_MIN,
-    /* NaN loses unless both are */
-    [LIB_FMAX] = "($0 if ($0 >= $1 or $1 != $1) else $1)",
-    [LIB_FMIN] = "($0 if ($0 <= $1 or $1 != $1) else $1)",
-    [LIB_CLIP] = "(" CX_MIN ")",
+    [LIB_ADD] = {"add", 2, LOOP_BOOL},
+    [LIB_SUB] = {"subtract", 2, 0},
+    [LIB_MUL] = {"multiply", 2, LOOP_BOOL},
+    [LIB_TRUEDIV] = {"divide", 2, 0},
+    [LIB_FLOORDIV] = {"floor_divide", 2, 0},
+    [LIB_MOD] = {"remainder", 2, 0},
+    [LIB_POW] = {"power", 2, 0},
+    [LIB_AND] = {"bitwise_and", 2, 0},
+    [LIB_OR] = {"bitwise_or", 2, 0},
+    [LIB_XOR] = {"bitwise_xor", 2, 0},
+    [LIB_LSHIFT] = {"left_shift", 2, 0},
+    [LIB_RSHIFT] = {"right_shift", 2, 0},
+    [LIB_EQ] = {"equal", 2, 0},
+    [LIB_NE] = {"not_equal", 2, 0},
+    [LIB_LT] = {"less", 2, 0},
+    [LIB_LE] = {"less_equal", 2, 0},
+    [LIB_GT] = {"greater", 2, 0},
+    [LIB_GE] = {"greater_equal", 2, 0},
+    [LIB_NEG] = {"negative", 1, 0},
+    [LIB_POS] = {"positive", 1, 0},
+    [LIB_INVERT] = {"invert", 1, LOOP_BOOL},
+    [LIB_ABS] = {"absolute", 1, LOOP_BOOL},
+    [LIB_SQRT] = {"sqrt", 1, 0},
+    [LIB_EXP] = {"exp", 1, 0},
+    [LIB_LOG] = {"log", 1, 0},
+    [LIB_LOG1P] = {"log1p", 1, 0},
+    [LIB_SIN] = {"sin", 1, 0},
+    [LIB_COS] = {"cos", 1, 0},
+    [LIB_TAN] = {"tan", 1, 0},
+    [LIB_TANH] = {"tanh", 1, 0},
+    [LIB_ARCTAN2] = {"arctan2", 2, 0},
+    [LIB_FLOOR] = {"floor", 1, 0},
+    [LIB_CEIL] = {"ceil", 1, 0},
+    [LIB_MINIMUM] = {"minimum", 2, LOOP_BOOL | LOOP_COMPLEX},
+    [LIB_MAXIMUM] = {"maximum", 2, LOOP_BOOL | LOOP_COMPLEX},
+    [LIB_ISNAN] = {"isnan", 1, 0},
+    [LIB_ISFINITE] = {"isfinite", 1, 0},
+    [LIB_ARCSIN] = {"arcsin", 1, 0},
+    [LIB_ARCCOS] = {"arccos", 1, 0},
+    [LIB_ARCTAN] = {"arctan", 1, 0},
+    [LIB_SINH] = {"sinh", 1, 0},
+    [LIB_COSH] = {"cosh", 1, 0},
+    [LIB_ARCSINH] = {"arcsinh", 1, 0},
+    [LIB_ARCCOSH] = {"arccosh", 1, 0},
+    [LIB_ARCTANH] = {"arctanh", 1, 0},
+    [LIB_EXPM1] = {"expm1", 1, 0},
+    [LIB_EXP2] = {"exp2", 1, 0},
+    [LIB_LOG2] = {"log2", 1, 0},
+    [LIB_LOG10] = {"log10", 1, 0},
+    [LIB_CBRT] = {"cbrt", 1, 0},
+    [LIB_TRUNC] = {"trunc", 1, 0},
+    [LIB_RINT] = {"rint", 1, LOOP_COMPLEX},
+    [LIB_FABS] = {"fabs", 1, 0},
+    [LIB_ISINF] = {"isinf", 1, 0},
+    [LIB_SIGNBIT] = {"signbit", 1, 0},
+    [LIB_SIGN] = {"sign", 1, LOOP_INT | LOOP_COMPLEX},
+    [LIB_SQUARE] = {"square", 1, 0},
+    [LIB_RECIPROCAL] = {"reciprocal", 1, LOOP_INT | LOOP_COMPLEX},
+    [LIB_CONJ] = {"conjugate", 1, LOOP_COMPLEX},
+    [LIB_COPYSIGN] = {"copysign", 2, 0},
+    [LIB_HYPOT] = {"hypot", 2, 0},
+    [LIB_NEXTAFTER] = {"nextafter", 2, 0},
+    [LIB_LOGADDEXP] = {"logaddexp", 2, 0},
+    [LIB_LOGADDEXP2] = {"logaddexp2", 2, 0},
+    [LIB_LOGICAL_AND] = {"logical_and", 2, 0},
+    [LIB_LOGICAL_OR] = {"logical_or", 2, 0},
+    [LIB_LOGICAL_XOR] = {"logical_xor", 2, 0},
+    [LIB_LOGICAL_NOT] = {"logical_not", 1, 0},
+    [LIB_FMAX] = {"fmax", 2, LOOP_BOOL | LOOP_COMPLEX},
+    [LIB_FMIN] = {"fmin", 2, LOOP_BOOL | LOOP_COMPLEX},
+    [LIB_FMOD] = {"fmod", 2, LOOP_INT},
+    [LIB_HEAVISIDE] = {"heaviside", 2, 0},
+    [LIB_DEG2RAD] = {"deg2rad", 1, 0},
+    [LIB_RAD2DEG] = {"rad2deg", 1, 0},
+    [LIB_FLOAT_POWER] = {"float_power", 2, 0},
+    [LIB_CLIP] = {"clip", 3, LOOP_BOOL | LOOP_COMPLEX},
+    [LIB_WHERE] = {"where", 3, 0},
+    [LIB_COPY] = {"copy", 1, 0},
+    [LIB_ROUND_UP] = {"round_up", 2, LOOP_COMPLEX, "multiply"},
+    [LIB_ROUND_DOWN] = {"round_down", 2, LOOP_COMPLEX, "multiply"},
+    [LIB_COPY_REAL] = {"copy_real", 1, 0, "positive"},
 };
 
 /* ---- operands ---- */
@@ -549,119 +497,52 @@ static void collapse(layout *l, int nops) {
 
 /* ---- kernels ---- */
 
-static void append(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...) {
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
+/* The device function of op's loop whose first input dtype is loop
+ * (elementwise.py's <name>, or <name>_bool, _int, _complex): borrowed, kept
+ * per op and loop kind for the process. */
+static PyObject *loop_function(const op_def *op, PyObject *loop) {
+    static PyObject *found[LIB_NOPS][4];
+    int kind = is_complex(loop) && (op->loops & LOOP_COMPLEX)                     ? 3
+               : !strcmp(mod_dtype_name(loop), "bool") && (op->loops & LOOP_BOOL) ? 1
+               : integer_dtype(loop) && (op->loops & LOOP_INT)                    ? 2
+                                                                                  : 0;
+    PyObject **slot = &found[op - ops][kind];
+    if (!*slot) {
+        static const char *const suffix[] = {"", "_bool", "_int", "_complex"};
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", op->name, suffix[kind]);
+        *slot = mod_library_get("elementwise", name);
+    }
+    return *slot;
 }
 
-/* One statement `out[index] = <op's expression>`, each array operand read as
- * elem (a printf format taking the operand's number) and cast to its loop
- * dtype; scalars come as parameters x<i>, already in theirs. */
-static void store_text(const op_def *op, const operand *in, int nin, const char *indent,
-                       const char *index, const char *elem, char *src, size_t src_len) {
-    char val[MAX_OPERANDS][96];
-    for (int i = 0; i < nin; i++) {
-        char e[48];
-        if (in[i].arr)
-            snprintf(e, sizeof e, elem, i);
-        else
-            snprintf(e, sizeof e, "x%d", i);
-        bool cast = in[i].arr && in[i].arr->dtype != in[i].loop; /* canonical dtypes: identity */
-        if (cast)
-            snprintf(val[i], sizeof val[i], "np.%s(%s)", mod_dtype_name(in[i].loop), e);
-        else
-            snprintf(val[i], sizeof val[i], "%s", e);
-    }
-    bool bool_loop = strcmp(mod_dtype_name(in[0].loop), "bool") ==
-                     0; /* ops with a bool_expr have one loop dtype */
-    const char *cx = is_complex(in[0].loop) ? complex_exprs[op - ops] : NULL;
-    const char *expr = cx                                          ? cx
-                       : bool_loop && op->bool_expr                ? op->bool_expr
-                       : op->int_expr && integer_dtype(in[0].loop) ? op->int_expr
-                                                                   : op->expr;
-    append(src, src_len, "%sout[%s] = ", indent, index);
-    for (const char *p = expr; *p; p++) {
-        if (*p == '$' && p[1] >= '0' && p[1] < '0' + nin) {
-            append(src, src_len, "(%s)", val[p[1] - '0']);
-            p++;
-        } else {
-            append(src, src_len, "%c", *p);
-        }
-    }
-    append(src, src_len, "\n");
-}
-
-/* Work-items of a 1-D kernel each do `unroll` elements, m apart (m: the
- * work-items), loading all before storing any: on an H100 that takes x * 4.0
- * from 80 % to the device copy's bandwidth. A CPU device vectorises across
- * work-items instead, and the unrolled body with its tail loop defeats that
- * (Intel's runtime: 4.3 ms for x * 4 over 2^22 float32, 1 ms with one
- * element per work-item): there each work-item does one. */
+/* Work-items of a 1-D kernel on a GPU each do UNROLL elements
+ * (elementwise.py's kernel says why); on a CPU one. */
 #define UNROLL 4
 
 static int unroll_for(ofl_device *dev) {
     return ofl_device_get_info(dev)->type == OFL_CPU ? 1 : UNROLL;
 }
 
-/* The kernel text for op over nd dimensions: parameters out, then one per
- * input (an array, or a scalar already in its loop dtype). */
-static void kernel_text(const op_def *op, const operand *in, int nin, int nd, int unroll,
-                        char *name, size_t name_len, char *src, size_t src_len) {
-    snprintf(name, name_len, "%s_", op->name);
-    for (int i = 0; i < nin; i++)
-        append(name, name_len, "%s%s%s", i ? "_" : "",
-               in[i].arr ? mod_dtype_name(in[i].arr->dtype) : "s",
-               in[i].arr ? "" : mod_dtype_name(in[i].loop));
-    append(name, name_len, "_%dd%s", nd, nd == 1 && unroll == 1 ? "_1" : "");
-    snprintf(src, src_len, "def %s(it, out", name);
-    for (int i = 0; i < nin; i++) append(src, src_len, ", x%d", i);
-    append(src, src_len, "):\n");
-    if (nd > 1) {
-        char idx[32] = "", elem[48];
-        for (int d = 0; d < nd; d++) {
-            append(idx, sizeof idx, "%si%d", d ? ", " : "", d);
-            append(src, src_len, "    i%d = it.get_id(%d)\n", d, d);
-        }
-        snprintf(elem, sizeof elem, "x%%d[%s]", idx);
-        store_text(op, in, nin, "    ", idx, elem, src, src_len);
-        return;
-    }
-    if (unroll == 1) {
-        append(src, src_len, "    i = it.get_id(0)\n");
-        store_text(op, in, nin, "    ", "i", "x%d[i]", src, src_len);
-        return;
-    }
-    append(src, src_len,
-           "    i = it.get_id(0)\n    m = it.get_range(0)\n    n = out.shape[0]\n"
-           "    if i + %d * m < n:\n",
-           unroll - 1);
-    for (int i = 0; i < nin; i++)
-        for (int u = 0; in[i].arr && u < unroll; u++)
-            append(src, src_len, "        x%d_%d = x%d[i + %d * m]\n", i, u, i, u);
-    for (int u = 0; u < unroll; u++) {
-        char idx[32], elem[32];
-        snprintf(idx, sizeof idx, "i + %d * m", u);
-        snprintf(elem, sizeof elem, "x%%d_%d", u);
-        store_text(op, in, nin, "        ", idx, elem, src, src_len);
-    }
-    append(src, src_len, "    else:\n        for k in range(i, n, m):\n");
-    store_text(op, in, nin, "            ", "k", "x%d[k]", src, src_len);
+/* T, elementwise's loop dtypes: each array operand's, None for a scalar
+ * (passed in its loop dtype). New reference. */
+static PyObject *loop_dtypes(const operand *in, int nin) {
+    PyObject *t = PyTuple_New(nin);
+    for (int i = 0; t && i < nin; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(in[i].arr ? in[i].loop : Py_None));
+    return t;
 }
 
-/* Launches the kernel over l (array operands' strides in l, the result
+/* Launches elementwise over l (array operands' strides in l, the result
  * first), one launch per index of the dimensions beyond the kernel's 3. */
-static int launch(const char *name, const char *src, mod_array **arrs, const operand *in, int nin,
-                  const layout *l, int kdims, int unroll) {
-    int lead = l->nd - kdims;
+static int launch(const op_def *op, mod_array **arrs, const operand *in, int nin, const layout *l,
+                  int kdims, int unroll) {
+    PyObject *fn = loop_function(op, in[0].loop), *types = fn ? loop_dtypes(in, nin) : NULL;
+    if (!types) return -1;
+    int lead = l->nd - kdims, rc = 0;
     Py_ssize_t idx[MOD_MAXDIMS] = {0};
-    for (;;) {
-        PyObject *args[MAX_OPERANDS] = {NULL};
-        int rc = 0;
+    while (rc == 0) {
+        PyObject *args[MAX_OPERANDS] = {NULL}; /* out, x0, x1, x2: owned */
         for (int k = 0, a = 0; k <= nin && rc == 0; k++) {
             if (k > 0 && !in[k - 1].arr) {
                 args[k] = Py_NewRef(in[k - 1].value);
@@ -673,17 +554,20 @@ static int launch(const char *name, const char *src, mod_array **arrs, const ope
             if (!args[k]) rc = -1;
             a++;
         }
-        Py_ssize_t items = (l->shape[lead] + unroll - 1) / unroll; /* a 1-D kernel's work-items */
-        PyObject *r = rc == 0 ? mod_gen_launch(name, src, kdims,
-                                               kdims == 1 ? &items : l->shape + lead, args, nin + 1)
-                              : NULL;
-        for (int k = 0; k <= nin; k++) Py_XDECREF(args[k]);
-        if (!r) return -1;
-        Py_DECREF(r);
+        for (int k = nin + 1; k < MAX_OPERANDS && rc == 0; k++) args[k] = Py_NewRef(args[0]);
+        mod_shape range = {.ndim = kdims};
+        for (int d = 0; d < kdims; d++) range.size[d] = l->shape[lead + d];
+        range.size[0] = kdims == 1 ? (range.size[0] + unroll - 1) / unroll : range.size[0];
+        if (rc == 0)
+            rc = mod_library_launch("elementwise", "elementwise", &range, "OOOOOOii", args[0],
+                                    args[1], args[2], args[3], fn, types, kdims, unroll);
+        for (int k = 0; k < MAX_OPERANDS; k++) Py_XDECREF(args[k]);
         int d = lead - 1; /* next index of the leading dimensions */
         while (d >= 0 && ++idx[d] == l->shape[d]) idx[d--] = 0;
-        if (d < 0) return 0;
+        if (d < 0) break;
     }
+    Py_DECREF(types);
+    return rc;
 }
 
 /* Whether b's elements overlap a's without being the very same elements
@@ -814,10 +698,8 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
     for (int k = 0; k < narr; k++) broadcast_strides(&l, k, arrs[k]);
     collapse(&l, narr);
     int kdims = l.nd < 3 ? l.nd : 3;
-    char name[160], src[4096];
     int unroll = unroll_for(mod_array_device(arrs[0]));
-    kernel_text(op, in, nin, kdims, unroll, name, sizeof name, src, sizeof src);
-    if (launch(name, src, arrs, in, nin, &l, kdims, unroll) == 0) goto done;
+    if (launch(op, arrs, in, nin, &l, kdims, unroll) == 0) goto done;
 fail:
     Py_CLEAR(result);
 done:
