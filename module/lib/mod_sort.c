@@ -12,10 +12,11 @@
  * look-back (pass_tiles). unique_* sort, mark the runs of equal values
  * (each NaN its own), scan and scatter; searchsorted is a binary search
  * per element.
+ * The device code is module/kernels/sort.py's; this file plans the work
+ * (forms, buffers, grids, the words and digits to sort) and launches it.
  * The algorithm, the key maps and the measured reasons: docs/radix-sort.md */
 #include "mod_lib.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,78 +26,29 @@
  * costs more than thousands of adds. */
 #define SCAN_SERIAL_CPU 4096
 
-/* ---- kernel texts and launches ---- */
+/* ---- launches of sort.py's kernels ---- */
 
-/* A launch's arguments, each an owned reference; a failed add poisons it. */
-typedef struct {
-    PyObject *v[12];
-    int n;
-    bool bad;
-} argv_t;
+#define BOOL(b) ((b) ? Py_True : Py_False)
 
-static void arg_obj(argv_t *a, PyObject *o) { a->v[a->n++] = Py_XNewRef(o); }
-static void arg_int(argv_t *a, Py_ssize_t i) {
-    PyObject *o = PyLong_FromSsize_t(i);
-    a->bad |= !o;
-    a->v[a->n++] = o;
-}
-static void args_clear(argv_t *a) {
-    for (int i = 0; i < a->n; i++) Py_XDECREF(a->v[i]);
-    a->n = 0;
+/* Range(items), or an NdRange of groups of `local` work-items (local > 0). */
+static mod_shape grid(Py_ssize_t items, Py_ssize_t local) {
+    mod_shape r = {.ndim = 1, .size = {items}};
+    if (local > 0) r.nd = true, r.local[0] = local;
+    return r;
 }
 
-/* Launches kernel k over Range(items), or an NdRange of groups of `local`
- * work-items (local > 0), with launch bounds (local, min_groups) when
- * min_groups > 0; clears a. Nothing for no items. Every loop in these texts
- * is bounded by the arrays: no cancel checks (see mod_launch.h). */
-static int run(PyObject *k, Py_ssize_t items, Py_ssize_t local, int min_groups, argv_t *a) {
-    int rc = -1;
-    if (!a->bad && items <= 0) {
-        rc = 0;
-    } else if (!a->bad && k) {
-        mod_kernel_runs_to_end(k);
-        if (min_groups > 0) mod_kernel_launch_bounds(k, (int)local, min_groups);
-        mod_shape range = {.ndim = 1, .size = {items}};
-        if (local > 0) range.nd = true, range.local[0] = local;
-        PyObject *r = mod_kernel_launch(k, &range, a->v, a->n, false);
-        rc = r ? 0 : -1;
-        Py_XDECREF(r);
-    }
-    args_clear(a);
-    return rc;
-}
+/* sort.py's device function `name` (borrowed), or NULL with an exception. */
+static PyObject *fn(const char *name) { return mod_library_get("sort", name); }
 
-/* run() for the text's kernel `name`, without launch bounds. */
-static int launch(const char *name, const mod_text *t, Py_ssize_t items, Py_ssize_t local,
-                  argv_t *a) {
-    a->bad |= !mod_text_ok(t, name);
-    PyObject *k = !a->bad && items > 0 ? mod_gen_kernel_borrowed(name, t->s) : NULL;
-    return run(k, items, local, 0, a);
-}
-
-/* The big kernels of a sort (its key kernels and passes) are remembered by
- * a memo key (memo_key): their texts (10-30 KB) cost more host time to
- * write and hash than a launch, and the first pass's is written between the
- * read back and its launch, while the GPU waits. */
-typedef struct plan plan_t;
-typedef void text_fn(mod_text *t, const plan_t *p, const char *name, const void *arg);
-static void memo_key(char *buf, size_t len, const char *name, const plan_t *p);
-
-/* The kernel `name` of plan p: remembered, or written by write(arg) and
- * compiled; NULL with an exception. */
-static PyObject *sort_kernel(const plan_t *p, const char *name, text_fn *write, const void *arg) {
-    char mk[256];
-    memo_key(mk, sizeof mk, name, p);
-    PyObject *k = mod_gen_kernel_by_key_borrowed(mk);
-    if (k) return k;
-    mod_text t;
-    t.n = 0;
-    write(&t, p, name, arg);
-    k = mod_text_ok(&t, name) ? mod_gen_kernel_borrowed(name, t.s) : NULL;
-    return k && mod_gen_remember(mk, k) < 0 ? NULL : k;
+/* A NumPy scalar of dtype holding v (new reference): a compile-time value
+ * of the kernels' (FLIP), or a shift count in the keys' type, so that
+ * key >> sh stays unsigned. */
+static PyObject *np_scalar(PyObject *dtype, unsigned long long v) {
+    return PyObject_CallMethod(mod_numpy_borrowed(), mod_dtype_name(dtype), "K", v);
 }
 
 static PyObject *int64_dtype(void) { return mod_dtype_find_borrowed('i', 8); }
+static PyObject *uint_dtype(int bytes) { return mod_dtype_find_borrowed('u', bytes); }
 
 static PyObject *new_1d(ofl_device *dev, PyObject *dtype, Py_ssize_t n) {
     return mod_array_new_empty(dev, dtype, 1, &n);
@@ -129,21 +81,6 @@ static char kind_of(PyObject *dtype) {
 
 /* ---- exclusive scan of an int64 array, in place ---- */
 
-static int scan_serial(mod_array *a, Py_ssize_t m) {
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t, "def sort_scan_serial(it, a, m):\n"
-                     "    s = np.int64(0)\n"
-                     "    for i in range(m):\n"
-                     "        v = a[i]\n"
-                     "        a[i] = s\n"
-                     "        s += v\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, (PyObject *)a);
-    arg_int(&av, m);
-    return launch("sort_scan_serial", &t, 1, 0, &av);
-}
-
 /* a[0..m) becomes its exclusive prefix sums. A GPU's: the scans' blocks
  * form (mod_stats.c; OFFLOAD_SCAN_FORM=blocks takes it on a CPU too); a
  * CPU's: chunks' sums, their scan (recursively), then each chunk's scan
@@ -153,40 +90,20 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     const char *f = getenv("OFFLOAD_SCAN_FORM");
     if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
         return mod_lib_exclusive_scan(a, m);
-    if (m <= SCAN_SERIAL_CPU) return scan_serial(a, m);
+    if (m <= SCAN_SERIAL_CPU) {
+        mod_shape one = grid(1, 0);
+        return mod_library_launch("sort", "scan_serial", &one, "On", a, m);
+    }
     Py_ssize_t chunks = (m + SCAN_CHUNK - 1) / SCAN_CHUNK;
     PyObject *sums = new_1d(dev, int64_dtype(), chunks);
     if (!sums) return -1;
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t, "def sort_scan_sums(it, a, sums, m, c):\n"
-                     "    j = it.get_id(0)\n"
-                     "    s = np.int64(0)\n"
-                     "    for i in range(j * c, min(j * c + c, m)):\n"
-                     "        s += a[np.uint64(i)]\n"
-                     "    sums[j] = s\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, (PyObject *)a);
-    arg_obj(&av, sums);
-    arg_int(&av, m);
-    arg_int(&av, SCAN_CHUNK);
-    int rc = launch("sort_scan_sums", &t, chunks, 0, &av);
+    mod_shape r = grid(chunks, 0);
+    int rc =
+        mod_library_launch("sort", "scan_sums", &r, "OOnn", a, sums, m, (Py_ssize_t)SCAN_CHUNK);
     if (rc == 0) rc = exclusive_scan((mod_array *)sums, chunks);
-    if (rc == 0) {
-        t.n = 0;
-        mod_text_put(&t, "def sort_scan_apply(it, a, sums, m, c):\n"
-                         "    j = it.get_id(0)\n"
-                         "    s = sums[j]\n"
-                         "    for i in range(j * c, min(j * c + c, m)):\n"
-                         "        v = a[np.uint64(i)]\n"
-                         "        a[np.uint64(i)] = s\n"
-                         "        s += v\n");
-        arg_obj(&av, (PyObject *)a);
-        arg_obj(&av, sums);
-        arg_int(&av, m);
-        arg_int(&av, SCAN_CHUNK);
-        rc = launch("sort_scan_apply", &t, chunks, 0, &av);
-    }
+    if (rc == 0)
+        rc = mod_library_launch("sort", "scan_apply", &r, "OOnn", a, sums, m,
+                                (Py_ssize_t)SCAN_CHUNK);
     Py_DECREF(sums);
     return rc;
 }
@@ -194,7 +111,7 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
 /* ---- the radix sort ---- */
 
 /* A sort's plan: the key dtype, how wide a digit is, and the device's form. */
-struct plan {
+typedef struct {
     ofl_device *dev;
     bool tiles;                /* the GPU form (tiles in local memory), else the CPU form */
     int digit_bits;            /* 8: both forms */
@@ -214,95 +131,21 @@ struct plan {
     Py_ssize_t tile_k;      /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
     Py_ssize_t ntiles;
     /* keys alone: the last pass writes the values (their bits) into out */
-    PyObject *out;   /* borrowed; NULL: the index form */
-    int kbits;       /* 32 or 64 */
-    bool vfloat;     /* the keys of floats (see float_key_alone), else bits ^ vxor */
-    uint64_t vxor;   /* ints: the bits' XOR; floats: all ones for descending, else 0 */
-    const char *vdt; /* out's dtype: unsigned, the values' width */
+    PyObject *out;    /* borrowed; NULL: the index form */
+    int kbits;        /* 32 or 64 */
+    bool vfloat;      /* the keys of floats, else bits ^ flip (sort.py's key maps) */
+    PyObject *flip;   /* the map's XOR, a scalar of kdt (0 in the index form); owned */
+    PyObject *vdt;    /* out's dtype: unsigned, the values' width (kdt in the index form) */
+    PyObject *key_of; /* sort.py's map from value bits to keys, and back; borrowed */
+    PyObject *bits_of;
     /* the index form of one row: the last pass writes the indices into pos
      * (argsort's int64 result) and sets pos_done */
     PyObject *pos; /* borrowed; NULL: into idx */
     bool pos_done;
-};
+} plan_t;
 
-/* A sort kernel's memo key (see sort_kernel()): its name, which says its form,
- * and every field of the plan that its text reads. */
-static void memo_key(char *buf, size_t len, const char *name, const plan_t *p) {
-    snprintf(buf, len, "sort %s %d %s %d %llx %s %zd", name, p->kbits, mod_dtype_name(p->idt),
-             (int)p->vfloat, (unsigned long long)p->vxor, p->vdt ? p->vdt : "-", p->tile_k);
-}
-
-/* "np.uintB(c)" as the kernel language reads it (no literal past int64). */
-static void const_expr(char *buf, size_t len, int bits, uint64_t c) {
-    if (bits == 64 && c > 0x7fffffffULL)
-        snprintf(buf, len, "((np.uint64(%llu) << np.uint64(32)) | np.uint64(%llu))",
-                 (unsigned long long)(c >> 32), (unsigned long long)(c & 0xffffffffULL));
-    else
-        snprintf(buf, len, "np.uint%d(%llu)", bits, (unsigned long long)c);
-}
-
-/* The key map's constants as the kernel language reads them: all ones, the
- * top bit, the shift (2**23 - 1, 2**52 - 1) and the XOR (p->vxor). Each
- * buffer holds 96 bytes. */
-static void key_consts(const plan_t *p, char *all, char *top, char *shift, char *flip) {
-    const_expr(all, 96, p->kbits, p->kbits == 64 ? ~0ULL : 0xffffffffULL);
-    const_expr(top, 96, p->kbits, 1ULL << (p->kbits - 1));
-    const_expr(shift, 96, p->kbits, p->kbits == 64 ? (1ULL << 52) - 1 : (1ULL << 23) - 1);
-    const_expr(flip, 96, p->kbits, p->vxor);
-}
-
-/* "w = the value bits of key k" (a keys-alone sort's key, inverted), at
- * indent ind. */
-static void put_inverse(mod_text *t, const plan_t *p, const char *ind) {
-    const char *kt = mod_dtype_name(p->kdt);
-    char all[96], top[96], shift[96], flip[96];
-    key_consts(p, all, top, shift, flip);
-    if (!p->vfloat) {
-        mod_text_put(t, "%sw = np.%s(k ^ %s)\n", ind, p->vdt, flip);
-        return;
-    }
-    mod_text_put(t,
-                 "%sw = (k ^ %s) + %s\n"
-                 "%sif w >= %s:\n"
-                 "%s    w = w ^ %s\n"
-                 "%selse:\n"
-                 "%s    w = w ^ %s\n"
-                 "%sw = np.%s(w)\n",
-                 ind, flip, shift, ind, top, ind, top, ind, ind, all, ind, kt);
-}
-
-/* "kvar = the key of value bits uexpr" for a sort of keys alone (the map
- * keys_alone_keys describes), at indent ind; put_inverse undoes it. */
-static void put_key_of(mod_text *t, const plan_t *p, const char *ind, const char *uexpr,
-                       const char *kvar) {
-    const char *kt = mod_dtype_name(p->kdt);
-    char all[96], top[96], shift[96], flip[96];
-    key_consts(p, all, top, shift, flip);
-    mod_text_put(t, "%s%s = np.%s(%s)\n", ind, kvar, kt, uexpr);
-    if (!p->vfloat) {
-        mod_text_put(t, "%s%s = %s ^ %s\n", ind, kvar, kvar, flip);
-        return;
-    }
-    mod_text_put(t,
-                 "%sif %s >= %s:\n"
-                 "%s    %s = %s ^ %s\n"
-                 "%selse:\n"
-                 "%s    %s = %s | %s\n"
-                 "%s%s = (%s - %s) ^ %s\n",
-                 ind, kvar, top, ind, kvar, kvar, all, ind, ind, kvar, kvar, top, ind, kvar, kvar,
-                 shift, flip);
-}
-
-#define TILE_T 256        /* work-items of a tile's group */
+#define TILE_T 256        /* work-items of a tile's group (sort.py's TILE) */
 #define CPU_RUN_MIN 16384 /* the runs form: elements a run walks at least */
-
-/* A numpy scalar of dtype holding v (a shift count in the keys' type, so
- * that key >> sh stays unsigned). */
-static void arg_typed(argv_t *a, PyObject *dtype, Py_ssize_t v) {
-    PyObject *o = PyObject_CallMethod(mod_numpy_borrowed(), mod_dtype_name(dtype), "n", v);
-    a->bad |= !o;
-    a->v[a->n++] = o;
-}
 
 /* The words of a sort's key, least significant first. A complex number
  * orders as NumPy 2's: lexicographic on (real, imag) with NaN parts last,
@@ -311,89 +154,34 @@ static void arg_typed(argv_t *a, PyObject *dtype, Py_ssize_t v) {
  * class. Several rows add the row number as the most significant word. */
 enum { W_VALUE, W_IMAG, W_REAL, W_CLASS, W_ROW };
 
-/* "k = <the key of float v, bits b>" for 32 or 64 bits: the sign flipped
- * (all bits for negatives), -0.0 as +0.0, NaN as nan_key. */
-static void put_float_key(mod_text *t, int bits, const char *v, const char *b, bool nan_max) {
-    const char *u = bits == 32 ? "uint32" : "uint64";
-    const char *top = bits == 32 ? "np.uint32(2147483648)" : "(np.uint64(1) << np.uint64(63))";
-    mod_text_put(t,
-                 "    top = %s\n"
-                 "    if %s != %s:\n"
-                 "        k = %s\n"
-                 "    elif %s == 0:\n"
-                 "        k = top\n"
-                 "    elif %s >= top:\n"
-                 "        k = %s ^ (top | (top - np.%s(1)))\n"
-                 "    else:\n"
-                 "        k = %s | top\n",
-                 top, v, v, nan_max ? "top | (top - np.uint64(1))" : "np.uint64(0)", v, b, b, u, b);
-    if (bits == 32) mod_text_put(t, "    k = np.uint32(k)\n");
+/* sort.py's key_* device function of word `word` of elements of dtype. */
+static const char *key_name(PyObject *dtype, int word) {
+    Py_ssize_t size = mod_dtype_itemsize(dtype);
+    if (word == W_ROW) return "key_row";
+    if (word == W_CLASS) return "key_class";
+    if (word == W_IMAG) return size == 16 ? "key_imag64" : "key_imag32";
+    if (word == W_REAL) return size == 16 ? "key_real64" : "key_real32";
+    switch (kind_of(dtype)) {
+    case 'b': return "key_bool";
+    case 'u': return size == 8 ? "key_uint64" : "key_uint32";
+    case 'i':
+        return size == 1   ? "key_int8"
+               : size == 2 ? "key_int16"
+               : size == 4 ? "key_int32"
+                           : "key_int64";
+    default: return size == 8 ? "key_float64" : "key_float32";
+    }
 }
 
-/* The key kernel's body for one word, at indent 4: k and key[i] from the
- * element idx[i] (first: from element i, and idx[i] = i unless iota: the
- * first pass makes it up), where x is the flat input (complex: as 2N
- * parts), bits the same memory as unsigned integers (floats only) and n the
- * row length. name: the kernel's. */
-static void key_body(mod_text *t, PyObject *dtype, int word, bool descending, bool first, bool iota,
-                     PyObject *kdt, PyObject *idt, char *name, size_t len) {
-    const char *dn = mod_dtype_name(dtype), *kt = mod_dtype_name(kdt);
+/* A descending word's XOR (new reference): all the key's bits -- a 64-bit
+ * one's as a uint64, else a uint32 of the element's bits (the class's 2,
+ * a bool's 1); 0 ascending and for the row. */
+static PyObject *key_flip(PyObject *dtype, int word, bool descending) {
     char kind = kind_of(dtype);
     int bits = (int)mod_dtype_itemsize(dtype) * (kind == 'c' ? 4 : 8);
-    static const char *wn[] = {"value", "imag", "real", "class", "row"};
-    snprintf(name, len, "sort_key_%s_%s%s%s", word == W_ROW ? "any" : dn, wn[word],
-             descending ? "_desc" : "", first ? (iota ? "_iota" : "_first") : "");
-    if (first && iota)
-        mod_text_put(t, "    j = i\n");
-    else if (first)
-        mod_text_put(t, "    j = i\n    idx[i] = np.%s(i)\n", mod_dtype_name(idt));
-    else
-        mod_text_put(t, "    j = np.int64(idx[i])\n");
-    if (word == W_ROW) {
-        mod_text_put(t, "    k = np.%s(j // n)\n    key[i] = k\n", kt);
-        return;
-    }
-    unsigned long long flip = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
-    if (kind == 'c') {
-        const char *part = word == W_IMAG ? "np.uint64(2 * j + 1)" : "np.uint64(2 * j)";
-        if (word == W_CLASS) {
-            mod_text_put(t,
-                         "    re = x[np.uint64(2 * j)]\n"
-                         "    im = x[np.uint64(2 * j + 1)]\n"
-                         "    k = np.%s(0)\n"
-                         "    if re != re:\n"
-                         "        k = np.%s(2)\n"
-                         "    if im != im:\n"
-                         "        k = k | np.%s(1)\n",
-                         kt, kt, kt);
-            flip = 3;
-        } else {
-            mod_text_put(t, "    v = x[%s]\n    b = bits[%s]\n", part, part);
-            put_float_key(t, bits, "v", "b", false);
-        }
-    } else {
-        mod_text_put(t, "    v = x[j]\n");
-        if (kind == 'b') {
-            mod_text_put(t, "    k = np.uint32(1) if v else np.uint32(0)\n");
-            flip = 1;
-        } else if (kind == 'u') {
-            mod_text_put(t, "    k = np.%s(v)\n", bits == 64 ? "uint64" : "uint32");
-        } else if (kind == 'i' && bits < 64) {
-            mod_text_put(t, "    k = np.uint32(np.int64(v) + %lld)\n", 1LL << (bits - 1));
-        } else if (kind == 'i') {
-            mod_text_put(t, "    k = np.uint64(v) ^ (np.uint64(1) << np.uint64(63))\n");
-        } else {
-            mod_text_put(t, "    b = bits[j]\n");
-            put_float_key(t, bits, "v", "b", true);
-        }
-    }
-    if (descending && bits == 64)
-        mod_text_put(
-            t, "    k = k ^ ((np.uint64(1) << np.uint64(63)) | ((np.uint64(1) << np.uint64(63)) - "
-               "np.uint64(1)))\n");
-    else if (descending)
-        mod_text_put(t, "    k = k ^ np.uint32(%llu)\n", flip);
-    mod_text_put(t, "    k = np.%s(k)\n    key[i] = k\n", kt);
+    if (!descending || word == W_ROW) return np_scalar(uint_dtype(4), 0);
+    if (bits == 64) return np_scalar(uint_dtype(8), ~0ULL);
+    return np_scalar(uint_dtype(4), word == W_CLASS ? 3 : kind == 'b' ? 1 : (1ULL << bits) - 1);
 }
 
 /* part (owned, taken): G ORs of keys, then G ORs of their complements
@@ -425,96 +213,21 @@ static int fold_bits(int rc, PyObject *part, Py_ssize_t G, uint64_t *mask) {
     return 0;
 }
 
-/* The tiles form's key kernels (keys_alone_keys, keys_grouped) run over
- * grouped_range's work-items in groups of 256, each of which ORs its
- * work-items' nres reductions in the local lr, then into res (p->res), and
- * counts the histogram: every 8-bit position of key k (npos of them) into
- * the local h, then into gh (p->hist, zeroed: [position][digit]). A
- * work-item counts runs of one digit and adds a run at its end, so that a
- * byte all keys share (small integers) costs an atomic per work-item, not
- * per key. At most `most` groups. */
+/* The tiles form's key kernels (keys_grouped, keys_alone_grouped) run over
+ * grouped_range's work-items in groups of 256, each of which reduces in
+ * local memory and counts the histogram of a word (sort.py's count_run).
+ * At most `most` groups. */
 static void grouped_range(const plan_t *p, Py_ssize_t most, Py_ssize_t *G, Py_ssize_t *per) {
     *G = (p->N + 255) / 256 * 256;
     if (*G > most * 256) *G = most * 256;
     *per = (p->N + *G - 1) / *G;
 }
 
-/* The group's start, after grp and l; ends with the group's barrier. */
-static void put_group_start(mod_text *t, const char *kt, int nres, int npos) {
-    mod_text_put(t,
-                 "    lr = ol.local_array(%d, np.%s)\n"
-                 "    if l < %d:\n"
-                 "        lr[l] = np.%s(0)\n"
-                 "    h = ol.local_array(%d, np.int32)\n"
-                 "    for c in range(%d):\n"
-                 "        h[c * 256 + l] = 0\n",
-                 nres, kt, nres, kt, 256 * npos, npos);
-    for (int c = 0; c < npos; c++)
-        mod_text_put(t, "    d%d = np.int32(0)\n    r%d = np.int32(0)\n", c, c);
-    mod_text_put(t, "    ol.group_barrier(grp)\n");
-}
-
-/* Key k into the work-item's runs, at indent ind. */
-static void put_group_key(mod_text *t, const char *kt, int npos, const char *ind) {
-    for (int c = 0; c < npos; c++)
-        mod_text_put(t,
-                     "%sdc = np.int32((k >> np.%s(%d)) & np.%s(255))\n"
-                     "%sif dc == d%d:\n"
-                     "%s    r%d += 1\n"
-                     "%selse:\n"
-                     "%s    if r%d != 0:\n"
-                     "%s        ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n"
-                     "%s    d%d = dc\n"
-                     "%s    r%d = 1\n",
-                     ind, kt, 8 * c, kt, ind, c, ind, c, ind, ind, c, ind, 256 * c, c, c, ind, c,
-                     ind, c);
-}
-
-/* After the loop over the keys, once the work-items' ORs are in lr. */
-static void put_group_end(mod_text *t, int nres, int npos) {
-    for (int c = 0; c < npos; c++)
-        mod_text_put(t,
-                     "    if r%d != 0:\n"
-                     "        ol.AtomicRef(h, %d + d%d).fetch_add(r%d)\n",
-                     c, 256 * c, c, c);
-    mod_text_put(t,
-                 "    ol.group_barrier(grp)\n"
-                 "    for c in range(%d):\n"
-                 "        hv = h[c * 256 + l]\n"
-                 "        if hv != 0:\n"
-                 "            ol.AtomicRef(gh, c * 256 + l).fetch_add(np.int64(hv))\n"
-                 "    if l < %d:\n"
-                 "        ol.AtomicRef(res, l).fetch_or(lr[l])\n",
-                 npos, nres);
-}
-
 /* p->hist: the counts of every digit at the 8-bit positions of a word of
- * `bits` bits (put_group_*) -> each digit's global start there. */
+ * `bits` bits -> each digit's global start there. */
 static int tile_starts(plan_t *p, int bits) {
-    int npos = (bits + 7) / 8;
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t, "def sort_tile_starts(item, gh):\n"
-                     "    grp = item.get_group()\n"
-                     "    l = item.get_local_id(0)\n"
-                     "    g = grp.get_group_id(0)\n"
-                     "    s = ol.local_array(256, np.int64)\n"
-                     "    c = gh[g * 256 + l]\n"
-                     "    s[l] = c\n"
-                     "    ol.group_barrier(grp)\n"
-                     "    h = 1\n"
-                     "    while h < 256:\n"
-                     "        v = np.int64(0)\n"
-                     "        if l >= h:\n"
-                     "            v = s[l - h]\n"
-                     "        ol.group_barrier(grp)\n"
-                     "        s[l] = s[l] + v\n"
-                     "        ol.group_barrier(grp)\n"
-                     "        h = h * 2\n"
-                     "    gh[g * 256 + l] = s[l] - c\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->hist);
-    return launch("sort_tile_starts", &t, 256 * npos, 256, &av);
+    mod_shape r = grid(256 * ((bits + 7) / 8), 256);
+    return mod_library_launch("sort", "tile_starts", &r, "O", p->hist);
 }
 
 /* Zeroes hist (tiles) and res for a word's key kernel, unless still zero. */
@@ -526,70 +239,21 @@ static int clear_counts(plan_t *p) {
     return 0;
 }
 
-/* keys_grouped's kernel text (name: its form): the key body, npos
- * positions of the histogram. */
-typedef struct {
-    const mod_text *body;
-    int npos;
-} grouped_arg;
-
-static void grouped_text(mod_text *t, const plan_t *p, const char *name, const void *arg) {
-    const mod_text *body = ((const grouped_arg *)arg)->body;
-    int npos = ((const grouped_arg *)arg)->npos;
-    const char *kt = mod_dtype_name(p->kdt);
-    mod_text_put(t,
-                 "def %s(item, x, bits, key, idx, res, gh, n, N, G, per):\n"
-                 "    grp = item.get_group()\n"
-                 "    l = item.get_local_id(0)\n"
-                 "    g = item.get_global_id(0)\n",
-                 name);
-    put_group_start(t, kt, 2, npos);
-    mod_text_put(t,
-                 "    o = np.%s(0)\n"
-                 "    z = np.%s(0)\n"
-                 "    for jj in range(per):\n"
-                 "        i = g + jj * G\n"
-                 "        if i < N:\n",
-                 kt, kt);
-    for (const char *line = body->s; *line;) { /* the body, 8 deeper: in the loop's if */
-        size_t len = strcspn(line, "\n");
-        mod_text_put(t, "        %.*s\n", (int)len, line);
-        line += len + (line[len] == '\n');
-    }
-    mod_text_put(t, "            o = o | k\n"
-                    "            z = z | ~k\n");
-    put_group_key(t, kt, npos, "            ");
-    mod_text_put(t, "    ol.AtomicRef(lr, 0).fetch_or(o)\n"
-                    "    ol.AtomicRef(lr, 1).fetch_or(z)\n");
-    put_group_end(t, 2, npos);
-}
-
-/* The tiles form's key kernel (body: key_body's) and varying_bits in one:
- * many work-items (a GPU needs them to keep its memory busy) make the keys,
- * reduce their ORs in local memory (one atomic per group into res) and
- * count the histogram of a word of `bits` bits (put_group_*); the digit
- * starts follow, then the read back. */
-static int keys_grouped(plan_t *p, const mod_text *body, const char *kname, PyObject *x,
+/* The tiles form's key kernel and varying_bits in one: many work-items (a
+ * GPU needs them to keep its memory busy) make the keys of word `word`
+ * (key function kfn, descending XOR flip), reduce their ORs in local
+ * memory (one atomic per group into res) and count the histogram of a word
+ * of `bits` bits; the digit starts follow, then the read back. */
+static int keys_grouped(plan_t *p, PyObject *kfn, PyObject *flip, bool first, PyObject *x,
                         PyObject *bitsv, Py_ssize_t n, int bits, uint64_t *mask) {
     Py_ssize_t G, per;
     grouped_range(p, 1024, &G, &per); /* enough to keep a GPU's memory busy */
-    int npos = (bits + 7) / 8;
-    char name[96];
-    snprintf(name, sizeof name, "%s_grouped_%d", kname, npos);
-    PyObject *k = sort_kernel(p, name, grouped_text, &(grouped_arg){body, npos});
-    if (!k || clear_counts(p) < 0) return -1;
-    argv_t av = {.n = 0};
-    arg_obj(&av, x);
-    arg_obj(&av, bitsv);
-    arg_obj(&av, p->key[p->cur]);
-    arg_obj(&av, p->idx[p->cur]);
-    arg_obj(&av, p->res);
-    arg_obj(&av, p->hist);
-    arg_int(&av, n);
-    arg_int(&av, p->N);
-    arg_int(&av, G);
-    arg_int(&av, per);
-    int rc = run(k, G, 256, 0, &av);
+    if (clear_counts(p) < 0) return -1;
+    mod_shape r = grid(G, 256);
+    int rc =
+        mod_library_launch("sort", "keys_grouped", &r, "OOOOOOnnnnOOOOOOi", x, bitsv,
+                           p->key[p->cur], p->idx[p->cur], p->res, p->hist, n, p->N, G, per, kfn,
+                           p->kdt, p->idt, flip, BOOL(first), BOOL(p->iota), (bits + 7) / 8);
     return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, Py_NewRef(p->res), 1, mask);
 }
 
@@ -600,33 +264,11 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
     Py_ssize_t G = p->runs, per = p->per, a = per, b = 1;
     PyObject *part = new_1d(p->dev, p->kdt, 2 * G);
     if (!part) return -1;
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t, "def sort_bits(it, key, part, n, G, a, b, per):\n"
-                     "    g = it.get_id(0)\n"
-                     "    o = key[0]\n"
-                     "    z = ~key[0]\n"
-                     "    for j in range(per):\n"
-                     "        i = g * a + j * b\n"
-                     "        if i < n:\n"
-                     "            v = key[np.uint64(i)]\n"
-                     "            o = o | v\n"
-                     "            z = z | ~v\n"
-                     "    part[g] = o\n"
-                     "    part[np.uint64(G + g)] = z\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->key[p->cur]);
-    arg_obj(&av, part);
-    arg_int(&av, p->N);
-    arg_int(&av, G);
-    arg_int(&av, a);
-    arg_int(&av, b);
-    arg_int(&av, per);
-    return fold_bits(launch("sort_bits", &t, G, 0, &av), part, G, mask);
+    mod_shape r = grid(G, 0);
+    int rc = mod_library_launch("sort", "varying_bits", &r, "OOnnnnn", p->key[p->cur], part, p->N,
+                                G, a, b, per);
+    return fold_bits(rc, part, G, mask);
 }
-
-/* The digit of key k at shift sh, as an int64 expression. */
-#define DIGIT(kvar, shvar, mask) "np.int64((" kvar " >> " shvar ") & np.uint8(" mask "))"
 
 /* ---- the CPU form: a pass over runs ----
  * A few work-items each count the digits of a long run of keys into
@@ -636,316 +278,37 @@ static int varying_bits(plan_t *p, uint64_t *mask) {
 static int pass_runs(plan_t *p, int sh, bool last) {
     PyObject *key = p->key[p->cur], *idx = p->idx[p->cur];
     PyObject *key2 = p->key[!p->cur], *idx2 = p->idx[!p->cur];
-    mod_text t;
-    t.n = 0;
-    mod_text_put(
-        &t, "def sort_run_count(it, key, hist, n, runs, per, sh):\n"
-            "    r = it.get_id(0)\n"
-            "    c = ol.private_array(256, np.int64)\n"
-            "    for d in range(256):\n"
-            "        c[d] = 0\n"
-            "    for i in range(r * per, min(r * per + per, n)):\n"
-            "        k = key[np.uint64(i)]\n"
-            "        c[" DIGIT("k", "sh", "255") "] += 1\n"
-                                                 "    for d in range(256):\n"
-                                                 "        hist[np.uint64(d * runs + r)] = c[d]\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, key);
-    arg_obj(&av, p->hist);
-    arg_int(&av, p->N);
-    arg_int(&av, p->runs);
-    arg_int(&av, p->per);
-    arg_typed(&av, p->kdt, sh);
-    if (launch("sort_run_count", &t, p->runs, 0, &av) < 0 ||
-        exclusive_scan((mod_array *)p->hist, 256 * p->runs) < 0)
-        return -1;
-    t.n = 0;
     bool with_idx = idx != NULL, values = last && p->out;
-    char name[64];
-    snprintf(name, sizeof name, "sort_run_scatter%s%s", with_idx ? "_idx" : "",
-             values ? "_values" : "");
-    mod_text_put(&t,
-                 "def %s(it, key, %sout, %shist, n, runs, per, sh):\n"
-                 "    r = it.get_id(0)\n"
-                 "    c = ol.private_array(256, np.int64)\n"
-                 "    for d in range(256):\n"
-                 "        c[d] = hist[np.uint64(d * runs + r)]\n"
-                 "    for i in range(r * per, min(r * per + per, n)):\n"
-                 "        k = key[np.uint64(i)]\n"
-                 "        d = " DIGIT("k", "sh", "255") "\n"
-                                                        "        q = np.uint64(c[d])\n"
-                                                        "        c[d] += 1\n",
-                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "");
-    if (values) {
-        put_inverse(&t, p, "        ");
-        mod_text_put(&t, "        out[q] = w\n");
-    } else {
-        mod_text_put(&t, "        out[q] = k\n");
-    }
-    if (with_idx) mod_text_put(&t, "        idx2[q] = idx[np.uint64(i)]\n");
-    arg_obj(&av, key);
-    if (with_idx) arg_obj(&av, idx);
-    arg_obj(&av, values ? p->out : key2);
-    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
-    arg_obj(&av, p->hist);
-    arg_int(&av, p->N);
-    arg_int(&av, p->runs);
-    arg_int(&av, p->per);
-    arg_typed(&av, p->kdt, sh);
-    if (launch(name, &t, p->runs, 0, &av) < 0) return -1;
+    PyObject *shift = np_scalar(p->kdt, (unsigned long long)sh);
+    if (!shift) return -1;
+    mod_shape r = grid(p->runs, 0);
+    /* without indices (keys alone) the keys stand in for them, unread */
+    int rc = mod_library_launch("sort", "run_count", &r, "OOnnnO", key, p->hist, p->N, p->runs,
+                                p->per, shift);
+    if (rc == 0) rc = exclusive_scan((mod_array *)p->hist, 256 * p->runs);
+    if (rc == 0)
+        rc = mod_library_launch("sort", "run_scatter", &r, "OOOOOnnnOOOOOO", key,
+                                with_idx ? idx : key, values ? p->out : key2,
+                                !with_idx        ? key2
+                                : last && p->pos ? p->pos
+                                                 : idx2,
+                                p->hist, p->N, p->runs, p->per, shift, BOOL(with_idx), BOOL(values),
+                                p->bits_of, p->flip, p->vdt);
+    Py_DECREF(shift);
+    if (rc < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
     return 0;
 }
 
-/* ---- the GPU form: a pass over tiles ----
- * One kernel a pass (CUB's onesweep): a group takes the next tile from an
- * atomic counter (tiles start in order, so every tile it waits for is
- * running), loads TILE_T * K keys coalesced into local memory, counts their
- * digits, publishes its count of each digit in status[tile][digit], sorts
- * the tile stably by the digit (two 4-bit splits), looks back over the
- * tiles before it for each digit's prefix, and writes the tile out
- * coalesced. The digits' global starts come from the word's histogram
- * (put_group_*, tile_starts). A status word holds the pass's epoch, so one
- * array, zeroed once, serves every pass. Local arrays are padded (one word
- * per 32 keys, per 16 counters) against bank conflicts. A pass of keys
- * alone (p->idx NULL) moves no indices; the last one of a value sort
- * (p->out) writes values. The algorithm: docs/radix-sort.md */
+/* ---- the GPU form: a pass over tiles (CUB's onesweep) ----
+ * sort.py's tile_pass: a group sorts a tile of TILE_T * tile_k keys in
+ * local memory by the digit and finds where each digit's keys go by a
+ * look-back over the tiles before it. A pass of keys alone (p->idx NULL)
+ * moves no indices; the last one of a value sort (p->out) writes values.
+ * The algorithm: docs/radix-sort.md */
 
-#define STATUS_VALUE_BITS 38 /* epoch << 40 | flag << 38 | value; flag 1 count, 2 prefix */
-#define MAX_EPOCHS 64        /* passes a sort may take: 4 words of 8 digits, and to spare */
-/* Launch bounds of a pass of 32-bit keys alone, 4 groups of TILE_T an SM:
- * ptxas keeps it to 64 registers, not 69 (H100: 0.623 -> 0.585 ms a pass of
- * 2^26 uint32); the index form runs best unbounded (docs/radix-sort.md). */
-#define PASS_MIN_GROUPS 4
-
-/* The digit of key kvar at shift svar (masked to the key's width) as a
- * uint32 expression: mask 255 (the pass's digit) or 15 (a split's). */
-static void digit_expr(char *buf, size_t len, int kbits, const char *kvar, const char *svar,
-                       int mask) {
-    if (kbits == 64)
-        snprintf(buf, len, "np.uint32((%s >> %s) & np.uint64(%d))", kvar, svar, mask);
-    else
-        snprintf(buf, len, "((%s >> %s) & np.uint32(%d))", kvar, svar, mask);
-}
-
-/* A tile's local sort by the nibble at shift svar: count (column l of sc,
- * nibble-major), raking scan, stable scatter. The keys (and indices) pass
- * through private arrays between the count and the scatter, and each key's
- * rank among the work-item's keys of its nibble (its column's count before
- * it, < 16) through the nibbles of rk: the scatter then only reads sc, so
- * its reads need not wait for each other. In the first split the scan also
- * turns hc, the tile's digit counts, into inclusive prefixes (no barrier of
- * its own). */
-static void put_split(mod_text *t, const plan_t *p, const char *svar, bool with_idx, bool first) {
-    const int T = TILE_T, K = (int)p->tile_k;
-    char nib[96];
-    digit_expr(nib, sizeof nib, p->kbits, "kk", svar, 15);
-    mod_text_put(t,
-                 "    for d in range(16):\n"
-                 "        f = np.uint32(d * %d) + lu\n"
-                 "        sc[f + (f >> np.uint32(4))] = np.uint32(0)\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    rk = np.uint64(0)\n"
-                 "    for j in range(%d):\n"
-                 "        q = lu * np.uint32(%d) + np.uint32(j)\n"
-                 "        kk = sk[q + (q >> np.uint32(5))]\n"
-                 "        pk[j] = kk\n",
-                 T, K, K);
-    if (with_idx) mod_text_put(t, "        pi[j] = si[q + (q >> np.uint32(5))]\n");
-    mod_text_put(t,
-                 "        f = %s * np.uint32(%d) + lu\n"
-                 "        c = f + (f >> np.uint32(4))\n"
-                 "        v = sc[c]\n"
-                 "        sc[c] = v + np.uint32(1)\n"
-                 "        rk = rk | (np.uint64(v) << np.uint64(j * 4))\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    r = np.uint32(0)\n"
-                 "    for e in range(16):\n"
-                 "        r += sc[lu * np.uint32(17) + np.uint32(e)]\n"
-                 "    tot[lu] = r\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    h = np.uint32(1)\n"
-                 "    while h < np.uint32(%d):\n"
-                 "        v = np.uint32(0)\n"
-                 "%s"
-                 "        if lu >= h:\n"
-                 "            v = tot[lu - h]\n"
-                 "%s"
-                 "        ol.group_barrier(grp)\n"
-                 "        tot[lu] = tot[lu] + v\n"
-                 "%s"
-                 "        ol.group_barrier(grp)\n"
-                 "        h = h * np.uint32(2)\n"
-                 "    r = tot[lu] - r\n"
-                 "    for e in range(16):\n"
-                 "        c = lu * np.uint32(17) + np.uint32(e)\n"
-                 "        v = sc[c]\n"
-                 "        sc[c] = r\n"
-                 "        r += v\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    for j in range(%d):\n"
-                 "        kk = pk[j]\n"
-                 "        f = %s * np.uint32(%d) + lu\n"
-                 "        q = sc[f + (f >> np.uint32(4))] + np.uint32((rk >> np.uint64(j * 4)) & "
-                 "np.uint64(15))\n"
-                 "        sk[q + (q >> np.uint32(5))] = kk\n",
-                 nib, T, T, first ? "        w = np.uint32(0)\n" : "",
-                 first ? "            w = hc[lu - h]\n" : "",
-                 first ? "        hc[lu] = hc[lu] + w\n" : "", K, nib, T);
-    if (with_idx) mod_text_put(t, "        si[q + (q >> np.uint32(5))] = pi[j]\n");
-    mod_text_put(t, "    ol.group_barrier(grp)\n");
-}
-
-/* pass_tiles's kernel text (name: its form; arg: whether the last pass
- * writes the values). */
-static void pass_text(mod_text *t, const plan_t *p, const char *name, const void *arg) {
-    bool with_idx = p->idx[p->cur] != NULL, values = *(const bool *)arg;
-    const int T = TILE_T, K = (int)p->tile_k, TK = T * K, TKP = TK + TK / 32;
-    const char *kt = mod_dtype_name(p->kdt), *it = with_idx ? mod_dtype_name(p->idt) : "";
-    char dg[96];
-    /* Local indices are uint32: no wrap of a negative index to pay for, and
-     * 32-bit arithmetic. Each work-item's nibble counts live in its column
-     * of sc (l fastest), not in a private array: Intel's CPU compiler gets
-     * a private array indexed by digit wrong across these barriers
-     * (measured). */
-    mod_text_put(t,
-                 "def %s(item, key, %sout, %sstarts, status, ctr, n, sh, sh4, ep, so):\n"
-                 "    grp = item.get_group()\n"
-                 "    l = item.get_local_id(0)\n"
-                 "    lu = np.uint32(l)\n"
-                 "    s0 = sh & np.%s(%d)\n"
-                 "    s4 = sh4 & np.%s(%d)\n"
-                 "    sk = ol.local_array(%d, np.%s)\n"
-                 "    sc = ol.local_array(%d, np.uint32)\n"
-                 "    tot = ol.local_array(%d, np.uint32)\n"
-                 "    hc = ol.local_array(256, np.uint32)\n"
-                 "    ds = ol.local_array(256, np.int64)\n"
-                 "    tl = ol.local_array(1, np.int64)\n"
-                 "    pk = ol.private_array(%d, np.%s)\n",
-                 name, with_idx ? "idx, " : "", with_idx ? "idx2, " : "", kt, p->kbits - 1, kt,
-                 p->kbits - 1, TKP, kt, 17 * T, T, K, kt);
-    if (with_idx)
-        mod_text_put(t,
-                     "    si = ol.local_array(%d, np.%s)\n"
-                     "    pi = ol.private_array(%d, np.%s)\n",
-                     TKP, it, K, it);
-    digit_expr(dg, sizeof dg, p->kbits, "k%d", "s0", 255);
-    /* A whole tile's loads are all in flight at once (a pass is bound by
-     * their latency: 0.732 -> 0.658 ms on an H100); a tile's tail is padded
-     * with keys of all ones, which sort after every real key, so that the
-     * splits need no bounds. */
-    mod_text_put(t,
-                 "    if l == 0:\n"
-                 "        tl[0] = np.int64(ol.AtomicRef(ctr, ep).fetch_add(1))\n"
-                 "    hc[lu] = np.uint32(0)\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    g = tl[0]\n"
-                 "    base = g * %d\n"
-                 "    m = np.uint32(min(n - base, %d))\n"
-                 "    if m == np.uint32(%d):\n",
-                 TK, TK, TK);
-    for (int j = 0; j < K; j++) {
-        if (p->raw) {
-            char kv[16], load[96];
-            snprintf(kv, sizeof kv, "k%d", j);
-            snprintf(load, sizeof load, "key[np.uint64(base + %d) + np.uint64(lu)]", j * T);
-            put_key_of(t, p, "        ", load, kv);
-        } else {
-            mod_text_put(t, "        k%d = key[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
-        }
-        if (p->iota)
-            mod_text_put(t, "        i%d = np.%s(base + %d) + np.%s(lu)\n", j, it, j * T, it);
-        else if (with_idx)
-            mod_text_put(t, "        i%d = idx[np.uint64(base + %d) + np.uint64(lu)]\n", j, j * T);
-    }
-    for (int j = 0; j < K; j++) {
-        char d[96];
-        snprintf(d, sizeof d, dg, j);
-        int q = j * T;
-        mod_text_put(t,
-                     "        sk[np.uint32(%d) + lu + (lu >> np.uint32(5))] = k%d\n"
-                     "        ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n",
-                     q + (q >> 5), j, d);
-        if (with_idx)
-            mod_text_put(t, "        si[np.uint32(%d) + lu + (lu >> np.uint32(5))] = i%d\n",
-                         q + (q >> 5), j);
-    }
-    digit_expr(dg, sizeof dg, p->kbits, "k", "s0", 255);
-    mod_text_put(t,
-                 "    else:\n"
-                 "        for j in range(%d):\n"
-                 "            q = np.uint32(j * %d) + lu\n"
-                 "            k = ~np.%s(0)\n"
-                 "            if q < m:\n",
-                 K, T, kt);
-    if (p->raw)
-        put_key_of(t, p, "                ", "key[np.uint64(base) + np.uint64(q)]", "k");
-    else
-        mod_text_put(t, "                k = key[np.uint64(base) + np.uint64(q)]\n");
-    mod_text_put(t,
-                 "                ol.AtomicRef(hc, %s).fetch_add(np.uint32(1))\n"
-                 "            sk[q + (q >> np.uint32(5))] = k\n",
-                 dg);
-    if (p->iota)
-        mod_text_put(t, "            si[q + (q >> np.uint32(5))] = np.%s(base) + np.%s(q)\n", it,
-                     it);
-    else if (with_idx)
-        mod_text_put(t, "            if q < m:\n"
-                        "                si[q + (q >> np.uint32(5))] = idx[np.uint64(base) + "
-                        "np.uint64(q)]\n");
-    /* The look-back, work-item l for digit l: the tile's count is published
-     * now; the walk over the tiles before waits until the tile is sorted,
-     * so that their prefixes have had that long to arrive (H100: 3% less a
-     * pass, 4% less an argsort than walking first). */
-    mod_text_put(t,
-                 "    ol.group_barrier(grp)\n"
-                 "    cn = np.int64(hc[lu])\n"
-                 "    ev = np.int64(ep) << np.int64(40)\n"
-                 "    me = np.uint64(g * 256) + np.uint64(lu)\n"
-                 "    fl = np.int64(1)\n"
-                 "    if g == 0:\n"
-                 "        fl = np.int64(2)\n"
-                 "    ol.AtomicRef(status, me).store(ev | (fl << np.int64(%d)) | cn)\n",
-                 STATUS_VALUE_BITS);
-    put_split(t, p, "s0", with_idx, true);
-    put_split(t, p, "s4", with_idx, false);
-    /* hc now holds inclusive prefixes: digit l's first position in the
-     * sorted tile is hc[l] - cn */
-    mod_text_put(
-        t,
-        "    pre = np.int64(0)\n"
-        "    if g != 0:\n"
-        "        j = g - 1\n"
-        "        while j >= 0:\n"
-        "            sw = ol.AtomicRef(status, np.uint64(j * 256) + np.uint64(lu)).load()\n"
-        "            if (sw >> np.int64(40)) == np.int64(ep):\n"
-        "                pre += sw & np.int64(%lld)\n"
-        "                if ((sw >> np.int64(%d)) & np.int64(3)) == np.int64(2):\n"
-        "                    j = np.int64(-1)\n"
-        "                else:\n"
-        "                    j -= 1\n"
-        "        ol.AtomicRef(status, me).store(ev | (np.int64(2) << np.int64(%d)) | "
-        "(pre + cn))\n"
-        "    ds[lu] = starts[so + l] + pre - (np.int64(hc[lu]) - cn)\n"
-        "    ol.group_barrier(grp)\n",
-        (long long)((1LL << STATUS_VALUE_BITS) - 1), STATUS_VALUE_BITS, STATUS_VALUE_BITS);
-    /* the sorted tile, written out coalesced */
-    mod_text_put(t,
-                 "    for j in range(%d):\n"
-                 "        q = np.uint32(j * %d) + lu\n"
-                 "        if q < m:\n"
-                 "            k = sk[q + (q >> np.uint32(5))]\n"
-                 "            o = np.uint64(ds[%s] + np.int64(q))\n",
-                 K, T, dg);
-    if (values) {
-        put_inverse(t, p, "            ");
-        mod_text_put(t, "            out[o] = w\n");
-    } else {
-        mod_text_put(t, "            out[o] = k\n");
-    }
-    if (with_idx) mod_text_put(t, "            idx2[o] = si[q + (q >> np.uint32(5))]\n");
-}
+#define MAX_EPOCHS 64 /* passes a sort may take: 4 words of 8 digits, and to spare */
 
 static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *key = p->raw ? p->raw : p->key[p->cur], *idx = p->idx[p->cur];
@@ -955,29 +318,24 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
         PyErr_SetString(PyExc_SystemError, "offload: a sort took more passes than planned");
         return -1;
     }
-    char name[80];
-    snprintf(name, sizeof name, "sort_tile_pass_%d%s%s%s", (int)p->tile_k,
-             p->iota    ? "_iota"
-             : with_idx ? "_idx"
-                        : "",
-             p->raw ? "_raw" : "", values ? "_values" : "");
-    PyObject *k = sort_kernel(p, name, pass_text, &values);
-    if (!k) return -1;
-    argv_t av = {.n = 0};
-    arg_obj(&av, key);
-    if (with_idx) arg_obj(&av, idx);
-    arg_obj(&av, values ? p->out : key2);
-    if (with_idx) arg_obj(&av, last && p->pos ? p->pos : idx2);
-    arg_obj(&av, p->hist);
-    arg_obj(&av, p->status);
-    arg_obj(&av, p->ctr);
-    arg_int(&av, p->N);
-    arg_typed(&av, p->kdt, sh);
-    arg_typed(&av, p->kdt, sh + 4);
-    arg_int(&av, p->epoch);
-    arg_int(&av, 256 * (sh / 8));
-    int groups = !with_idx && p->kbits == 32 ? PASS_MIN_GROUPS : 0;
-    if (run(k, p->ntiles * TILE_T, TILE_T, groups, &av) < 0) return -1;
+    PyObject *s0 = np_scalar(p->kdt, (unsigned long long)sh);
+    PyObject *s4 = np_scalar(p->kdt, (unsigned long long)sh + 4);
+    /* 32-bit keys alone take the launch bounds (sort.py says why) */
+    const char *name = !with_idx && p->kbits == 32 ? "tile_pass_bounded" : "tile_pass";
+    mod_shape r = grid(p->ntiles * TILE_T, TILE_T);
+    int rc = s0 && s4 ? mod_library_launch("sort", name, &r, "OOOOOOOnOOinOOnOOOOOOOO", key,
+                                           with_idx ? idx : key, values ? p->out : key2,
+                                           !with_idx        ? key2
+                                           : last && p->pos ? p->pos
+                                                            : idx2,
+                                           p->hist, p->status, p->ctr, p->N, s0, s4, p->epoch,
+                                           (Py_ssize_t)256 * (sh / 8), p->kdt, p->idt, p->tile_k,
+                                           BOOL(with_idx), BOOL(p->iota), BOOL(p->raw),
+                                           BOOL(values), p->key_of, p->bits_of, p->flip, p->vdt)
+                      : -1;
+    Py_XDECREF(s0);
+    Py_XDECREF(s4);
+    if (rc < 0) return -1;
     p->pos_done = last && p->pos;
     p->cur = !p->cur;
     p->iota = false;
@@ -997,7 +355,7 @@ static bool use_tiles(ofl_device *dev) {
 
 /* Keys a tile's work-item holds: the most (16, 8, ...) whose tile fits the
  * device's local memory (48 KB at most: CUDA's static limit). Never more
- * than 16: put_split keeps each key's rank in 4 bits of one 64-bit word. */
+ * than 16: tile_pass keeps each key's rank in 4 bits of one 64-bit word. */
 static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
@@ -1008,7 +366,7 @@ static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
     return K;
 }
 
-#define RES_WORDS 5 /* keys_alone_keys's reductions; keys_grouped uses 2 */
+#define RES_WORDS 5 /* keys_alone's reductions; keys_grouped uses 2 */
 
 /* The next n elements of dtype in a (from byte *off on, which it advances):
  * a new view. */
@@ -1024,7 +382,8 @@ static PyObject *part_view(PyObject *a, Py_ssize_t *off, Py_ssize_t n, PyObject 
     return (PyObject *)v;
 }
 
-/* p's form, buffers (indices too when with_idx) and counts; -1 on failure
+/* p's form, buffers (indices too when with_idx) and counts, and the key map
+ * of the index form (none: radix_values sets its own); -1 on failure
  * (plan_free frees what there is). */
 static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, bool wide,
                      bool with_idx) {
@@ -1032,8 +391,12 @@ static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, boo
     p->tiles = use_tiles(dev);
     p->digit_bits = 8;
     p->kbits = wide ? 64 : 32;
-    p->kdt = mod_dtype_find_borrowed('u', wide ? 8 : 4);
+    p->kdt = uint_dtype(wide ? 8 : 4);
     p->idt = mod_dtype_find_borrowed('i', N < ((Py_ssize_t)1 << 31) ? 4 : 8);
+    p->vdt = p->kdt;
+    if (!(p->flip = np_scalar(p->kdt, 0)) || !(p->key_of = fn("int_key_of")) ||
+        !(p->bits_of = fn("int_bits_of")))
+        return -1;
     Py_ssize_t hn;
     p->fresh = true;
     if (p->tiles) {
@@ -1078,6 +441,7 @@ static void plan_free(plan_t *p) {
     Py_CLEAR(p->status);
     Py_CLEAR(p->ctr);
     Py_CLEAR(p->res);
+    Py_CLEAR(p->flip);
 }
 
 /* The passes over the digits of a word of `bits` bits that vary (mask);
@@ -1097,17 +461,9 @@ static int passes(plan_t *p, uint64_t mask, int bits) {
 
 /* idx[cur] = the identity, where no pass made it up. */
 static int write_iota(plan_t *p) {
-    mod_text t;
-    t.n = 0;
-    mod_text_put(&t,
-                 "def sort_iota(it, idx):\n"
-                 "    i = it.get_id(0)\n"
-                 "    idx[i] = np.%s(i)\n",
-                 mod_dtype_name(p->idt));
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->idx[p->cur]);
     p->iota = false;
-    return launch("sort_iota", &t, p->N, 0, &av);
+    mod_shape r = grid(p->N, 0);
+    return mod_library_launch("sort", "iota", &r, "OO", p->idx[p->cur], p->idt);
 }
 
 /* The sorted order of c (C-contiguous, N elements in rows of n): a new 1-D
@@ -1131,12 +487,10 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         x = mod_array_view(c, 1, &two, &half, c->offset);
         if (x) Py_SETREF(((mod_array *)x)->dtype, Py_NewRef(fdt));
         bitsv = x ? mod_array_view(c, 1, &two, &half, c->offset) : NULL;
-        if (bitsv)
-            Py_SETREF(((mod_array *)bitsv)->dtype, Py_NewRef(mod_dtype_find_borrowed('u', half)));
+        if (bitsv) Py_SETREF(((mod_array *)bitsv)->dtype, Py_NewRef(uint_dtype((int)half)));
     } else {
         x = flat_view(c, N, NULL);
-        bitsv = x && kind == 'f' ? flat_view(c, N, mod_dtype_find_borrowed('u', c->itemsize))
-                                 : Py_XNewRef(x);
+        bitsv = x && kind == 'f' ? flat_view(c, N, uint_dtype((int)c->itemsize)) : Py_XNewRef(x);
     }
     if (!x || !bitsv) goto out;
     int words[4], nw = 0;
@@ -1150,28 +504,22 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
     if (rows > 1) words[nw++] = W_ROW;
     if (nw == 1) p.pos = pos;
     for (int w = 0; w < nw; w++) {
-        mod_text body, t;
-        body.n = t.n = 0;
-        char name[64];
+        PyObject *kfn = fn(key_name(dtype, words[w]));
+        PyObject *flip = kfn ? key_flip(dtype, words[w], descending) : NULL;
+        if (!flip) goto out;
         p.iota = p.tiles && w == 0;
-        key_body(&body, dtype, words[w], descending && words[w] != W_ROW, w == 0, p.iota, p.kdt,
-                 p.idt, name, sizeof name);
         uint64_t mask;
-        int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32;
+        int bits = words[w] == W_CLASS ? 2 : wide ? 64 : 32, rc;
         if (p.tiles) {
-            if (keys_grouped(&p, &body, name, x, bitsv, n, bits, &mask) < 0) goto out;
+            rc = keys_grouped(&p, kfn, flip, w == 0, x, bitsv, n, bits, &mask);
         } else {
-            mod_text_put(&t, "def %s(it, x, bits, key, idx, n):\n    i = it.get_id(0)\n%s", name,
-                         body.s);
-            argv_t av = {.n = 0};
-            arg_obj(&av, x);
-            arg_obj(&av, bitsv);
-            arg_obj(&av, p.key[p.cur]);
-            arg_obj(&av, p.idx[p.cur]);
-            arg_int(&av, n);
-            if (launch(name, &t, N, 0, &av) < 0 || varying_bits(&p, &mask) < 0) goto out;
+            mod_shape r = grid(N, 0);
+            rc = mod_library_launch("sort", "keys", &r, "OOOOnOOOOO", x, bitsv, p.key[p.cur],
+                                    p.idx[p.cur], n, kfn, p.kdt, p.idt, flip, BOOL(w == 0));
+            if (rc == 0) rc = varying_bits(&p, &mask);
         }
-        if (passes(&p, mask, bits) < 0 || (p.iota && write_iota(&p) < 0)) goto out;
+        Py_DECREF(flip);
+        if (rc < 0 || passes(&p, mask, bits) < 0 || (p.iota && write_iota(&p) < 0)) goto out;
     }
     result = Py_NewRef(p.pos_done ? p.pos : p.idx[p.cur]);
 out:
@@ -1183,167 +531,54 @@ out:
 
 /* ---- value sorts of keys alone ----
  * A value sort of one row of a real dtype sorts keys alone, which the last
- * pass turns back into values (an invertible map: put_key_of, put_inverse),
- * where that is exact: not where -0.0 and +0.0, or NaNs of different bits,
- * occur together (equal in NumPy's order, not in bits). The key kernel
- * reports those, and the index form sorts them. The maps:
+ * pass turns back into values (an invertible map: sort.py's *_key_of and
+ * *_bits_of), where that is exact: not where -0.0 and +0.0, or NaNs of
+ * different bits, occur together (equal in NumPy's order, not in bits).
+ * The key kernel reports those, and the index form sorts them. The maps:
  * docs/radix-sort.md */
 
-/* keys_alone_keys's work on value bits u, at indent ind: k, the flags and
- * NaN keys, the ORs, and key[i] = k (runs form) or k into the runs (tiles). */
-static void put_alone_key(mod_text *t, const plan_t *p, const char *ind, bool grouped) {
-    const char *kt = mod_dtype_name(p->kdt);
-    int kb = p->kbits;
-    put_key_of(t, p, ind, "u", "k");
-    if (p->vfloat) {
-        char inf[96], absm[96];
-        const_expr(inf, sizeof inf, kb, kb == 64 ? 0x7ff0000000000000ULL : 0x7f800000ULL);
-        const_expr(absm, sizeof absm, kb, (1ULL << (kb - 1)) - 1);
-        mod_text_put(t,
-                     "%sm = u & %s\n"
-                     "%sif m > %s:\n"
-                     "%s    fl = fl | np.%s(4)\n"
-                     "%s    no = no | k\n"
-                     "%s    nz = nz | ~k\n"
-                     "%selif m == np.%s(0):\n"
-                     "%s    if u == np.%s(0):\n"
-                     "%s        fl = fl | np.%s(2)\n"
-                     "%s    else:\n"
-                     "%s        fl = fl | np.%s(1)\n",
-                     ind, absm, ind, inf, ind, kt, ind, ind, ind, kt, ind, kt, ind, kt, ind, ind,
-                     kt);
-    }
-    if (!grouped) mod_text_put(t, "%skey[np.uint64(i)] = k\n", ind);
-    mod_text_put(t, "%so = o | k\n%sz = z | ~k\n", ind, ind);
-    if (grouped) put_group_key(t, kt, kb / 8, ind);
-}
-
-/* The tiles form's key kernel of keys alone: ALONE_UNROLL loads a
- * work-item in flight, in KEY_GROUPS groups a compute unit, launched with
+/* The tiles form's key kernel of keys alone: ALONE_UNROLL (sort.py) loads
+ * a work-item in flight, in KEY_GROUPS groups a compute unit, launched with
  * that bound, all resident at once (1024 groups of one load at a time:
  * 0.15 ms more for 2^26 float32 on an H100). */
 #define ALONE_UNROLL 8
 #define KEY_GROUPS 4
-
-/* keys_alone_keys's kernel text (name: its form). */
-static void alone_text(mod_text *t, const plan_t *p, const char *name, const void *unused) {
-    (void)unused;
-    const char *kt = mod_dtype_name(p->kdt);
-    bool grouped = p->tiles;
-    const int U = ALONE_UNROLL, npos = p->kbits / 8;
-    mod_text_put(t, "def %s(item, bits, %sres, %sn, a, b, per):\n", name, grouped ? "" : "key, ",
-                 grouped ? "gh, " : "");
-    if (grouped) {
-        mod_text_put(t, "    grp = item.get_group()\n"
-                        "    l = item.get_local_id(0)\n"
-                        "    g = item.get_global_id(0)\n");
-        put_group_start(t, kt, RES_WORDS, npos);
-    } else {
-        mod_text_put(t, "    g = item.get_id(0)\n");
-    }
-    mod_text_put(t,
-                 "    o = np.%s(0)\n"
-                 "    z = np.%s(0)\n"
-                 "    fl = np.%s(0)\n"
-                 "    no = np.%s(0)\n"
-                 "    nz = np.%s(0)\n"
-                 "    for j in range(per):\n",
-                 kt, kt, kt, kt, kt);
-    if (grouped) { /* U keys a step, a apart; all U loads first */
-        mod_text_put(t,
-                     "        i = g + j * b\n"
-                     "        if i + %d * a < n:\n",
-                     U - 1);
-        for (int e = 0; e < U; e++)
-            mod_text_put(t, "            u%d = np.%s(bits[np.uint64(i + %d * a)])\n", e, kt, e);
-        for (int e = 0; e < U; e++) {
-            mod_text_put(t, "            u = u%d\n", e);
-            put_alone_key(t, p, "            ", true);
-        }
-        mod_text_put(t,
-                     "        else:\n"
-                     "            for e in range(%d):\n"
-                     "                if i + e * a < n:\n"
-                     "                    u = np.%s(bits[np.uint64(i + e * a)])\n",
-                     U, kt);
-        put_alone_key(t, p, "                    ", true);
-    } else {
-        mod_text_put(t,
-                     "        i = g * a + j * b\n"
-                     "        if i < n:\n"
-                     "            u = np.%s(bits[np.uint64(i)])\n",
-                     kt);
-        put_alone_key(t, p, "            ", false);
-    }
-    const char *dst = grouped ? "lr" : "res";
-    mod_text_put(t,
-                 "    ol.AtomicRef(%s, 0).fetch_or(o)\n"
-                 "    ol.AtomicRef(%s, 1).fetch_or(z)\n"
-                 "    ol.AtomicRef(%s, 2).fetch_or(fl)\n"
-                 "    ol.AtomicRef(%s, 3).fetch_or(no)\n"
-                 "    ol.AtomicRef(%s, 4).fetch_or(nz)\n",
-                 dst, dst, dst, dst, dst);
-    if (grouped) put_group_end(t, RES_WORDS, npos);
-}
 
 /* The key kernel of a sort of keys alone: key[i] from the bits of element
  * i, and into res (zeroed; ORs of the keys, of their complements, of
  * flags, of NaN keys, of their complements: as fold_bits's) what tells the
  * passes and whether keys alone are exact. flags: 1 -0.0, 2 +0.0, 4 NaN.
  * In the tiles form groups reduce in local memory first and count the
- * histogram (put_group_*), and the digit starts follow; there no key is
- * written (p->raw): the first pass makes them up as it loads the bits,
- * which saves writing and reading them once (0.1 ms of 2^26 float32). */
-static int keys_alone_keys(plan_t *p, PyObject *bits, int vbits, bool descending) {
-    bool grouped = p->tiles;
-    Py_ssize_t G, a, b, per, local = 0;
-    if (grouped) {
-        Py_ssize_t units = ofl_device_get_info(p->dev)->max_compute_units;
-        grouped_range(p, (units > 0 ? units : 1) * KEY_GROUPS, &G, &per);
-        local = 256, a = G, b = ALONE_UNROLL * G, per = (per + ALONE_UNROLL - 1) / ALONE_UNROLL;
-    } else {
-        G = p->runs, per = p->per, a = per, b = 1;
+ * histogram, and the digit starts follow; there no key is written
+ * (p->raw): the first pass makes them up as it loads the bits, which saves
+ * writing and reading them once (0.1 ms of 2^26 float32). */
+static int keys_alone_keys(plan_t *p, PyObject *bits) {
+    if (clear_counts(p) < 0) return -1;
+    if (!p->tiles) {
+        mod_shape r = grid(p->runs, 0);
+        return mod_library_launch("sort", "keys_alone", &r, "OOOnnnnOOOO", bits, p->key[0], p->res,
+                                  p->N, p->per, (Py_ssize_t)1, p->per, p->kdt, p->key_of, p->flip,
+                                  BOOL(p->vfloat));
     }
-    char name[64];
-    snprintf(name, sizeof name, "sort_keys_alone_%s%d%s%s", p->vfloat ? "f" : "u", vbits,
-             descending ? "_desc" : "", grouped ? "_grouped" : "");
-    PyObject *k = sort_kernel(p, name, alone_text, NULL);
-    if (!k || clear_counts(p) < 0) return -1;
-    argv_t av = {.n = 0};
-    arg_obj(&av, bits);
-    if (!grouped) arg_obj(&av, p->key[0]);
-    arg_obj(&av, p->res);
-    if (grouped) arg_obj(&av, p->hist);
-    arg_int(&av, p->N);
-    arg_int(&av, a);
-    arg_int(&av, b);
-    arg_int(&av, per);
-    int rc = run(k, G, local, grouped ? KEY_GROUPS : 0, &av);
-    if (grouped) p->raw = bits;
-    return rc == 0 && grouped ? tile_starts(p, p->kbits) : rc;
+    Py_ssize_t G, per, units = ofl_device_get_info(p->dev)->max_compute_units;
+    grouped_range(p, (units > 0 ? units : 1) * KEY_GROUPS, &G, &per);
+    per = (per + ALONE_UNROLL - 1) / ALONE_UNROLL;
+    mod_shape r = grid(G, 256);
+    int rc = mod_library_launch("sort", "keys_alone_grouped", &r, "OOOnnnnOOOOi", bits, p->res,
+                                p->hist, p->N, G, ALONE_UNROLL * G, per, p->kdt, p->key_of, p->flip,
+                                BOOL(p->vfloat), p->kbits / 8);
+    p->raw = bits;
+    return rc == 0 ? tile_starts(p, p->kbits) : rc;
 }
 
 /* out = the keys' values (their bits), when no pass wrote them: from the
  * keys, or the values' bits where no key was written (keys and back, as a
  * pass would have them). */
 static int keys_to_values(plan_t *p) {
-    mod_text t;
-    t.n = 0;
-    const char *name = p->raw ? "sort_bits_values" : "sort_keys_values";
-    mod_text_put(&t,
-                 "def %s(it, key, out):\n"
-                 "    i = it.get_id(0)\n",
-                 name);
-    if (p->raw)
-        put_key_of(&t, p, "    ", "key[i]", "k");
-    else
-        mod_text_put(&t, "    k = key[i]\n");
-    put_inverse(&t, p, "    ");
-    mod_text_put(&t, "    out[i] = w\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, p->raw ? p->raw : p->key[p->cur]);
-    arg_obj(&av, p->out);
-    return launch(name, &t, p->N, 0, &av);
+    mod_shape r = grid(p->N, 0);
+    return mod_library_launch("sort", "keys_values", &r, "OOOOOOOO",
+                              p->raw ? p->raw : p->key[p->cur], p->out, p->kdt, BOOL(p->raw),
+                              p->key_of, p->bits_of, p->flip, p->vdt);
 }
 
 /* The sorted values of c (C-contiguous, one row of N > 0 elements, not
@@ -1357,22 +592,25 @@ static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
     ofl_device *dev = mod_array_device(c);
     int vbits = (int)c->itemsize * 8;
     bool wide = vbits == 64, vfloat = kind == 'f';
-    PyObject *udt = mod_dtype_find_borrowed('u', c->itemsize);
+    PyObject *udt = uint_dtype((int)c->itemsize);
     plan_t p;
     PyObject *bits = NULL, *h = NULL, *outv = NULL, *result = NULL;
     if (plan_init(&p, dev, N, N, wide, false) < 0) goto out;
     p.vfloat = vfloat;
-    p.vdt = mod_dtype_name(udt);
-    uint64_t all = wide ? ~0ULL : 0xffffffffULL;
+    p.vdt = udt;
+    uint64_t all = wide ? ~0ULL : 0xffffffffULL, vxor;
     if (vfloat)
-        p.vxor = descending ? all : 0;
+        vxor = descending ? all : 0;
     else
-        p.vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
-                 (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
-    if (!(bits = flat_view(c, N, udt))) goto out;
-    if (keys_alone_keys(&p, bits, vbits, descending) < 0 ||
-        !(h = mod_array_asnumpy((mod_array *)p.res)))
-        goto out;
+        vxor = (kind == 'i' ? 1ULL << (vbits - 1) : 0) ^
+               (descending ? (vbits == 64 ? ~0ULL : (1ULL << (kind == 'b' ? 1 : vbits)) - 1) : 0);
+    Py_SETREF(p.flip, np_scalar(p.kdt, vxor));
+    if (vfloat) {
+        p.key_of = fn(wide ? "float64_key_of" : "float32_key_of");
+        p.bits_of = p.key_of ? fn(wide ? "float64_bits_of" : "float32_bits_of") : NULL;
+    }
+    if (!p.flip || !p.key_of || !p.bits_of || !(bits = flat_view(c, N, udt))) goto out;
+    if (keys_alone_keys(&p, bits) < 0 || !(h = mod_array_asnumpy((mod_array *)p.res))) goto out;
     uint64_t r[5];
     {
         Py_buffer view;
@@ -1404,18 +642,9 @@ out:
 /* out[i] = x[idx[i]] (values) or idx[i] % n (positions in the row). */
 static int gather(PyObject *out, PyObject *x, PyObject *idx, Py_ssize_t N, Py_ssize_t n,
                   bool positions) {
-    mod_text t;
-    t.n = 0;
-    const char *name = positions ? "sort_positions" : "sort_gather";
-    mod_text_put(&t, "def %s(it, out, x, idx, n):\n    i = it.get_id(0)\n", name);
-    mod_text_put(&t,
-                 positions ? "    out[i] = idx[i] %% n\n" : "    out[i] = x[np.uint64(idx[i])]\n");
-    argv_t av = {.n = 0};
-    arg_obj(&av, out);
-    arg_obj(&av, x);
-    arg_obj(&av, idx);
-    arg_int(&av, n);
-    return launch(name, &t, N, 0, &av);
+    mod_shape r = grid(N, 0);
+    return positions ? mod_library_launch("sort", "positions", &r, "OOn", out, idx, n)
+                     : mod_library_launch("sort", "gather", &r, "OOO", out, x, idx);
 }
 
 /* ---- sort and argsort ---- */
@@ -1675,21 +904,9 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         PyObject *sc = mod_ops_copy(s, int64_dtype());
         PyObject *x1c = sc ? mod_ops_copy(x1, dt) : NULL;
         a = x1c ? new_1d(dev, dt, n) : NULL;
-        mod_text t;
-        t.n = 0;
-        mod_text_put(&t, "def searchsorted_sorter(it, out, x, s, n):\n"
-                         "    i = it.get_id(0)\n"
-                         "    j = s[i]\n"
-                         "    if j < 0:\n"
-                         "        j += n\n"
-                         "    j = min(max(j, 0), n - 1)\n"
-                         "    out[i] = x[np.uint64(j)]\n");
-        argv_t av = {.n = 0};
-        arg_obj(&av, a);
-        arg_obj(&av, x1c);
-        arg_obj(&av, sc);
-        arg_int(&av, n);
-        int rc = a ? launch("searchsorted_sorter", &t, n, 0, &av) : (args_clear(&av), -1);
+        mod_shape r = grid(n, 0);
+        int rc = a ? 0 : -1;
+        if (a && n > 0) rc = mod_library_launch("sort", "take_sorter", &r, "OOOn", a, x1c, sc, n);
         Py_XDECREF(sc);
         Py_XDECREF(x1c);
         if (rc < 0) goto done;
@@ -1703,65 +920,12 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         if (!(vflat = flat_view((mod_array *)v, M, NULL)) ||
             !(outflat = flat_view((mod_array *)out, M, NULL)))
             goto done;
-        /* lt(p, q): p before q in NumPy's sort order, NaN last */
-        const char *lt = kind_of(dt) != 'i' && kind_of(dt) != 'u'
-                             ? "(%s < %s or (%s != %s and %s == %s))"
-                             : "%s < %s";
-        char cond[160];
-        if (kind_of(dt) != 'i' && kind_of(dt) != 'u')
-            snprintf(cond, sizeof cond, lt, right ? "x" : "y", right ? "y" : "x", right ? "y" : "x",
-                     right ? "y" : "x", right ? "x" : "y", right ? "x" : "y");
-        else
-            snprintf(cond, sizeof cond, lt, right ? "x" : "y", right ? "y" : "x");
-        mod_text t;
-        t.n = 0;
-        char name[64];
-        snprintf(name, sizeof name, "searchsorted_%s_%s", right ? "right" : "left",
-                 mod_dtype_name(dt));
-        mod_text_put(&t,
-                     "def %s(it, out, a, v, n):\n"
-                     "    i = it.get_id(0)\n"
-                     "    x = v[i]\n"
-                     "    lo = np.int64(0)\n"
-                     "    hi = n\n"
-                     "    while lo < hi:\n"
-                     "        mid = (lo + hi) // 2\n"
-                     "        y = a[np.uint64(mid)]\n",
-                     name);
-        if (kind_of(dt) == 'c') {
-            /* NumPy's complex order (npysort's CLT): lexicographic, then
-             * NaN imag (by real), NaN real (by imag), both NaN */
-            const char *p = right ? "x" : "y", *q = right ? "y" : "x";
-            mod_text_put(&t,
-                         "        pr = %s.real\n"
-                         "        pi = %s.imag\n"
-                         "        qr = %s.real\n"
-                         "        qi = %s.imag\n"
-                         "        if pr < qr:\n"
-                         "            b = pi == pi or qi != qi\n"
-                         "        elif pr > qr:\n"
-                         "            b = qi != qi and pi == pi\n"
-                         "        elif pr == qr or (pr != pr and qr != qr):\n"
-                         "            b = pi < qi or (qi != qi and pi == pi)\n"
-                         "        else:\n"
-                         "            b = qr != qr\n",
-                         p, p, q, q);
-        } else {
-            mod_text_put(&t, "        b = %s\n", cond);
-        }
-        mod_text_put(&t,
-                     "        if %sb:\n"
-                     "            lo = mid + 1\n"
-                     "        else:\n"
-                     "            hi = mid\n"
-                     "    out[i] = lo\n",
-                     right ? "not " : "");
-        argv_t av = {.n = 0};
-        arg_obj(&av, outflat);
-        arg_obj(&av, a);
-        arg_obj(&av, vflat);
-        arg_int(&av, n);
-        if (launch(name, &t, M, 0, &av) < 0) goto done;
+        char k = kind_of(dt);
+        PyObject *less = fn(k == 'c' ? "less_complex" : k == 'f' ? "less_float" : "less_int");
+        mod_shape r = grid(M, 0);
+        if (!less || mod_library_launch("sort", "searchsorted", &r, "OOOnOO", outflat, a, vflat, n,
+                                        less, BOOL(right)) < 0)
+            goto done;
     }
     result = Py_NewRef(out);
 done:
@@ -1806,24 +970,11 @@ static PyObject *f_unique(int what, PyObject *xo) {
                 goto done;
         }
         if (!(g = new_1d(dev, int64_dtype(), N + 1))) goto done;
-        /* g[i]: 1 where sv[i] starts a run of equal values (NaN != NaN);
-         * g[N] = 0, so that its exclusive scan ends with the count */
-        mod_text t;
-        t.n = 0;
-        mod_text_put(&t, "def unique_marks(it, g, sv, n):\n"
-                         "    i = it.get_id(0)\n"
-                         "    if i == 0:\n"
-                         "        g[i] = 1\n"
-                         "        g[n] = 0\n"
-                         "    elif sv[i] != sv[np.uint64(i - 1)]:\n"
-                         "        g[i] = 1\n"
-                         "    else:\n"
-                         "        g[i] = 0\n");
-        argv_t av = {.n = 0};
-        arg_obj(&av, g);
-        arg_obj(&av, sv);
-        arg_int(&av, N);
-        if (launch("unique_marks", &t, N, 0, &av) < 0 || exclusive_scan((mod_array *)g, N + 1) < 0)
+        /* g: 1 where sv starts a run of equal values, and its exclusive
+         * scan: each run's place, and the count at g[N] */
+        mod_shape r = grid(N, 0);
+        if (mod_library_launch("sort", "unique_marks", &r, "OOn", g, sv, N) < 0 ||
+            exclusive_scan((mod_array *)g, N + 1) < 0)
             goto done;
         Py_ssize_t one = 1, stride = 8;
         PyObject *last =
@@ -1841,60 +992,16 @@ static PyObject *f_unique(int what, PyObject *xo) {
         (!(indices = new_1d(dev, int64_dtype(), m)) || !(starts = new_1d(dev, int64_dtype(), m)) ||
          !(counts = new_1d(dev, int64_dtype(), m))))
         goto done;
+    mod_shape r = grid(N, 0);
     if (N > 0 && !more) {
-        mod_text t;
-        t.n = 0;
-        mod_text_put(&t, "def unique_values_scatter(it, sv, g, values):\n"
-                         "    i = it.get_id(0)\n"
-                         "    first = i == 0\n"
-                         "    if i > 0:\n"
-                         "        first = sv[i] != sv[np.uint64(i - 1)]\n"
-                         "    if first:\n"
-                         "        values[np.uint64(g[i])] = sv[i]\n");
-        argv_t av = {.n = 0};
-        arg_obj(&av, sv);
-        arg_obj(&av, g);
-        arg_obj(&av, values);
-        if (launch("unique_values_scatter", &t, N, 0, &av) < 0) goto done;
+        if (mod_library_launch("sort", "unique_values", &r, "OOO", sv, g, values) < 0) goto done;
     } else if (N > 0) {
-        if (!(inv_flat = flat_view((mod_array *)inverse, N, NULL))) goto done;
-        mod_text t;
-        t.n = 0;
-        mod_text_put(&t, "def unique_scatter(it, sv, order, g, values, indices, starts, inverse):\n"
-                         "    i = it.get_id(0)\n"
-                         "    j = g[i]\n"
-                         "    first = i == 0\n"
-                         "    if i > 0:\n"
-                         "        first = sv[i] != sv[np.uint64(i - 1)]\n"
-                         "    p = order[i]\n"
-                         "    if first:\n"
-                         "        values[np.uint64(j)] = sv[i]\n"
-                         "        indices[np.uint64(j)] = p\n"
-                         "        starts[np.uint64(j)] = i\n"
-                         "        inverse[np.uint64(p)] = j\n"
-                         "    else:\n"
-                         "        inverse[np.uint64(p)] = j - 1\n");
-        argv_t av = {.n = 0};
-        arg_obj(&av, sv);
-        arg_obj(&av, order);
-        arg_obj(&av, g);
-        arg_obj(&av, values);
-        arg_obj(&av, indices);
-        arg_obj(&av, starts);
-        arg_obj(&av, inv_flat);
-        if (launch("unique_scatter", &t, N, 0, &av) < 0) goto done;
-        t.n = 0;
-        mod_text_put(&t, "def unique_counts(it, counts, starts, m, n):\n"
-                         "    j = it.get_id(0)\n"
-                         "    e = n\n"
-                         "    if j + 1 < m:\n"
-                         "        e = starts[np.uint64(j + 1)]\n"
-                         "    counts[j] = e - starts[j]\n");
-        arg_obj(&av, counts);
-        arg_obj(&av, starts);
-        arg_int(&av, m);
-        arg_int(&av, N);
-        if (launch("unique_counts", &t, m, 0, &av) < 0) goto done;
+        mod_shape rm = grid(m, 0);
+        if (!(inv_flat = flat_view((mod_array *)inverse, N, NULL)) ||
+            mod_library_launch("sort", "unique_scatter", &r, "OOOOOOO", sv, order, g, values,
+                               indices, starts, inv_flat) < 0 ||
+            mod_library_launch("sort", "unique_counts", &rm, "OOnn", counts, starts, m, N) < 0)
+            goto done;
     }
     switch (what) {
     case U_VALUES: result = Py_NewRef(values); break;
