@@ -12,6 +12,8 @@
  *   for each argument after the item:
  *     array  -> global pointer to its buffer, i64 byte offset of element 0,
  *               i64 shape[ndim], i64 strides[ndim] (bytes)
+ *     tuple of arrays (jit_func_parse's arrays) -> each element, in order, as
+ *               an array argument of its own
  *     scalar -> its value: the dtype's width; weak int as i64, weak float as
  *               f64 (f32 on a target without fp64), bool as i8; a complex
  *               number by value as <2 x float> / <2 x double> (OpenCL's
@@ -132,8 +134,13 @@ typedef struct {
  * functions return values. consts (a dict, or NULL): the values of the
  * kernel's compile-time parameters (ol.constexpr) by name, which are then
  * not parameters of the device code (jit_func_nparams counts the others);
- * only read while parsing. */
-jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, jit_error *err);
+ * only read while parsing. arrays (a dict, or NULL): the kernel's
+ * parameters that take a tuple of arrays, by name, each with the tuple's
+ * length; each element is a parameter of the device code in the name's
+ * place, and in the kernel T[k] (k compile-time) is element k, len(T) a
+ * constant, and a loop over T is unrolled. */
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, PyObject *arrays,
+                         jit_error *err);
 void jit_func_free(jit_func *f);
 const char *jit_func_name(const jit_func *f);
 int jit_func_nparams(const jit_func *f); /* including the item for a kernel */

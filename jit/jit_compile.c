@@ -96,8 +96,10 @@ static int bounds_sites_again(jit_func *f, const jit_type *args, int nargs, int 
 static int cache_key(const jit_func *f, const jit_type *args, int nargs, int range_ndim,
                      const jit_target *t, unsigned flags, const char *entry, char *key,
                      size_t len) {
-    char sig[1024];
+    /* room for every argument: a key cut short would serve one signature another's code */
+    char sig[8192];
     jit_signature_str(args, nargs, range_ndim, flags & JIT_NDRANGE, sig, sizeof sig);
+    if (strlen(sig) + 1 >= sizeof sig) return -1;
     int n = snprintf(
         key, len,
         "offload %s jit %s llvm %s|%s|form %d sm %d fp64 %d atomic64 %d local %llu bounds %d %d|"
@@ -180,7 +182,7 @@ static int compile_typed(jit_func *f, const jit_type *args, int nargs, int range
     snprintf(out->entry, sizeof out->entry, "ofl_%s", f->name);
     jit_symbol_sanitize(out->entry);
 
-    char key[4096];
+    char key[10240];
     int klen = cache_key(f, args, nargs, range_ndim, t, flags, out->entry, key, sizeof key);
     if (klen < 0) {
         internal(err, "signature too long", NULL);

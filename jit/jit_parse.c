@@ -13,7 +13,13 @@
  * is computed here, by Python: an `if` whose test names no local variable
  * keeps only the branch taken, `for v in ol.static_range(...)` and a loop over
  * a compile-time tuple are unrolled with v bound to each value, and a
- * compile-time tuple's elements and length are constants. */
+ * compile-time tuple's elements and length are constants.
+ *
+ * A parameter given a tuple of arrays (jit_func_parse's arrays) is a
+ * variable per element, named T[k], and T itself a compile-time tuple of
+ * stand-ins, one per element: T[k], len(T) and loops over T are then
+ * computed as for any compile-time tuple, and a stand-in reads as its
+ * element's variable (from_object). */
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -137,6 +143,9 @@ typedef struct {
                                  made of int and float literals only (fold_const); else NULL */
     const jit_node *value_of; /* the node value belongs to (literal_node) */
     PyObject *consts;         /* borrowed: the kernel's compile-time parameters by name, or NULL */
+    PyObject *arrays;         /* borrowed: tuple-of-arrays parameters' lengths by name, or NULL */
+    PyObject *tuples;         /* owned: each such parameter's name -> its tuple of stand-ins */
+    PyObject *slots;          /* owned: a stand-in -> its element's variable number */
     PyObject *bound;          /* owned: the unrolled loops' variables bound now, by name */
     bool in_unrolled;         /* the innermost loop is unrolled: break and continue cannot
                                  leave it */
@@ -302,6 +311,11 @@ static int add_local(parser *p, const char *name, PyObject *at) {
     if (p->consts && PyDict_GetItemString(p->consts, name))
         return fail(p, at, "'%s' is a compile-time parameter (ol.constexpr) and cannot be assigned",
                     name);
+    if (p->tuples && PyDict_GetItemString(p->tuples, name))
+        return fail(p, at,
+                    "'%s' is a parameter given a tuple of arrays and cannot be assigned\n"
+                    "Assign its elements to names of their own: a = %s[0].",
+                    name, name);
     jit_func *f = p->f;
     jit_var *nv = realloc(f->vars, (size_t)(f->nvars + 1) * sizeof *nv);
     if (!nv) return internal_error(p->err, "out of memory");
@@ -351,7 +365,7 @@ static int collect_stores(parser *p, PyObject *node) {
 }
 
 static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, PyObject *consts,
-                                const jit_chain *up, jit_error *err);
+                                PyObject *arrays, const jit_chain *up, jit_error *err);
 
 /* -1 with the error when a call to fn from here closes a cycle of device
  * functions, named from the function called back to it: "f1 -> f2 -> f1". */
@@ -402,11 +416,26 @@ static int complex_const(PyObject *obj, jit_node *n) {
     return 0;
 }
 
+/* Whether tuple is a parameter's tuple of arrays (tuple_param's stand-ins). */
+static bool holds_arrays(parser *p, PyObject *tuple) {
+    return p->slots && PyTuple_GET_SIZE(tuple) &&
+           PyDict_Contains(p->slots, PyTuple_GET_ITEM(tuple, 0)) == 1;
+}
+
 /* A compile-time object (a global, a closure cell, a module attribute) as a node. */
 static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject *obj) {
     jit_node *n = new_node(p, at, N_CONST);
     if (!n) return NULL;
     char note[256];
+    PyObject *slot = p->slots && Py_IS_TYPE(obj, &PyBaseObject_Type)
+                         ? PyDict_GetItemWithError(p->slots, obj)
+                         : NULL;
+    if (slot) { /* an element of a tuple of arrays: its variable */
+        n->kind = N_VAR;
+        n->v.var = (int)PyLong_AsLong(slot);
+        p->f->vars[n->v.var].in_code = true;
+        return n;
+    }
     if (PyBool_Check(obj)) {
         n->type = jit_scalar(JIT_BOOL);
         n->v.i = obj == Py_True;
@@ -503,7 +532,8 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                     return NULL;
                 }
                 p->f->callees = nc;
-                if (!(callee = parse_function(fn, false, NULL, p->chain, p->err))) return NULL;
+                if (!(callee = parse_function(fn, false, NULL, NULL, p->chain, p->err)))
+                    return NULL;
                 nc[p->f->ncallees++] = callee;
             }
             /* the callee's tree is walked from within this call's */
@@ -513,10 +543,10 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
         } else if (PyTuple_Check(obj)) {
             fail(p, at,
-                 "'%s' is a tuple, which a kernel uses at compile time only\n"
+                 "'%s' is a tuple%s, which a kernel uses at compile time only\n"
                  "Index it with a compile-time index (%s[0]), take len(%s), or loop over it "
                  "(for v in %s: unrolls the loop).",
-                 name, name, name, name);
+                 name, holds_arrays(p, obj) ? " of arrays" : "", name, name, name);
             return NULL;
         } else {
             int b = builtin_of(obj);
@@ -547,6 +577,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
 static PyObject *static_name(parser *p, PyObject *at, const char *name) {
     PyObject *obj = NULL; /* borrowed */
     if (p->bound && (obj = PyDict_GetItemString(p->bound, name))) return obj;
+    if (p->tuples && (obj = PyDict_GetItemString(p->tuples, name))) return obj;
     if (p->consts && (obj = PyDict_GetItemString(p->consts, name))) return obj;
     if (p->closure_names) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(p->closure_names); i++)
@@ -625,6 +656,7 @@ static PyObject *static_value(parser *p, PyObject *node) {
         if (cell) rc = PyDict_SetItem(ns, PyTuple_GET_ITEM(p->closure_names, i), cell);
     }
     if (rc == 0 && p->consts) rc = PyDict_Update(ns, p->consts);
+    if (rc == 0 && p->tuples) rc = PyDict_Update(ns, p->tuples);
     if (rc == 0 && p->bound) rc = PyDict_Update(ns, p->bound);
     PyObject *tree = rc == 0 ? PyObject_CallMethod(ast, "Expression", "O", node) : NULL;
     PyObject *compile = PyDict_GetItemString(PyEval_GetBuiltins(), "compile"); /* borrowed */
@@ -1291,8 +1323,27 @@ static jit_node *attribute_expr(parser *p, PyObject *node) {
 }
 
 /* T[k] of a compile-time tuple T and index k: the element, a constant. */
-static jit_node *tuple_element(parser *p, PyObject *node) {
+static jit_node *tuple_element(parser *p, PyObject *node, PyObject *tuple) {
     PyObject *v = static_value(p, node);
+    bool arrays = holds_arrays(p, tuple);
+    PyObject *sl = !v && arrays ? PyObject_GetAttrString(node, "slice") : NULL;
+    PyObject *k = sl ? static_value(p, sl) : NULL;
+    Py_XDECREF(sl);
+    if (k && PyLong_Check(k)) {
+        fail(p, node, "index %lld is out of range: this tuple holds %zd arrays",
+             PyLong_AsLongLong(k), PyTuple_GET_SIZE(tuple));
+        Py_DECREF(k);
+        return NULL;
+    }
+    Py_XDECREF(k);
+    PyErr_Clear();
+    if (!v && arrays) {
+        fail(p, node,
+             "a tuple of arrays takes compile-time indices\n"
+             "Index it with literals, ol.constexpr parameters or an unrolled loop's variable "
+             "(for k in ol.static_range(len(t)): ... t[k][i] ...).");
+        return NULL;
+    }
     if (!v) {
         fail(p, node,
              "a compile-time tuple takes compile-time indices\n"
@@ -1308,9 +1359,9 @@ static jit_node *tuple_element(parser *p, PyObject *node) {
 static jit_node *subscript_expr(parser *p, PyObject *node) {
     jit_node *n = NULL;
     PyObject *of = PyObject_GetAttrString(node, "value");
-    bool tuple = of && static_tuple(p, of);
+    PyObject *tuple = of ? static_tuple(p, of) : NULL; /* borrowed */
     Py_XDECREF(of);
-    if (tuple) return tuple_element(p, node);
+    if (tuple) return tuple_element(p, node, tuple);
     PyObject *sl = PyObject_GetAttrString(node, "slice");
     if (!sl || !(n = new_node(p, node, N_INDEX)) || !(n->a = child(p, node, "value"))) {
         Py_XDECREF(sl);
@@ -1540,7 +1591,9 @@ static jit_node *unrolled_for(parser *p, PyObject *node, PyObject *body, PyObjec
                 memcpy(n->body + k * per, copy, sizeof *copy * (size_t)ncopy);
         }
         p->in_unrolled = was;
-        if (outer ? PyDict_SetItem(p->bound, id, outer) : PyDict_DelItem(p->bound, id)) n = NULL;
+        /* a loop over nothing bound nothing to take back */
+        if (count && (outer ? PyDict_SetItem(p->bound, id, outer) : PyDict_DelItem(p->bound, id)))
+            n = NULL;
         Py_XDECREF(outer);
         if (n && !(n->body[n->nbody - 1] =
                        bind_after(p, node, PyUnicode_AsUTF8(id),
@@ -1702,10 +1755,40 @@ static int stmts(parser *p, PyObject *list, jit_node ***out, int *count) {
 
 /* ---- the function ---- */
 
-/* Parameter a, named name: a local variable, or a compile-time parameter
- * (ol.constexpr), which the caller's consts resolve like a global. */
+/* Parameter a, named name, given a tuple of n arrays: a variable per
+ * element, named name[k], and the name a tuple of stand-ins for them. */
+static int tuple_param(parser *p, PyObject *a, const char *name, Py_ssize_t n) {
+    if ((!p->tuples && !(p->tuples = PyDict_New())) || (!p->slots && !(p->slots = PyDict_New())))
+        return internal_error(p->err, "out of memory");
+    PyObject *stand = PyTuple_New(n);
+    int rc = stand ? 0 : internal_error(p->err, "out of memory");
+    for (Py_ssize_t k = 0; rc == 0 && k < n; k++) {
+        char element[300];
+        snprintf(element, sizeof element, "%s[%zd]", name, k);
+        if ((rc = add_local(p, element, a)) < 0) break;
+        PyObject *o = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+        PyObject *var = PyLong_FromLong(p->f->nvars - 1);
+        if (!o || !var || PyDict_SetItem(p->slots, o, var) < 0)
+            rc = internal_error(p->err, "out of memory");
+        Py_XDECREF(var);
+        if (o) PyTuple_SET_ITEM(stand, k, o);
+    }
+    if (rc == 0 && PyDict_SetItemString(p->tuples, name, stand) < 0)
+        rc = internal_error(p->err, "out of memory");
+    Py_XDECREF(stand);
+    char note[320];
+    snprintf(note, sizeof note, "%s: %zd arrays", name, n);
+    hash_text(p, note);
+    return rc;
+}
+
+/* Parameter a, named name: a local variable, a tuple of arrays' elements
+ * (tuple_param), or a compile-time parameter (ol.constexpr), which the
+ * caller's consts resolve like a global. */
 static int param(parser *p, PyObject *a, const char *name) {
     if (p->consts && PyDict_GetItemString(p->consts, name)) return 0;
+    PyObject *len = p->arrays ? PyDict_GetItemString(p->arrays, name) : NULL;
+    if (len) return tuple_param(p, a, name, PyLong_AsSsize_t(len));
     PyObject *ann = PyObject_GetAttrString(a, "annotation");
     PyObject *v = ann && ann != Py_None ? static_value(p, ann) : NULL;
     PyObject *marker = v && modules[MOD_OFFLOAD]
@@ -1950,7 +2033,7 @@ static PyObject *parse_source(jit_func *f, PyObject *pyfunc, PyObject *code, int
 }
 
 static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, PyObject *consts,
-                                const jit_chain *up, jit_error *err) {
+                                PyObject *arrays, const jit_chain *up, jit_error *err) {
     if (init_known() < 0) {
         internal_error(err, "cannot import math/numpy");
         return NULL;
@@ -1963,7 +2046,7 @@ static jit_func *parse_function(PyObject *pyfunc, bool is_kernel, PyObject *cons
     f->origin = pyfunc;
     f->is_kernel = is_kernel;
     jit_chain link = {.origin = pyfunc, .name = "?", .up = up};
-    parser p = {.f = f, .err = err, .chain = &link, .consts = consts};
+    parser p = {.f = f, .err = err, .chain = &link, .consts = consts, .arrays = arrays};
     PyObject *tree = NULL, *code = NULL;
     char *src = NULL;
     int rc = -1;
@@ -2015,6 +2098,8 @@ out:
     if (p.hash) EVP_MD_CTX_free(p.hash);
     Py_CLEAR(p.value);
     Py_CLEAR(p.bound);
+    Py_CLEAR(p.tuples);
+    Py_CLEAR(p.slots);
     free(src);
     Py_XDECREF(tree);
     Py_XDECREF(code);
@@ -2025,9 +2110,10 @@ out:
     return f;
 }
 
-jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, jit_error *err) {
+jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, PyObject *arrays,
+                         jit_error *err) {
     memset(err, 0, sizeof *err);
-    return parse_function(pyfunc, is_kernel, consts, NULL, err);
+    return parse_function(pyfunc, is_kernel, consts, arrays, NULL, err);
 }
 
 jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filename, PyObject *lines,

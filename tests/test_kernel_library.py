@@ -5,7 +5,10 @@ data into poisoned outputs.
 
 reduce.combine_strided folds every S-th of n partials into one value with
 one work-group; on a GPU it is the second kernel of every prange reduction,
-which on a CPU device the tests of prange loops never reach.
+which on a CPU device the tests of prange loops never reach. index.py's
+kernels are launched with plans written out here (meta, offsets), including
+the cases indexing from Python reaches rarely: a scan of more counts than
+a work-group has work-items, checks as a gather reads.
 """
 
 from __future__ import annotations
@@ -210,3 +213,142 @@ def test_sort_tile_starts(device, rng, npos):
     c = counts.reshape(npos, 256)
     want = np.cumsum(c, axis=1) - c
     assert np.array_equal(ol.asnumpy(gh), want.ravel())
+
+
+# ---- index.py: masks, nonzero, x[key] ----------------------------------------
+
+GROUP = 256  # mod_index.c's work-group size
+
+
+def index_kernel(name):
+    return ol._library("index", name)
+
+
+def tally(device, m, per):
+    """nz_count then nz_scan over the 1-D bool device array m: counts, offs, total."""
+    n = m.shape[0]
+    G = -(-n // (GROUP * per))
+    counts = ol.asarray(poisoned(G, "int64"), device=device)
+    offs = ol.asarray(poisoned(G, "int64"), device=device)
+    total = ol.asarray(poisoned(1, "int64"), device=device)
+    index_kernel("nz_count")[ol.NdRange(G * GROUP, GROUP)](m, counts, n, GROUP, per)
+    index_kernel("nz_scan")[ol.NdRange(GROUP, GROUP)](counts, offs, total, G, GROUP)
+    return G, ol.asnumpy(counts), offs, ol.asnumpy(total)[0]
+
+
+@pytest.mark.parametrize("n,per", [(1, 4), (1000, 4), (5000, 16), (70001, 8), (300000, 4)])
+def test_nz_count_and_scan(device, rng, n, per):
+    host = rng.random(n) < 0.3
+    G, counts, offs, total = tally(device, ol.asarray(host, device=device), per)
+    want = np.add.reduceat(host.astype(np.int64), np.arange(0, n, GROUP * per))
+    assert np.array_equal(counts, want)
+    assert np.array_equal(ol.asnumpy(offs), np.concatenate([[0], np.cumsum(want)[:-1]]))
+    assert total == host.sum()
+
+
+@pytest.mark.parametrize("shape", [(1,), (999,), (37, 41), (5, 6, 300)])
+def test_nz_scatter_writes_coordinates(device, rng, shape):
+    host = rng.random(shape) < 0.4
+    n = host.size
+    m = ol.asarray(host.reshape(-1), device=device)
+    G, _, offs, total = tally(device, m, 4)
+    k = len(shape)
+    out = ol.asarray(poisoned(k * total + 3, "int64"), device=device)
+    shp = ol.asarray(np.array(shape, np.int64), device=device)
+    index_kernel("nz_scatter")[ol.NdRange(G * GROUP, GROUP)](m, offs, out, shp, k, n, int(total),
+                                                             GROUP, 4)
+    got = ol.asnumpy(out)
+    assert np.array_equal(got[:k * total].reshape(k, total), np.array(np.nonzero(host)))
+    assert np.array_equal(got[k * total:], poisoned(3, "int64")), "wrote past the coordinates"
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("n", [1, 3000, 50000])
+def test_mask_take(device, rng, dtype, n):
+    if dtype in ("float64", "complex128") and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    host = rng.random(n) < 0.5
+    x = rng.standard_normal(n) * 100
+    x = (x + 1j * x[::-1] if dtype == "complex128" else x).astype(dtype)
+    per = 8 if x.itemsize > 8 else 16  # as mod_index.c picks
+    m = ol.asarray(host, device=device)
+    G, _, offs, total = tally(device, m, per)
+    out = ol.asarray(poisoned(int(total) + 2, dtype), device=device)
+    index_kernel("mask_take")[ol.NdRange(G * GROUP, GROUP)](m, ol.asarray(x, device=device), offs,
+                                                           out, n, GROUP, per, np.dtype(dtype))
+    got = ol.asnumpy(out)
+    assert np.array_equal(got[:total], x[host])
+    assert np.array_equal(got[total:], poisoned(2, dtype), equal_nan=x.dtype.kind in "fc")
+
+
+@pytest.mark.parametrize("flag", ["int32", "int64"])
+def test_check_keeps_the_first_bad_position(device, rng, flag):
+    n = 5000
+    idx = rng.integers(-10, 10, n)
+    bad = np.sort(rng.choice(n, 3, replace=False))
+    idx[bad] = [10, -11, 99]
+    flags = ol.asarray(np.array([7, np.iinfo(flag).max], flag), device=device)
+    index_kernel("check")[ol.Range(n)](ol.asarray(idx, device=device), 10, flags, 1,
+                                       np.dtype(flag))
+    assert ol.asnumpy(flags).tolist() == [7, bad[0]]
+
+
+def access_meta(dims, tails):
+    """access's meta: a row per result dimension, then (x stride, axis length) per index array."""
+    return np.array([v for row in dims for v in row] + [v for t in tails for v in t], np.int64)
+
+
+def test_access_gathers_with_two_index_arrays(device, rng):
+    # x[i0, i1] over a (30, 7) x, i0 of shape (a, 1) and i1 of shape (1, b): an (a, b) result
+    x = rng.standard_normal((30, 7))
+    a, b = 11, 5
+    i0 = rng.integers(-30, 30, (a, 1))
+    i1 = rng.integers(-7, 7, (1, b))
+    meta = access_meta([(a, 0, 1, 0), (b, 0, 0, 1)], [(7, 30), (1, 7)])
+    out = ol.asarray(poisoned(a * b, "float64"), device=device)
+    I = (ol.asarray(i0.reshape(-1), device=device), ol.asarray(i1.reshape(-1), device=device))
+    md = ol.asarray(meta, device=device)
+    index_kernel("access")[ol.Range(a * b)](out, ol.asarray(x.reshape(-1), device=device), I, md,
+                                            2, 0, 0, md, 0, False, (-1, -1), np.dtype("int64"))
+    assert np.array_equal(ol.asnumpy(out).reshape(a, b), x[i0, i1])
+
+
+def test_access_checks_as_it_gathers(device, rng):
+    # a flat take: x[idx] of a 1-D x, idx checked (flag 0), the bad element left unread
+    x = rng.standard_normal(50).astype(np.float32)
+    idx = rng.integers(-50, 50, 400)
+    idx[[123, 321]] = [50, -51]
+    meta = access_meta([(400, 0, 1)], [(1, 50)])
+    out = ol.asarray(poisoned(400, "float32"), device=device)
+    flags = ol.asarray(np.array([np.iinfo(np.int32).max], np.int32), device=device)
+    md = ol.asarray(meta, device=device)
+    index_kernel("access")[ol.Range(400)](out, ol.asarray(x, device=device),
+                                          (ol.asarray(idx, device=device),), md, 1, 0, 0, flags,
+                                          0, True, (0,), np.dtype("int32"))
+    assert ol.asnumpy(flags)[0] == 123
+    got, ok = ol.asnumpy(out), np.ones(400, bool)
+    ok[[123, 321]] = False
+    assert np.array_equal(got[ok], x[idx[ok]])
+    assert np.isnan(got[~ok]).all(), "read for an index out of range"
+
+
+@pytest.mark.parametrize("scalar", [False, True])
+def test_access_scatters(device, rng, scalar):
+    # x[i0, :, i1] = v over a (6, 4, 9) x: the (k, 4) result's rows step x by its middle axis
+    x = rng.standard_normal((6, 4, 9))
+    k = 5
+    i0 = rng.choice(6, k, replace=False)  # distinct pairs: the stores do not race
+    i1 = rng.integers(-9, 9, k)
+    v = rng.standard_normal((k, 4))
+    vcol = () if scalar else (4,)
+    meta = access_meta([(k, 0, *vcol, 1, 1), (4, 9, *((1,) if not scalar else ()), 0, 0)],
+                       [(36, 6), (1, 9)])
+    xd = ol.asarray(x.reshape(-1), device=device)
+    md = ol.asarray(meta, device=device)
+    I = (ol.asarray(i0, device=device), ol.asarray(i1, device=device))
+    src = np.float64(2.5) if scalar else ol.asarray(v.reshape(-1), device=device)
+    index_kernel("access")[ol.Range(k * 4)](xd, src, I, md, 2, 0, 0, md, 2 if scalar else 1,
+                                            False, (-1, -1), np.dtype("int64"))
+    want = x.copy()
+    want[i0, :, i1] = 2.5 if scalar else v
+    assert np.array_equal(ol.asnumpy(xd).reshape(6, 4, 9), want)

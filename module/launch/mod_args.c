@@ -6,8 +6,6 @@
 
 #include "mod_launch.h"
 
-#define MAX_ARGS 64 /* a kernel's arguments, at most */
-
 static PyObject *dtype_objs[JIT_NDTYPES]; /* canonical numpy.dtype per jit dtype, borrowed */
 
 /* At the first use: the dtypes exist once the module is imported. */
@@ -135,8 +133,8 @@ void mod_args_clear(mod_args *a) {
 int mod_args_init(mod_args *a, PyObject *const *args, Py_ssize_t n) {
     a->types = NULL, a->objs = NULL, a->copied = NULL, a->packed = NULL, a->words = NULL;
     a->n = 0, a->ncopied = 0, a->npacked = 0, a->dev = NULL, a->given = args;
-    if (n > MAX_ARGS) {
-        PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MAX_ARGS);
+    if (n > MOD_SPREAD_MOST) {
+        PyErr_Format(PyExc_TypeError, "a kernel takes at most %d arguments", MOD_SPREAD_MOST);
         return -1;
     }
     a->n = n;

@@ -8,7 +8,14 @@
  * tuples and device functions passed in are all settled at compile time,
  * and every value is part of the variant's source hash. mod_kernel.c keeps
  * the variants; this file says which parameters are compile-time, splits a
- * launch's arguments, and compares values. */
+ * launch's arguments, and compares values.
+ *
+ * A tuple given to any other parameter is a tuple of arrays: its length is
+ * compile-time too (the JIT makes a parameter of each element, jit.h), so
+ * it picks the variant with the values, and the split spreads its elements
+ * into the run-time arguments. */
+#include <limits.h>
+
 #include "mod_launch.h"
 
 /* offload.constexpr: only ever an annotation, never an instance. */
@@ -47,6 +54,7 @@ int mod_constexpr_of(PyObject *pyfunc, mod_constexpr *out) {
     PyObject *found = PyList_New(0);
     long n = argc ? PyLong_AsLong(argc) : -1;
     int rc = n >= 0 && names && anns && PyDict_Check(anns) && found ? 0 : -1;
+    if (rc == 0 && !(out->params = PyTuple_GetSlice(names, 1, n > 0 ? n : 1))) rc = -1;
     for (long i = 1; rc == 0 && i < n; i++) { /* the item is never compile-time */
         PyObject *name = PyTuple_GET_ITEM(names, i);
         PyObject *ann = PyDict_GetItemWithError(anns, name);
@@ -74,27 +82,75 @@ int mod_constexpr_of(PyObject *pyfunc, mod_constexpr *out) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-void mod_constexpr_clear(mod_constexpr *c) { Py_CLEAR(c->names); }
+void mod_constexpr_clear(mod_constexpr *c) {
+    Py_CLEAR(c->names);
+    Py_CLEAR(c->params);
+}
 
-int mod_constexpr_split(const mod_constexpr *c, PyObject *pyfunc, PyObject *const *args,
-                        Py_ssize_t nargs, PyObject **rest, PyObject **values) {
-    if (nargs != c->nparams) {
+/* TypeError unless tuple argument i (of pyfunc) holds arrays only. */
+static int check_tuple(PyObject *pyfunc, PyObject *t, Py_ssize_t i) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(t); k++) {
+        PyObject *o = PyTuple_GET_ITEM(t, k);
+        if (mod_array_check(o) || mod_is_numpy_array(o)) continue;
         PyObject *name = PyObject_GetAttrString(pyfunc, "__name__");
         if (name)
+            PyErr_Format(PyExc_TypeError,
+                         "%U(): argument %zd is a tuple, whose elements a kernel takes as "
+                         "arrays, but element %zd is %s\nA tuple of numbers is a compile-time "
+                         "value: annotate the parameter ol.constexpr.",
+                         name, i + 1, k, Py_TYPE(o)->tp_name);
+        Py_XDECREF(name);
+        return -1;
+    }
+    return 0;
+}
+
+int mod_constexpr_split(const mod_constexpr *c, PyObject *pyfunc, PyObject *const *args,
+                        Py_ssize_t nargs, PyObject **rest, Py_ssize_t *nrest, PyObject **values,
+                        unsigned char *lens) {
+    if (nargs != c->nparams) {
+        PyObject *name = PyObject_GetAttrString(pyfunc, "__name__");
+        if (name && c->names)
             PyErr_Format(PyExc_TypeError,
                          "%U() takes %d argument%s after the item (%zd of them compile-time: "
                          "%S), got %zd",
                          name, c->nparams, c->nparams == 1 ? "" : "s", PyTuple_GET_SIZE(c->names),
                          c->names, nargs);
+        else if (name)
+            PyErr_Format(PyExc_TypeError, "%U() takes %d argument%s after the item, got %zd", name,
+                         c->nparams, c->nparams == 1 ? "" : "s", nargs);
         Py_XDECREF(name);
         return -1;
     }
     Py_ssize_t r = 0, v = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if (c->bits >> i & 1)
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        lens[i] = 0;
+        if (c->bits >> i & 1) {
             values[v++] = args[i];
-        else
+        } else if (PyTuple_Check(args[i])) {
+            Py_ssize_t n = PyTuple_GET_SIZE(args[i]);
+            if (check_tuple(pyfunc, args[i], i) < 0) return -1;
+            if (n > MOD_SPREAD_MOST - r || n > UCHAR_MAX - 1) {
+                PyErr_Format(PyExc_TypeError,
+                             "a kernel takes at most %d arguments, counting each element of "
+                             "a tuple of arrays",
+                             MOD_SPREAD_MOST);
+                return -1;
+            }
+            for (Py_ssize_t k = 0; k < n; k++) rest[r++] = PyTuple_GET_ITEM(args[i], k);
+            lens[i] = (unsigned char)(n + 1);
+        } else {
+            if (r == MOD_SPREAD_MOST) {
+                PyErr_Format(PyExc_TypeError,
+                             "a kernel takes at most %d arguments, counting each element of "
+                             "a tuple of arrays",
+                             MOD_SPREAD_MOST);
+                return -1;
+            }
             rest[r++] = args[i];
+        }
+    }
+    *nrest = r;
     return 0;
 }
 
@@ -124,6 +180,17 @@ bool mod_constexpr_same(PyObject *a, PyObject *b) {
     }
     if (eq < 0) PyErr_Clear();
     return eq == 1;
+}
+
+PyObject *mod_constexpr_arrays(const mod_constexpr *c, const unsigned char *lens) {
+    PyObject *d = PyDict_New();
+    for (Py_ssize_t i = 0; d && i < c->nparams; i++) {
+        if (!lens[i]) continue;
+        PyObject *n = PyLong_FromLong(lens[i] - 1);
+        if (!n || PyDict_SetItem(d, PyTuple_GET_ITEM(c->params, i), n) < 0) Py_CLEAR(d);
+        Py_XDECREF(n);
+    }
+    return d;
 }
 
 PyObject *mod_constexpr_dict(const mod_constexpr *c, PyObject *values) {

@@ -8,7 +8,8 @@
  * arguments finds it at the first compare, without building any key or
  * Python object. A variant is one parse of the function: a kernel with
  * compile-time parameters (mod_constexpr.c) has one per tuple of their
- * values, any other kernel just one.
+ * values and lengths of the tuples of arrays it is given, any other kernel
+ * just one.
  *
  * A launch with bounds checks (@offload.kernel(boundscheck=True), or a
  * LoopContext's) uses a specialisation compiled with JIT_BOUNDSCHECK, gives it
@@ -43,12 +44,15 @@ static PyObject *CompileError; /* Exception: filename, lineno, colno */
 
 typedef enum { SPEC_BUILDING, SPEC_READY, SPEC_FAILED } spec_state;
 
+#define SPLIT_MOST 64 /* arguments a kernel with compile-time parameters or tuples takes */
+
 /* One parse of the kernel's function, for one tuple of its compile-time
  * arguments. Variants are heap objects that never move and live as long as
  * their kernel. */
 typedef struct {
     PyObject *values; /* owned: the compile-time arguments; NULL when the kernel has none */
-    jit_func *jf;     /* owned; NULL until the first compile parses it */
+    unsigned char lens[SPLIT_MOST]; /* mod_constexpr_split's: the tuples of arrays */
+    jit_func *jf;                   /* owned; NULL until the first compile parses it */
 } variant;
 
 typedef struct {
@@ -150,53 +154,61 @@ static int target_of(ofl_device *dev, jit_target *t, char *ident, size_t len) {
 
 /* ---- variants ---- */
 
-static variant *variant_add(mod_kernel *k, PyObject *values) {
+static variant *variant_add(mod_kernel *k, PyObject *values, const unsigned char *lens) {
     variant **more = realloc(k->variants, sizeof *more * (size_t)(k->nvariants + 1));
     if (!more) return (variant *)PyErr_NoMemory();
     k->variants = more;
     variant *v = calloc(1, sizeof *v);
     if (!v) return (variant *)PyErr_NoMemory();
     v->values = Py_XNewRef(values);
+    if (lens) memcpy(v->lens, lens, (size_t)k->consts.nparams);
     return k->variants[k->nvariants++] = v;
 }
 
 /* The variant for these compile-time arguments (a kernel's nvalues of
- * them, borrowed), made when new; searched from the one found last. */
-static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t nvalues) {
+ * them, borrowed) and tuples of arrays, made when new; searched from the
+ * one found last. */
+static variant *variant_for(mod_kernel *k, PyObject *const *values, Py_ssize_t nvalues,
+                            const unsigned char *lens) {
     for (int probe = 0; probe < k->nvariants; probe++) {
         int i = (k->last_variant + probe) % k->nvariants;
-        PyObject *have = k->variants[i]->values;
+        variant *v = k->variants[i];
         Py_ssize_t j = 0;
-        while (j < nvalues && mod_constexpr_same(PyTuple_GET_ITEM(have, j), values[j])) j++;
-        if (j == nvalues) {
+        while (j < nvalues && mod_constexpr_same(PyTuple_GET_ITEM(v->values, j), values[j])) j++;
+        if (j == nvalues && !memcmp(v->lens, lens, (size_t)k->consts.nparams)) {
             k->last_variant = i;
-            return k->variants[i];
+            return v;
         }
     }
-    PyObject *t = PyTuple_New(nvalues);
+    PyObject *t = nvalues ? PyTuple_New(nvalues) : NULL;
     for (Py_ssize_t j = 0; t && j < nvalues; j++) PyTuple_SET_ITEM(t, j, Py_NewRef(values[j]));
-    variant *v = t ? variant_add(k, t) : NULL;
+    variant *v = t || !nvalues ? variant_add(k, t, lens) : NULL;
     Py_XDECREF(t);
     return v;
 }
 
-/* A launch's arguments after the item: the compile-time ones pick the
- * variant, the others stay in *args (rest: the caller's room for them).
- * The one variant of a kernel without any. */
-#define SPLIT_MOST 64 /* arguments a kernel with compile-time parameters takes */
+/* A launch's arguments after the item: the compile-time ones and the
+ * lengths of tuples of arrays pick the variant; the others, tuples spread,
+ * stay in *args (rest: the caller's room for them). The one variant of a
+ * kernel given neither: found without a look at anything but the tuples. */
 static variant *split_args(mod_kernel *k, PyObject *const **args, Py_ssize_t *nargs,
-                           PyObject *rest[SPLIT_MOST]) {
-    if (!k->consts.names) return k->variants[0];
+                           PyObject *rest[MOD_SPREAD_MOST]) {
+    bool tuples = false;
+    for (Py_ssize_t i = 0; i < *nargs && !tuples; i++) tuples = PyTuple_Check((*args)[i]);
+    if (!k->consts.names && !tuples) return k->variants[0];
     if (*nargs > SPLIT_MOST)
-        return (variant *)PyErr_Format(
-            PyExc_TypeError, "a kernel with compile-time parameters takes at most %d arguments",
-            SPLIT_MOST);
-    Py_ssize_t nvalues = PyTuple_GET_SIZE(k->consts.names);
+        return (variant *)PyErr_Format(PyExc_TypeError,
+                                       "a kernel with compile-time parameters or tuples of "
+                                       "arrays takes at most %d arguments",
+                                       SPLIT_MOST);
+    Py_ssize_t nvalues = k->consts.names ? PyTuple_GET_SIZE(k->consts.names) : 0, nrest;
     PyObject *values[SPLIT_MOST];
-    if (mod_constexpr_split(&k->consts, k->pyfunc, *args, *nargs, rest, values) < 0) return NULL;
+    unsigned char lens[SPLIT_MOST];
+    if (mod_constexpr_split(&k->consts, k->pyfunc, *args, *nargs, rest, &nrest, values, lens) < 0)
+        return NULL;
     *args = rest;
-    *nargs -= nvalues;
-    return variant_for(k, values, nvalues);
+    *nargs = nrest;
+    return variant_for(k, values, nvalues, lens);
 }
 
 /* Parsing runs Python (inspect, ast), which may switch threads: two threads
@@ -204,10 +216,17 @@ static variant *split_args(mod_kernel *k, PyObject *const **args, Py_ssize_t *na
 static int ensure_parsed(mod_kernel *k, variant *v) {
     if (v->jf) return 0;
     jit_error err;
+    bool tuples = false;
+    for (int i = 0; i < k->consts.nparams && i < SPLIT_MOST; i++) tuples |= v->lens[i] != 0;
     PyObject *consts = v->values ? mod_constexpr_dict(&k->consts, v->values) : NULL;
-    if (v->values && !consts) return -1;
-    jit_func *jf = jit_func_parse(k->pyfunc, true, consts, &err);
+    PyObject *arrays = tuples ? mod_constexpr_arrays(&k->consts, v->lens) : NULL;
+    if ((v->values && !consts) || (tuples && !arrays)) {
+        Py_XDECREF(consts);
+        return -1;
+    }
+    jit_func *jf = jit_func_parse(k->pyfunc, true, consts, arrays, &err);
     Py_XDECREF(consts);
+    Py_XDECREF(arrays);
     if (!jf) {
         raise_jit(&err);
         return -1;
@@ -575,7 +594,7 @@ static bool default_boundscheck(ofl_device *dev) {
  * kernel's own boundscheck): with index checks, which wait for the launch. */
 static PyObject *launch(mod_kernel *k, const mod_shape *range, PyObject *const *args,
                         Py_ssize_t nargs, bool want_event, bool bounds) {
-    PyObject *rest[SPLIT_MOST];
+    PyObject *rest[MOD_SPREAD_MOST];
     variant *var = split_args(k, &args, &nargs, rest);
     mod_args a;
     if (!var || mod_args_init(&a, args, nargs) < 0) return NULL;
@@ -708,7 +727,8 @@ static PyObject *kernel_new_for(PyObject *pyfunc) {
     else
         registry_first = k;
     registry_last = k;
-    if (mod_constexpr_of(pyfunc, &k->consts) < 0 || (!k->consts.names && !variant_add(k, NULL))) {
+    if (mod_constexpr_of(pyfunc, &k->consts) < 0 ||
+        (!k->consts.names && !variant_add(k, NULL, NULL))) {
         Py_DECREF(k);
         return NULL;
     }
@@ -783,7 +803,7 @@ static PyObject *kernel_repr(mod_kernel *k) {
 /* inspect_llvm / inspect_spirv / inspect_ptx (*args, range=None, sm=None,
  * boundscheck=None: the kernel's own setting) */
 static PyObject *inspect(mod_kernel *k, PyObject *args, PyObject *kw, int what) {
-    PyObject *const *given = &PyTuple_GET_ITEM(args, 0), *rest[SPLIT_MOST];
+    PyObject *const *given = &PyTuple_GET_ITEM(args, 0), *rest[MOD_SPREAD_MOST];
     Py_ssize_t ngiven = PyTuple_GET_SIZE(args);
     variant *var = split_args(k, &given, &ngiven, rest);
     if (!var || ensure_parsed(k, var) < 0) return NULL;

@@ -98,20 +98,32 @@ void mod_args_clear(mod_args *a);
 /* ---- mod_constexpr.c: a kernel's compile-time parameters (ol.constexpr) ---- */
 
 typedef struct {
-    int nparams;     /* the function's parameters after the item */
-    uint64_t bits;   /* bit i: parameter i after the item is compile-time */
-    PyObject *names; /* owned tuple of their names, in order; NULL when there are none */
+    int nparams;      /* the function's parameters after the item */
+    uint64_t bits;    /* bit i: parameter i after the item is compile-time */
+    PyObject *names;  /* owned tuple of their names, in order; NULL when there are none */
+    PyObject *params; /* owned tuple of every parameter's name after the item */
 } mod_constexpr;
+
+/* A launch's run-time arguments at most, each element of a tuple of arrays
+ * counted. */
+#define MOD_SPREAD_MOST 128
 
 /* Which of pyfunc's parameters are annotated offload.constexpr (among the
  * first 64 after the item). 0, or -1 with an exception. */
 int mod_constexpr_of(PyObject *pyfunc, mod_constexpr *out);
 void mod_constexpr_clear(mod_constexpr *c);
-/* A launch's nargs arguments (c->names not NULL): the compile-time ones into
- * values, the others into rest, in order (borrowed; arrays of nargs).
- * TypeError, naming pyfunc, for a count that is not c->nparams. */
+/* A launch's nargs arguments: the compile-time ones into values, the others
+ * into rest (*nrest of them, at most MOD_SPREAD_MOST), in order, a tuple
+ * given to a run-time parameter spread into its elements (borrowed).
+ * lens[i]: 1 + the length of argument i's tuple so spread, else 0. values
+ * and lens have room for nargs. TypeError, naming pyfunc, for a count that is
+ * not c->nparams or a tuple holding anything but arrays. */
 int mod_constexpr_split(const mod_constexpr *c, PyObject *pyfunc, PyObject *const *args,
-                        Py_ssize_t nargs, PyObject **rest, PyObject **values);
+                        Py_ssize_t nargs, PyObject **rest, Py_ssize_t *nrest, PyObject **values,
+                        unsigned char *lens);
+/* The tuples of arrays that lens (mod_constexpr_split's) says, as the dict
+ * jit_func_parse takes: parameter name -> length. */
+PyObject *mod_constexpr_arrays(const mod_constexpr *c, const unsigned char *lens);
 /* Whether two compile-time values make the same kernel. */
 bool mod_constexpr_same(PyObject *a, PyObject *b);
 /* values (a tuple, in c->names' order) as the dict jit_func_parse takes. */

@@ -20,14 +20,16 @@
  * of x[...] is a new C-contiguous array on x's device; a 0-d result stays a
  * 0-d array (NumPy returns a scalar).
  *
- * Every access is one generated kernel over the result's elements: the
- * result's dimensions (merged where every operand steps as one) come in a
- * small int64 array with x's, the value's and each index array's strides,
- * so one text serves every shape: a text per (operation, number of index
- * arrays, checked ones), specialised by the JIT per dtype; one merged
- * dimension (take, 1-D keys) has a text without the per-element divisions. Index arrays are used as
- * C-contiguous int64 (others are converted by a kernel first; uint64 wraps
- * as NumPy's cast to intp does).
+ * The device code is module/kernels/index.py's; this file plans and
+ * launches it. Every access is one launch of its access kernel over the
+ * result's elements: the result's dimensions (merged where every operand
+ * steps as one) come in a small int64 array with x's, the value's and each
+ * index array's strides, so one kernel serves every shape, specialised by
+ * the operation, the number of index arrays (a tuple of them), the checked
+ * ones and the dtypes; one merged dimension (take, 1-D keys) skips the
+ * per-element divisions. Index arrays are used as C-contiguous int64
+ * (others are converted by a kernel first; uint64 wraps as NumPy's cast to
+ * intp does).
  *
  * A mask is compacted on the device: per group of 1024 elements a count
  * (a tree in local memory), a scan of those counts by one work-group, and a
@@ -35,8 +37,9 @@
  * writes their coordinates. The total is read back (the result's shape
  * depends on it). x[mask] with a mask of x's shape (both C-contiguous) skips
  * the coordinates: its scatter compacts the values themselves, each group
- * staging its selected values in local memory and writing them coalesced. On CPU devices the
- * barriers make these kernels slower than they could be, but they are correct everywhere.
+ * staging its selected values in local memory and writing them coalesced.
+ * On CPU devices the barriers make these kernels slower than they could be,
+ * but they are correct everywhere.
  *
  * x[key] = value: value a scalar (converted as NumPy's x.dtype.type(v):
  * 300 into int8 raises OverflowError), an offload array on x's device, or a
@@ -48,7 +51,6 @@
  * parallel. */
 #include "mod_lib.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,140 +148,12 @@ static int placement_error(const char *what, ofl_device *a, ofl_device *b) {
     return -1;
 }
 
-static PyObject *launch_range(const char *name, const char *src, Py_ssize_t n,
-                              PyObject *const *args, Py_ssize_t nargs) {
-    return mod_gen_launch(name, src, 1, &n, args, nargs);
-}
-
-static PyObject *launch_groups(const char *name, const char *src, Py_ssize_t groups,
-                               PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *k = mod_gen_kernel_borrowed(name, src);
-    if (!k) return NULL;
-    mod_shape range = {.ndim = 1, .nd = true, .size = {groups * GROUP}, .local = {GROUP}};
-    return mod_kernel_launch(k, &range, args, nargs, false);
+/* A launch over groups work-groups of GROUP work-items. */
+static mod_shape groups_of(Py_ssize_t groups) {
+    return (mod_shape){.ndim = 1, .nd = true, .size = {groups * GROUP}, .local = {GROUP}};
 }
 
 /* ---- compaction: the coordinates of a's nonzero elements ---- */
-
-/* Group g counts the nonzero elements of m[g * GROUP * per, (g + 1) * GROUP * per). */
-static const char *count_text(mod_text *t, int per, char *name, size_t namelen) {
-    t->n = 0;
-    snprintf(name, namelen, "index_nz_count%s", per == PER_ITEM ? "" : per == 8 ? "8" : "16");
-    mod_text_put(t,
-                 "def %s(item, m, counts, n):\n"
-                 "    # offload nonzero / x[mask]: per-group counts (module/lib/mod_index.c)\n"
-                 "    grp = item.get_group()\n"
-                 "    li = item.get_local_id(0)\n"
-                 "    g = grp.get_group_id(0)\n"
-                 "    c = np.int64(0)\n"
-                 "    for e in range(%d):\n"
-                 "        j = g * %d + e * %d + li\n"
-                 "        if j < n:\n"
-                 "            if m[np.uint64(j)] != 0:\n"
-                 "                c += 1\n"
-                 "    buf = ol.local_array(%d, np.int64)\n"
-                 "    buf[li] = c\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    h = %d\n"
-                 "    while h > 0:\n"
-                 "        if li < h:\n"
-                 "            buf[li] = buf[li] + buf[li + h]\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        h = h // 2\n"
-                 "    if li == 0:\n"
-                 "        counts[g] = buf[0]\n",
-                 name, per, GROUP * per, GROUP, GROUP, GROUP / 2);
-    return t->s;
-}
-
-/* buf (GROUP int64 in local memory) becomes its inclusive scan (Hillis-Steele). */
-static void put_local_scan(mod_text *t, int ind) {
-    mod_text_put(t,
-                 "%*sh = 1\n"
-                 "%*swhile h < %d:\n"
-                 "%*s    v = np.int64(0)\n"
-                 "%*s    if li >= h:\n"
-                 "%*s        v = buf[li - h]\n"
-                 "%*s    ol.group_barrier(grp)\n"
-                 "%*s    buf[li] = buf[li] + v\n"
-                 "%*s    ol.group_barrier(grp)\n"
-                 "%*s    h = h * 2\n",
-                 ind, "", ind, "", GROUP, ind, "", ind, "", ind, "", ind, "", ind, "", ind, "", ind,
-                 "");
-}
-
-/* One group: offs = the exclusive scan of counts[0..G), total[0] = their sum.
- * Work-item l takes a run of consecutive counts. */
-static const char *scan_text(mod_text *t) {
-    t->n = 0;
-    mod_text_put(t,
-                 "def index_nz_scan(item, counts, offs, total, G):\n"
-                 "    # offload nonzero / x[mask]: the groups' offsets (module/lib/mod_index.c)\n"
-                 "    grp = item.get_group()\n"
-                 "    li = item.get_local_id(0)\n"
-                 "    per = (G + %d) // %d\n"
-                 "    lo = li * per\n"
-                 "    hi = min(lo + per, G)\n"
-                 "    s = np.int64(0)\n"
-                 "    j = lo\n"
-                 "    while j < hi:\n"
-                 "        s += counts[np.uint64(j)]\n"
-                 "        j += 1\n"
-                 "    buf = ol.local_array(%d, np.int64)\n"
-                 "    buf[li] = s\n"
-                 "    ol.group_barrier(grp)\n",
-                 GROUP - 1, GROUP, GROUP);
-    put_local_scan(t, 4);
-    mod_text_put(t,
-                 "    run = buf[li] - s\n"
-                 "    j = lo\n"
-                 "    while j < hi:\n"
-                 "        offs[np.uint64(j)] = run\n"
-                 "        run += counts[np.uint64(j)]\n"
-                 "        j += 1\n"
-                 "    if li == %d:\n"
-                 "        total[0] = buf[%d]\n",
-                 GROUP - 1, GROUP - 1);
-    return t->s;
-}
-
-/* Group g writes the coordinates (in m's shape, k dims in shp) of its
- * nonzero elements, in C order from offs[g]: out[d * total + pos] for axis d. */
-static const char *scatter_text(mod_text *t) {
-    t->n = 0;
-    mod_text_put(t,
-                 "def index_nz_scatter(item, m, offs, out, shp, k, n, total):\n"
-                 "    # offload nonzero / x[mask]: coordinates (module/lib/mod_index.c)\n"
-                 "    grp = item.get_group()\n"
-                 "    li = item.get_local_id(0)\n"
-                 "    g = grp.get_group_id(0)\n"
-                 "    run = offs[g]\n"
-                 "    buf = ol.local_array(%d, np.int64)\n"
-                 "    for e in range(%d):\n"
-                 "        j = g * %d + e * %d + li\n"
-                 "        f = np.int64(0)\n"
-                 "        if j < n:\n"
-                 "            if m[np.uint64(j)] != 0:\n"
-                 "                f = np.int64(1)\n"
-                 "        buf[li] = f\n"
-                 "        ol.group_barrier(grp)\n",
-                 GROUP, PER_ITEM, CHUNK, GROUP);
-    put_local_scan(t, 8);
-    mod_text_put(t,
-                 "        if f == 1:\n"
-                 "            pos = run + buf[li] - 1\n"
-                 "            rem = np.int64(j)\n"
-                 "            d = k - 1\n"
-                 "            while d >= 0:\n"
-                 "                s = shp[np.uint64(d)]\n"
-                 "                out[np.uint64(d * total + pos)] = rem %% s\n"
-                 "                rem = rem // s\n"
-                 "                d -= 1\n"
-                 "        run += buf[%d]\n"
-                 "        ol.group_barrier(grp)\n",
-                 GROUP - 1);
-    return t->s;
-}
 
 /* The tally of a mask's true elements: a count per group of GROUP * per
  * elements, the counts' exclusive scan (each group's first output: offs)
@@ -287,7 +161,7 @@ static const char *scatter_text(mod_text *t) {
 typedef struct {
     PyObject *work;                  /* counts, offs, total: int64; owned */
     PyObject *counts, *offs, *total; /* views of work; owned */
-    PyObject *nn;                    /* the mask's length as a Python int; owned */
+    Py_ssize_t n;                    /* the mask's length */
     Py_ssize_t G;                    /* groups */
     int64_t count;
 } tally_t;
@@ -297,35 +171,26 @@ static void tally_clear(tally_t *c) {
     Py_CLEAR(c->counts);
     Py_CLEAR(c->offs);
     Py_CLEAR(c->total);
-    Py_CLEAR(c->nn);
 }
 
 /* mv: the n mask elements, 1-D. 0, or -1 with an exception; tally_clear
  * after, either way. */
 static int tally_marks(ofl_device *dev, PyObject *mv, Py_ssize_t n, int per, tally_t *c) {
-    *c = (tally_t){.G = (n + GROUP * per - 1) / (GROUP * per)};
+    *c = (tally_t){.n = n, .G = (n + GROUP * per - 1) / (GROUP * per)};
     Py_ssize_t G = c->G, two = 2 * G + 1, one = 1, st[1] = {8};
     if (!(c->work = mod_array_new_empty(dev, i64(), 1, &two))) return -1;
     mod_array *w = (mod_array *)c->work;
     c->counts = mod_array_view(w, 1, &G, st, w->offset);
     c->offs = mod_array_view(w, 1, &G, st, w->offset + 8 * G);
     c->total = mod_array_view(w, 1, &one, st, w->offset + 16 * G);
-    c->nn = PyLong_FromSsize_t(n);
-    PyObject *GG = PyLong_FromSsize_t(G), *r;
-    int rc = -1;
-    mod_text t;
-    char name[64];
-    PyObject *cargs[] = {mv, c->counts, c->nn}, *sargs[] = {c->counts, c->offs, c->total, GG};
-    if (c->counts && c->offs && c->total && c->nn && GG &&
-        (r = launch_groups(name, count_text(&t, per, name, sizeof name), G, cargs, 3))) {
-        Py_DECREF(r);
-        if ((r = launch_groups("index_nz_scan", scan_text(&t), 1, sargs, 4))) {
-            Py_DECREF(r);
-            rc = read_i64(w, 2 * G, &c->count, 1);
-        }
-    }
-    Py_XDECREF(GG);
-    return rc;
+    mod_shape counting = groups_of(G), scanning = groups_of(1);
+    if (!c->counts || !c->offs || !c->total ||
+        mod_library_launch("index", "nz_count", &counting, "OOnii", mv, c->counts, n, GROUP, per) <
+            0 ||
+        mod_library_launch("index", "nz_scan", &scanning, "OOOni", c->counts, c->offs, c->total, G,
+                           GROUP) < 0)
+        return -1;
+    return read_i64(w, 2 * G, &c->count, 1);
 }
 
 /* The coordinates of a's nonzero elements (a != 0, NaN counts), C order:
@@ -336,38 +201,29 @@ static PyObject *nonzero_rows(mod_array *a) {
     Py_ssize_t n = size_of(a->nd, a->shape), shape[2] = {k, 0};
     if (n == 0) return mod_array_new_empty(dev, i64(), 2, shape);
     PyObject *m = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_ops_copy(a, NULL);
-    PyObject *mv = NULL, *out = NULL, *shp = NULL, *kk = NULL, *tt = NULL, *ov = NULL, *r;
+    PyObject *mv = NULL, *out = NULL, *shp = NULL, *ov = NULL;
     Py_ssize_t st[1] = {8}, mst[1] = {((mod_array *)a)->itemsize};
     tally_t c = {0};
     if (!m || !(mv = mod_array_view((mod_array *)m, 1, &n, mst, ((mod_array *)m)->offset)) ||
         tally_marks(dev, mv, n, PER_ITEM, &c) < 0)
         goto done;
-    int64_t count = c.count;
-    mod_text t;
-    shape[1] = (Py_ssize_t)count;
-    if (!(out = mod_array_new_empty(dev, i64(), 2, shape)) || count == 0) goto done;
+    shape[1] = (Py_ssize_t)c.count;
+    if (!(out = mod_array_new_empty(dev, i64(), 2, shape)) || c.count == 0) goto done;
     int64_t dims[MOD_MAXDIMS] = {0};
     for (int d = 0; d < a->nd; d++) dims[d] = a->shape[d];
     if (a->nd == 0) dims[0] = 1;
-    Py_ssize_t all = k * count;
-    shp = upload_i64(dims, k, dev);
-    kk = PyLong_FromLong(k);
-    tt = PyLong_FromLongLong(count);
-    ov = mod_array_view((mod_array *)out, 1, &all, st, ((mod_array *)out)->offset);
-    if (!shp || !kk || !tt || !ov) goto fail;
-    PyObject *xargs[] = {mv, c.offs, ov, shp, kk, c.nn, tt};
-    if (!(r = launch_groups("index_nz_scatter", scatter_text(&t), c.G, xargs, 7))) goto fail;
-    Py_DECREF(r);
-    goto done;
-fail:
-    Py_CLEAR(out);
+    Py_ssize_t all = k * (Py_ssize_t)c.count;
+    mod_shape range = groups_of(c.G);
+    if (!(shp = upload_i64(dims, k, dev)) ||
+        !(ov = mod_array_view((mod_array *)out, 1, &all, st, ((mod_array *)out)->offset)) ||
+        mod_library_launch("index", "nz_scatter", &range, "OOOOinnii", mv, c.offs, ov, shp, k, n,
+                           (Py_ssize_t)c.count, GROUP, PER_ITEM) < 0)
+        Py_CLEAR(out);
 done:
     tally_clear(&c);
     Py_XDECREF(m);
     Py_XDECREF(mv);
     Py_XDECREF(shp);
-    Py_XDECREF(kk);
-    Py_XDECREF(tt);
     Py_XDECREF(ov);
     return out;
 }
@@ -380,61 +236,6 @@ static PyObject *row_of(mod_array *rows, int d) {
 
 /* ---- x[mask] with mask of x's shape: the values, compacted directly ---- */
 
-/* Group g copies the selected elements of x[g * GROUP * per, ...) to out
- * from offs[g]: work-item l takes per consecutive elements, a scan of the
- * work-items' counts (Hillis-Steele, ping-pong) places them in local memory
- * in order, and the group writes them out coalesced. */
-static const char *mask_take_text(mod_text *t, PyObject *dtype, int per, char *name,
-                                  size_t namelen) {
-    t->n = 0;
-    const char *dn = mod_dtype_name(dtype);
-    snprintf(name, namelen, "index_mask_take_%s", dn);
-    mod_text_put(t,
-                 "def %s(item, m, x, offs, out, n):\n"
-                 "    # offload x[mask]: the values (module/lib/mod_index.c)\n"
-                 "    grp = item.get_group()\n"
-                 "    li = item.get_local_id(0)\n"
-                 "    g = grp.get_group_id(0)\n"
-                 "    base = g * %d + li * %d\n"
-                 "    c = np.int32(0)\n"
-                 "    for e in range(%d):\n"
-                 "        j = base + e\n"
-                 "        if j < n:\n"
-                 "            if m[np.uint64(j)] != 0:\n"
-                 "                c += 1\n"
-                 "    sc = ol.local_array(%d, np.int32)\n"
-                 "    vals = ol.local_array(%d, np.%s)\n"
-                 "    sc[li] = c\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    s = 0\n"
-                 "    d = 1\n"
-                 "    while d < %d:\n"
-                 "        v = sc[s + li]\n"
-                 "        if li >= d:\n"
-                 "            v = v + sc[s + li - d]\n"
-                 "        sc[%d - s + li] = v\n"
-                 "        ol.group_barrier(grp)\n"
-                 "        s = %d - s\n"
-                 "        d *= 2\n"
-                 "    q = sc[s + li] - c\n"
-                 "    for e in range(%d):\n"
-                 "        j = base + e\n"
-                 "        if j < n:\n"
-                 "            if m[np.uint64(j)] != 0:\n"
-                 "                vals[q] = x[np.uint64(j)]\n"
-                 "                q += 1\n"
-                 "    tot = sc[s + %d]\n"
-                 "    ol.group_barrier(grp)\n"
-                 "    run = offs[g]\n"
-                 "    i = li\n"
-                 "    while i < tot:\n"
-                 "        out[np.uint64(run + i)] = vals[i]\n"
-                 "        i += %d\n",
-                 name, GROUP * per, per, per, 2 * GROUP, GROUP * per, dn, GROUP, GROUP, GROUP, per,
-                 GROUP - 1, GROUP);
-    return t->s;
-}
-
 /* x[mask], x and mask (bool, x's shape, on x's device) C-contiguous: a new
  * 1-D array. A count per group, their scan, the total read back, then the
  * values themselves -- no coordinates written and gathered. */
@@ -443,7 +244,7 @@ static PyObject *mask_values(mod_array *x, mod_array *mask) {
     Py_ssize_t n = size_of(x->nd, x->shape), shape[1] = {0};
     if (n == 0) return mod_array_new_empty(dev, x->dtype, 1, shape);
     int per = x->itemsize > 8 ? 8 : 16; /* the group's values fit 32 KB of local memory */
-    PyObject *mv = NULL, *xv = NULL, *out = NULL, *r;
+    PyObject *mv = NULL, *xv = NULL, *out = NULL;
     Py_ssize_t mst[1] = {mask->itemsize}, xst[1] = {x->itemsize};
     tally_t c = {0};
     mv = mod_array_view(mask, 1, &n, mst, mask->offset);
@@ -451,14 +252,10 @@ static PyObject *mask_values(mod_array *x, mod_array *mask) {
     if (!mv || !xv || tally_marks(dev, mv, n, per, &c) < 0) goto done;
     shape[0] = (Py_ssize_t)c.count;
     if (!(out = mod_array_new_empty(dev, x->dtype, 1, shape)) || c.count == 0) goto done;
-    mod_text t;
-    char name[64];
-    PyObject *targs[] = {mv, xv, c.offs, out, c.nn};
-    if (!(r = launch_groups(name, mask_take_text(&t, x->dtype, per, name, sizeof name), c.G, targs,
-                            5)))
+    mod_shape range = groups_of(c.G);
+    if (mod_library_launch("index", "mask_take", &range, "OOOOniiO", mv, xv, c.offs, out, n, GROUP,
+                           per, x->dtype) < 0)
         Py_CLEAR(out);
-    else
-        Py_DECREF(r);
 done:
     tally_clear(&c);
     Py_XDECREF(mv);
@@ -546,110 +343,25 @@ static int check_bounds(mod_array *x, plan *p) {
         Py_BuildValue("{s:s,s:N}", "dtype", wide ? "int64" : "int32", "device",
                       mod_device_new(mod_array_device(x))));
     if (!fl) return -1;
-    static const char src32[] = "def index_check32(item, idx, n, flags, k):\n"
-                                "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
-                                "    j = item.get_id(0)\n"
-                                "    v = idx[j]\n"
-                                "    if v < -n or v >= n:\n"
-                                "        ol.AtomicRef(flags, k).fetch_min(np.int32(j))\n";
-    static const char src64[] = "def index_check64(item, idx, n, flags, k):\n"
-                                "    # offload x[indices]: bounds (module/lib/mod_index.c)\n"
-                                "    j = item.get_id(0)\n"
-                                "    v = idx[j]\n"
-                                "    if v < -n or v >= n:\n"
-                                "        ol.AtomicRef(flags, k).fetch_min(np.int64(j))\n";
+    PyObject *flag = mod_dtype_find_borrowed('i', wide ? 8 : 4);
     int rc = 0;
     for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
         if (!p->check[k]) continue;
         mod_array *ix = (mod_array *)p->idx[k];
         Py_ssize_t n = size_of(ix->nd, ix->shape), st[1] = {8};
+        mod_shape range = {.ndim = 1, .size = {n}};
         PyObject *v = n ? mod_array_view(ix, 1, &n, st, ix->offset) : NULL;
-        PyObject *nn = PyLong_FromSsize_t(p->an[k]), *cc = PyLong_FromLong(c++);
-        PyObject *args[] = {v, nn, fl, cc};
-        PyObject *r = v && nn && cc ? launch_range(wide ? "index_check64" : "index_check32",
-                                                   wide ? src64 : src32, n, args, 4)
-                                    : NULL;
-        if (!r && (n || PyErr_Occurred())) rc = -1;
-        Py_XDECREF(r);
+        if (n && (!v || mod_library_launch("index", "check", &range, "OnOiO", v, p->an[k], fl, c,
+                                           flag) < 0))
+            rc = -1;
+        c++;
         Py_XDECREF(v);
-        Py_XDECREF(nn);
-        Py_XDECREF(cc);
     }
     if (rc < 0) {
         Py_DECREF(fl);
         return -1;
     }
     return report_flags(p, fl, nchk, wide);
-}
-
-/* The kernel text of a gather (value NULL: out[o] = x[...]) or scatter
- * (x[...] = v[...], or v itself when scalar) with K index arrays. meta
- * holds, per merged result dimension d from row 0, W numbers: its length,
- * x's stride, (the value's stride,) each index array's stride; then per
- * index array its x stride and length. */
-static const char *access_text(mod_text *t, int K, int mode, bool flat, const bool *check,
-                               bool wide, char *name, size_t namelen) {
-    /* mode 0: gather, 1: scatter of an array, 2: scatter of a scalar; flat:
-     * one merged dimension, whose coordinate is o itself (no division);
-     * check (gathers): which index arrays are checked here, their first bad
-     * position kept in flags (int64 if wide), nothing read for it */
-    int W = 2 + (mode == 1) + K, bits = 0;
-    for (int k = 0; k < K && check; k++) bits |= check[k] << k;
-    snprintf(name, namelen, "index_%s_%d%s%s", mode ? "put" : "take", K, mode == 2 ? "_scalar" : "",
-             flat ? "_flat" : "");
-    if (bits) {
-        size_t u = strlen(name);
-        snprintf(name + u, namelen - u, "_chk%d%s", bits, wide ? "w" : "");
-    }
-    t->n = 0;
-    mod_text_put(t, "def %s(item, %s", name, mode ? "x, v" : "out, x");
-    for (int k = 0; k < K; k++) mod_text_put(t, ", i%d", k);
-    mod_text_put(t, ", meta, nd, xb%s%s):\n", mode == 1 ? ", vb" : "", bits ? ", flags" : "");
-    mod_text_put(t, "    # offload x[indices]%s (module/lib/mod_index.c)\n", mode ? " = v" : "");
-    mod_text_put(t, "    o = item.get_id(0)\n"
-                    "    rem = np.int64(o)\n"
-                    "    xo = np.int64(xb)\n");
-    if (mode == 1) mod_text_put(t, "    vo = np.int64(vb)\n");
-    for (int k = 0; k < K; k++) mod_text_put(t, "    p%d = np.int64(0)\n", k);
-    const char *ind = flat ? "    " : "        ";
-    if (flat)
-        mod_text_put(t, "    r = np.uint64(0)\n"
-                        "    c = rem\n");
-    else
-        mod_text_put(t,
-                     "    d = nd - 1\n"
-                     "    while d >= 0:\n"
-                     "        r = np.uint64(d * %d)\n"
-                     "        s = meta[r]\n"
-                     "        c = rem %% s\n"
-                     "        rem = rem // s\n",
-                     W);
-    mod_text_put(t, "%sxo += c * meta[r + 1]\n", ind);
-    int col = 2;
-    if (mode == 1) mod_text_put(t, "%svo += c * meta[r + %d]\n", ind, col++);
-    for (int k = 0; k < K; k++) mod_text_put(t, "%sp%d += c * meta[r + %d]\n", ind, k, col++);
-    if (!flat) mod_text_put(t, "        d -= 1\n");
-    mod_text_put(t, "    e = np.uint64(nd * %d)\n", W);
-    if (bits) mod_text_put(t, "    ok = True\n");
-    for (int k = 0, c = 0; k < K; k++) {
-        mod_text_put(t, "    w%d = i%d[np.uint64(p%d)]\n", k, k, k);
-        if (bits >> k & 1)
-            mod_text_put(t,
-                         "    if w%d < -meta[e + %d] or w%d >= meta[e + %d]:\n"
-                         "        ol.AtomicRef(flags, %d).fetch_min(np.%s(p%d))\n"
-                         "        ok = False\n",
-                         k, 2 * k + 1, k, 2 * k + 1, c++, wide ? "int64" : "int32", k);
-        mod_text_put(t,
-                     "    if w%d < 0:\n"
-                     "        w%d += meta[e + %d]\n"
-                     "    xo += w%d * meta[e + %d]\n",
-                     k, k, 2 * k + 1, k, 2 * k);
-    }
-    if (mode == 0)
-        mod_text_put(t, "%sout[o] = x[np.uint64(xo)]\n", bits ? "    if ok:\n        " : "    ");
-    if (mode == 1) mod_text_put(t, "    x[np.uint64(xo)] = v[np.uint64(vo)]\n");
-    if (mode == 2) mod_text_put(t, "    x[np.uint64(xo)] = v\n");
-    return t->s;
 }
 
 /* Runs p over x: a gather into the new C-contiguous out (value NULL), or a
@@ -707,8 +419,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     Py_ssize_t xb, vb = 0, ost[1] = {x->itemsize};
     PyObject *mt = upload_i64(meta, m, dev), *fl = NULL;
     PyObject *xv = mt ? flat_view(x, &xb) : NULL;
-    PyObject *vv = NULL, *ov = NULL, *ndo = NULL, *xbo = NULL, *vbo = NULL, *r = NULL;
-    PyObject *iv[MAXK] = {NULL};
+    PyObject *vv = NULL, *ov = NULL, *idx = NULL, *chk = NULL;
     int rc = -1;
     if (xv && nchk) {
         mod_array *ma = (mod_array *)mt;
@@ -725,42 +436,38 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
         if (!vv) goto out;
     }
     if (out && !(ov = mod_array_view(out, 1, &n, ost, out->offset))) goto out;
-    for (int k = 0; k < p->K; k++) {
+    /* the index arrays, 1-D, and each one's flag (-1: not checked here) */
+    if (!(idx = PyTuple_New(p->K)) || !(chk = PyTuple_New(p->K))) goto out;
+    for (int k = 0, c = 0; k < p->K; k++) {
         mod_array *ix = (mod_array *)p->idx[k];
         Py_ssize_t in = size_of(ix->nd, ix->shape), ist[1] = {8};
-        if (!(iv[k] = mod_array_view(ix, 1, &in, ist, ix->offset))) goto out;
+        PyObject *v = mod_array_view(ix, 1, &in, ist, ix->offset);
+        PyObject *slot = PyLong_FromLong(fl && p->check[k] ? c++ : -1);
+        if (!v || !slot) {
+            Py_XDECREF(v);
+            Py_XDECREF(slot);
+            goto out;
+        }
+        PyTuple_SET_ITEM(idx, k, v);
+        PyTuple_SET_ITEM(chk, k, slot);
     }
-    ndo = PyLong_FromLong(nd);
-    xbo = PyLong_FromSsize_t(xb);
-    vbo = PyLong_FromSsize_t(vb);
-    if (!ndo || !xbo || !vbo) goto out;
-    PyObject *args[4 + MAXK + 3];
-    int a = 0;
-    args[a++] = mode ? xv : ov;
-    args[a++] = mode == 0 ? xv : mode == 1 ? vv : value;
-    for (int k = 0; k < p->K; k++) args[a++] = iv[k];
-    args[a++] = mt;
-    args[a++] = ndo;
-    args[a++] = xbo;
-    if (mode == 1) args[a++] = vbo;
-    if (fl) args[a++] = fl;
-    mod_text t;
-    char name[64];
-    access_text(&t, p->K, mode, nd == 1, fl ? p->check : NULL, wide, name, sizeof name);
-    r = launch_range(name, t.s, n, args, a);
-    rc = r ? 0 : -1;
+    mod_shape range = {.ndim = 1, .size = {n}};
+    /* unchecked, the flags are never read: meta stands in */
+    rc = mod_library_launch("index", "access", &range, "OOOOinnOiOOO", mode ? xv : ov,
+                            mode == 0   ? xv
+                            : mode == 1 ? vv
+                                        : value,
+                            idx, mt, nd, xb, vb, fl ? fl : mt, mode, nd == 1 ? Py_True : Py_False,
+                            chk, mod_dtype_find_borrowed('i', fl && !wide ? 4 : 8));
     if (fl) rc = rc == 0 ? report_flags(p, Py_NewRef(fl), nchk, wide) : -1;
 out:
     Py_XDECREF(fl);
-    Py_XDECREF(r);
     Py_XDECREF(mt);
     Py_XDECREF(xv);
     Py_XDECREF(vv);
     Py_XDECREF(ov);
-    Py_XDECREF(ndo);
-    Py_XDECREF(xbo);
-    Py_XDECREF(vbo);
-    for (int k = 0; k < MAXK; k++) Py_XDECREF(iv[k]);
+    Py_XDECREF(idx);
+    Py_XDECREF(chk);
     return rc;
 }
 
