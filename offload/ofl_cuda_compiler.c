@@ -134,11 +134,23 @@ static void warm_up(ofl_device *dev) {
     pthread_rwlock_unlock(&dev->h.cu.gate);
 }
 
+/* close_compilers must run at exit before the driver's JIT library tears
+ * itself down, or a full build still running on the tuner frees into freed
+ * state ("free(): invalid pointer" after a cell's last launch). exit runs
+ * its handlers in the reverse order of their registration, and the library
+ * registers its destructors as it first compiles (the warm-up, a first full
+ * build): registering once more after each puts close_compilers ahead of
+ * them. It may run twice; the second finds everything closed. */
+static pthread_once_t after_warm_up = PTHREAD_ONCE_INIT, after_full_build = PTHREAD_ONCE_INIT;
+static void close_compilers(void);
+static void close_at_exit_again(void) { atexit(close_compilers); }
+
 static void *compiler_main(void *arg) {
     ofl_device *dev = arg;
     ofl_cuda_compiler *c = dev->h.cu.compiler;
     pthread_setname_np(pthread_self(), "ofl-ptx-jit"); /* for top, gdb and the tests */
     warm_up(dev);                                      /* a failure only leaves the thread cold */
+    pthread_once(&after_warm_up, close_at_exit_again);
     pthread_mutex_lock(&c->mu);
     c->warm = true;
     pthread_cond_broadcast(&c->cv);
@@ -207,6 +219,7 @@ static void *tuner_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         tune(c, t);
         free(t);
+        pthread_once(&after_full_build, close_at_exit_again);
         pthread_mutex_lock(&c->mu);
         c->in_hand = NULL;
         pthread_cond_broadcast(&c->cv);
