@@ -173,12 +173,10 @@ LLVMValueRef jit_cg_no_value(cg *c);
 LLVMValueRef jit_cg_emit_print(cg *c, jit_node *n);
 LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n);
 
-/* ---- jit_cg_stmt.c, jit_cg_loop.c, jit_cg_hoist.c: statements; 0, or -1 with the error set ----
- */
+/* ---- jit_cg_stmt.c, jit_cg_loop.c, jit_cg_hoist.c: statements (-1: the error is set) ---- */
 int jit_cg_stmts(cg *c, jit_node **body, int n);
-/* At a loop's back-edge; period: a power of two (jit_cg_loop.c says why these) */
-#define CANCEL_EVERY_WHILE 1024
-void jit_cg_cancel_check(cg *c, unsigned period);
+int jit_cg_while(cg *c, jit_node *n);
+int jit_cg_for(cg *c, jit_node *n);
 bool jit_cg_stops_versioning(const jit_node *n);
 int jit_cg_range_loops(cg *c, const jit_node *n, const range_trips *r);
 int jit_cg_hoisted_loops(cg *c, const jit_node *n, const range_trips *r);

@@ -1,6 +1,6 @@
-/* jit_cg_loop: what loops need -- JIT_CANCEL's checks, and a range loop's
- * copies, unrolled for PTX; jit_cg_hoist may run a loop in two versions.
- * Called by jit_cg_stmt. */
+/* jit_cg_loop: while loops and for loops over a range -- Python's trip
+ * count, JIT_CANCEL's checks, copies unrolled for PTX; jit_cg_hoist may run
+ * a loop in two versions. Called by jit_cg_stmt. */
 
 #include <llvm-c/DebugInfo.h>
 
@@ -32,6 +32,7 @@ static bool stops_unrolling(const jit_node *n) {
  * beginner's missing `k += 1`): every 1024 trips. A `for` over a range ends,
  * unless the range is huge: every 65536. Not where a barrier could wait for a
  * work-item that left (cg_module.cancel_checks). */
+#define CANCEL_EVERY_WHILE 1024
 #define CANCEL_EVERY_FOR 65536
 
 static LLVMValueRef cancel_counter(cg *c) {
@@ -49,7 +50,7 @@ static LLVMValueRef cancel_counter(cg *c) {
 
 /* At a loop's back-edge, where the builder is; leaves it on the way on.
  * period: a power of two. */
-void jit_cg_cancel_check(cg *c, unsigned period) {
+static void cancel_check(cg *c, unsigned period) {
     if (!c->m->cancel_checks || !c->cancel_flag) return;
     LLVMBuilderRef b = c->m->b;
     LLVMTypeRef i32 = c->m->i32;
@@ -136,7 +137,7 @@ static int range_loop(cg *c, const jit_node *n, LLVMTypeRef t, LLVMValueRef ctr,
     LLVMBuildBr(b, inc);
     LLVMPositionBuilderAtEnd(b, inc);
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, t, ctr, ""), one, ""), ctr);
-    jit_cg_cancel_check(c, CANCEL_EVERY_FOR);
+    cancel_check(c, CANCEL_EVERY_FOR);
     LLVMValueRef latch = LLVMBuildBr(b, cb);
     if (remainder) never_unroll(c, latch);
     LLVMPositionBuilderAtEnd(b, done);
@@ -179,4 +180,79 @@ int jit_cg_range_loops(cg *c, const jit_node *n, const range_trips *r) {
         return 0;
     }
     return range_loop(c, n, t, ctr, count, start, step, 1, copies > 1);
+}
+
+int jit_cg_while(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMBasicBlockRef cb = jit_cg_block(c, "while.cond"), bb = jit_cg_block(c, "while.body"),
+                      done = jit_cg_block(c, "while.end");
+    LLVMBuildBr(b, cb);
+    LLVMPositionBuilderAtEnd(b, cb);
+    cancel_check(c, CANCEL_EVERY_WHILE); /* here, where continue comes back too */
+    LLVMValueRef cond = jit_cg_truth(c, n->a);
+    if (!cond) return -1;
+    LLVMBuildCondBr(b, cond, bb, done);
+    LLVMPositionBuilderAtEnd(b, bb);
+    if (c->nloops >= 64) return jit_cg_fail(c, n, "loops nest too deeply");
+    c->brk[c->nloops] = done;
+    c->cont[c->nloops++] = cb;
+    int rc = jit_cg_stmts(c, n->body, n->nbody);
+    c->nloops--;
+    if (rc < 0) return -1;
+    LLVMBuildBr(b, cb);
+    LLVMPositionBuilderAtEnd(b, done);
+    return 0;
+}
+
+/* Python's trip count, computed once: a loop of a known count (a counter
+ * from 0) is one LLVM unrolls and vectorises whatever the step's sign, and
+ * it cannot overflow past stop. Assigning the loop variable in the body
+ * does not change the iteration. */
+static LLVMValueRef trip_count(cg *c, LLVMTypeRef t, bool sg, LLVMValueRef start, LLVMValueRef stop,
+                               LLVMValueRef step) {
+    LLVMBuilderRef b = c->m->b;
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, zero, "");
+    LLVMValueRef neg =
+        sg ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "") : LLVMConstInt(c->m->i1, 0, 0);
+    LLVMValueRef mag = sg ? LLVMBuildSelect(b, neg, LLVMBuildNeg(b, step, ""), step, "") : step;
+    mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, zero, ""), one, mag, "");
+    LLVMValueRef lo = LLVMBuildSelect(b, neg, stop, start, ""),
+                 hi = LLVMBuildSelect(b, neg, start, stop, "");
+    LLVMValueRef runs =
+        LLVMBuildAnd(b, LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, lo, hi, ""),
+                     LLVMBuildOr(b, pos, neg, ""), ""); /* range(..., 0) runs nothing */
+    LLVMValueRef count = LLVMBuildAdd(
+        b, LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildSub(b, hi, lo, ""), one, ""), mag, ""), one,
+        "");
+    return LLVMBuildSelect(b, runs, count, zero, "trips");
+}
+
+/* for v in range(...): the arguments in the loop variable's type, then the
+ * loop (jit_cg_hoist's, which runs range_loops). */
+int jit_cg_for(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    jit_type lt_ = c->f->var_types[n->a->v.var];
+    LLVMTypeRef t = jit_cg_ltype(c, lt_);
+    bool sg = jit_dtype_is_signed(jit_cg_dt_of(c, lt_));
+    LLVMValueRef args[3];
+    for (int i = 0; i < n->nkids; i++) {
+        LLVMValueRef v = jit_cg_expr(c, n->kids[i]);
+        if (!v) return -1;
+        args[i] = jit_cg_conv(c, v, n->kids[i]->type, lt_);
+    }
+    LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
+    LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
+    LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
+    if (c->m->bc &&
+        !LLVMIsAConstantInt(step) && /* Python's ValueError (a constant 0 is a CompileError) */
+        jit_cg_fault_check(c, n->kids[2],
+                           LLVMBuildICmp(b, LLVMIntEQ, step, LLVMConstInt(t, 0, 0), ""),
+                           JIT_FAULT_ZERO_STEP, NULL) < 0)
+        return -1;
+    LLVMValueRef count = trip_count(c, t, sg, start, stop, step);
+    LLVMValueRef ctr = jit_cg_entry_alloca(c, t, "range.k");
+    LLVMBuildStore(b, LLVMConstInt(t, 0, 0), ctr);
+    range_trips trips = {t, sg, ctr, count, start, step};
+    return jit_cg_hoisted_loops(c, n, &trips);
 }

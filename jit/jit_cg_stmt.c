@@ -1,6 +1,7 @@
-/* jit_cg_stmt: statements -- assignments (unpacking too), augmented
- * assignments, if, loops, break and continue, return. Called by the driver for a function's body
- * and by loops and ifs for theirs. */
+/* jit_cg_stmt: statements, one function per kind -- assignments (unpacking
+ * too), augmented assignments, if, break and continue, return; loops are
+ * jit_cg_loop's. Called by the driver for a function's body and by loops and
+ * ifs for theirs. */
 #include "jit_cg.h"
 
 static int store_var(cg *c, jit_node *t, LLVMValueRef v, jit_type vt) {
@@ -34,165 +35,127 @@ static int assign(cg *c, jit_node *t, jit_node *value, LLVMValueRef v, jit_type 
     return 0;
 }
 
-static int stmt(cg *c, jit_node *n) {
+/* a, b = b, a: every value first, then the assignments. */
+static int unpack_values(cg *c, jit_node *n) {
+    jit_node *val = n->a;
+    LLVMValueRef vs[16];
+    if (val->nkids > 16) return jit_cg_fail(c, n, "at most 16 values can be unpacked");
+    for (int i = 0; i < val->nkids; i++)
+        if (val->kids[i]->type.kind != JT_ARRAY && !(vs[i] = jit_cg_expr(c, val->kids[i])))
+            return -1;
+    for (int t = 0; t < n->nkids; t++)
+        for (int i = 0; i < val->nkids; i++)
+            if (assign(c, n->kids[t]->kids[i], val->kids[i], vs[i], val->kids[i]->type) < 0)
+                return -1;
+    return 0;
+}
+
+/* n, m = a.shape */
+static int unpack_shape(cg *c, jit_node *n) {
+    jit_node *val = n->a;
+    cg_array a;
+    if (jit_cg_array_of(c, val->a, &a) < 0) return -1;
+    for (int t = 0; t < n->nkids; t++)
+        for (int i = 0; i < n->kids[t]->nkids; i++)
+            if (assign(c, n->kids[t]->kids[i], NULL, a.shape[i], jit_weak_int()) < 0) return -1;
+    return 0;
+}
+
+static int assign_stmt(cg *c, jit_node *n) {
+    jit_node *val = n->a;
+    if (val->kind == N_TUPLE) return unpack_values(c, n);
+    if (val->type.kind == JT_TUPLE) return unpack_shape(c, n);
+    LLVMValueRef v = NULL;
+    if (val->type.kind != JT_ARRAY && !(v = jit_cg_expr(c, val))) return -1;
+    for (int t = 0; t < n->nkids; t++)
+        if (assign(c, n->kids[t], val, v, val->type) < 0) return -1;
+    return 0;
+}
+
+/* a[i] op= v: the element's address once. */
+static int augassign_element(cg *c, jit_node *n) {
+    jit_node *t = n->a;
+    cg_array a;
+    if (jit_cg_array_of(c, t->a, &a) < 0) return -1;
+    LLVMValueRef p = jit_cg_element_ptr(c, t, &a);
+    if (!p) return -1;
+    LLVMValueRef cur = jit_cg_load_elem(c, p, a.t.dtype), v = jit_cg_expr(c, n->b);
+    if (!v) return -1;
+    jit_type et = jit_scalar(a.t.dtype);
+    jit_node tmp = *n, elem = *t;
+    elem.type = et;
+    tmp.type = n->op == OP_DIV ? jit_true_divide(et, n->b->type) : jit_promote(et, n->b->type);
+    if (et.dtype == JIT_BOOL && n->b->type.kind == JT_SCALAR && n->b->type.dtype == JIT_BOOL &&
+        n->op != OP_BITAND && n->op != OP_BITOR && n->op != OP_BITXOR)
+        tmp.type = jit_scalar(JIT_I64);
+    LLVMValueRef r = jit_cg_binop(c, &tmp, n->op, &elem, n->b, cur, v);
+    if (!r) return -1;
+    jit_cg_store_elem(c, p, jit_cg_conv_dt(c, r, jit_cg_dt_of(c, tmp.type), a.t.dtype), a.t.dtype);
+    return 0;
+}
+
+static int augassign_stmt(cg *c, jit_node *n) {
+    jit_node *t = n->a;
+    if (t->kind != N_VAR) return augassign_element(c, n);
+    LLVMValueRef cur = jit_cg_expr(c, t), v = cur ? jit_cg_expr(c, n->b) : NULL;
+    if (!v) return -1;
+    jit_node tmp = *n; /* the operation's type is the promotion of both */
+    tmp.type = jit_promote(t->type, n->b->type);
+    if (n->op == OP_DIV) tmp.type = jit_true_divide(t->type, n->b->type);
+    LLVMValueRef r = jit_cg_binop(c, &tmp, n->op, t, n->b, cur, v);
+    return r ? store_var(c, t, r, tmp.type) : -1;
+}
+
+static int if_stmt(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
-    switch ((jit_node_kind)n->kind) {
-    case S_ASSIGN: {
-        jit_node *val = n->a;
-        if (val->kind == N_TUPLE) { /* evaluate every value, then assign: a, b = b, a */
-            LLVMValueRef vs[16];
-            if (val->nkids > 16) return jit_cg_fail(c, n, "at most 16 values can be unpacked");
-            for (int i = 0; i < val->nkids; i++)
-                if (val->kids[i]->type.kind != JT_ARRAY && !(vs[i] = jit_cg_expr(c, val->kids[i])))
-                    return -1;
-            for (int t = 0; t < n->nkids; t++)
-                for (int i = 0; i < val->nkids; i++)
-                    if (assign(c, n->kids[t]->kids[i], val->kids[i], vs[i], val->kids[i]->type) < 0)
-                        return -1;
-            return 0;
-        }
-        if (val->type.kind == JT_TUPLE) { /* n, m = a.shape */
-            cg_array a;
-            if (jit_cg_array_of(c, val->a, &a) < 0) return -1;
-            for (int t = 0; t < n->nkids; t++)
-                for (int i = 0; i < n->kids[t]->nkids; i++)
-                    if (assign(c, n->kids[t]->kids[i], NULL, a.shape[i], jit_weak_int()) < 0)
-                        return -1;
-            return 0;
-        }
-        LLVMValueRef v = NULL;
-        if (val->type.kind != JT_ARRAY && !(v = jit_cg_expr(c, val))) return -1;
-        for (int t = 0; t < n->nkids; t++)
-            if (assign(c, n->kids[t], val, v, val->type) < 0) return -1;
-        return 0;
-    }
-    case S_AUGASSIGN: {
-        jit_node *t = n->a;
-        if (t->kind == N_VAR) {
-            LLVMValueRef cur = jit_cg_expr(c, t), v = cur ? jit_cg_expr(c, n->b) : NULL;
-            if (!v) return -1;
-            jit_node tmp = *n; /* the operation's type is the promotion of both */
-            tmp.type = jit_promote(t->type, n->b->type);
-            if (n->op == OP_DIV) tmp.type = jit_true_divide(t->type, n->b->type);
-            LLVMValueRef r = jit_cg_binop(c, &tmp, n->op, t, n->b, cur, v);
-            return r ? store_var(c, t, r, tmp.type) : -1;
-        }
-        cg_array a;
-        if (jit_cg_array_of(c, t->a, &a) < 0) return -1;
-        LLVMValueRef p = jit_cg_element_ptr(c, t, &a);
-        if (!p) return -1;
-        LLVMValueRef cur = jit_cg_load_elem(c, p, a.t.dtype), v = jit_cg_expr(c, n->b);
+    LLVMValueRef cond = jit_cg_truth(c, n->a);
+    if (!cond) return -1;
+    LLVMBasicBlockRef tb = jit_cg_block(c, "then"), eb = jit_cg_block(c, "else"),
+                      done = jit_cg_block(c, "endif");
+    LLVMBuildCondBr(b, cond, tb, eb);
+    LLVMPositionBuilderAtEnd(b, tb);
+    if (jit_cg_stmts(c, n->body, n->nbody) < 0) return -1;
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, eb);
+    if (jit_cg_stmts(c, n->orelse, n->norelse) < 0) return -1;
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    return 0;
+}
+
+/* break, continue */
+static int jump_stmt(cg *c, jit_node *n) {
+    if (!c->nloops)
+        return jit_cg_fail(c, n, "'%s' outside a loop", n->kind == S_BREAK ? "break" : "continue");
+    LLVMBuildBr(c->m->b, n->kind == S_BREAK ? c->brk[c->nloops - 1] : c->cont[c->nloops - 1]);
+    jit_cg_dead_block(c);
+    return 0;
+}
+
+static int return_stmt(cg *c, jit_node *n) {
+    LLVMBuilderRef b = c->m->b;
+    if (n->a && c->ret_slot) {
+        LLVMValueRef v = jit_cg_expr(c, n->a);
         if (!v) return -1;
-        jit_type et = jit_scalar(a.t.dtype);
-        jit_node tmp = *n, elem = *t;
-        elem.type = et;
-        tmp.type = n->op == OP_DIV ? jit_true_divide(et, n->b->type) : jit_promote(et, n->b->type);
-        if (et.dtype == JIT_BOOL && n->b->type.kind == JT_SCALAR && n->b->type.dtype == JIT_BOOL &&
-            n->op != OP_BITAND && n->op != OP_BITOR && n->op != OP_BITXOR)
-            tmp.type = jit_scalar(JIT_I64);
-        LLVMValueRef r = jit_cg_binop(c, &tmp, n->op, &elem, n->b, cur, v);
-        if (!r) return -1;
-        jit_cg_store_elem(c, p, jit_cg_conv_dt(c, r, jit_cg_dt_of(c, tmp.type), a.t.dtype),
-                          a.t.dtype);
-        return 0;
+        LLVMBuildStore(b, jit_cg_conv(c, v, n->a->type, c->ret_type), c->ret_slot);
     }
+    LLVMBuildBr(b, c->ret_block);
+    jit_cg_dead_block(c);
+    return 0;
+}
+
+static int stmt(cg *c, jit_node *n) {
+    switch ((jit_node_kind)n->kind) {
+    case S_ASSIGN: return assign_stmt(c, n);
+    case S_AUGASSIGN: return augassign_stmt(c, n);
     case S_EXPR: return jit_cg_expr(c, n->a) ? 0 : -1;
     case S_PASS: return 0;
-    case S_IF: {
-        LLVMValueRef cond = jit_cg_truth(c, n->a);
-        if (!cond) return -1;
-        LLVMBasicBlockRef tb = jit_cg_block(c, "then"), eb = jit_cg_block(c, "else"),
-                          done = jit_cg_block(c, "endif");
-        LLVMBuildCondBr(b, cond, tb, eb);
-        LLVMPositionBuilderAtEnd(b, tb);
-        if (jit_cg_stmts(c, n->body, n->nbody) < 0) return -1;
-        LLVMBuildBr(b, done);
-        LLVMPositionBuilderAtEnd(b, eb);
-        if (jit_cg_stmts(c, n->orelse, n->norelse) < 0) return -1;
-        LLVMBuildBr(b, done);
-        LLVMPositionBuilderAtEnd(b, done);
-        return 0;
-    }
-    case S_WHILE: {
-        LLVMBasicBlockRef cb = jit_cg_block(c, "while.cond"), bb = jit_cg_block(c, "while.body"),
-                          done = jit_cg_block(c, "while.end");
-        LLVMBuildBr(b, cb);
-        LLVMPositionBuilderAtEnd(b, cb);
-        jit_cg_cancel_check(c, CANCEL_EVERY_WHILE); /* here, where continue comes back too */
-        LLVMValueRef cond = jit_cg_truth(c, n->a);
-        if (!cond) return -1;
-        LLVMBuildCondBr(b, cond, bb, done);
-        LLVMPositionBuilderAtEnd(b, bb);
-        if (c->nloops >= 64) return jit_cg_fail(c, n, "loops nest too deeply");
-        c->brk[c->nloops] = done;
-        c->cont[c->nloops++] = cb;
-        int rc = jit_cg_stmts(c, n->body, n->nbody);
-        c->nloops--;
-        if (rc < 0) return -1;
-        LLVMBuildBr(b, cb);
-        LLVMPositionBuilderAtEnd(b, done);
-        return 0;
-    }
-    case S_FOR: {
-        jit_type lt_ = c->f->var_types[n->a->v.var];
-        LLVMTypeRef t = jit_cg_ltype(c, lt_);
-        bool sg = jit_dtype_is_signed(jit_cg_dt_of(c, lt_));
-        LLVMValueRef args[3];
-        for (int i = 0; i < n->nkids; i++) {
-            LLVMValueRef v = jit_cg_expr(c, n->kids[i]);
-            if (!v) return -1;
-            args[i] = jit_cg_conv(c, v, n->kids[i]->type, lt_);
-        }
-        LLVMValueRef start = n->nkids > 1 ? args[0] : LLVMConstInt(t, 0, 0);
-        LLVMValueRef stop = n->nkids > 1 ? args[1] : args[0];
-        LLVMValueRef step = n->nkids > 2 ? args[2] : LLVMConstInt(t, 1, 0);
-        if (c->m->bc &&
-            !LLVMIsAConstantInt(step) && /* Python's ValueError (a constant 0 is a CompileError) */
-            jit_cg_fault_check(c, n->kids[2],
-                               LLVMBuildICmp(b, LLVMIntEQ, step, LLVMConstInt(t, 0, 0), ""),
-                               JIT_FAULT_ZERO_STEP, NULL) < 0)
-            return -1;
-        /* Python's trip count, computed once: a loop of a known count (a counter
-         * from 0) is one LLVM unrolls and vectorises whatever the step's sign, and
-         * it cannot overflow past stop. Assigning the loop variable in the body
-         * does not change the iteration. */
-        LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
-        LLVMValueRef pos = LLVMBuildICmp(b, sg ? LLVMIntSGT : LLVMIntNE, step, zero, "");
-        LLVMValueRef neg =
-            sg ? LLVMBuildICmp(b, LLVMIntSLT, step, zero, "") : LLVMConstInt(c->m->i1, 0, 0);
-        LLVMValueRef mag = sg ? LLVMBuildSelect(b, neg, LLVMBuildNeg(b, step, ""), step, "") : step;
-        mag = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, mag, zero, ""), one, mag, "");
-        LLVMValueRef lo = LLVMBuildSelect(b, neg, stop, start, ""),
-                     hi = LLVMBuildSelect(b, neg, start, stop, "");
-        LLVMValueRef runs =
-            LLVMBuildAnd(b, LLVMBuildICmp(b, sg ? LLVMIntSLT : LLVMIntULT, lo, hi, ""),
-                         LLVMBuildOr(b, pos, neg, ""), ""); /* range(..., 0) runs nothing */
-        LLVMValueRef count = LLVMBuildAdd(
-            b, LLVMBuildUDiv(b, LLVMBuildSub(b, LLVMBuildSub(b, hi, lo, ""), one, ""), mag, ""),
-            one, "");
-        count = LLVMBuildSelect(b, runs, count, zero, "trips");
-        LLVMValueRef ctr = jit_cg_entry_alloca(c, t, "range.k");
-        LLVMBuildStore(b, zero, ctr);
-        range_trips trips = {t, sg, ctr, count, start, step};
-        return jit_cg_hoisted_loops(c, n, &trips);
-    }
+    case S_IF: return if_stmt(c, n);
+    case S_WHILE: return jit_cg_while(c, n);
+    case S_FOR: return jit_cg_for(c, n);
     case S_BREAK:
-    case S_CONTINUE:
-        if (!c->nloops)
-            return jit_cg_fail(c, n, "'%s' outside a loop",
-                               n->kind == S_BREAK ? "break" : "continue");
-        LLVMBuildBr(b, n->kind == S_BREAK ? c->brk[c->nloops - 1] : c->cont[c->nloops - 1]);
-        jit_cg_dead_block(c);
-        return 0;
-    case S_RETURN:
-        if (n->a && c->ret_slot) {
-            LLVMValueRef v = jit_cg_expr(c, n->a);
-            if (!v) return -1;
-            LLVMBuildStore(b, jit_cg_conv(c, v, n->a->type, c->ret_type), c->ret_slot);
-        }
-        LLVMBuildBr(b, c->ret_block);
-        jit_cg_dead_block(c);
-        return 0;
+    case S_CONTINUE: return jump_stmt(c, n);
+    case S_RETURN: return return_stmt(c, n);
     default: return jit_cg_fail(c, n, "internal: statement kind %d", n->kind);
     }
 }
