@@ -1,0 +1,115 @@
+/* jit_cg_devfn: device functions -- one internal, always-inlined LLVM
+ * function per (function, argument types), generated at its first call with
+ * a builder of its own, and the calls to it. Called by jit_cg_call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jit_cg.h"
+
+LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
+    cg_module *m = c->m;
+    jit_func *callee = n->a->v.ref.func;
+    jit_type at[16];
+    if (n->nkids > 16)
+        return jit_cg_fail(c, n, "a device function takes at most 16 arguments"), NULL;
+    for (int i = 0; i < n->nkids; i++) at[i] = n->kids[i]->type;
+    cg_devfn *df = NULL;
+    for (int i = 0; i < m->ndevfns; i++)
+        if (m->devfns[i].f == callee && m->devfns[i].nargs == n->nkids &&
+            !memcmp(m->devfns[i].args, at, sizeof(jit_type) * (size_t)n->nkids))
+            df = &m->devfns[i];
+    if (!df) {
+        if (m->depth > 16) return jit_cg_fail(c, n, "device functions nest too deeply"), NULL;
+        jit_type ret;
+        if (jit_infer(callee, at, &ret, m->err) < 0) return NULL;
+        cg_devfn *nd = realloc(m->devfns, (size_t)(m->ndevfns + 1) * sizeof *nd);
+        if (!nd) return jit_cg_fail(c, n, "out of memory"), NULL;
+        m->devfns = nd;
+        df = &nd[m->ndevfns++];
+        memset(df, 0, sizeof *df);
+        df->f = callee;
+        df->nargs = n->nkids;
+        memcpy(df->args, at, sizeof(jit_type) * (size_t)n->nkids);
+        df->ret = ret;
+        LLVMTypeRef pts[16 * 8 + 1];
+        int np = 0;
+        for (int i = 0; i < n->nkids; i++) {
+            jit_cg_param_types(c, at[i], pts + np);
+            np += jit_cg_param_count(at[i]);
+        }
+        if (m->bc) pts[np++] = m->gptr;     /* the bounds record */
+        if (m->cancel) pts[np++] = m->gptr; /* the cancel flag */
+        LLVMTypeRef rt = ret.kind == JT_NONE ? m->voidt : jit_cg_ltype(c, ret);
+        df->fty = LLVMFunctionType(rt, pts, (unsigned)np, 0);
+        char name[256];
+        snprintf(name, sizeof name, "ofl_devfn_%s_%d", callee->name, m->ndevfns);
+        jit_symbol_sanitize(name);
+        df->fn = LLVMAddFunction(m->tg.mod, name, df->fty);
+        LLVMSetLinkage(df->fn, LLVMInternalLinkage);
+        jit_target_mark_function(&m->tg, df->fn);
+        unsigned k = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        LLVMAddAttributeAtIndex(df->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(m->tg.ctx, k, 0));
+        /* generate its body with a builder of its own, then come back */
+        LLVMBuilderRef saved = m->b;
+        m->b = LLVMCreateBuilderInContext(m->tg.ctx);
+        m->tg.b = m->b;
+        m->depth++;
+        cg sub = {.m = m, .f = callee, .fn = df->fn, .ret_type = ret};
+        sub.vars = calloc((size_t)callee->nvars + 1, sizeof *sub.vars);
+        sub.arrays = calloc((size_t)callee->nvars + 1, sizeof *sub.arrays);
+        LLVMPositionBuilderAtEnd(m->b, jit_cg_block(&sub, "entry"));
+        jit_cg_make_allocas(&sub);
+        if (ret.kind != JT_NONE) sub.ret_slot = jit_cg_entry_alloca(&sub, rt, "ret");
+        int pi = 0;
+        LLVMValueRef pv[8];
+        for (int i = 0; i < n->nkids; i++) {
+            for (int k = 0; k < jit_cg_param_count(at[i]); k++)
+                pv[k] = LLVMGetParam(df->fn, (unsigned)(pi + k));
+            jit_cg_bind_param(&sub, i, at[i], pv);
+            pi += jit_cg_param_count(at[i]);
+        }
+        if (m->bc) sub.record = LLVMGetParam(df->fn, (unsigned)pi);
+        if (m->cancel) sub.cancel_flag = LLVMGetParam(df->fn, (unsigned)pi + (m->bc ? 1 : 0));
+        int idx = (int)(df - m->devfns);
+        int rc = jit_cg_emit_function_body(&sub);
+        df = &m->devfns[idx]; /* nested device functions may have grown the array */
+        free(sub.vars);
+        free(sub.arrays);
+        free(sub.scratch);
+        m->depth--;
+        LLVMDisposeBuilder(m->b);
+        m->b = saved;
+        m->tg.b = saved;
+        if (rc < 0) return NULL;
+    }
+    int dfi = (int)(df - m->devfns);
+    LLVMValueRef args[16 * 8 + 1];
+    int na = 0;
+    for (int i = 0; i < n->nkids; i++) {
+        if (at[i].kind == JT_ARRAY) {
+            cg_array a;
+            if (jit_cg_array_of(c, n->kids[i], &a) < 0) return NULL;
+            args[na++] = a.base;
+            args[na++] = a.offset;
+            for (int k = 0; k < a.t.ndim; k++) args[na++] = a.shape[k];
+            for (int k = 0; k < a.t.ndim; k++) args[na++] = a.strides[k];
+        } else if (jit_cg_param_count(at[i])) {
+            LLVMValueRef v = jit_cg_expr(c, n->kids[i]);
+            if (!v) return NULL;
+            if (at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL)
+                v = LLVMBuildZExt(m->b, v, m->i8, "");
+            args[na++] = v;
+        }
+    }
+    if (m->bc) args[na++] = c->record;
+    if (m->cancel) args[na++] = c->cancel_flag;
+    df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
+    LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
+    jit_target_mark_call(&m->tg, r);
+    if (df->ret.kind == JT_NONE)
+        return jit_cg_no_value(c); /* a statement call; the value is unused */
+    n->type = df->ret;
+    return r;
+}
