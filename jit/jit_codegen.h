@@ -1,6 +1,7 @@
 /* jit_codegen: a typed jit_tree -> an LLVM module for one target.
  *
- * jit_codegen.c walks the tree; jit_target.c holds what differs between the
+ * jit_codegen.c sets up the module and function and walks the tree with
+ * jit_cg_*.c, one concern each (jit_cg.h lists them); jit_target.c holds what differs between the
  * SPIR (OpenCL) and NVPTX (CUDA) targets: triple, data layout, how a work
  * item finds its id, how kernels are marked, and the names of math functions
  * (OpenCL builtins vs libdevice); jit_print.c how print() shows bools and
