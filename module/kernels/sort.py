@@ -20,7 +20,7 @@ cost a wrap.
 import numpy as np
 import offload as ol
 
-TILE = 256  # work-items of a tile's group (mod_sort.c's TILE_T)
+TILE = 256  # work-items of a tile's group (mod_sort.c's plans read it)
 PASS_MIN_GROUPS = 4  # groups an SM of a pass of 32-bit keys alone (its launch bounds)
 KEY_GROUPS = 4  # groups an SM of keys_alone_grouped (its launch bounds)
 ALONE_UNROLL = 8  # loads a work-item of keys_alone_grouped has in flight

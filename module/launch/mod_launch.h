@@ -180,6 +180,10 @@ void mod_raise_jit(const jit_error *err);
  * a DeviceFunction, ... Borrowed (the file's module lives for the process),
  * or NULL with an exception. */
 PyObject *mod_library_get(const char *file, const char *name);
+/* The value of an int constant of file, whose kernels are sized by it (a
+ * tile's work-items, say), for C's plans to read rather than repeat: >= 0,
+ * or -1 with an exception. */
+Py_ssize_t mod_library_int(const char *file, const char *name);
 /* Launches file's kernel name over range with the arguments that fmt, a
  * Py_BuildValue format of one item per parameter, makes of the rest ("O"
  * for arrays, dtypes and device functions, borrowed; "n" for Py_ssize_t;

@@ -120,6 +120,14 @@ int mod_library_launch(const char *file, const char *name, const mod_shape *rang
     return r ? 0 : -1;
 }
 
+Py_ssize_t mod_library_int(const char *file, const char *name) {
+    PyObject *v = mod_library_get(file, name);
+    Py_ssize_t n = v ? PyLong_AsSsize_t(v) : -1;
+    if (n < 0 && !PyErr_Occurred())
+        PyErr_Format(PyExc_SystemError, "offload: kernels/%s.py's %s is negative", file, name);
+    return n;
+}
+
 /* offload._library(file, name): the same, for tests and for looking at a
  * library kernel's signatures. */
 static PyObject *library(PyObject *self, PyObject *args) {

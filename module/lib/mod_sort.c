@@ -128,7 +128,8 @@ typedef struct {
     bool fresh;             /* hist and res still zero (plan_init's fill) */
     int epoch;              /* tiles: passes so far (a pass's epoch tags its status words) */
     Py_ssize_t runs, per;   /* runs form: runs of per elements */
-    Py_ssize_t tile_k;      /* tiles form: keys per work-item (a tile: TILE_T * tile_k) */
+    Py_ssize_t tile_t;      /* tiles form: work-items of a tile's group (sort.py's TILE) */
+    Py_ssize_t tile_k;      /* tiles form: keys per work-item (a tile: tile_t * tile_k) */
     Py_ssize_t ntiles;
     /* keys alone: the last pass writes the values (their bits) into out */
     PyObject *out;    /* borrowed; NULL: the index form */
@@ -144,7 +145,6 @@ typedef struct {
     bool pos_done;
 } plan_t;
 
-#define TILE_T 256        /* work-items of a tile's group (sort.py's TILE) */
 #define CPU_RUN_MIN 16384 /* the runs form: elements a run walks at least */
 
 /* The words of a sort's key, least significant first. A complex number
@@ -302,7 +302,7 @@ static int pass_runs(plan_t *p, int sh, bool last) {
 }
 
 /* ---- the GPU form: a pass over tiles (CUB's onesweep) ----
- * sort.py's tile_pass: a group sorts a tile of TILE_T * tile_k keys in
+ * sort.py's tile_pass: a group sorts a tile of tile_t * tile_k keys in
  * local memory by the digit and finds where each digit's keys go by a
  * look-back over the tiles before it. A pass of keys alone (p->idx NULL)
  * moves no indices; the last one of a value sort (p->out) writes values.
@@ -322,7 +322,7 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
     PyObject *s4 = np_scalar(p->kdt, (unsigned long long)sh + 4);
     /* 32-bit keys alone take the launch bounds (sort.py says why) */
     const char *name = !with_idx && p->kbits == 32 ? "tile_pass_bounded" : "tile_pass";
-    mod_shape r = grid(p->ntiles * TILE_T, TILE_T);
+    mod_shape r = grid(p->ntiles * p->tile_t, p->tile_t);
     int rc = s0 && s4 ? mod_library_launch("sort", name, &r, "OOOOOOOnOOinOOnOOOOOOOO", key,
                                            with_idx ? idx : key, values ? p->out : key2,
                                            !with_idx        ? key2
@@ -356,12 +356,11 @@ static bool use_tiles(ofl_device *dev) {
 /* Keys a tile's work-item holds: the most (16, 8, ...) whose tile fits the
  * device's local memory (48 KB at most: CUDA's static limit). Never more
  * than 16: tile_pass keeps each key's rank in 4 bits of one 64-bit word. */
-static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t ksz, Py_ssize_t isz) {
+static Py_ssize_t tile_keys(ofl_device *dev, Py_ssize_t T, Py_ssize_t ksz, Py_ssize_t isz) {
     uint64_t lm = ofl_device_get_info(dev)->local_mem_size;
     if (lm > 48 * 1024) lm = 48 * 1024;
     Py_ssize_t K = 16;
-    while (K > 1 &&
-           (uint64_t)(TILE_T * K * 33 / 32 * (ksz + isz) + 19 * TILE_T * 4 + 256 * 8 + 64) > lm)
+    while (K > 1 && (uint64_t)(T * K * 33 / 32 * (ksz + isz) + 19 * T * 4 + 256 * 8 + 64) > lm)
         K /= 2;
     return K;
 }
@@ -400,8 +399,10 @@ static int plan_init(plan_t *p, ofl_device *dev, Py_ssize_t N, Py_ssize_t n, boo
     Py_ssize_t hn;
     p->fresh = true;
     if (p->tiles) {
-        p->tile_k = tile_keys(dev, wide ? 8 : 4, with_idx ? mod_dtype_itemsize(p->idt) : 0);
-        p->ntiles = (N + TILE_T * p->tile_k - 1) / (TILE_T * p->tile_k);
+        if ((p->tile_t = mod_library_int("sort", "TILE")) < 0) return -1;
+        p->tile_k =
+            tile_keys(dev, p->tile_t, wide ? 8 : 4, with_idx ? mod_dtype_itemsize(p->idt) : 0);
+        p->ntiles = (N + p->tile_t * p->tile_k - 1) / (p->tile_t * p->tile_k);
         hn = 256 * (p->kbits / 8);
         /* one zeroed allocation (an allocation and a fill cost a small sort
          * as much host time as a launch): status, hist, ctr, res */
@@ -537,12 +538,10 @@ out:
  * The key kernel reports those, and the index form sorts them. The maps:
  * docs/radix-sort.md */
 
-/* The tiles form's key kernel of keys alone: ALONE_UNROLL (sort.py) loads
+/* The tiles form's key kernel of keys alone: sort.py's ALONE_UNROLL loads
  * a work-item in flight, in KEY_GROUPS groups a compute unit, launched with
  * that bound, all resident at once (1024 groups of one load at a time:
  * 0.15 ms more for 2^26 float32 on an H100). */
-#define ALONE_UNROLL 8
-#define KEY_GROUPS 4
 
 /* The key kernel of a sort of keys alone: key[i] from the bits of element
  * i, and into res (zeroed; ORs of the keys, of their complements, of
@@ -561,11 +560,14 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
                                   BOOL(p->vfloat));
     }
     Py_ssize_t G, per, units = ofl_device_get_info(p->dev)->max_compute_units;
-    grouped_range(p, (units > 0 ? units : 1) * KEY_GROUPS, &G, &per);
-    per = (per + ALONE_UNROLL - 1) / ALONE_UNROLL;
+    Py_ssize_t unroll = mod_library_int("sort", "ALONE_UNROLL");
+    Py_ssize_t groups = unroll < 0 ? -1 : mod_library_int("sort", "KEY_GROUPS");
+    if (groups < 0) return -1;
+    grouped_range(p, (units > 0 ? units : 1) * groups, &G, &per);
+    per = (per + unroll - 1) / unroll;
     mod_shape r = grid(G, 256);
     int rc = mod_library_launch("sort", "keys_alone_grouped", &r, "OOOnnnnOOOOi", bits, p->res,
-                                p->hist, p->N, G, ALONE_UNROLL * G, per, p->kdt, p->key_of, p->flip,
+                                p->hist, p->N, G, unroll * G, per, p->kdt, p->key_of, p->flip,
                                 BOOL(p->vfloat), p->kbits / 8);
     p->raw = bits;
     return rc == 0 ? tile_starts(p, p->kbits) : rc;
