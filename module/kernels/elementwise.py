@@ -532,9 +532,7 @@ def fmax(a, b):
     return b if a != a else (a if b != b else np.maximum(a, b))
 
 
-@ol.device_func
-def fmax_bool(a, b):
-    return a or b
+fmax_bool = maximum_bool  # NaN is no bool
 
 
 @ol.device_func
@@ -547,9 +545,7 @@ def fmin(a, b):
     return b if a != a else (a if b != b else np.minimum(a, b))
 
 
-@ol.device_func
-def fmin_bool(a, b):
-    return a and b
+fmin_bool = minimum_bool  # NaN is no bool
 
 
 @ol.device_func
