@@ -18,7 +18,6 @@ seed: OFFLOAD_TEST_SEED=<n> reruns it with the same inputs.
 
 from __future__ import annotations
 
-import linecache
 import os
 import re
 import subprocess
@@ -151,7 +150,7 @@ def test_strided_operands(device, rng, case, dtype, matmul_path):
     # the CPU form: its blocks, then the rows and columns past them (an edge kernel each);
     # cuBLAS reads rows or columns in runs (an operand with steps in both is copied first)
     # and its call is timed as a launch; NumPy's BLAS on a CPU device's memory launches none
-    cpu_form = "def matmul_cpu(" in ol._matmul_source(dtype, device)[0]
+    cpu_form = ol._matmul_plan(dtype, device)[0] == "matmul_cpu"
     if matmul_path == "library":
         most = 3 if device.backend == "cuda" else 0
     else:
@@ -418,12 +417,13 @@ def test_cpu_form_where_the_device_vectorises_across_work_items():
         pytest.skip("no CPU device")
     for d in cpus:
         lanes = "Portable Computing Language" not in d.platform
-        src, local = ol._matmul_source("float32", d)
-        assert ("def matmul_cpu(item, a, b, c, ACC: ol.constexpr, ROWS: ol.constexpr):" in src) == lanes, \
-            (d, src[:80])
+        name, consts, local = ol._matmul_plan("float32", d)
+        assert (name, consts) == (("matmul_cpu", (np.float32, 16)) if lanes else
+                                  ("matmul_tiled", (np.float32, np.float32, np.float32, 16, 16, 4, 4,
+                                                    8, False, False, True))), (d, name, consts)
         assert (tuple(local) == (1, 16)) == lanes, (d, local)
-        src, _ = ol._matmul_source("float32", d, b_by_col=True)
-        assert src.startswith("def matmul_float32("), (d, src[:60])
+        name, consts, _ = ol._matmul_plan("float32", d, b_by_col=True)
+        assert name == "matmul_tiled" and consts[9] is True, (d, name, consts)
 
 
 # ============================================================================
@@ -431,15 +431,11 @@ def test_cpu_form_where_the_device_vectorises_across_work_items():
 
 
 def ptx_of(dtype: str) -> str:
-    src, local = ol._matmul_source(dtype, "ptx")
-    name = re.search(r"def (\w+)\(", src).group(1)
-    filename = f"<test_array_matmul {dtype}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)  # the JIT reads the source
-    ns = {"np": np, "ol": ol}
-    exec(compile(src, filename, "exec"), ns)
-    k = ol.kernel(ns[name])
+    name, consts, local = ol._matmul_plan(dtype, "ptx")
+    k = ol._library("matmul", name)
     a = ol.asarray(np.ones((64, 64), dtype), device=CPU_FILTER)
-    return k.inspect_ptx(a, a, a, range=ol.NdRange((local[0] * 4, local[1] * 4), local), sm=90)
+    return k.inspect_ptx(a, a, a, *consts, range=ol.NdRange((local[0] * 4, local[1] * 4), local),
+                         sm=90)
 
 
 def inner_loops(ptx: str) -> list[list[str]]:

@@ -352,3 +352,70 @@ def test_access_scatters(device, rng, scalar):
     want = x.copy()
     want[i0, :, i1] = 2.5 if scalar else v
     assert np.array_equal(ol.asnumpy(xd).reshape(6, 4, 9), want)
+
+
+# ---- matmul.py: the tiled kernel (the matmul fallback on GPUs and PoCL) ----
+# Launched as mod_matmul.c launches it, with tilings it may choose (PoCL's and CUDA's, and
+# OFFLOAD_MATMUL_TILES-style odd ones: 2-wide blocks, runs of 4 columns TX*4 apart, no read
+# ahead), into a view of a poisoned array: every element of the view written, none around it.
+
+# (TY, TX, TM, TN, BK, AHEAD); each work-item copies a whole number of each slab's elements
+MATMUL_TILINGS = [(16, 16, 4, 4, 8, True), (16, 16, 4, 4, 16, True), (8, 4, 2, 8, 4, False),
+                  (4, 8, 4, 2, 8, True), (32, 8, 4, 8, 8, True)]
+MATMUL_TYPES = [  # (a, b, c, accumulator)
+    ("float32", "float32", "float32", "float32"),
+    ("float32", "float64", "float64", "float64"),
+    ("int8", "int8", "int8", "int32"),  # 8-bit products and sums wrap, in 32 bits alike
+    ("uint16", "uint16", "uint16", "uint32"),
+]
+
+
+def matmul_operand(rng, shape, dtype, by_col: bool, device):
+    """A random matrix of shape on device; by_col: a transposed view (dimension 0 the faster)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        x = rng.uniform(-1, 1, shape).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    if by_col:
+        return x, ol.asarray(np.ascontiguousarray(x.T), device=device).T
+    return x, ol.asarray(x, device=device)
+
+
+@pytest.mark.parametrize("tiles", MATMUL_TILINGS,
+                         ids=lambda t: "x".join(map(str, t[:5])) + ("" if t[5] else "-now"))
+@pytest.mark.parametrize("types", MATMUL_TYPES, ids=lambda t: "-".join(t[:2]))
+@pytest.mark.parametrize("a_by_col,b_by_col", [(False, False), (True, True)])
+def test_matmul_tiled(device, rng, tiles, types, a_by_col, b_by_col):
+    ty, tx, tm, tn, bk, ahead = tiles
+    at, bt, ct, acc = types
+    if tm * tn > 16 and device.backend != "cuda":
+        pytest.skip("a register block of more than 16 is a vector the SPIR-V translator refuses")
+    if "float64" in types and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    m, k, n = 150, 29, 37  # none a multiple of a tile; several row blocks for two row groups
+    A, a = matmul_operand(rng, (m, k), at, a_by_col, device)
+    B, b = matmul_operand(rng, (k, n), bt, b_by_col, device)
+    whole = ol.asarray(poisoned((m + 3, n + 2), ct), device=device)
+    c = whole[2:m + 2, 1:n + 1]
+    bm, bn = ty * tm, tx * tn
+    groups = (2, -(-n // bn))  # fewer row groups than row blocks: the kernel loops over the rest
+    assert -(-m // bm) > groups[0]
+    ol._library("matmul", "matmul_tiled")[ol.NdRange((groups[0] * ty, groups[1] * tx), (ty, tx))](
+        a, b, c, np.dtype(acc), np.dtype(at), np.dtype(bt), ty, tx, tm, tn, bk, a_by_col, b_by_col,
+        ahead)
+    got = ol.asnumpy(whole)
+    want = np.matmul(A, B)
+    assert want.dtype == np.dtype(ct)
+    if want.dtype.kind == "f":  # any order of the k additions is within this of the exact sum
+        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        tol = (k + 2) * np.finfo(ct).eps * np.matmul(np.abs(A64), np.abs(B64))
+        err = np.abs(got[2:m + 2, 1:n + 1].astype(np.float64) - np.matmul(A64, B64))
+        assert (err <= tol).all(), f"{int((~(err <= tol)).sum())} of {m * n} off"
+    else:
+        assert np.array_equal(got[2:m + 2, 1:n + 1], want)
+    around = np.ones(whole.shape, bool)
+    around[2:m + 2, 1:n + 1] = False
+    assert np.array_equal(got[around], poisoned(whole.shape, ct)[around], equal_nan=True), \
+        "wrote outside c"

@@ -7,7 +7,7 @@
  * strided-batched call through mod_vendor), NumPy's BLAS on an OpenCL CPU
  * device's buffers mapped in place (that memory is the host's, and OpenBLAS
  * beats any kernel there), else -- integers, other devices, or
- * OFFLOAD_MATMUL=kernel -- the kernel below, launched once per matrix of a
+ * OFFLOAD_MATMUL=kernel -- the library's kernel, launched once per matrix of a
  * stack. Nothing here waits for the device but the host copies.
  *
  * Called by: mod_lib_add_functions (offload.matmul) and ndarray's
@@ -15,26 +15,13 @@
  * serves the reflected form: CPython calls the slot with the offload array
  * on either side.
  *
- * The kernel: a tiled nd-range kernel written here as Python text, compiled
- * through mod_gen (once per text) and specialised by the JIT per operand
- * dtypes and layouts (a C-contiguous operand gets the contiguous
- * specialisation). A work-group of TY x TX work-items computes a BM x BN block of
- * the result (BM = TY*TM, BN = TX*TN): each work-item a TM x TN register
- * block, held in scalar locals the text names one by one (c0_0 ... ), so no
- * compiler has to prove a private array's indices constant. Per BK-wide
- * step along k the group copies a BM x BK slab of a and a BK x BN slab of b
- * into local memory (zeros past the edges, so any m, n, k work and the
- * inner loop has no bounds tests), waits at a barrier, and each work-item
- * reads TM + TN values per k and does TM*TN multiply-adds (offload.fma for
- * floats: one instruction each). The a slab is
- * stored transposed (k-major) so both reads in the inner loop are runs of
- * consecutive elements (vector loads on CUDA); rows are padded by 4
- * elements so the transposing stores do not collide in shared-memory banks.
- * Copies into local memory walk each operand along its smaller stride, so
- * a transposed view (.T) still reads memory in runs. Index arithmetic is
- * done in uint64: unsigned indices need no negative-index wrap-around, and
- * divisions by the (power of two) tile sizes are shifts. Row blocks beyond
- * CUDA's 65535 grid rows are walked by a loop over the groups' rows.
+ * The kernel: module/kernels/matmul.py's matmul_tiled, a tiled nd-range
+ * kernel (that file says how it computes), specialised by the JIT per tiling
+ * (its compile-time parameters), operand dtypes and layouts (a C-contiguous
+ * operand gets the contiguous specialisation). This file picks the tiling
+ * per device and whether each operand's slab is copied walking dimension 0
+ * (a .T view), and launches a grid of at most MM_MAX_ROW_GROUPS row blocks
+ * (the kernel loops over the rest).
  *
  * On a device whose compiler makes vectors of neighbouring work-items
  * (Intel's CPU runtime) the CPU form of module/kernels/matmul.py serves
@@ -42,213 +29,24 @@
  *
  * The tiling per device is choose_tiles'; OFFLOAD_MATMUL_TILES overrides it
  * (a knob for tuning on a device, read at each product; it implies the
- * kernel), and the private offload._matmul_source shows the text a product
- * would run. */
+ * kernel), and the private offload._matmul_plan shows the kernel and
+ * compile-time arguments a product would take. */
 #include "mod_lib.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MM_PAD 4                /* elements added to each local row (bank conflicts) */
+#define MM_PAD 4                /* elements added to each local row: matmul.py's PAD */
 #define MM_MAX_ROW_GROUPS 32768 /* row blocks launched; more are looped over */
 
-/* The tiling of one kernel text. */
+/* The tiling of one product: matmul_tiled's compile-time parameters. */
 typedef struct {
-    int ty, tx;              /* work-group: TY rows x TX columns of work-items */
-    int tm, tn;              /* register block of each work-item */
-    int bk;                  /* k step (elements of k per local slab) */
-    bool a_by_col, b_by_col; /* copy the slab walking dimension 0 fastest (a .T view) */
-    bool ahead;              /* read the next slabs during the multiply (more registers) */
+    int ty, tx; /* work-group: TY rows x TX columns of work-items */
+    int tm, tn; /* register block of each work-item */
+    int bk;     /* k step (elements of k per local slab) */
+    bool ahead; /* read the next slabs during the multiply (more registers) */
 } mm_tiles;
-
-/* ---- the kernel text ---- */
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} mm_text;
-
-static void put(mm_text *t, const char *fmt, ...) {
-    if (t->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = (t->cap ? t->cap * 2 : 16384) + (size_t)n;
-        char *s = PyMem_Realloc(t->s, cap);
-        if (!s) {
-            t->failed = true;
-            return;
-        }
-        t->s = s, t->cap = cap;
-    }
-}
-
-/* One operand's slab: rows x cols elements (rows along the operand's
- * dimension 0), nt work-items each taking every nt-th (nt divides the
- * count). Work-item t's share sits at fixed places in the slab, named once
- * (<i><p>, <j><p>); by_col walks the slab's dimension 0 fastest. */
-typedef struct {
-    const char *arr, *local, *i, *j,
-        *v; /* names: operand, local array, slab row, slab column, value */
-    int rows, cols, per_item;
-    bool by_col, local_transposed; /* local_transposed: local[j, i] */
-} mm_slab;
-
-static void put_slab_places(mm_text *t, const mm_slab *s, int nt) {
-    for (int p = 0; p < s->per_item; p++) {
-        char e[32];
-        snprintf(e, sizeof e, p ? "(t + %d)" : "t", p * nt);
-        if (s->by_col)
-            put(t, "    %s%d = %s %% %d\n    %s%d = %s // %d\n", s->i, p, e, s->rows, s->j, p, e,
-                s->rows);
-        else
-            put(t, "    %s%d = %s // %d\n    %s%d = %s %% %d\n", s->i, p, e, s->cols, s->j, p, e,
-                s->cols);
-    }
-}
-
-/* The share's values read into registers (zeros past the operand's edges),
- * the slab starting at (row0, col0) of the operand; "0" as an origin is left out. */
-static void put_slab_fetch(mm_text *t, const mm_slab *s, const char *ind, const char *row0,
-                           const char *rows_end, const char *col0, const char *cols_end) {
-    for (int p = 0; p < s->per_item; p++) {
-        char r[64], c[64];
-        snprintf(r, sizeof r, strcmp(row0, "0") ? "%s + %s%d" : "%.0s%s%d", row0, s->i, p);
-        snprintf(c, sizeof c, strcmp(col0, "0") ? "%s + %s%d" : "%.0s%s%d", col0, s->j, p);
-        put(t, "%s%s%d = %s[%s, %s] if %s < %s and %s < %s else 0\n", ind, s->v, p, s->arr, r, c, r,
-            rows_end, c, cols_end);
-    }
-}
-
-static void put_slab_store(mm_text *t, const mm_slab *s, const char *ind) {
-    for (int p = 0; p < s->per_item; p++) {
-        if (s->local_transposed)
-            put(t, "%s%s[%s%d, %s%d] = %s%d\n", ind, s->local, s->j, p, s->i, p, s->v, p);
-        else
-            put(t, "%s%s[%s%d, %s%d] = %s%d\n", ind, s->local, s->i, p, s->j, p, s->v, p);
-    }
-}
-
-/* Python text of `def name(item, a, b, c)`: c = a @ b for 2-D a (m x k),
- * b (k x n), c (m x n), accumulating in dtype (c's, or a wider integer
- * type: integer products and sums wrap the same modulo 2^8 (2^16) whether
- * they are computed in 8 (16) or 32 bits, so the store's truncation gives
- * NumPy's result). With z->ahead the next slabs are read into registers
- * while the current ones are multiplied, so global memory's latency hides
- * behind arithmetic; one barrier guards each side of the local slabs' use. */
-static char *kernel_text(const char *name, const char *dtype, const mm_tiles *z) {
-    int bm = z->ty * z->tm, bn = z->tx * z->tn, nt = z->ty * z->tx;
-    /* a work-item's columns come in runs of (at most) 4, the runs TX * 4 apart:
-     * a quarter-warp's 128-bit reads of Bs then cover 128 consecutive bytes,
-     * one per bank, and its stores to c are runs too */
-    int chunk = z->tn < 4 ? z->tn : 4;
-#define COL_OFFSET(j) ((j) / chunk * z->tx * chunk + (j) % chunk)
-    mm_slab sa = {.arr = "a",
-                  .local = "As",
-                  .i = "ia",
-                  .j = "ka",
-                  .v = "va",
-                  .rows = bm,
-                  .cols = z->bk,
-                  .per_item = bm * z->bk / nt,
-                  .by_col = z->a_by_col,
-                  .local_transposed = true};
-    mm_slab sb = {.arr = "b",
-                  .local = "Bs",
-                  .i = "kb",
-                  .j = "jb",
-                  .v = "vb",
-                  .rows = z->bk,
-                  .cols = bn,
-                  .per_item = bn * z->bk / nt,
-                  .by_col = z->b_by_col};
-    mm_text t = {0};
-    put(&t, "def %s(item, a, b, c):\n", name);
-    put(&t, "    ty = ol.uint64(item.get_local_id(0))\n");
-    put(&t, "    tx = ol.uint64(item.get_local_id(1))\n");
-    put(&t, "    t = ty * %d + tx\n", z->tx);
-    put(&t, "    ti = ty * %d\n", z->tm); /* the work-item's block: rows ti.., columns from tj */
-    put(&t, "    tj = tx * %d\n", chunk);
-    put(&t, "    g = item.get_group()\n");
-    put(&t, "    m = ol.uint64(c.shape[0])\n");
-    put(&t, "    n = ol.uint64(c.shape[1])\n");
-    put(&t, "    k = ol.uint64(a.shape[1])\n");
-    put(&t, "    col0 = ol.uint64(g.get_group_id(1)) * %d\n", bn);
-    put(&t, "    As = ol.local_array((%d, %d), np.%s)\n", z->bk, bm + MM_PAD, dtype);
-    put(&t, "    Bs = ol.local_array((%d, %d), np.%s)\n", z->bk, bn + MM_PAD, dtype);
-    put_slab_places(&t, &sa, nt);
-    put_slab_places(&t, &sb, nt);
-    /* the outer loop: more row blocks than the grid has rows (CUDA: 65535) */
-    put(&t,
-        "    for rb in range(ol.uint64(g.get_group_id(0)), (m + %d) // %d, "
-        "ol.uint64(g.get_group_range(0))):\n",
-        bm - 1, bm);
-    put(&t, "        row0 = rb * %d\n", bm);
-    for (int r = 0; r < z->tm; r++)
-        for (int j = 0; j < z->tn; j++) put(&t, "        c%d_%d = np.%s(0)\n", r, j, dtype);
-    if (z->ahead) {
-        put_slab_fetch(&t, &sa, "        ", "row0", "m", "0", "k");
-        put_slab_fetch(&t, &sb, "        ", "0", "k", "col0", "n");
-    }
-    put(&t, "        for k0 in range(ol.uint64(0), k, %d):\n", z->bk);
-    if (!z->ahead) {
-        put_slab_fetch(&t, &sa, "            ", "row0", "m", "k0", "k");
-        put_slab_fetch(&t, &sb, "            ", "k0", "k", "col0", "n");
-    }
-    put_slab_store(&t, &sa, "            ");
-    put_slab_store(&t, &sb, "            ");
-    put(&t, "            ol.group_barrier(g)\n");
-    if (z->ahead) {
-        put(&t, "            k1 = k0 + %d\n", z->bk);
-        put_slab_fetch(&t, &sa, "            ", "row0", "m", "k1", "k");
-        put_slab_fetch(&t, &sb, "            ", "k1", "k", "col0", "n");
-    }
-    put(&t, "            for q in range(%d):\n", z->bk);
-    for (int r = 0; r < z->tm; r++)
-        put(&t, r ? "                a%d = As[q, ti + %d]\n" : "                a%d = As[q, ti]\n",
-            r, r);
-    for (int j = 0; j < z->tn; j++)
-        put(&t, j ? "                b%d = Bs[q, tj + %d]\n" : "                b%d = Bs[q, tj]\n",
-            j, COL_OFFSET(j));
-    /* floats: one rounding per step, and the fused instruction (twice the flops) */
-    bool fused = dtype[0] == 'f';
-    for (int r = 0; r < z->tm; r++)
-        for (int j = 0; j < z->tn; j++)
-            put(&t,
-                fused ? "                c%d_%d = ol.fma(a%d, b%d, c%d_%d)\n"
-                      : "                c%d_%d += a%d * b%d\n",
-                r, j, r, j, r, j);
-    put(&t, "            ol.group_barrier(g)\n");
-    for (int r = 0; r < z->tm; r++) {
-        put(&t, "        i = row0 + ti + %d\n", r);
-        put(&t, "        if i < m:\n");
-        for (int j = 0; j < z->tn; j++) {
-            put(&t, "            j = col0 + tj + %d\n", COL_OFFSET(j));
-            put(&t, "            if j < n:\n");
-            put(&t, "                c[i, j] = c%d_%d\n", r, j);
-        }
-    }
-#undef COL_OFFSET
-    if (t.failed) {
-        PyMem_Free(t.s);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    return t.s;
-}
 
 /* The CPU form (mod_device_cpu_lanes devices: Intel's CPU runtime) is
  * module/kernels/matmul.py's (which says why it takes this shape): blocks of
@@ -421,18 +219,6 @@ static bool cpu_form(const mm_limits *lim, bool b_by_col) {
     return lim->cpu_lanes && !b_by_col && !(env && *env);
 }
 
-/* The tiled kernel's text for a result of dtype (canonical) and its
- * tiling; name gets the kernel's name. PyMem_Free the text. */
-static char *source_for(PyObject *dtype, const mm_limits *lim, bool a_by_col, bool b_by_col,
-                        mm_tiles *z, char *name, size_t namelen) {
-    PyObject *acc = accumulator_of(dtype);
-    snprintf(name, namelen, "matmul_%s", mod_dtype_name(dtype));
-    if (choose_tiles(lim, mod_dtype_itemsize(acc), z) < 0) return NULL;
-    z->a_by_col = a_by_col;
-    z->b_by_col = b_by_col;
-    return kernel_text(name, mod_dtype_name(acc), z);
-}
-
 /* The CPU form's launches: the whole CPU_ROWS x CPU_COLS blocks of c, then
  * its bottom rows and right columns past them with the edge kernel. */
 static int launch_cpu(PyObject *const *abc, const mod_array *c) {
@@ -473,13 +259,9 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
     mm_limits lim = device_limits(mod_array_device(c));
     PyObject *args[3] = {(PyObject *)a, (PyObject *)b, (PyObject *)c};
     if (cpu_form(&lim, by_col(b))) return launch_cpu(args, c);
+    PyObject *acc = accumulator_of(c->dtype);
     mm_tiles z;
-    char name[64];
-    char *text = source_for(c->dtype, &lim, by_col(a), by_col(b), &z, name, sizeof name);
-    if (!text) return -1;
-    PyObject *k = mod_gen_kernel_borrowed(name, text);
-    PyMem_Free(text);
-    if (!k) return -1;
+    if (choose_tiles(&lim, mod_dtype_itemsize(acc), &z) < 0) return -1;
     int bm = z.ty * z.tm, bn = z.tx * z.tn;
     Py_ssize_t row_blocks = (c->shape[0] + bm - 1) / bm, col_blocks = (c->shape[1] + bn - 1) / bn;
     if (row_blocks > MM_MAX_ROW_GROUPS) row_blocks = MM_MAX_ROW_GROUPS;
@@ -487,9 +269,11 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
                        .nd = true,
                        .size = {row_blocks * z.ty, col_blocks * z.tx},
                        .local = {z.ty, z.tx}};
-    PyObject *r = mod_kernel_launch(k, &range, args, 3, false);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
+    /* matmul_tiled(a, b, c, ACC, AT, BT, TY, TX, TM, TN, BK, A_BY_COL, B_BY_COL, AHEAD) */
+    return mod_library_launch("matmul", "matmul_tiled", &range, "OOOOOOiiiiiOOO", a, b, c, acc,
+                              a->dtype, b->dtype, z.ty, z.tx, z.tm, z.tn, z.bk,
+                              by_col(a) ? Py_True : Py_False, by_col(b) ? Py_True : Py_False,
+                              z.ahead ? Py_True : Py_False);
 }
 
 /* The batch dimensions of a and b (all but their last two) broadcast as
@@ -697,16 +481,18 @@ static PyObject *f_matmul(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return matmul((mod_array *)args[0], (mod_array *)args[1]);
 }
 
-/* _matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) ->
- * (source, local size): the kernel text matmul runs for that result dtype
- * (the CPU form's: kernels/matmul.py's matmul_cpu, from its source) on device (a Device, a filter,
- * or "ptx": the tiling of a CUDA GPU, so that the text's PTX can be read where none exists). For
- * tests and inspect_ptx; not API. */
-static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
+/* _matmul_plan(dtype, device=None, a_by_col=False, b_by_col=False) ->
+ * (name, compile-time arguments, local size): the kernel of
+ * kernels/matmul.py that matmul launches for a product of two dtype operands
+ * (the CPU form's matmul_cpu for its blocks), the values of its
+ * compile-time parameters and its work-group, on device (a Device, a
+ * filter, or "ptx": the tiling of a CUDA GPU, so that its PTX can be read
+ * where none exists). For tests and inspect_ptx; not API. */
+static PyObject *f_matmul_plan(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"dtype", "device", "a_by_col", "b_by_col", NULL};
     PyObject *spec, *device = Py_None;
     int a_by_col = 0, b_by_col = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opp:_matmul_source", kwlist, &spec, &device,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opp:_matmul_plan", kwlist, &spec, &device,
                                      &a_by_col, &b_by_col))
         return NULL;
     mm_limits lim = {
@@ -718,25 +504,15 @@ static PyObject *f_matmul_source(PyObject *self, PyObject *args, PyObject *kw) {
     }
     PyObject *dtype = mod_dtype_new(spec);
     if (!dtype) return NULL;
-    if (cpu_form(&lim, b_by_col)) { /* kernels/matmul.py's, whatever the dtype */
-        Py_DECREF(dtype);
-        PyObject *k = mod_library_get("matmul", "matmul_cpu");
-        PyObject *fn = k ? PyObject_GetAttrString(k, "py_func") : NULL;
-        PyObject *inspect = fn ? PyImport_ImportModule("inspect") : NULL;
-        PyObject *src = inspect ? PyObject_CallMethod(inspect, "getsource", "O", fn) : NULL;
-        PyObject *r = src ? Py_BuildValue("(O(ii))", src, 1, CPU_COLS) : NULL;
-        Py_XDECREF(fn);
-        Py_XDECREF(inspect);
-        Py_XDECREF(src);
-        return r;
-    }
+    PyObject *acc = accumulator_of(dtype), *r = NULL;
     mm_tiles z;
-    char name[64];
-    char *text = source_for(dtype, &lim, a_by_col, b_by_col, &z, name, sizeof name);
+    if (cpu_form(&lim, b_by_col))
+        r = Py_BuildValue("(s(Oi)(ii))", "matmul_cpu", acc, CPU_ROWS, 1, CPU_COLS);
+    else if (choose_tiles(&lim, mod_dtype_itemsize(acc), &z) == 0)
+        r = Py_BuildValue("(s(OOOiiiiiOOO)(ii))", "matmul_tiled", acc, dtype, dtype, z.ty, z.tx,
+                          z.tm, z.tn, z.bk, a_by_col ? Py_True : Py_False,
+                          b_by_col ? Py_True : Py_False, z.ahead ? Py_True : Py_False, z.ty, z.tx);
     Py_DECREF(dtype);
-    if (!text) return NULL;
-    PyObject *r = Py_BuildValue("(s(ii))", text, z.ty, z.tx);
-    PyMem_Free(text);
     return r;
 }
 
@@ -748,12 +524,11 @@ static PyMethodDef functions[] = {
      "dtype (float32 @ float64 is float64); a 1-D operand is a vector, and vector @ vector is a "
      "0-d array. "
      "Computed asynchronously by a tiled kernel; the result is a new C-contiguous array."},
-    {"_matmul_source", (PyCFunction)(void (*)(void))f_matmul_source, METH_VARARGS | METH_KEYWORDS,
-     "_matmul_source(dtype, device=None, a_by_col=False, b_by_col=False) -> (source, (ty, tx)): "
-     "the kernel "
-     "text matmul uses for that result dtype on device ('ptx': as on a CUDA GPU), and its "
-     "work-group. "
-     "For tests and kernel.inspect_ptx."},
+    {"_matmul_plan", (PyCFunction)(void (*)(void))f_matmul_plan, METH_VARARGS | METH_KEYWORDS,
+     "_matmul_plan(dtype, device=None, a_by_col=False, b_by_col=False) -> (name, constexprs, "
+     "(ty, tx)): the kernel of kernels/matmul.py that matmul launches for that result dtype on "
+     "device ('ptx': as on a CUDA GPU), its compile-time arguments and its work-group. For tests "
+     "and kernel.inspect_ptx."},
     {NULL, NULL, 0, NULL},
 };
 
