@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MM_PAD 4                /* elements added to each local row: matmul.py's PAD */
 #define MM_MAX_ROW_GROUPS 32768 /* row blocks launched; more are looped over */
 
 /* The tiling of one product: matmul_tiled's compile-time parameters. */
@@ -135,10 +134,13 @@ static int choose_tiles(const mm_limits *l, Py_ssize_t itemsize, mm_tiles *z) {
         else
             break;
     }
-    /* local memory: the two slabs must fit (they do on every device seen; this is for odd ones) */
+    /* local memory: the two slabs, their rows padded by matmul.py's PAD, must fit (they do on
+     * every device seen; this is for odd ones) */
     uint64_t local_mem = l->local_mem ? l->local_mem : 16384;
+    Py_ssize_t pad = mod_library_int("matmul", "PAD");
+    if (pad < 0) return -1;
     while (z->bk > 1 &&
-           (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * MM_PAD) * itemsize) > local_mem)
+           (uint64_t)(z->bk * (z->ty * z->tm + z->tx * z->tn + 2 * pad) * itemsize) > local_mem)
         z->bk /= 2;
     /* each work-item copies a whole number of each slab's elements */
     while ((z->tm * z->bk) % z->tx || (z->tn * z->bk) % z->ty) {
