@@ -1,5 +1,6 @@
-/* mod_gen: kernels the module writes for itself -- array operators and
- * functions, reductions, matmul.
+/* mod_gen: kernels the module still writes as text (mod_namespace's
+ * creation kernels; the library's others are module/kernels/'s), and at exit
+ * the wait for every device's queued work.
  *
  * Each is Python source text that the JIT compiles exactly as it compiles a
  * user's @offload.kernel: typed per signature (dtypes, dimensions, layout),
@@ -8,12 +9,10 @@
  * text's globals are `np` (numpy), `math` and `ol` (offload). */
 #include "mod_lib.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static PyObject *generated; /* dict: source text -> Kernel, until exit */
-static PyObject *keyed;     /* dict: a caller's key -> the same Kernels, until exit */
 
 /* A Kernel over the function `name` that source defines. Its file name is
  * registered with linecache, so inspect (and the JIT, and error carets)
@@ -76,14 +75,6 @@ PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const P
     return mod_kernel_launch(k, &range, args, nargs, false);
 }
 
-PyObject *mod_gen_kernel_by_key_borrowed(const char *key) {
-    return PyDict_GetItemString(keyed, key); /* hashing a str key raises nothing */
-}
-
-int mod_gen_remember(const char *key, PyObject *kernel) {
-    return PyDict_SetItemString(keyed, key, kernel);
-}
-
 mod_array *mod_lib_array_arg(PyObject *x, const char *fn) {
     if (mod_array_check(x)) return (mod_array *)x;
     bool host = mod_is_numpy_array(x) || PyList_Check(x) || PyTuple_Check(x);
@@ -114,20 +105,6 @@ int mod_lib_axis(PyObject *o, int nd, const char *prefix, int *out) {
     return 0;
 }
 
-void mod_text_put(mod_text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-    va_end(ap);
-    if (w > 0) t->n = t->n + (size_t)w < sizeof t->s ? t->n + (size_t)w : sizeof t->s - 1;
-}
-
-bool mod_text_ok(const mod_text *t, const char *name) {
-    if (t->n < sizeof t->s - 1) return true;
-    PyErr_Format(PyExc_SystemError, "offload: the text of kernel %s outgrew its buffer", name);
-    return false;
-}
-
 /* At exit: generated kernels go with everything else, so they release their
  * device programs like any other; and the devices finish their queued work
  * first -- frees do not wait for it, and PoCL, still running a kernel while
@@ -138,7 +115,6 @@ static PyObject *release_generated(PyObject *self, PyObject *unused) {
     ofl_synchronize_launched(
         &err); /* a failure was the work's to report; nothing to do with it now */
     Py_END_ALLOW_THREADS
-    PyDict_Clear(keyed);
     PyDict_Clear(generated);
     Py_RETURN_NONE;
 }
@@ -147,7 +123,7 @@ static PyMethodDef release_def = {"_release_generated", release_generated, METH_
 
 int mod_gen_init(void) {
     if (generated) return 0;
-    if (!(generated = PyDict_New()) || !(keyed = PyDict_New())) return -1;
+    if (!(generated = PyDict_New())) return -1;
     return mod_atexit(&release_def);
 }
 

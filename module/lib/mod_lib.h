@@ -22,21 +22,16 @@
 extern const mod_array_kernels mod_lib_array_kernels; /* for mod_array_init */
 int mod_lib_add_functions(PyObject *module); /* offload.add ... offload.sum ... offload.matmul */
 
-/* ---- mod_gen.c: kernels the module writes ----
+/* ---- mod_gen.c: kernels the module writes as text (mod_namespace's last) ----
  * source: Python text defining `def name(item, ...)`, with the globals np
  * (numpy), math and ol (offload). Compiled by the JIT as a user's kernel,
- * once per text; the Kernel is kept for the process. */
+ * once per text; the Kernel is kept for the process. The library's kernels
+ * are module/kernels/ (mod_library), where these are to go too. */
 int mod_gen_init(void);
 PyObject *mod_gen_kernel_borrowed(const char *name, const char *source);
 /* Launches that kernel over Range(size[0..ndim-1]) with args; None or NULL. */
 PyObject *mod_gen_launch(const char *name, const char *source, int ndim, const Py_ssize_t *size,
                          PyObject *const *args, Py_ssize_t nargs);
-/* The same Kernels by a caller's short key, which must name everything its
- * text depends on: a caller with long texts (reductions: 5-30 KB) looks its
- * kernel up before writing the text again (a third of a small reduction's
- * host time was vsnprintf). NULL, without an error, when not remembered. */
-PyObject *mod_gen_kernel_by_key_borrowed(const char *key);
-int mod_gen_remember(const char *key, PyObject *kernel); /* the dict holds it */
 /* x as an offload array for offload.<fn>, or NULL with a TypeError that
  * says to call offload.asarray on host data (never copied behind the back). */
 mod_array *mod_lib_array_arg(PyObject *x, const char *fn);
@@ -56,18 +51,6 @@ int mod_lib_axis_error(Py_ssize_t axis, int nd, const char *prefix);
 /* The axis o names in an nd-dimensional array, in [0, nd): NumPy's
  * TypeError for a non-integer, mod_lib_axis_error out of range. */
 int mod_lib_axis(PyObject *o, int nd, const char *prefix, int *out);
-
-/* A kernel text being written: mod_text_put appends printf-style. MOD_TEXT_MAX
- * holds the longest text (the CPU argmin/argmax for PoCL, about 30 KB); one
- * that outgrows it is caught by mod_text_ok, never compiled cut short. A
- * mod_text starts with t.n = 0 (no need to clear its 64 KB). */
-#define MOD_TEXT_MAX 65536
-typedef struct {
-    size_t n;
-    char s[MOD_TEXT_MAX];
-} mod_text;
-void mod_text_put(mod_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool mod_text_ok(const mod_text *t, const char *name); /* else a SystemError naming it */
 
 /* ---- mod_ops.c: element-wise operators and functions ---- */
 
