@@ -17,6 +17,10 @@
 
 #include "launch/mod_launch.h"
 
+/* b as Python's True or False, borrowed: a bool argument of a library
+ * kernel's launch (mod_library_launch's "O"). */
+static inline PyObject *mod_lib_bool(bool b) { return b ? Py_True : Py_False; }
+
 /* ---- mod_lib.c: the room's face ---- */
 
 extern const mod_array_kernels mod_lib_array_kernels; /* for mod_array_init */

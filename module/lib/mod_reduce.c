@@ -179,7 +179,6 @@ static PyObject *operator_of(red_op op) {
 }
 
 static PyObject *elem_of(const red_key *key) { return key->cast ? key->cast : key->in; }
-static PyObject *flag(bool b) { return b ? Py_True : Py_False; }
 
 /* ---- the CPU forms ----
  * A CPU runs the tree kernel one work-item at a time (a float32 sum of
@@ -453,8 +452,8 @@ static int launch(const red_key *key, const red_plan *pl, const geometry *g,
                                   "OOii",
                                   arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], g->base,
                                   g->Q, g->sp, g->sq, g->n1, g->n2, g->t0, g->t1, g->t2, g->K,
-                                  pl->nsplit, pl->nk, kst, qst, ident, flag(final), flag(fromp), op,
-                                  key->acc, unroll_of(key->op), GROUP_MAX);
+                                  pl->nsplit, pl->nk, kst, qst, ident, mod_lib_bool(final),
+                                  mod_lib_bool(fromp), op, key->acc, unroll_of(key->op), GROUP_MAX);
     return mod_library_launch("reduce", "reduce_tree", &range,
                               "OOO"
                               "nnnnnnnnnnnnnn"
@@ -462,8 +461,8 @@ static int launch(const red_key *key, const red_plan *pl, const geometry *g,
                               "OOOOOii",
                               arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->n1,
                               g->n2, g->t0, g->t1, g->t2, g->K, pl->nsplit, pl->nk, kst, qst, ident,
-                              count, flag(final), op, key->acc, elem_of(key), key->out,
-                              flag(key->op == RED_MEAN), unroll_of(key->op), GROUP_MAX);
+                              count, mod_lib_bool(final), op, key->acc, elem_of(key), key->out,
+                              mod_lib_bool(key->op == RED_MEAN), unroll_of(key->op), GROUP_MAX);
 }
 
 /* Whether the CPU form serves: a CPU device, and each output's elements
@@ -503,7 +502,7 @@ static int launch_cpu(const red_key *key, const geometry *g, bool cols, Py_ssize
     Py_ssize_t groups = (cols ? (g->M + width - 1) / width : g->M) * S;
     bool final = S == 1 && (cols || lanes == 1); /* each output from one lane alone */
     mod_shape range = {.ndim = 1, .nd = true, .size = {groups * lanes}, .local = {lanes}};
-    PyObject *mean = flag(key->op == RED_MEAN);
+    PyObject *mean = mod_lib_bool(key->op == RED_MEAN);
     if (is_arg(key->op))
         return mod_library_launch("reduce", "argreduce_cpu", &range,
                                   "OOO"
@@ -519,16 +518,18 @@ static int launch_cpu(const red_key *key, const geometry *g, bool cols, Py_ssize
                                   "OnO"
                                   "OOOOOiiO",
                                   arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq,
-                                  g->K, g->t2, S, ident, count, flag(final), op, key->acc,
-                                  elem_of(key), key->out, mean, lanes, width, flag(g->sq == 1));
+                                  g->K, g->t2, S, ident, count, mod_lib_bool(final), op, key->acc,
+                                  elem_of(key), key->out, mean, lanes, width,
+                                  mod_lib_bool(g->sq == 1));
     return mod_library_launch("reduce", "reduce_cpu", &range,
                               "OOO"
                               "nnnnnnn"
                               "OnO"
                               "OOOOOOiii",
                               arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->K,
-                              g->t2, S, ident, count, flag(final), op, key->acc, elem_of(key),
-                              key->out, mean, block_type(key), lanes, CPU_LANES, CPU_ROWS);
+                              g->t2, S, ident, count, mod_lib_bool(final), op, key->acc,
+                              elem_of(key), key->out, mean, block_type(key), lanes, CPU_LANES,
+                              CPU_ROWS);
 }
 
 /* The CPU form into partials: S runs of `lanes` work-items, run r adding

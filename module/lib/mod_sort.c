@@ -28,8 +28,6 @@
 
 /* ---- launches of sort.py's kernels ---- */
 
-#define BOOL(b) ((b) ? Py_True : Py_False)
-
 /* Range(items), or an NdRange of groups of `local` work-items (local > 0). */
 static mod_shape grid(Py_ssize_t items, Py_ssize_t local) {
     mod_shape r = {.ndim = 1, .size = {items}};
@@ -250,10 +248,10 @@ static int keys_grouped(plan_t *p, PyObject *kfn, PyObject *flip, bool first, Py
     grouped_range(p, 1024, &G, &per); /* enough to keep a GPU's memory busy */
     if (clear_counts(p) < 0) return -1;
     mod_shape r = grid(G, 256);
-    int rc =
-        mod_library_launch("sort", "keys_grouped", &r, "OOOOOOnnnnOOOOOOi", x, bitsv,
-                           p->key[p->cur], p->idx[p->cur], p->res, p->hist, n, p->N, G, per, kfn,
-                           p->kdt, p->idt, flip, BOOL(first), BOOL(p->iota), (bits + 7) / 8);
+    int rc = mod_library_launch("sort", "keys_grouped", &r, "OOOOOOnnnnOOOOOOi", x, bitsv,
+                                p->key[p->cur], p->idx[p->cur], p->res, p->hist, n, p->N, G, per,
+                                kfn, p->kdt, p->idt, flip, mod_lib_bool(first),
+                                mod_lib_bool(p->iota), (bits + 7) / 8);
     return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, Py_NewRef(p->res), 1, mask);
 }
 
@@ -292,8 +290,8 @@ static int pass_runs(plan_t *p, int sh, bool last) {
                                 !with_idx        ? key2
                                 : last && p->pos ? p->pos
                                                  : idx2,
-                                p->hist, p->N, p->runs, p->per, shift, BOOL(with_idx), BOOL(values),
-                                p->bits_of, p->flip, p->vdt);
+                                p->hist, p->N, p->runs, p->per, shift, mod_lib_bool(with_idx),
+                                mod_lib_bool(values), p->bits_of, p->flip, p->vdt);
     Py_DECREF(shift);
     if (rc < 0) return -1;
     p->pos_done = last && p->pos;
@@ -330,8 +328,9 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                                                             : idx2,
                                            p->hist, p->status, p->ctr, p->N, s0, s4, p->epoch,
                                            (Py_ssize_t)256 * (sh / 8), p->kdt, p->idt, p->tile_k,
-                                           BOOL(with_idx), BOOL(p->iota), BOOL(p->raw),
-                                           BOOL(values), p->key_of, p->bits_of, p->flip, p->vdt)
+                                           mod_lib_bool(with_idx), mod_lib_bool(p->iota),
+                                           mod_lib_bool(p->raw), mod_lib_bool(values), p->key_of,
+                                           p->bits_of, p->flip, p->vdt)
                       : -1;
     Py_XDECREF(s0);
     Py_XDECREF(s4);
@@ -516,7 +515,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         } else {
             mod_shape r = grid(N, 0);
             rc = mod_library_launch("sort", "keys", &r, "OOOOnOOOOO", x, bitsv, p.key[p.cur],
-                                    p.idx[p.cur], n, kfn, p.kdt, p.idt, flip, BOOL(w == 0));
+                                    p.idx[p.cur], n, kfn, p.kdt, p.idt, flip, mod_lib_bool(w == 0));
             if (rc == 0) rc = varying_bits(&p, &mask);
         }
         Py_DECREF(flip);
@@ -557,7 +556,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
         mod_shape r = grid(p->runs, 0);
         return mod_library_launch("sort", "keys_alone", &r, "OOOnnnnOOOO", bits, p->key[0], p->res,
                                   p->N, p->per, (Py_ssize_t)1, p->per, p->kdt, p->key_of, p->flip,
-                                  BOOL(p->vfloat));
+                                  mod_lib_bool(p->vfloat));
     }
     Py_ssize_t G, per, units = ofl_device_get_info(p->dev)->max_compute_units;
     Py_ssize_t unroll = mod_library_int("sort", "ALONE_UNROLL");
@@ -568,7 +567,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
     mod_shape r = grid(G, 256);
     int rc = mod_library_launch("sort", "keys_alone_grouped", &r, "OOOnnnnOOOOi", bits, p->res,
                                 p->hist, p->N, G, unroll * G, per, p->kdt, p->key_of, p->flip,
-                                BOOL(p->vfloat), p->kbits / 8);
+                                mod_lib_bool(p->vfloat), p->kbits / 8);
     p->raw = bits;
     return rc == 0 ? tile_starts(p, p->kbits) : rc;
 }
@@ -579,8 +578,8 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
 static int keys_to_values(plan_t *p) {
     mod_shape r = grid(p->N, 0);
     return mod_library_launch("sort", "keys_values", &r, "OOOOOOOO",
-                              p->raw ? p->raw : p->key[p->cur], p->out, p->kdt, BOOL(p->raw),
-                              p->key_of, p->bits_of, p->flip, p->vdt);
+                              p->raw ? p->raw : p->key[p->cur], p->out, p->kdt,
+                              mod_lib_bool(p->raw), p->key_of, p->bits_of, p->flip, p->vdt);
 }
 
 /* The sorted values of c (C-contiguous, one row of N > 0 elements, not
@@ -926,7 +925,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         PyObject *less = fn(k == 'c' ? "less_complex" : k == 'f' ? "less_float" : "less_int");
         mod_shape r = grid(M, 0);
         if (!less || mod_library_launch("sort", "searchsorted", &r, "OOOnOO", outflat, a, vflat, n,
-                                        less, BOOL(right)) < 0)
+                                        less, mod_lib_bool(right)) < 0)
             goto done;
     }
     result = Py_NewRef(out);
