@@ -12,7 +12,7 @@
  * device, filled by kernels there: mod_ops_copy_into copies each piece into
  * a view of the result (one launch a piece; tile and repeat by an integer
  * each take one launch, their source seen through a stride-0 view), and
- * repeat by an array of counts runs its own kernels (a blocked scan of the
+ * repeat by an array of counts runs kernels/manip.py's (a blocked scan of the
  * counts, then a gather). Array data never goes through the host; repeat
  * reads back one count, the result's length.
  *
@@ -883,85 +883,10 @@ static PyObject *repeat_int(mod_array *x, int axis, Py_ssize_t times) {
     return NULL;
 }
 
-/* The counts' running sums, in blocks of REPEAT_BLOCK a work-item: each
- * block's sum (-1 for a block with a negative count), then one work-item
- * turns those into the blocks' starts and the total, then each block writes
- * its running sums. The total comes back to the host: it is the result's
- * length. */
+/* The counts' running sums, in blocks of REPEAT_BLOCK a work-item
+ * (kernels/manip.py's repeat_sums, repeat_starts, repeat_cumsum). The total
+ * comes back to the host: it is the result's length. */
 #define REPEAT_BLOCK 256
-
-static const char repeat_sums_src[] = "def repeat_sums(it, part, r, n, L):\n"
-                                      "    b = it.get_id(0)\n"
-                                      "    lo = b * L\n"
-                                      "    hi = min(lo + L, n)\n"
-                                      "    s = np.int64(0)\n"
-                                      "    bad = False\n"
-                                      "    for k in range(lo, hi):\n"
-                                      "        v = np.int64(r[np.uint64(k)])\n"
-                                      "        if v < 0:\n"
-                                      "            bad = True\n"
-                                      "        s += v\n"
-                                      "    if bad:\n"
-                                      "        s = np.int64(-1)\n"
-                                      "    part[np.uint64(b)] = s\n";
-
-static const char repeat_starts_src[] = "def repeat_starts(it, part, nb, total):\n"
-                                        "    s = np.int64(0)\n"
-                                        "    bad = False\n"
-                                        "    for b in range(nb):\n"
-                                        "        v = part[np.uint64(b)]\n"
-                                        "        if v < 0:\n"
-                                        "            bad = True\n"
-                                        "        part[np.uint64(b)] = s\n"
-                                        "        s += v\n"
-                                        "    if bad:\n"
-                                        "        s = np.int64(-1)\n"
-                                        "    total[0] = s\n";
-
-static const char repeat_cumsum_src[] = "def repeat_cumsum(it, cum, part, r, n, L):\n"
-                                        "    b = it.get_id(0)\n"
-                                        "    lo = b * L\n"
-                                        "    hi = min(lo + L, n)\n"
-                                        "    s = part[np.uint64(b)]\n"
-                                        "    for k in range(lo, hi):\n"
-                                        "        s += np.int64(r[np.uint64(k)])\n"
-                                        "        cum[np.uint64(k)] = s\n";
-
-/* out[p, j(, q)] = x[p, i(, q)] for the i whose run of counts holds j: the
- * first i with cum[i] > j, by bisection. */
-static const char repeat_gather2_src[] = "def repeat_gather2(it, out, x, cum, n):\n"
-                                         "    p = it.get_id(0)\n"
-                                         "    j = np.int64(it.get_id(1))\n"
-                                         "    lo = np.int64(0)\n"
-                                         "    hi = np.int64(n)\n"
-                                         "    while lo < hi:\n"
-                                         "        mid = (lo + hi) // 2\n"
-                                         "        if cum[np.uint64(mid)] > j:\n"
-                                         "            hi = mid\n"
-                                         "        else:\n"
-                                         "            lo = mid + 1\n"
-                                         "    out[p, np.uint64(j)] = x[p, np.uint64(lo)]\n";
-
-static const char repeat_gather3_src[] = "def repeat_gather3(it, out, x, cum, n):\n"
-                                         "    p = it.get_id(0)\n"
-                                         "    j = np.int64(it.get_id(1))\n"
-                                         "    q = it.get_id(2)\n"
-                                         "    lo = np.int64(0)\n"
-                                         "    hi = np.int64(n)\n"
-                                         "    while lo < hi:\n"
-                                         "        mid = (lo + hi) // 2\n"
-                                         "        if cum[np.uint64(mid)] > j:\n"
-                                         "            hi = mid\n"
-                                         "        else:\n"
-                                         "            lo = mid + 1\n"
-                                         "    out[p, np.uint64(j), q] = x[p, np.uint64(lo), q]\n";
-
-static int launch(const char *name, const char *src, int nd, const Py_ssize_t *size,
-                  PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *r = mod_gen_launch(name, src, nd, size, args, nargs);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
-}
 
 /* The running sums of the counts r (1-D, n > 0) as a new int64 array on
  * their device, and their total in *total; ValueError for a negative count. */
@@ -972,15 +897,15 @@ static PyObject *running_sums(mod_array *r, Py_ssize_t n, Py_ssize_t *total) {
     PyObject *part = mod_array_new_empty(dev, i64, 1, &nb);
     PyObject *tot = mod_array_new_empty(dev, i64, 1, &one);
     PyObject *cum = mod_array_new_empty(dev, i64, 1, &n);
-    PyObject *pn = PyLong_FromSsize_t(n), *pl = PyLong_FromLong(REPEAT_BLOCK),
-             *pnb = PyLong_FromSsize_t(nb), *host = NULL;
+    PyObject *host = NULL;
+    mod_shape blocks = {.ndim = 1, .size = {nb}}, single = {.ndim = 1, .size = {1}};
     int rc = -1;
-    if (!part || !tot || !cum || !pn || !pl || !pnb) goto done;
-    PyObject *a1[] = {part, (PyObject *)r, pn, pl}, *a2[] = {part, pnb, tot},
-             *a3[] = {cum, part, (PyObject *)r, pn, pl};
-    if (launch("repeat_sums", repeat_sums_src, 1, &nb, a1, 4) < 0 ||
-        launch("repeat_starts", repeat_starts_src, 1, &one, a2, 3) < 0 ||
-        launch("repeat_cumsum", repeat_cumsum_src, 1, &nb, a3, 5) < 0 ||
+    if (!part || !tot || !cum) goto done;
+    if (mod_library_launch("manip", "repeat_sums", &blocks, "OOnn", part, (PyObject *)r, n,
+                           (Py_ssize_t)REPEAT_BLOCK) < 0 ||
+        mod_library_launch("manip", "repeat_starts", &single, "OnO", part, nb, tot) < 0 ||
+        mod_library_launch("manip", "repeat_cumsum", &blocks, "OOOnn", cum, part, (PyObject *)r, n,
+                           (Py_ssize_t)REPEAT_BLOCK) < 0 ||
         !(host = mod_array_asnumpy((mod_array *)tot)))
         goto done;
     PyObject *item = PyObject_CallMethod(host, "item", "i", 0);
@@ -994,9 +919,6 @@ static PyObject *running_sums(mod_array *r, Py_ssize_t n, Py_ssize_t *total) {
 done:
     Py_XDECREF(part);
     Py_XDECREF(tot);
-    Py_XDECREF(pn);
-    Py_XDECREF(pl);
-    Py_XDECREF(pnb);
     Py_XDECREF(host);
     if (rc < 0) Py_CLEAR(cum);
     return cum;
@@ -1008,7 +930,7 @@ static PyObject *repeat_array(mod_array *x, int axis, mod_array *r) {
     Py_ssize_t n = x->shape[axis], total = 0, pre = 1, post = 1;
     Py_ssize_t shape[MOD_MAXDIMS];
     memcpy(shape, x->shape, sizeof(Py_ssize_t) * (size_t)x->nd);
-    PyObject *cum = NULL, *res = NULL, *xv = NULL, *ov = NULL, *pn = NULL;
+    PyObject *cum = NULL, *res = NULL, *xv = NULL, *ov = NULL;
     if (n > 0 && !(cum = running_sums(r, n, &total))) return NULL;
     shape[axis] = total;
     if (!(res = mod_array_new_empty(mod_array_device(x), x->dtype, x->nd, shape))) goto fail;
@@ -1020,17 +942,15 @@ static PyObject *repeat_array(mod_array *x, int axis, mod_array *r) {
     Py_ssize_t xst[3] = {n * post * is, post * is, is}, ost[3] = {total * post * is, post * is, is};
     int kd = post == 1 ? 2 : 3;
     if (!(xv = mod_array_view(x, kd, xs, xst, x->offset)) ||
-        !(ov = view((mod_array *)res, kd, os, ost)) || !(pn = PyLong_FromSsize_t(n)))
+        !(ov = view((mod_array *)res, kd, os, ost)))
         goto fail;
-    PyObject *args[] = {ov, xv, cum, pn};
-    if (launch(kd == 2 ? "repeat_gather2" : "repeat_gather3",
-               kd == 2 ? repeat_gather2_src : repeat_gather3_src, kd, os, args, 4) < 0)
+    mod_shape range = {.ndim = kd, .size = {pre, total, post}};
+    if (mod_library_launch("manip", "repeat_gather", &range, "OOOni", ov, xv, cum, n, kd) < 0)
         goto fail;
 out:
     Py_XDECREF(cum);
     Py_XDECREF(xv);
     Py_XDECREF(ov);
-    Py_XDECREF(pn);
     return res;
 fail:
     Py_CLEAR(res);
