@@ -419,3 +419,166 @@ def test_matmul_tiled(device, rng, tiles, types, a_by_col, b_by_col):
     around[2:m + 2, 1:n + 1] = False
     assert np.array_equal(got[around], poisoned(whole.shape, ct)[around], equal_nan=True), \
         "wrote outside c"
+
+
+# ---- manip.py: repeat by an array of counts ----------------------------------
+
+REPEAT_BLOCK = 256  # mod_manip.c's counts a work-item
+
+
+def manip_kernel(name):
+    return ol._library("manip", name)
+
+
+def running_sums(device, r):
+    """repeat_sums, repeat_starts, repeat_cumsum over the 1-D device array r:
+    the blocks' starts, the total and the running sums, as NumPy arrays."""
+    n = r.shape[0]
+    nb = -(-n // REPEAT_BLOCK)
+    part = ol.asarray(poisoned(nb, "int64"), device=device)
+    total = ol.asarray(poisoned(1, "int64"), device=device)
+    cum = ol.asarray(poisoned(n, "int64"), device=device)
+    manip_kernel("repeat_sums")[ol.Range(nb)](part, r, n, REPEAT_BLOCK)
+    manip_kernel("repeat_starts")[ol.Range(1)](part, nb, total)
+    manip_kernel("repeat_cumsum")[ol.Range(nb)](cum, part, r, n, REPEAT_BLOCK)
+    return ol.asnumpy(part), ol.asnumpy(total)[0], ol.asnumpy(cum)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+@pytest.mark.parametrize("n", [1, 255, 256, 1000, 70001])
+def test_repeat_running_sums(device, rng, dtype, n):
+    r = rng.integers(0, 6, n).astype(dtype)
+    starts, total, cum = running_sums(device, ol.asarray(r, device=device))
+    sums = np.add.reduceat(r.astype(np.int64), np.arange(0, n, REPEAT_BLOCK))
+    assert np.array_equal(starts, np.cumsum(sums) - sums)
+    assert total == r.sum(dtype=np.int64)
+    assert np.array_equal(cum, np.cumsum(r, dtype=np.int64))
+
+
+def test_repeat_running_sums_flag_a_negative_count(device, rng):
+    n = 3 * REPEAT_BLOCK + 17
+    r = rng.integers(0, 6, n)
+    bad = rng.integers(REPEAT_BLOCK, 2 * REPEAT_BLOCK)  # in block 1 of 4
+    r[bad] = -1
+    rd = ol.asarray(r, device=device)
+    part = ol.asarray(poisoned(4, "int64"), device=device)
+    manip_kernel("repeat_sums")[ol.Range(4)](part, rd, n, REPEAT_BLOCK)
+    sums = np.add.reduceat(r, np.arange(0, n, REPEAT_BLOCK))
+    sums[1] = -1
+    assert np.array_equal(ol.asnumpy(part), sums)
+    assert running_sums(device, rd)[1] == -1
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "complex128"])
+@pytest.mark.parametrize("shape,axis", [((1,), 0), ((700,), 0), ((6, 90), 1), ((90, 6), 0),
+                                        ((3, 40, 5), 1)])
+def test_repeat_gather(device, rng, dtype, shape, axis):
+    """repeat_gather over x seen as (pre, n) (ND 2) or (pre, n, post) (ND 3)."""
+    if dtype == "complex128" and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    x = rng.standard_normal(shape) * 50
+    x = (x + 1j * x[::-1] if dtype == "complex128" else x).astype(dtype)
+    n = shape[axis]
+    r = rng.integers(0, 4, n)
+    r[rng.integers(0, n)] = 5  # a total of at least one
+    total = int(r.sum())
+    pre, post = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1:]))
+    nd = 2 if post == 1 else 3
+    xs, os = ((pre, n), (pre, total)) if nd == 2 else ((pre, n, post), (pre, total, post))
+    out = ol.asarray(poisoned(os, dtype), device=device)
+    cum = ol.asarray(np.cumsum(r), device=device)
+    manip_kernel("repeat_gather")[ol.Range(*os)](out, ol.asarray(x.reshape(xs), device=device),
+                                                 cum, n, nd)
+    want = np.repeat(x, r, axis=axis).reshape(os)
+    assert np.array_equal(ol.asnumpy(out), want)
+
+
+# ---- creation.py: fills, eye, tril and triu, linspace ------------------------
+
+
+def creation_kernel(name):
+    return ol._library("creation", name)
+
+
+FILL_DTYPES = ["bool", "int8", "uint16", "int64", "float32", "float64", "complex64"]
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES)
+@pytest.mark.parametrize("n", [1, 1000, 100003])
+def test_fill(device, rng, dtype, n):
+    if dtype == "float64" and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    dt = np.dtype(dtype)
+    v = (dt.type(rng.integers(0, 2)) if dt.kind == "b" else
+         dt.type(rng.integers(0, 100)) if dt.kind in "iu" else
+         dt.type(complex(*rng.standard_normal(2))) if dt.kind == "c" else
+         dt.type(rng.standard_normal() * 100))
+    out = ol.asarray(poisoned(n + 3, dtype), device=device)
+    creation_kernel("fill")[ol.Range(n)](out, v)
+    got = ol.asnumpy(out)
+    assert np.array_equal(got[:n], np.full(n, v, dt))
+    assert np.array_equal(got[n:], poisoned(3, dtype), equal_nan=dt.kind == "f"), "wrote past n"
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint32", "float32", "float64", "complex64"])
+@pytest.mark.parametrize("n,m", [(1, 1), (7, 7), (5, 13), (40, 3)])
+def test_eye(device, rng, dtype, n, m):
+    if dtype == "float64" and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    for k in (0, int(rng.integers(1, m + 1)), -int(rng.integers(1, n + 1))):
+        out = ol.asarray(poisoned((n, m), dtype), device=device)
+        creation_kernel("eye")[ol.Range(n, m)](out, k, np.dtype(dtype))
+        assert np.array_equal(ol.asnumpy(out), np.eye(n, m, k, dtype=dtype)), k
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint16", "int64", "float32", "complex128"])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 9, 4), (5, 6, 17), (3, 30, 2)])
+def test_triangle(device, rng, dtype, lower, shape):
+    if dtype == "complex128" and not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    x = rng.standard_normal(shape) * 50
+    x = (x + 1j * x[..., ::-1] if dtype == "complex128" else x).astype(dtype)
+    xd = ol.asarray(x, device=device)
+    for k in (0, int(rng.integers(1, shape[2] + 1)), -int(rng.integers(1, shape[1] + 1))):
+        out = ol.asarray(poisoned(shape, dtype), device=device)
+        creation_kernel("triangle")[ol.Range(*shape)](out, xd, k, lower, np.dtype(dtype))
+        want = np.tril(x, k) if lower else np.triu(x, k)
+        assert np.array_equal(ol.asnumpy(out), want), k
+
+
+def linspace_launch(device, start, stop, num, endpoint, ct, ot):
+    """creation.linspace as mod_namespace.c plans it: the CT scalars, the
+    form (0: at most one interval, 1: step 0, 2: the usual) and the last
+    element; the result as a NumPy array."""
+    ct = np.dtype(ct).type
+    d = num - 1 if endpoint else num
+    start, stop, div = ct(start), ct(stop), ct(max(d, 1))
+    delta = np.subtract(stop, start, dtype=ct)
+    step = np.divide(delta, div, dtype=ct)
+    form = 0 if d <= 0 else 1 if step == 0 else 2
+    out = ol.asarray(poisoned(num, ot), device=device)
+    creation_kernel("linspace")[ol.Range(num)](out, start, stop, step, delta, div,
+                                               num - 1 if endpoint and num > 1 else -1, form,
+                                               np.dtype(ct), np.dtype(ot))
+    return ol.asnumpy(out)
+
+
+@pytest.mark.parametrize("ot", ["float64", "float32", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace(device, rng, ot, endpoint):
+    if not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    hi = 250 if ot == "uint8" else 1000
+    lo = 0 if ot == "uint8" else -hi
+    cases = [(float(rng.uniform(lo, hi)), float(rng.uniform(lo, hi)), int(rng.integers(2, 2000))),
+             (1.0, 1 + 1e-320, 6),  # step 0: the form that divides first
+             (float(rng.uniform(lo, hi)), float(rng.uniform(lo, hi)), 1)]
+    for start, stop, num in cases:
+        want = np.linspace(start, stop, num, endpoint=endpoint, dtype=ot)
+        got = linspace_launch(device, start, stop, num, endpoint, "float64", ot)
+        assert np.array_equal(got, want), (start, stop, num)
+    # float32 computation, as on a device without float64
+    start, stop = np.float32(rng.uniform(-10, 10)), np.float32(rng.uniform(-10, 10))
+    want = np.linspace(start, stop, 77, endpoint=endpoint, dtype=ot)
+    assert np.array_equal(linspace_launch(device, start, stop, 77, endpoint, "float32", ot), want)

@@ -4,9 +4,9 @@
  * that compute their elements (eye linspace meshgrid tril triu), and
  * ndarray's __array_namespace__ and fills.
  *
- * Every element is computed where the array lives, by a generated kernel
- * (mod_gen); the host only answers type questions, as NumPy answers them
- * (promotion, finfo, the values linspace starts from). Fills and
+ * Every element is computed where the array lives, by a kernel of
+ * kernels/creation.py; the host only answers type questions, as NumPy
+ * answers them (promotion, finfo, the values linspace starts from). Fills and
  * assignments (zeros, ones, full, x.fill, x[...] = v) reach the kernels here
  * through mod_lib_array_kernels.assign, so core's creation functions and
  * ndarray's __setitem__ use them without naming lib.
@@ -17,7 +17,6 @@
 #include "mod_lib.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ---- helpers ---- */
@@ -26,19 +25,6 @@ static Py_ssize_t elements(const mod_array *a) {
     Py_ssize_t n = 1;
     for (int d = 0; d < a->nd; d++) n *= a->shape[d];
     return n;
-}
-
-static bool integral(PyObject *dtype) {
-    const char *name = mod_dtype_name(dtype);
-    return !strncmp(name, "int", 3) || !strncmp(name, "uint", 4);
-}
-
-/* Launches the kernel `name` defined by src over Range(size[0..nd-1]); 0 or -1. */
-static int launch(const char *name, const char *src, int nd, const Py_ssize_t *size,
-                  PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *r = mod_gen_launch(name, src, nd, size, args, nargs);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
 }
 
 /* The dtype a creation function makes: dtype_arg, or dev's default float. */
@@ -50,17 +36,23 @@ static PyObject *dtype_or_default(PyObject *dtype_arg, ofl_device *dev) {
 /* ---- fills and assignments ---- */
 
 /* Every element of a C-contiguous array set to value, a NumPy scalar of its
- * dtype passed to the kernel by value: the JIT types the one text per dtype. */
+ * dtype passed to the kernel by value: the JIT types creation.py's fill per
+ * dtype. zeros, ones and full all come here, so the kernel is kept and
+ * launched without mod_library_launch's lookups and argument format, which
+ * cost zeros(10) 11% more host instructions (callgrind). */
 static int fill_contiguous(mod_array *dst, PyObject *value) {
-    static const char src[] = "def fill(it, out, v):\n    out[it.get_id(0)] = v\n";
+    static PyObject *fill; /* borrowed: creation.py's module lives for the process */
     Py_ssize_t n = elements(dst);
     if (n == 0) return 0;
+    if (!fill && !(fill = mod_library_get("creation", "fill"))) return -1;
     PyObject *flat = mod_array_view(dst, 1, &n, &dst->itemsize, dst->offset);
     if (!flat) return -1;
     PyObject *args[2] = {flat, value};
-    int rc = launch("fill", src, 1, &n, args, 2);
+    mod_shape range = {.ndim = 1, .size = {n}};
+    PyObject *r = mod_kernel_launch(fill, &range, args, 2, false);
     Py_DECREF(flat);
-    return rc;
+    Py_XDECREF(r);
+    return r ? 0 : -1;
 }
 
 /* dst[...] = s, an offload array on dst's device: cast to dst's dtype (any
@@ -388,17 +380,10 @@ static PyObject *f_eye(PyObject *self, PyObject *args, PyObject *kw) {
     if (mod_device_resolve(device, &dev) < 0) return NULL;
     PyObject *dtype = dtype_or_default(dtype_arg, dev);
     PyObject *a = dtype ? mod_array_new_empty(dev, dtype, 2, shape) : NULL;
-    if (a && shape[0] * shape[1] > 0) {
-        char src[256];
-        snprintf(src, sizeof src,
-                 "def eye(it, out, k):\n    i = it.get_id(0)\n    j = it.get_id(1)\n"
-                 "    out[i, j] = np.%s(j - i == k)\n",
-                 mod_dtype_name(dtype));
-        PyObject *kk = PyLong_FromSsize_t(k);
-        PyObject *kargs[2] = {a, kk};
-        if (!kk || launch("eye", src, 2, shape, kargs, 2) < 0) Py_CLEAR(a);
-        Py_XDECREF(kk);
-    }
+    mod_shape range = {.ndim = 2, .size = {shape[0], shape[1]}};
+    if (a && shape[0] * shape[1] > 0 &&
+        mod_library_launch("creation", "eye", &range, "OnO", a, k, dtype) < 0)
+        Py_CLEAR(a);
     Py_XDECREF(dtype);
     return a;
 }
@@ -463,23 +448,13 @@ static PyObject *triangle(PyObject *args, PyObject *kw, bool lower) {
     Py_ssize_t out_strides[3] = {shape[1] * shape[2] * a->itemsize, shape[2] * a->itemsize,
                                  a->itemsize};
     PyObject *out = in ? mod_array_view((mod_array *)r, 3, shape, out_strides, 0) : NULL;
-    PyObject *kk = out ? PyLong_FromSsize_t(k) : NULL;
-    if (kk && shape[0] * shape[1] * shape[2] > 0) {
-        char name[32], src[320];
-        snprintf(name, sizeof name, "%s_%s", fn, mod_dtype_name(a->dtype));
-        snprintf(
-            src, sizeof src,
-            "def %s(it, out, x, k):\n    b = it.get_id(0)\n    i = it.get_id(1)\n"
-            "    j = it.get_id(2)\n    out[b, i, j] = x[b, i, j] if j - i %s k else np.%s(0)\n",
-            name, lower ? "<=" : ">=", mod_dtype_name(a->dtype));
-        PyObject *kargs[3] = {out, in, kk};
-        if (launch(name, src, 3, shape, kargs, 3) < 0) Py_CLEAR(r);
-    } else if (!kk) {
+    mod_shape range = {.ndim = 3, .size = {shape[0], shape[1], shape[2]}};
+    if (!out || (shape[0] * shape[1] * shape[2] > 0 &&
+                 mod_library_launch("creation", "triangle", &range, "OOnOO", out, in, k,
+                                    lower ? Py_True : Py_False, a->dtype) < 0))
         Py_CLEAR(r);
-    }
     Py_XDECREF(in);
     Py_XDECREF(out);
-    Py_XDECREF(kk);
     Py_DECREF(owner);
     return r;
 }
@@ -524,7 +499,7 @@ static PyObject *f_linspace(PyObject *self, PyObject *args, PyObject *kw) {
     if (mod_device_resolve(device, &dev) < 0) return NULL;
     bool fp64 = ofl_device_get_info(dev)->has_fp64;
     PyObject *compute = NULL, *out_dtype = NULL, *delta = NULL, *step = NULL, *div = NULL,
-             *a = NULL, *start_c = NULL, *stop_c = NULL, *n_last = NULL;
+             *a = NULL, *start_c = NULL, *stop_c = NULL;
     PyObject *fnum = PyFloat_FromDouble((double)num);
     PyObject *rt =
         fnum ? PyObject_CallMethod(mod_numpy_borrowed(), "result_type", "OOO", start, stop, fnum)
@@ -556,20 +531,12 @@ static PyObject *f_linspace(PyObject *self, PyObject *args, PyObject *kw) {
     step = delta ? np_scalar_op("divide", delta, div, compute) : NULL;
     if (!step || !(a = mod_array_new_empty(dev, out_dtype, 1, &num))) goto done;
     int step_zero = PyObject_IsTrue(step) == 0;
-    const char *t = mod_dtype_name(compute), *o = mod_dtype_name(out_dtype);
-    const char *y = d <= 0      ? "np.%s(i) * delta + start" /* NumPy: step is nan, y = i * delta */
-                    : step_zero ? "np.%s(i) / div * delta + start"
-                                : "np.%s(i) * step + start";
-    char expr[64], name[64], src[512];
-    snprintf(expr, sizeof expr, y, t);
-    snprintf(name, sizeof name, "linspace_%s_%s_%d", t, o, d <= 0 ? 0 : step_zero ? 1 : 2);
-    snprintf(src, sizeof src,
-             "def %s(it, out, start, stop, step, delta, div, last):\n    i = it.get_id(0)\n"
-             "    y = %s\n    if i == last:\n        y = stop\n    out[i] = np.%s(%s)\n",
-             name, expr, o, integral(out_dtype) ? "np.floor(y)" : "y");
-    n_last = PyLong_FromSsize_t(endpoint && num > 1 ? num - 1 : -1);
-    PyObject *kargs[8] = {a, start_c, stop_c, step, delta, div, n_last};
-    if (!n_last || (num > 0 && launch(name, src, 1, &num, kargs, 7) < 0)) Py_CLEAR(a);
+    int form = d <= 0 ? 0 : step_zero ? 1 : 2; /* d <= 0: NumPy's step is nan, y = i * delta */
+    Py_ssize_t last = endpoint && num > 1 ? num - 1 : -1; /* the element that is stop */
+    mod_shape range = {.ndim = 1, .size = {num}};
+    if (num > 0 && mod_library_launch("creation", "linspace", &range, "OOOOOOniOO", a, start_c,
+                                      stop_c, step, delta, div, last, form, compute, out_dtype) < 0)
+        Py_CLEAR(a);
 done:
     Py_XDECREF(fnum);
     Py_XDECREF(rt);
@@ -580,7 +547,6 @@ done:
     Py_XDECREF(div);
     Py_XDECREF(delta);
     Py_XDECREF(step);
-    Py_XDECREF(n_last);
     return a;
 }
 
