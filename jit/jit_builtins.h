@@ -67,6 +67,9 @@ typedef struct {
     signed char lo, hi;      /* arity; hi -1: any */
     unsigned char type, gen; /* jit_type_rule, jit_gen_rule */
     const char *fn;          /* the C math function (jit_target_math) */
+    const char *cx;          /* on a complex argument: the function of the JIT's device
+                                library (jit/lib/complex.py) that computes it, or NULL
+                                (none, or built in jit_cg_complex) */
 } jit_builtin;
 
 /* A node's v.ref.id indexes this. The order is part of the source hash (the

@@ -1,40 +1,41 @@
 /* jit_cg_devfn: device functions -- one internal, always-inlined LLVM
  * function per (function, argument types), generated at its first call with
- * a builder of its own, and the calls to it. Called by jit_cg_call. */
+ * a builder of its own, and the calls to it: the kernel's own (called by
+ * jit_cg_call) and the JIT's device library's (jit_lib.h; called by
+ * jit_cg_complex). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jit_cg.h"
+#include "jit_lib.h"
 
-LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
+/* The LLVM function of callee for argument types at[nargs], generated at its
+ * first use in the module; its index in m->devfns, or -1 with the error set
+ * (at n). */
+static int devfn_for(cg *c, const jit_node *n, jit_func *callee, const jit_type *at, int nargs) {
     cg_module *m = c->m;
-    jit_func *callee = n->a->v.ref.func;
-    jit_type at[16];
-    if (n->nkids > 16)
-        return jit_cg_fail(c, n, "a device function takes at most 16 arguments"), NULL;
-    for (int i = 0; i < n->nkids; i++) at[i] = n->kids[i]->type;
     cg_devfn *df = NULL;
     for (int i = 0; i < m->ndevfns; i++)
-        if (m->devfns[i].f == callee && m->devfns[i].nargs == n->nkids &&
-            !memcmp(m->devfns[i].args, at, sizeof(jit_type) * (size_t)n->nkids))
+        if (m->devfns[i].f == callee && m->devfns[i].nargs == nargs &&
+            !memcmp(m->devfns[i].args, at, sizeof(jit_type) * (size_t)nargs))
             df = &m->devfns[i];
     if (!df) {
-        if (m->depth > 16) return jit_cg_fail(c, n, "device functions nest too deeply"), NULL;
+        if (m->depth > 16) return jit_cg_fail(c, n, "device functions nest too deeply"), -1;
         jit_type ret;
-        if (jit_infer(callee, at, &ret, m->err) < 0) return NULL;
+        if (jit_infer(callee, at, &ret, m->err) < 0) return -1;
         cg_devfn *nd = realloc(m->devfns, (size_t)(m->ndevfns + 1) * sizeof *nd);
-        if (!nd) return jit_cg_fail(c, n, "out of memory"), NULL;
+        if (!nd) return jit_cg_fail(c, n, "out of memory"), -1;
         m->devfns = nd;
         df = &nd[m->ndevfns++];
         memset(df, 0, sizeof *df);
         df->f = callee;
-        df->nargs = n->nkids;
-        memcpy(df->args, at, sizeof(jit_type) * (size_t)n->nkids);
+        df->nargs = nargs;
+        memcpy(df->args, at, sizeof(jit_type) * (size_t)nargs);
         df->ret = ret;
         LLVMTypeRef pts[16 * 8 + 1];
         int np = 0;
-        for (int i = 0; i < n->nkids; i++) {
+        for (int i = 0; i < nargs; i++) {
             jit_cg_param_types(c, at[i], pts + np);
             np += jit_cg_param_count(at[i]);
         }
@@ -64,7 +65,7 @@ LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
         if (ret.kind != JT_NONE) sub.ret_slot = jit_cg_entry_alloca(&sub, rt, "ret");
         int pi = 0;
         LLVMValueRef pv[8];
-        for (int i = 0; i < n->nkids; i++) {
+        for (int i = 0; i < nargs; i++) {
             for (int k = 0; k < jit_cg_param_count(at[i]); k++)
                 pv[k] = LLVMGetParam(df->fn, (unsigned)(pi + k));
             jit_cg_bind_param(&sub, i, at[i], pv);
@@ -82,9 +83,21 @@ LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
         LLVMDisposeBuilder(m->b);
         m->b = saved;
         m->tg.b = saved;
-        if (rc < 0) return NULL;
+        if (rc < 0) return -1;
+        return idx;
     }
-    int dfi = (int)(df - m->devfns);
+    return (int)(df - m->devfns);
+}
+
+LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
+    cg_module *m = c->m;
+    jit_func *callee = n->a->v.ref.func;
+    jit_type at[16];
+    if (n->nkids > 16)
+        return jit_cg_fail(c, n, "a device function takes at most 16 arguments"), NULL;
+    for (int i = 0; i < n->nkids; i++) at[i] = n->kids[i]->type;
+    int dfi = devfn_for(c, n, callee, at, n->nkids);
+    if (dfi < 0) return NULL;
     LLVMValueRef args[16 * 8 + 1];
     int na = 0;
     for (int i = 0; i < n->nkids; i++) {
@@ -105,11 +118,35 @@ LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
     }
     if (m->bc) args[na++] = c->record;
     if (m->cancel) args[na++] = c->cancel_flag;
-    df = &m->devfns[dfi]; /* arguments that call device functions may have grown the array */
+    cg_devfn *df = &m->devfns[dfi]; /* arguments that call device functions may have grown it */
     LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
     if (df->ret.kind == JT_NONE)
         return jit_cg_no_value(c); /* a statement call; the value is unused */
     n->type = df->ret;
+    return r;
+}
+
+LLVMValueRef jit_cg_call_lib(cg *c, const jit_node *n, const char *name, const jit_type *at,
+                             LLVMValueRef *v, int nargs, jit_type *ret) {
+    cg_module *m = c->m;
+    jit_func *f = jit_lib_find(name);
+    if (!f) return jit_cg_fail(c, n, "internal: no %s in the JIT's device library", name), NULL;
+    jit_lib_lock(); /* its tree is typed in place, and shared with other compiles */
+    int dfi = devfn_for(c, n, f, at, nargs);
+    jit_lib_unlock();
+    if (dfi < 0) return NULL;
+    LLVMValueRef args[8 + 2];
+    int na = 0;
+    for (int i = 0; i < nargs && i < 8; i++)
+        args[na++] = at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL
+                         ? LLVMBuildZExt(m->b, v[i], m->i8, "")
+                         : v[i];
+    if (m->bc) args[na++] = c->record;
+    if (m->cancel) args[na++] = c->cancel_flag;
+    cg_devfn *df = &m->devfns[dfi];
+    LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
+    jit_target_mark_call(&m->tg, r);
+    *ret = df->ret;
     return r;
 }

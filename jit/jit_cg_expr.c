@@ -45,6 +45,19 @@ static LLVMValueRef short_circuit(cg *c, jit_node *n) {
     return phi;
 }
 
+/* A value that costs nothing to compute and cannot fail: a constant, a
+ * number variable, a part of one, its negation. Both sides of `b if a else
+ * c` that are such are computed and selected between, as a select compiles
+ * to no branch where the optimiser might keep one (after a device function
+ * is inlined, say). */
+static bool no_work(const jit_node *n) {
+    if (n->kind == N_CONST) return true;
+    if (n->kind == N_VAR) return jit_is_number(n->type);
+    if (n->kind == N_UNARY && (n->op == OP_NEG || n->op == OP_POS)) return no_work(n->a);
+    if (n->kind == N_ATTR) return jit_is_number(n->a->type) && no_work(n->a);
+    return false;
+}
+
 LLVMValueRef jit_cg_expr(cg *c, jit_node *n) {
     LLVMBuilderRef b = c->m->b;
     switch ((jit_node_kind)n->kind) {
@@ -99,6 +112,12 @@ LLVMValueRef jit_cg_expr(cg *c, jit_node *n) {
     case N_IFEXP: {
         LLVMValueRef cond = jit_cg_truth(c, n->a);
         if (!cond) return NULL;
+        if (no_work(n->b) && no_work(n->c)) { /* nothing to skip: a select */
+            LLVMValueRef tv = jit_cg_expr(c, n->b), ev = tv ? jit_cg_expr(c, n->c) : NULL;
+            if (!ev) return NULL;
+            return LLVMBuildSelect(b, cond, jit_cg_conv(c, tv, n->b->type, n->type),
+                                   jit_cg_conv(c, ev, n->c->type, n->type), "");
+        }
         LLVMBasicBlockRef tb = jit_cg_block(c, "ifexp.then"), eb = jit_cg_block(c, "ifexp.else"),
                           done = jit_cg_block(c, "ifexp");
         LLVMBuildCondBr(b, cond, tb, eb);

@@ -427,17 +427,6 @@ static jit_type complex_binop_type(infer *s, jit_node *n, int op, jit_type a, ji
     }
 }
 
-/* The math functions a complex argument takes (cmath's, as NumPy's ufuncs). */
-static const char *const complex_math[] = {
-    "exp",  "log",  "sqrt",  "sin",   "cos",   "tan",  "tanh",  "sinh",  "cosh", "asin",
-    "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "expm1", "log1p"};
-
-static bool complex_math_fn(const char *fn) {
-    for (size_t i = 0; fn && i < sizeof complex_math / sizeof *complex_math; i++)
-        if (!strcmp(fn, complex_math[i])) return true;
-    return false;
-}
-
 /* A builtin with a complex argument (all: the arguments' promotion), or
  * complex(re, im). */
 static jit_type complex_builtin_type(infer *s, jit_node *n, const jit_builtin *bt, const char *name,
@@ -466,11 +455,9 @@ static jit_type complex_builtin_type(infer *s, jit_node *n, const jit_builtin *b
                "Take the part you mean: %s(z.real), or abs(z).",
                name, name);
         return none;
-    case GEN_MATH:
-        if (n->nkids == 1 && complex_math_fn(bt->fn)) return all;
-        break;
+    case GEN_MATH:     /* the math functions a complex argument takes: cmath's */
     case GEN_NP_ROUND: /* numpy.rint rounds both parts; floor, ceil, trunc have no complex loop */
-        if (!strcmp(bt->fn, "rint")) return all;
+        if (n->nkids == 1 && bt->cx) return all;
         break;
     default: break;
     }

@@ -24,9 +24,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jit_builtins.h"
+#include "jit_lib.h"
 #include "jit_tree.h"
+
+#include <marshal.h> /* after Python.h (jit.h) */
 
 /* ---- arena and errors ---- */
 
@@ -167,6 +171,17 @@ void jit_set_devfunc_type(PyTypeObject *type, PyObject *(*get_pyfunc)(PyObject *
 }
 
 void jit_set_offload_module(PyObject *module) { modules[MOD_OFFLOAD] = module; }
+
+/* The JIT's device library (jit_lib.h): the namespaces its files ran in, by
+ * which its functions are recognised when they call each other. */
+static PyObject *lib_globals[8];
+static int nlib_globals;
+
+static bool is_library(PyObject *globals) {
+    for (int i = 0; i < nlib_globals; i++)
+        if (lib_globals[i] == globals) return true;
+    return false;
+}
 
 static int init_known(void) {
     if (modules[MOD_MATH]) return 0;
@@ -515,6 +530,23 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             n->v.ref.kind = REF_DTYPE;
             n->v.ref.id = (uint8_t)d;
             snprintf(note, sizeof note, "%s=dtype%d", name, d);
+        } else if (PyFunction_Check(obj) && is_library(PyFunction_GET_GLOBALS(obj))) {
+            /* the JIT's device library calling itself: parsed once, shared, never owned */
+            jit_func *callee = jit_lib_find_origin(obj);
+            if (!callee) {
+                if (call_cycle(p, at, obj) < 0) return NULL;
+                if (!(callee = parse_function(obj, false, NULL, NULL, p->chain, p->err)))
+                    return NULL;
+                if (jit_lib_add(callee) < 0) {
+                    jit_func_free(callee);
+                    internal_error(p->err, "the JIT's device library has too many functions");
+                    return NULL;
+                }
+            }
+            if (p->depth + callee->depth > p->f->depth) p->f->depth = p->depth + callee->depth;
+            n->v.ref.kind = REF_DEVFUNC;
+            n->v.ref.func = callee;
+            EVP_DigestUpdate(p->hash, callee->source_hash, sizeof callee->source_hash);
         } else if (devfunc_type && PyObject_TypeCheck(obj, devfunc_type)) {
             PyObject *fn = devfunc_pyfunc(obj); /* borrowed */
             jit_func *callee = NULL;
@@ -2110,9 +2142,91 @@ out:
     return f;
 }
 
+/* Runs the library file lf as the module offload.jit.NAME (its lines in
+ * linecache as offload/jit/NAME.py, where the parser reads them) and parses
+ * each function it defines that is not parsed yet. */
+static int load_library_file(jit_lib_file lf, jit_error *err) {
+    char path[128], modname[128];
+    snprintf(path, sizeof path, "offload/jit/%s.py", lf.name);
+    snprintf(modname, sizeof modname, "offload.jit.%s", lf.name);
+    PyObject *ns = PyDict_New(), *mname = PyUnicode_FromString(modname), *text = NULL,
+             *lines = NULL, *linecache = NULL, *cache = NULL, *entry = NULL, *code = NULL,
+             *done = NULL;
+    int rc = -1;
+    if (ns && mname && PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(ns, "__name__", mname) == 0 &&
+        (text = PyUnicode_FromString(lf.text)) &&
+        (lines = PyObject_CallMethod(text, "splitlines", "O", Py_True)) &&
+        (linecache = PyImport_ImportModule("linecache")) &&
+        (cache = PyObject_GetAttrString(linecache, "cache")) &&
+        (entry = Py_BuildValue("(nOOs)", PyUnicode_GET_LENGTH(text), Py_None, lines, path)) &&
+        PyDict_SetItemString(cache, path, entry) == 0 &&
+        (code = PyMarshal_ReadObjectFromString((const char *)lf.code, (Py_ssize_t)lf.code_size)) &&
+        (done = PyEval_EvalCode(code, ns, ns)) &&
+        nlib_globals < (int)(sizeof lib_globals / sizeof *lib_globals)) {
+        lib_globals[nlib_globals++] = ns; /* kept for the process, as the functions are */
+        Py_INCREF(ns);
+        rc = 0;
+    }
+    if (rc < 0) internal_error(err, "cannot load the JIT's device library");
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (rc == 0 && PyDict_Next(ns, &pos, &key, &value)) {
+        if (!PyFunction_Check(value) || PyFunction_GET_GLOBALS(value) != ns ||
+            jit_lib_find_origin(value))
+            continue;
+        jit_func *f = parse_function(value, false, NULL, NULL, NULL, err);
+        if (!f)
+            rc = -1;
+        else if (jit_lib_add(f) < 0) {
+            jit_func_free(f);
+            rc = internal_error(err, "the JIT's device library has too many functions");
+        }
+    }
+    Py_XDECREF(ns);
+    Py_XDECREF(mname);
+    Py_XDECREF(text);
+    Py_XDECREF(lines);
+    Py_XDECREF(linecache);
+    Py_XDECREF(cache);
+    Py_XDECREF(entry);
+    Py_XDECREF(code);
+    Py_XDECREF(done);
+    return rc;
+}
+
+/* The library, loaded before the first function is parsed: once per process
+ * (a failure is kept and reported again). With the GIL; a thread that finds
+ * another one loading (which may let the GIL go) waits for it. */
+static int load_library(jit_error *err) {
+    static int state; /* 0 not yet, 1 loading, 2 loaded, 3 failed */
+    static unsigned long loader;
+    static jit_error failure;
+    while (state == 1 && loader != PyThread_get_thread_ident()) {
+        Py_BEGIN_ALLOW_THREADS
+        usleep(1000);
+        Py_END_ALLOW_THREADS
+    }
+    if (state == 3) *err = failure;
+    if (state) return state == 3 ? -1 : 0;
+    state = 1;
+    loader = PyThread_get_thread_ident();
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < jit_lib_nfiles(); i++)
+        rc = load_library_file(jit_lib_file_at(i), err);
+    if (rc < 0) failure = *err;
+    state = rc < 0 ? 3 : 2;
+    return rc;
+}
+
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, PyObject *arrays,
                          jit_error *err) {
     memset(err, 0, sizeof *err);
+    if (init_known() < 0) {
+        internal_error(err, "cannot import math/numpy");
+        return NULL;
+    }
+    if (load_library(err) < 0) return NULL;
     return parse_function(pyfunc, is_kernel, consts, arrays, NULL, err);
 }
 
@@ -2123,6 +2237,7 @@ jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filena
         internal_error(err, "cannot import math/numpy");
         return NULL;
     }
+    if (load_library(err) < 0) return NULL;
     jit_func *f = calloc(1, sizeof *f);
     if (!f) {
         internal_error(err, "out of memory");

@@ -1,0 +1,53 @@
+/* jit_lib: the registry of the JIT's device library (jit_lib.h). */
+#include "jit_lib.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "jit_lib_texts.h"
+
+int jit_lib_nfiles(void) { return (int)(sizeof jit_lib_texts / sizeof *jit_lib_texts); }
+
+jit_lib_file jit_lib_file_at(int i) {
+    return (jit_lib_file){jit_lib_texts[i].name, jit_lib_texts[i].text, jit_lib_texts[i].code,
+                          jit_lib_texts[i].code_size};
+}
+
+static jit_func *funcs[64];
+static int nfuncs;
+
+int jit_lib_add(jit_func *f) {
+    if (nfuncs == (int)(sizeof funcs / sizeof *funcs)) return -1;
+    funcs[nfuncs++] = f;
+    return 0;
+}
+
+jit_func *jit_lib_find(const char *name) {
+    for (int i = 0; i < nfuncs; i++)
+        if (!strcmp(funcs[i]->name, name)) return funcs[i];
+    return NULL;
+}
+
+jit_func *jit_lib_find_origin(const void *origin) {
+    for (int i = 0; i < nfuncs; i++)
+        if (funcs[i]->origin == origin) return funcs[i];
+    return NULL;
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock;
+
+static void make_lock(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+void jit_lib_lock(void) {
+    pthread_once(&once, make_lock);
+    pthread_mutex_lock(&lock);
+}
+
+void jit_lib_unlock(void) { pthread_mutex_unlock(&lock); }
