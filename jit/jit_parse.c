@@ -236,6 +236,17 @@ static const char *node_type(PyObject *node) {
     return dot ? dot + 1 : n;
 }
 static bool is(PyObject *node, const char *type) { return strcmp(node_type(node), type) == 0; }
+/* Whether o is an ast node (ast.AST, looked up once for the process). */
+static bool is_node(PyObject *o) {
+    static PyObject *ast_type;
+    if (!ast_type) {
+        PyObject *ast = PyImport_ImportModule("ast");
+        ast_type = ast ? PyObject_GetAttrString(ast, "AST") : NULL;
+        Py_XDECREF(ast);
+        if (!ast_type) return PyErr_Clear(), false;
+    }
+    return PyObject_TypeCheck(o, (PyTypeObject *)ast_type);
+}
 
 static long attr_long(PyObject *node, const char *name) {
     PyObject *v = PyObject_GetAttrString(node, name);
@@ -648,28 +659,33 @@ static jit_node *resolve_global(parser *p, PyObject *at, const char *name) {
  * (static_name's), none a local variable, so that Python can compute it
  * before the kernel runs. */
 static bool names_static(parser *p, PyObject *node) {
-    static PyObject *walk; /* ast.walk, for the process */
-    if (!walk) {
-        PyObject *ast = PyImport_ImportModule("ast");
-        walk = ast ? PyObject_GetAttrString(ast, "walk") : NULL;
-        Py_XDECREF(ast);
-        if (!walk) {
-            PyErr_Clear();
-            return false;
-        }
+    if (is(node, "Name")) {
+        PyObject *id = PyObject_GetAttrString(node, "id");
+        const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
+        bool ok = name && local_read(p, name) < 0;
+        Py_XDECREF(id);
+        PyErr_Clear();
+        return ok;
     }
-    PyObject *it = PyObject_CallOneArg(walk, node), *n;
-    bool ok = it != NULL;
-    while (ok && (n = PyIter_Next(it))) {
-        if (is(n, "Name")) {
-            PyObject *id = PyObject_GetAttrString(n, "id");
-            const char *name = id ? PyUnicode_AsUTF8(id) : NULL;
-            ok = name && local_read(p, name) < 0;
-            Py_XDECREF(id);
+    /* every child node, as ast.walk would find them, without its generator:
+     * parsing a library kernel asks this of every compile-time test */
+    PyObject *fields = PyObject_GetAttrString((PyObject *)Py_TYPE(node), "_fields");
+    bool ok = fields && PyTuple_Check(fields);
+    for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(fields); i++) {
+        PyObject *v = PyObject_GetAttr(node, PyTuple_GET_ITEM(fields, i));
+        if (!v) {
+            PyErr_Clear(); /* an optional field left unset */
+            continue;
         }
-        Py_DECREF(n);
+        if (PyList_Check(v)) {
+            for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(v); j++)
+                ok = !is_node(PyList_GET_ITEM(v, j)) || names_static(p, PyList_GET_ITEM(v, j));
+        } else if (is_node(v)) {
+            ok = names_static(p, v);
+        }
+        Py_DECREF(v);
     }
-    Py_XDECREF(it);
+    Py_XDECREF(fields);
     PyErr_Clear();
     return ok;
 }

@@ -369,11 +369,17 @@ static void *open_socket(int type, const krn_conn *conn, int port, char *err, si
     char endpoint[300];
     krn_conn_endpoint(conn, port, endpoint, sizeof endpoint);
     void *s = zmq_socket(srv.ctx, type);
-    int linger = 1000, ipv6 = strchr(conn->ip, ':') != NULL;
+    int linger = 1000, ipv6 = strchr(conn->ip, ':') != NULL, handover = 1;
     if (s) {
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(s, ZMQ_IPV6, &ipv6, sizeof ipv6);
     }
+    /* A frontend's DEALERs are named by its session id, so a client that
+     * reconnects with the same session (jupyter_client's km.client()) comes
+     * back under the name of its closed connection. A ROUTER whose I/O thread
+     * has not yet seen that connection go would ignore the new one -- and
+     * every request on it, for good: the new connection takes the name over. */
+    if (s && type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &handover, sizeof handover);
     if (!s || zmq_bind(s, endpoint)) {
         snprintf(err, errlen, "cannot bind %s: %s", endpoint, zmq_strerror(errno));
         if (s) zmq_close(s);

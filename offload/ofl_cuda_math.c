@@ -14,7 +14,7 @@
  * the device's pool, freed in stream order, so nothing here waits. Each
  * library call is a timed span like a launch (%timeit's device time).
  *
- * Called by: the module's array library (module/lib/mod_vendor.c). */
+ * Called by: the module's array library (module/lib/linalg/mod_vendor.c). */
 #include <dlfcn.h> /* with _GNU_SOURCE (the build's): dlinfo, the path of a soname opened */
 #include <limits.h>
 #include <link.h>

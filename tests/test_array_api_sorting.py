@@ -1,5 +1,5 @@
 """Sorting, searching and the set functions of the array API 2024.12 (issue 22;
-module/lib/mod_sort.c), checked against NumPy:
+module/lib/order/mod_sort.c), checked against NumPy:
 
 - offload.sort / argsort and ndarray.sort() (in place) / argsort(): every dtype,
   sizes 0, 1, 7 to 100k, many ties (argsort equals np.argsort(kind='stable')),

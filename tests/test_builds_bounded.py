@@ -183,7 +183,7 @@ print(int(np.arange(4).sum()))
 def looping_kernel_source() -> str:
     """A kernel on which PoCL 3.1's LLVM 15 never ends its build at the first launch (with
     no cancel checks in its loops, OFFLOAD_CANCEL=0): the form all() had on PoCL, 16 uint8
-    flags and-ed 8 rows deep (module/lib/mod_reduce.c). Were PoCL to build it quickly one
+    flags and-ed 8 rows deep (module/lib/reduce/mod_reduce.c). Were PoCL to build it quickly one
     day, the interrupt test below would fail, saying so: it needs a build that does not end
     by itself."""
     lines = ["def looping(item, x, out, base, Q, sp, sq, K, S, ident):",

@@ -1,6 +1,6 @@
 """The creation functions that compute their elements -- fills, eye, tril
 and triu, linspace -- in the kernel language, planned and launched by
-module/lib/mod_namespace.c.
+module/lib/namespace/mod_namespace.c.
 
 Compile-time parameters:
   DT  the result's dtype, which eye's and the triangles' zeros and ones

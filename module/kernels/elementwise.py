@@ -1,5 +1,5 @@
 """Element-wise operations' device code, in the kernel language, planned
-and launched by module/lib/mod_ops.c.
+and launched by module/lib/elementwise/mod_ops.c.
 
 One device function per NumPy loop: `add` computes an element of
 numpy.add from operands already in the loop's dtype; `add_bool`,

@@ -1,5 +1,5 @@
 """Advanced indexing in the kernel language -- masks, nonzero, x[key],
-x[key] = value, take -- planned and launched by module/lib/mod_index.c.
+x[key] = value, take -- planned and launched by module/lib/order/mod_index.c.
 
 A mask is compacted in three kernels over work-groups of GROUP work-items,
 each taking GROUP * PER elements: nz_count counts each group's nonzero

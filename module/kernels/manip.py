@@ -1,5 +1,5 @@
 """repeat by an array of counts, in the kernel language, planned and
-launched by module/lib/mod_manip.c (the other manipulation functions are
+launched by module/lib/manip/mod_manip.c (the other manipulation functions are
 views or mod_ops' copies).
 
 The counts' running sums come in blocks of L counts a work-item:

@@ -1,5 +1,5 @@
 """The matmul fallback's kernels in the kernel language, planned and
-launched by module/lib/mod_matmul.c: c = a @ b for 2-D a (m x k), b (k x n)
+launched by module/lib/linalg/mod_matmul.c: c = a @ b for 2-D a (m x k), b (k x n)
 and c (m x n), any strides.
 
 matmul_tiled serves GPUs and PoCL. A work-group of TY x TX work-items

@@ -1,5 +1,5 @@
 """Reductions' device code, in the kernel language, planned and launched by
-module/lib/mod_reduce.c (docs/reductions.md has the forms and their
+module/lib/reduce/mod_reduce.c (docs/reductions.md has the forms and their
 measured reasons).
 
 The operators are device functions that a kernel takes as a compile-time

@@ -1,5 +1,5 @@
 """Scans (cumulative sums and products) in the kernel language, planned and
-launched by module/lib/mod_stats.c (docs/reductions.md has the forms).
+launched by module/lib/reduce/mod_stats.c (docs/reductions.md has the forms).
 
 Every kernel takes the same compile-time parameters:
   OP       the operator, one of reduce.py's device functions (add, multiply;

@@ -1,5 +1,5 @@
 """Sorting, searching and the set functions' device code in the kernel
-language, planned and launched by module/lib/mod_sort.c. The algorithm (a
+language, planned and launched by module/lib/order/mod_sort.c. The algorithm (a
 stable LSD radix sort of unsigned keys, 8-bit digits, a runs form for CPUs
 and a tiles form with a decoupled look-back for GPUs) and the key maps are
 in docs/radix-sort.md.

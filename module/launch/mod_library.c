@@ -142,4 +142,23 @@ static PyMethodDef functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int mod_library_add_functions(PyObject *module) { return PyModule_AddFunctions(module, functions); }
+/* The files' namespaces live for the process; at exit (after the kit's wait
+ * for queued work, registered later and so run first) they go with
+ * everything else, so that their kernels release their device programs and
+ * memory like any other. A namespace and its functions are a cycle through
+ * __globals__ that a Kernel, not a GC container, hides from the collector:
+ * each is cleared first. */
+static PyObject *release_files(PyObject *self, PyObject *unused) {
+    PyObject *key, *ns;
+    Py_ssize_t pos = 0;
+    while (loaded && PyDict_Next(loaded, &pos, &key, &ns)) PyDict_Clear(ns);
+    Py_CLEAR(loaded);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef release_def = {"_release_kernel_files", release_files, METH_NOARGS, NULL};
+
+int mod_library_add_functions(PyObject *module) {
+    if (mod_atexit(&release_def) < 0) return -1;
+    return PyModule_AddFunctions(module, functions);
+}

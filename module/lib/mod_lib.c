@@ -3,6 +3,13 @@
  * functions in the offload namespace. */
 #include "mod_lib.h"
 
+#include "lib/elementwise/mod_elementwise.h"
+#include "lib/linalg/mod_linalg.h"
+#include "lib/manip/mod_manip.h"
+#include "lib/namespace/mod_namespace.h"
+#include "lib/order/mod_order.h"
+#include "lib/reduce/mod_reduce.h"
+
 static void fill_slots(PyTypeObject *type) {
     mod_ops_fill_slots(type);
     type->tp_as_number->nb_matrix_multiply = mod_matmul_operator;
@@ -18,7 +25,7 @@ const mod_array_kernels mod_lib_array_kernels = {
 };
 
 int mod_lib_add_functions(PyObject *module) {
-    if (mod_gen_init() < 0 || mod_matmul_add_functions(module) < 0 ||
+    if (mod_kit_init() < 0 || mod_matmul_add_functions(module) < 0 ||
         mod_ops_add_functions(module) < 0 || mod_reduce_add_functions(module) < 0 ||
         mod_namespace_add_functions(module) < 0 || mod_manip_add_functions(module) < 0 ||
         mod_stats_add_functions(module) < 0 || mod_index_add_functions(module) < 0 ||

@@ -32,13 +32,14 @@
  *   from the sum of the totals before it and carrying the tile's total to
  *   the next. So the data is read twice and written once, in two launches
  *   (one for a single span), with no division per element. An exclusive
- *   form scans in place: mod_lib_exclusive_scan, the sort's and unique's
+ *   form scans in place: mod_stats_exclusive_scan, the sort's and unique's
  *   scans on GPUs.
  * Sums and products accumulate in the result's dtype, as NumPy's
  * add.accumulate does (its cumsum is sequential; the runs and blocks only
  * regroup the float additions). OFFLOAD_SCAN_FORM=runs|blocks forces a form
  * (tests run the GPU's form on a CPU device with it). */
-#include "mod_lib.h"
+#include "lib/reduce/mod_reduce.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ static PyObject *var_or_std(bool std, PyObject *self, PyObject *args, PyObject *
                : PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &xo, &axis, &dtype, &out, &ddof,
                                              &keepdims, &corr)))
         return NULL;
-    if (!mod_lib_array_arg(xo, fn)) return NULL;
+    if (!mod_kit_array_arg(xo, fn)) return NULL;
     if (out != Py_None)
         return PyErr_Format(PyExc_TypeError,
                             "offload.%s: out= is not supported; use the returned array", fn);
@@ -197,9 +198,9 @@ static int scan_launch(const scan_key *k, int which, Py_ssize_t items, Py_ssize_
     args[n++] = op;
     args[n++] = k->boolean ? mod_dtype_find_borrowed('u', 1) : k->dtype; /* ACC */
     args[n++] = owned[nnums];                                            /* ID */
-    args[n++] = k->boolean ? Py_True : Py_False;                         /* BOOLEAN */
+    args[n++] = mod_kit_bool(k->boolean);                                /* BOOLEAN */
     if (which >= SCAN_REDUCE) args[n++] = owned[nnums + 1], args[n++] = owned[nnums + 2];
-    if (which == SCAN_BLOCKS) args[n++] = k->exclusive ? Py_True : Py_False;
+    if (which == SCAN_BLOCKS) args[n++] = mod_kit_bool(k->exclusive);
     mod_shape range = {.ndim = 1, .size = {items}};
     if (local > 0) range.nd = true, range.local[0] = local;
     PyObject *r = mod_kernel_launch(kern, &range, args, n, false);
@@ -294,7 +295,7 @@ out:
     return rc;
 }
 
-int mod_lib_exclusive_scan(mod_array *a, Py_ssize_t n) {
+int mod_stats_exclusive_scan(mod_array *a, Py_ssize_t n) {
     scan_key key = {.dtype = a->dtype, .exclusive = true};
     return scan_into(&key, a, a, 1, n, 1, 0);
 }
@@ -315,7 +316,7 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
                       PyObject *out_arg, int inc) {
     const char *fn =
         numpy ? (prod ? "cumprod" : "cumsum") : (prod ? "cumulative_prod" : "cumulative_sum");
-    mod_array *x = mod_lib_array_arg(xo, fn);
+    mod_array *x = mod_kit_array_arg(xo, fn);
     if (!x) return NULL;
     if (out_arg && out_arg != Py_None)
         return PyErr_Format(PyExc_TypeError,
@@ -332,10 +333,10 @@ static PyObject *scan(bool prod, bool numpy, PyObject *xo, PyObject *axis, PyObj
     int nd = 1, ax = 0;
     Py_ssize_t shape[MOD_MAXDIMS] = {size};
     if (x->nd >= 1 && axis != Py_None) {
-        if (mod_lib_axis(axis, x->nd, NULL, &ax) < 0) goto fail;
+        if (mod_kit_axis(axis, x->nd, NULL, &ax) < 0) goto fail;
         nd = x->nd;
         memcpy(shape, x->shape, sizeof(Py_ssize_t) * (size_t)nd);
-    } else if (axis != Py_None && mod_lib_axis(axis, 1, NULL, &ax) < 0) {
+    } else if (axis != Py_None && mod_kit_axis(axis, 1, NULL, &ax) < 0) {
         goto fail;
     }
     Py_ssize_t outer = 1, inner = 1, K = shape[ax];
@@ -484,7 +485,7 @@ static PyObject *f_diff(PyObject *m, PyObject *args, PyObject *kw) {
     Py_ssize_t n = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|nOOO:diff", kwlist, &xo, &n, &axis_o, &pre, &app))
         return NULL;
-    mod_array *x = mod_lib_array_arg(xo, "diff");
+    mod_array *x = mod_kit_array_arg(xo, "diff");
     if (!x) return NULL;
     if (n < 0) return PyErr_Format(PyExc_ValueError, "order must be non-negative but got %zd", n);
     if (n == 0) return Py_NewRef(xo);
@@ -492,7 +493,7 @@ static PyObject *f_diff(PyObject *m, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError,
                             "diff requires input that is at least one dimensional");
     int ax = x->nd - 1;
-    if (axis_o && mod_lib_axis(axis_o, x->nd, NULL, &ax) < 0) return NULL;
+    if (axis_o && mod_kit_axis(axis_o, x->nd, NULL, &ax) < 0) return NULL;
     PyObject *c = Py_NewRef(xo), *parts[3] = {pre, xo, app}, *dts[3] = {NULL, NULL, NULL};
     Py_ssize_t lens[3] = {0, x->shape[ax], 0};
     if (pre != Py_None || app != Py_None) { /* concatenated along ax first, as NumPy */

@@ -31,7 +31,8 @@
  * (a knob for tuning on a device, read at each product; it implies the
  * kernel), and the private offload._matmul_plan shows the kernel and
  * compile-time arguments a product would take. */
-#include "mod_lib.h"
+#include "lib/linalg/mod_linalg.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,8 +275,8 @@ static int launch(mod_array *a, mod_array *b, mod_array *c) {
     /* matmul_tiled(a, b, c, ACC, AT, BT, TY, TX, TM, TN, BK, A_BY_COL, B_BY_COL, AHEAD) */
     return mod_library_launch("matmul", "matmul_tiled", &range, "OOOOOOiiiiiOOO", a, b, c, acc,
                               a->dtype, b->dtype, z.ty, z.tx, z.tm, z.tn, z.bk,
-                              by_col(a) ? Py_True : Py_False, by_col(b) ? Py_True : Py_False,
-                              z.ahead ? Py_True : Py_False);
+                              mod_kit_bool(by_col(a)), mod_kit_bool(by_col(b)),
+                              mod_kit_bool(z.ahead));
 }
 
 /* The batch dimensions of a and b (all but their last two) broadcast as
@@ -512,8 +513,8 @@ static PyObject *f_matmul_plan(PyObject *self, PyObject *args, PyObject *kw) {
         r = Py_BuildValue("(s(Oi)(ii))", "matmul_cpu", acc, CPU_ROWS, 1, CPU_COLS);
     else if (choose_tiles(&lim, mod_dtype_itemsize(acc), &z) == 0)
         r = Py_BuildValue("(s(OOOiiiiiOOO)(ii))", "matmul_tiled", acc, dtype, dtype, z.ty, z.tx,
-                          z.tm, z.tn, z.bk, a_by_col ? Py_True : Py_False,
-                          b_by_col ? Py_True : Py_False, z.ahead ? Py_True : Py_False, z.ty, z.tx);
+                          z.tm, z.tn, z.bk, mod_kit_bool(a_by_col), mod_kit_bool(b_by_col),
+                          mod_kit_bool(z.ahead), z.ty, z.tx);
     Py_DECREF(dtype);
     return r;
 }

@@ -13,7 +13,8 @@
  * and NumPy raises its TypeError naming the function. np.asarray(x) is not
  * dispatched: it goes through __array__, the explicit copy to the host.
  * Called from mod_lib_add_functions only. */
-#include "mod_lib.h"
+#include "lib/namespace/mod_namespace.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <string.h>
 

@@ -15,7 +15,9 @@
  * The device code is module/kernels/sort.py's; this file plans the work
  * (forms, buffers, grids, the words and digits to sort) and launches it.
  * The algorithm, the key maps and the measured reasons: docs/radix-sort.md */
-#include "mod_lib.h"
+#include "lib/order/mod_order.h"
+#include "lib/elementwise/mod_elementwise.h"
+#include "lib/reduce/mod_reduce.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,15 +70,6 @@ static PyObject *flat_view(mod_array *a, Py_ssize_t n, PyObject *dtype) {
     return v;
 }
 
-static char kind_of(PyObject *dtype) {
-    const char *name = mod_dtype_name(dtype);
-    return name[0] == 'b'   ? 'b'
-           : name[0] == 'u' ? 'u'
-           : name[0] == 'i' ? 'i'
-           : name[0] == 'c' ? 'c'
-                            : 'f';
-}
-
 /* ---- exclusive scan of an int64 array, in place ---- */
 
 /* a[0..m) becomes its exclusive prefix sums. A GPU's: the scans' blocks
@@ -87,7 +80,7 @@ static int exclusive_scan(mod_array *a, Py_ssize_t m) {
     ofl_device *dev = mod_array_device(a);
     const char *f = getenv("OFFLOAD_SCAN_FORM");
     if (ofl_device_get_info(dev)->type != OFL_CPU || (f && !strcmp(f, "blocks")))
-        return mod_lib_exclusive_scan(a, m);
+        return mod_stats_exclusive_scan(a, m);
     if (m <= SCAN_SERIAL_CPU) {
         mod_shape one = grid(1, 0);
         return mod_library_launch("sort", "scan_serial", &one, "On", a, m);
@@ -159,7 +152,7 @@ static const char *key_name(PyObject *dtype, int word) {
     if (word == W_CLASS) return "key_class";
     if (word == W_IMAG) return size == 16 ? "key_imag64" : "key_imag32";
     if (word == W_REAL) return size == 16 ? "key_real64" : "key_real32";
-    switch (kind_of(dtype)) {
+    switch (mod_kit_kind(dtype)) {
     case 'b': return "key_bool";
     case 'u': return size == 8 ? "key_uint64" : "key_uint32";
     case 'i':
@@ -175,7 +168,7 @@ static const char *key_name(PyObject *dtype, int word) {
  * one's as a uint64, else a uint32 of the element's bits (the class's 2,
  * a bool's 1); 0 ascending and for the row. */
 static PyObject *key_flip(PyObject *dtype, int word, bool descending) {
-    char kind = kind_of(dtype);
+    char kind = mod_kit_kind(dtype);
     int bits = (int)mod_dtype_itemsize(dtype) * (kind == 'c' ? 4 : 8);
     if (!descending || word == W_ROW) return np_scalar(uint_dtype(4), 0);
     if (bits == 64) return np_scalar(uint_dtype(8), ~0ULL);
@@ -250,8 +243,8 @@ static int keys_grouped(plan_t *p, PyObject *kfn, PyObject *flip, bool first, Py
     mod_shape r = grid(G, 256);
     int rc = mod_library_launch("sort", "keys_grouped", &r, "OOOOOOnnnnOOOOOOi", x, bitsv,
                                 p->key[p->cur], p->idx[p->cur], p->res, p->hist, n, p->N, G, per,
-                                kfn, p->kdt, p->idt, flip, mod_lib_bool(first),
-                                mod_lib_bool(p->iota), (bits + 7) / 8);
+                                kfn, p->kdt, p->idt, flip, mod_kit_bool(first),
+                                mod_kit_bool(p->iota), (bits + 7) / 8);
     return fold_bits(rc == 0 ? tile_starts(p, bits) : rc, Py_NewRef(p->res), 1, mask);
 }
 
@@ -290,8 +283,8 @@ static int pass_runs(plan_t *p, int sh, bool last) {
                                 !with_idx        ? key2
                                 : last && p->pos ? p->pos
                                                  : idx2,
-                                p->hist, p->N, p->runs, p->per, shift, mod_lib_bool(with_idx),
-                                mod_lib_bool(values), p->bits_of, p->flip, p->vdt);
+                                p->hist, p->N, p->runs, p->per, shift, mod_kit_bool(with_idx),
+                                mod_kit_bool(values), p->bits_of, p->flip, p->vdt);
     Py_DECREF(shift);
     if (rc < 0) return -1;
     p->pos_done = last && p->pos;
@@ -328,8 +321,8 @@ static int pass_tiles(plan_t *p, int sh, bool last) {
                                                             : idx2,
                                            p->hist, p->status, p->ctr, p->N, s0, s4, p->epoch,
                                            (Py_ssize_t)256 * (sh / 8), p->kdt, p->idt, p->tile_k,
-                                           mod_lib_bool(with_idx), mod_lib_bool(p->iota),
-                                           mod_lib_bool(p->raw), mod_lib_bool(values), p->key_of,
+                                           mod_kit_bool(with_idx), mod_kit_bool(p->iota),
+                                           mod_kit_bool(p->raw), mod_kit_bool(values), p->key_of,
                                            p->bits_of, p->flip, p->vdt)
                       : -1;
     Py_XDECREF(s0);
@@ -474,7 +467,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
                              PyObject *pos) {
     ofl_device *dev = mod_array_device(c);
     PyObject *dtype = c->dtype;
-    char kind = kind_of(dtype);
+    char kind = mod_kit_kind(dtype);
     Py_ssize_t rows = n ? N / n : 0;
     bool wide = c->itemsize == 8 && kind != 'c';
     wide |= kind == 'c' && c->itemsize == 16;
@@ -515,7 +508,7 @@ static PyObject *radix_order(mod_array *c, Py_ssize_t N, Py_ssize_t n, bool desc
         } else {
             mod_shape r = grid(N, 0);
             rc = mod_library_launch("sort", "keys", &r, "OOOOnOOOOO", x, bitsv, p.key[p.cur],
-                                    p.idx[p.cur], n, kfn, p.kdt, p.idt, flip, mod_lib_bool(w == 0));
+                                    p.idx[p.cur], n, kfn, p.kdt, p.idt, flip, mod_kit_bool(w == 0));
             if (rc == 0) rc = varying_bits(&p, &mask);
         }
         Py_DECREF(flip);
@@ -556,7 +549,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
         mod_shape r = grid(p->runs, 0);
         return mod_library_launch("sort", "keys_alone", &r, "OOOnnnnOOOO", bits, p->key[0], p->res,
                                   p->N, p->per, (Py_ssize_t)1, p->per, p->kdt, p->key_of, p->flip,
-                                  mod_lib_bool(p->vfloat));
+                                  mod_kit_bool(p->vfloat));
     }
     Py_ssize_t G, per, units = ofl_device_get_info(p->dev)->max_compute_units;
     Py_ssize_t unroll = mod_library_int("sort", "ALONE_UNROLL");
@@ -567,7 +560,7 @@ static int keys_alone_keys(plan_t *p, PyObject *bits) {
     mod_shape r = grid(G, 256);
     int rc = mod_library_launch("sort", "keys_alone_grouped", &r, "OOOnnnnOOOOi", bits, p->res,
                                 p->hist, p->N, G, unroll * G, per, p->kdt, p->key_of, p->flip,
-                                mod_lib_bool(p->vfloat), p->kbits / 8);
+                                mod_kit_bool(p->vfloat), p->kbits / 8);
     p->raw = bits;
     return rc == 0 ? tile_starts(p, p->kbits) : rc;
 }
@@ -579,7 +572,7 @@ static int keys_to_values(plan_t *p) {
     mod_shape r = grid(p->N, 0);
     return mod_library_launch("sort", "keys_values", &r, "OOOOOOOO",
                               p->raw ? p->raw : p->key[p->cur], p->out, p->kdt,
-                              mod_lib_bool(p->raw), p->key_of, p->bits_of, p->flip, p->vdt);
+                              mod_kit_bool(p->raw), p->key_of, p->bits_of, p->flip, p->vdt);
 }
 
 /* The sorted values of c (C-contiguous, one row of N > 0 elements, not
@@ -588,7 +581,7 @@ static int keys_to_values(plan_t *p) {
  * always answers None (tests). */
 static PyObject *radix_values(mod_array *c, Py_ssize_t N, bool descending) {
     const char *f = getenv("OFFLOAD_SORT_KEYS");
-    char kind = kind_of(c->dtype);
+    char kind = mod_kit_kind(c->dtype);
     if ((f && !strcmp(f, "index")) || kind == 'c') Py_RETURN_NONE;
     ofl_device *dev = mod_array_device(c);
     int vbits = (int)c->itemsize * 8;
@@ -742,7 +735,7 @@ static int check_kind(PyObject *kind, PyObject *order) {
 /* sort/argsort of xo: axis an int or None (flattened), as NumPy. */
 static PyObject *sort_impl(PyObject *xo, PyObject *axis_o, bool descending, bool positions,
                            const char *fn) {
-    mod_array *x = mod_lib_array_arg(xo, fn);
+    mod_array *x = mod_kit_array_arg(xo, fn);
     if (!x) return NULL;
     if (axis_o == Py_None) { /* NumPy: the flattened array */
         Py_ssize_t N = 1;
@@ -765,7 +758,7 @@ static PyObject *sort_impl(PyObject *xo, PyObject *axis_o, bool descending, bool
         return r;
     }
     if (a < -x->nd || a >= x->nd) {
-        mod_lib_axis_error(a, x->nd, NULL);
+        mod_kit_axis_error(a, x->nd, NULL);
         return NULL;
     }
     return sort_along(x, (int)(a < 0 ? a + x->nd : a), descending, positions);
@@ -821,7 +814,7 @@ static PyObject *common_dtype(PyObject *a, PyObject *b) {
     PyObject *rt = PyObject_CallMethod(mod_numpy_borrowed(), "result_type", "OO", a, b);
     PyObject *d = rt ? mod_dtype_new(rt) : NULL;
     Py_XDECREF(rt);
-    if (d && kind_of(d) == 'b') Py_SETREF(d, Py_NewRef(mod_dtype_find_borrowed('u', 1)));
+    if (d && mod_kit_kind(d) == 'b') Py_SETREF(d, Py_NewRef(mod_dtype_find_borrowed('u', 1)));
     return d;
 }
 
@@ -839,7 +832,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         right = true;
     else
         return PyErr_Format(PyExc_ValueError, "side must be 'left' or 'right' (got '%s')", side);
-    mod_array *x1 = mod_lib_array_arg(x1o, "searchsorted");
+    mod_array *x1 = mod_kit_array_arg(x1o, "searchsorted");
     if (!x1) return NULL;
     ofl_device *dev = mod_array_device(x1);
     if (x1->nd != 1) return PyErr_Format(PyExc_ValueError, "object too deep for desired array");
@@ -860,7 +853,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         PyObject *h =
             PyObject_CallMethod(mod_numpy_borrowed(), "asarray", "OO", x2o,
                                 PyLong_Check(x2o) || PyFloat_Check(x2o) ||
-                                        (PyComplex_Check(x2o) && kind_of(x1->dtype) == 'c')
+                                        (PyComplex_Check(x2o) && mod_kit_kind(x1->dtype) == 'c')
                                     ? x1->dtype
                                     : Py_None);
         x2_own = h ? mod_array_from_host(h, dev) : NULL;
@@ -883,7 +876,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
     PyObject *a = NULL, *v = NULL, *vflat = NULL, *out = NULL, *outflat = NULL, *result = NULL;
     if (!dt) goto done;
     if (sorter_o != Py_None) {
-        mod_array *s = mod_lib_array_arg(sorter_o, "searchsorted");
+        mod_array *s = mod_kit_array_arg(sorter_o, "searchsorted");
         if (!s) goto done;
         if (mod_array_device(s) != dev) {
             PyErr_Format(
@@ -895,7 +888,7 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
             PyErr_SetString(PyExc_ValueError, "sorter.size must equal a.size");
             goto done;
         }
-        if (kind_of(s->dtype) != 'i' && kind_of(s->dtype) != 'u') {
+        if (mod_kit_kind(s->dtype) != 'i' && mod_kit_kind(s->dtype) != 'u') {
             PyErr_SetString(PyExc_TypeError, "sorter must only contain integers");
             goto done;
         }
@@ -921,11 +914,11 @@ static PyObject *f_searchsorted(PyObject *m, PyObject *args, PyObject *kw) {
         if (!(vflat = flat_view((mod_array *)v, M, NULL)) ||
             !(outflat = flat_view((mod_array *)out, M, NULL)))
             goto done;
-        char k = kind_of(dt);
+        char k = mod_kit_kind(dt);
         PyObject *less = fn(k == 'c' ? "less_complex" : k == 'f' ? "less_float" : "less_int");
         mod_shape r = grid(M, 0);
         if (!less || mod_library_launch("sort", "searchsorted", &r, "OOOnOO", outflat, a, vflat, n,
-                                        less, mod_lib_bool(right)) < 0)
+                                        less, mod_kit_bool(right)) < 0)
             goto done;
     }
     result = Py_NewRef(out);
@@ -949,7 +942,7 @@ static PyObject *result_types[4];
 
 static PyObject *f_unique(int what, PyObject *xo) {
     static const char *fns[] = {"unique_values", "unique_counts", "unique_inverse", "unique_all"};
-    mod_array *x = mod_lib_array_arg(xo, fns[what]);
+    mod_array *x = mod_kit_array_arg(xo, fns[what]);
     if (!x) return NULL;
     ofl_device *dev = mod_array_device(x);
     Py_ssize_t N = 1;

@@ -24,7 +24,9 @@
  * required where the standard asks for it (TypeError otherwise), as
  * array-api-strict does: an integer array never becomes float64 behind the
  * user's back on a device that may lack it. */
-#include "mod_lib.h"
+#include "lib/linalg/mod_linalg.h"
+#include "lib/elementwise/mod_elementwise.h"
+#include "lib/reduce/mod_reduce.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -179,11 +181,6 @@ out:
 
 /* ---- small helpers ---- */
 
-static bool is_floating(const mod_array *a) {
-    const char *n = mod_dtype_name(a->dtype);
-    return !strncmp(n, "float", 5) || !strncmp(n, "complex", 7);
-}
-
 static PyObject *need_floating(const char *fn, const mod_array *a) {
     return PyErr_Format(PyExc_TypeError,
                         "offload.%s needs a floating-point array (float32, float64, complex64, "
@@ -218,13 +215,13 @@ static PyObject *shape_with(const mod_array *a, int drop, int ntail, const Py_ss
 }
 
 static PyObject *reshape(PyObject *x, PyObject *shape) { /* shape stolen */
-    return shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", x, shape), NULL) : NULL;
+    return shape ? mod_kit_call("reshape", Py_BuildValue("(ON)", x, shape), NULL) : NULL;
 }
 
 /* offload.matmul(x, y) (stacks broadcast), through the namespace: mod_matmul
  * calls down into this file's host path */
 static PyObject *matmul(PyObject *x, PyObject *y) {
-    return mod_lib_call("matmul", PyTuple_Pack(2, x, y), NULL);
+    return mod_kit_call("matmul", PyTuple_Pack(2, x, y), NULL);
 }
 
 /* kw[key] as a truth value, dflt when absent; -1 with an exception */
@@ -243,7 +240,7 @@ static PyObject *named(int which, PyObject *tuple) {
 
 /* The machine epsilon of a's (real) dtype times max(M, N), the standard's default rtol */
 static PyObject *default_rtol(const mod_array *a) {
-    PyObject *fi = mod_lib_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
+    PyObject *fi = mod_kit_call("finfo", PyTuple_Pack(1, a->dtype), NULL);
     PyObject *eps = fi ? PyObject_GetAttrString(fi, "eps") : NULL;
     Py_XDECREF(fi);
     if (!eps) return NULL;
@@ -259,7 +256,7 @@ static PyObject *cutoff(PyObject *s, const mod_array *a, PyObject *rtol) {
     PyObject *smax = one ? mod_reduce_named("max", s, one, NULL, true) : NULL;
     Py_XDECREF(one);
     PyObject *rt = rtol == Py_None         ? default_rtol(a)
-                   : mod_array_check(rtol) ? mod_lib_call("expand_dims", PyTuple_Pack(1, rtol),
+                   : mod_array_check(rtol) ? mod_kit_call("expand_dims", PyTuple_Pack(1, rtol),
                                                           Py_BuildValue("{s:i}", "axis", -1))
                                            : Py_NewRef(rtol);
     PyObject *r = smax && rt ? PyNumber_Multiply(smax, rt) : NULL;
@@ -303,7 +300,7 @@ static PyObject *v_slogdet(mod_array *a) {
 static PyObject *v_cholesky(mod_array *a, bool upper) {
     return on_cuda(a) ? mod_vendor_cholesky(a, upper)
                       : stand_in("numpy.linalg", "cholesky", PyTuple_Pack(1, a),
-                                 Py_BuildValue("{s:O}", "upper", upper ? Py_True : Py_False));
+                                 Py_BuildValue("{s:O}", "upper", mod_kit_bool(upper)));
 }
 static PyObject *v_eigh(mod_array *a, bool vectors) {
     return on_cuda(a)
@@ -312,9 +309,8 @@ static PyObject *v_eigh(mod_array *a, bool vectors) {
 }
 static PyObject *v_svd(mod_array *a, bool full_matrices, bool uv) {
     if (on_cuda(a)) return mod_vendor_svd(a, full_matrices, uv);
-    return uv ? stand_in(
-                    "numpy.linalg", "svd", PyTuple_Pack(1, a),
-                    Py_BuildValue("{s:O}", "full_matrices", full_matrices ? Py_True : Py_False))
+    return uv ? stand_in("numpy.linalg", "svd", PyTuple_Pack(1, a),
+                         Py_BuildValue("{s:O}", "full_matrices", mod_kit_bool(full_matrices)))
               : stand_in("numpy.linalg", "svdvals", PyTuple_Pack(1, a), NULL);
 }
 static PyObject *v_qr(mod_array *a, bool complete) {
@@ -365,7 +361,7 @@ static PyObject *vendor_cholesky(mod_array **a, PyObject *kw) {
 static PyObject *vendor_det(mod_array **a, PyObject *kw) {
     PyObject *sl = v_slogdet(a[0]);
     if (!sl) return NULL;
-    PyObject *e = mod_lib_call("exp", PyTuple_Pack(1, PyTuple_GET_ITEM(sl, 1)), NULL);
+    PyObject *e = mod_kit_call("exp", PyTuple_Pack(1, PyTuple_GET_ITEM(sl, 1)), NULL);
     PyObject *r = e ? PyNumber_Multiply(PyTuple_GET_ITEM(sl, 0), e) : NULL;
     Py_XDECREF(e);
     Py_DECREF(sl);
@@ -399,7 +395,7 @@ static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
     if (a[1]->nd == 0)
         return PyErr_Format(PyExc_ValueError, "linalg.solve: x2 is a 0-d array, not a vector or a "
                                               "stack of matrices");
-    PyObject *b = vector ? mod_lib_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
+    PyObject *b = vector ? mod_kit_call("expand_dims", PyTuple_Pack(1, (PyObject *)a[1]),
                                         Py_BuildValue("{s:i}", "axis", -1))
                          : Py_NewRef((PyObject *)a[1]);
     if (!b) return NULL;
@@ -429,7 +425,7 @@ static PyObject *vendor_solve(mod_array **a, PyObject *kw) {
             full[i] = Py_NewRef(ops[i]); /* no batch to broadcast: cuSOLVER's input already */
         } else {
             PyObject *v = same == 0
-                              ? mod_lib_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
+                              ? mod_kit_call("broadcast_to", PyTuple_Pack(2, ops[i], shape), NULL)
                               : NULL;
             full[i] = v ? mod_ops_copy((mod_array *)v, NULL) : NULL;
             Py_XDECREF(v);
@@ -463,7 +459,7 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
     Py_ssize_t m = x->shape[x->nd - 2], n = x->shape[x->nd - 1];
     if (m == 0 || n == 0) {
         Py_ssize_t nm[2] = {n, m};
-        return mod_lib_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 2, nm)),
+        return mod_kit_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 2, nm)),
                             Py_BuildValue("{s:O,s:N}", "dtype", x->dtype, "device",
                                           mod_device_new(mod_array_device(x))));
     }
@@ -473,16 +469,16 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
              *vh = PyTuple_GET_ITEM(usv, 2);
     PyObject *cut = cutoff(s, x, rtol_arg(kw));
     PyObject *large = cut ? PyObject_RichCompare(s, cut, Py_GT) : NULL;
-    PyObject *rec = large ? mod_lib_call("reciprocal", PyTuple_Pack(1, s), NULL) : NULL;
-    PyObject *zero = rec ? mod_lib_call("zeros_like", PyTuple_Pack(1, s), NULL) : NULL;
-    PyObject *sp = zero ? mod_lib_call("where", PyTuple_Pack(3, large, rec, zero), NULL) : NULL;
+    PyObject *rec = large ? mod_kit_call("reciprocal", PyTuple_Pack(1, s), NULL) : NULL;
+    PyObject *zero = rec ? mod_kit_call("zeros_like", PyTuple_Pack(1, s), NULL) : NULL;
+    PyObject *sp = zero ? mod_kit_call("where", PyTuple_Pack(3, large, rec, zero), NULL) : NULL;
     PyObject *spc =
-        sp ? mod_lib_call("expand_dims", PyTuple_Pack(1, sp), Py_BuildValue("{s:i}", "axis", -1))
+        sp ? mod_kit_call("expand_dims", PyTuple_Pack(1, sp), Py_BuildValue("{s:i}", "axis", -1))
            : NULL;
-    PyObject *uc = spc ? mod_lib_call("conj", PyTuple_Pack(1, u), NULL) : NULL;
+    PyObject *uc = spc ? mod_kit_call("conj", PyTuple_Pack(1, u), NULL) : NULL;
     PyObject *uh = uc ? PyObject_GetAttrString(uc, "mT") : NULL;
     PyObject *right = uh ? PyNumber_Multiply(spc, uh) : NULL;
-    PyObject *vc = right ? mod_lib_call("conj", PyTuple_Pack(1, vh), NULL) : NULL;
+    PyObject *vc = right ? mod_kit_call("conj", PyTuple_Pack(1, vh), NULL) : NULL;
     PyObject *v = vc ? PyObject_GetAttrString(vc, "mT") : NULL;
     PyObject *r = v ? matmul(v, right) : NULL;
     PyObject *tmp[] = {cut, large, rec, zero, sp, spc, uc, uh, right, vc, v, usv};
@@ -494,13 +490,13 @@ static PyObject *vendor_pinv(mod_array **a, PyObject *kw) {
 static PyObject *vendor_matrix_rank(mod_array **a, PyObject *kw) {
     mod_array *x = a[0];
     if (x->shape[x->nd - 2] == 0 || x->shape[x->nd - 1] == 0)
-        return mod_lib_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 0, NULL)),
+        return mod_kit_call("zeros", Py_BuildValue("(N)", shape_with(x, 2, 0, NULL)),
                             Py_BuildValue("{s:s,s:N}", "dtype", "int64", "device",
                                           mod_device_new(mod_array_device(x))));
     PyObject *s = v_svd(x, false, false);
     PyObject *cut = s ? cutoff(s, x, rtol_arg(kw)) : NULL;
     PyObject *large = cut ? PyObject_RichCompare(s, cut, Py_GT) : NULL;
-    PyObject *r = large ? mod_lib_call("count_nonzero", PyTuple_Pack(1, large),
+    PyObject *r = large ? mod_kit_call("count_nonzero", PyTuple_Pack(1, large),
                                        Py_BuildValue("{s:i}", "axis", -1))
                         : NULL;
     Py_XDECREF(s);
@@ -587,8 +583,8 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     }
     mod_array *a[2] = {NULL, NULL};
     for (int i = 0; i < f->narrays; i++) {
-        if (!(a[i] = mod_lib_array_arg(PyTuple_GET_ITEM(args, i), fn))) return NULL;
-        if (!is_floating(a[i])) return need_floating(fn, a[i]);
+        if (!(a[i] = mod_kit_array_arg(PyTuple_GET_ITEM(args, i), fn))) return NULL;
+        if (!mod_kit_is_inexact(a[i]->dtype)) return need_floating(fn, a[i]);
         if (mod_array_device(a[i]) != mod_array_device(a[0]))
             return PyErr_Format(mod_ExecutionPlacementError,
                                 "offload.%s: arrays live on two devices, %s and %s; move one "
@@ -611,7 +607,7 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
     /* cuSOLVER's inputs: C-contiguous, one dtype */
     PyObject *dtype = f->narrays == 1
                           ? Py_NewRef(a[0]->dtype)
-                          : mod_lib_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
+                          : mod_kit_call("result_type", PyTuple_Pack(2, a[0], a[1]), NULL);
     PyObject *c[2] = {NULL, NULL}, *r = NULL;
     for (int i = 0; dtype && i < f->narrays; i++) {
         bool ready = mod_array_is_c_contiguous(a[i]) &&
@@ -636,15 +632,15 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x1, *x2, *axis_o = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:cross", kwlist, &x1, &x2, &axis_o))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x1, "linalg.cross"),
-              *b = a ? mod_lib_array_arg(x2, "linalg.cross") : NULL;
+    mod_array *a = mod_kit_array_arg(x1, "linalg.cross"),
+              *b = a ? mod_kit_array_arg(x2, "linalg.cross") : NULL;
     if (!b) return NULL;
     if (mod_dtype_name(a->dtype)[0] == 'b' || mod_dtype_name(b->dtype)[0] == 'b')
         return need_numeric("linalg.cross", mod_dtype_name(a->dtype)[0] == 'b' ? a : b);
     int nmin = a->nd < b->nd ? a->nd : b->nd, axis = -1;
-    if (axis_o && mod_lib_axis(axis_o, nmin, "linalg.cross", &axis) < 0) return NULL;
+    if (axis_o && mod_kit_axis(axis_o, nmin, "linalg.cross", &axis) < 0) return NULL;
     if (axis_o) axis -= nmin; /* from the end: the broadcast shape's last nmin axes are both's */
-    PyObject *pair = mod_lib_call("broadcast_arrays", PyTuple_Pack(2, x1, x2), NULL);
+    PyObject *pair = mod_kit_call("broadcast_arrays", PyTuple_Pack(2, x1, x2), NULL);
     if (!pair) return NULL;
     PyObject *ops[2], *comp[2][3] = {{NULL}}, *out[3] = {NULL}, *r = NULL;
     for (int w = 0; w < 2; w++) ops[w] = PySequence_GetItem(pair, w);
@@ -659,7 +655,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
         goto done;
     }
     for (int w = 0; w < 2; w++) {
-        PyObject *moved = mod_lib_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
+        PyObject *moved = mod_kit_call("moveaxis", Py_BuildValue("(Oii)", ops[w], ax, -1), NULL);
         for (int i = 0; moved && i < 3; i++) {
             PyObject *key = Py_BuildValue("(Oi)", Py_Ellipsis, i);
             comp[w][i] = key ? PyObject_GetItem(moved, key) : NULL;
@@ -679,7 +675,7 @@ static PyObject *f_cross(PyObject *self, PyObject *args, PyObject *kw) {
         if (!out[i]) goto done;
     }
     PyObject *list = Py_BuildValue("[OOO]", out[0], out[1], out[2]);
-    r = list ? mod_lib_call("stack", PyTuple_Pack(1, list), Py_BuildValue("{s:i}", "axis", ax))
+    r = list ? mod_kit_call("stack", PyTuple_Pack(1, list), Py_BuildValue("{s:i}", "axis", ax))
              : NULL;
     Py_XDECREF(list);
 done:
@@ -716,7 +712,7 @@ static PyObject *f_diagonal(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x;
     Py_ssize_t k = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$n:diagonal", kwlist, &x, &k)) return NULL;
-    mod_array *a = mod_lib_array_arg(x, "linalg.diagonal");
+    mod_array *a = mod_kit_array_arg(x, "linalg.diagonal");
     if (!a) return NULL;
     if (a->nd < 2)
         return PyErr_Format(PyExc_ValueError,
@@ -730,7 +726,7 @@ static PyObject *f_trace(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *dtype = Py_None;
     Py_ssize_t k = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$nO:trace", kwlist, &x, &k, &dtype)) return NULL;
-    mod_array *a = mod_lib_array_arg(x, "linalg.trace");
+    mod_array *a = mod_kit_array_arg(x, "linalg.trace");
     if (!a) return NULL;
     if (mod_dtype_name(a->dtype)[0] == 'b') return need_numeric("linalg.trace", a);
     if (a->nd < 2)
@@ -747,8 +743,8 @@ static PyObject *f_trace(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *f_outer(PyObject *self, PyObject *args) {
     PyObject *x1, *x2;
     if (!PyArg_ParseTuple(args, "OO:outer", &x1, &x2)) return NULL;
-    mod_array *a = mod_lib_array_arg(x1, "linalg.outer"),
-              *b = a ? mod_lib_array_arg(x2, "linalg.outer") : NULL;
+    mod_array *a = mod_kit_array_arg(x1, "linalg.outer"),
+              *b = a ? mod_kit_array_arg(x2, "linalg.outer") : NULL;
     if (!b) return NULL;
     if (mod_dtype_name(a->dtype)[0] == 'b' || mod_dtype_name(b->dtype)[0] == 'b')
         return need_numeric("linalg.outer", mod_dtype_name(a->dtype)[0] == 'b' ? a : b);
@@ -756,7 +752,7 @@ static PyObject *f_outer(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError,
                             "linalg.outer needs two 1-D arrays, not %d-D and %d-D", a->nd, b->nd);
     PyObject *col =
-        mod_lib_call("expand_dims", PyTuple_Pack(1, x1), Py_BuildValue("{s:i}", "axis", -1));
+        mod_kit_call("expand_dims", PyTuple_Pack(1, x1), Py_BuildValue("{s:i}", "axis", -1));
     PyObject *r = col ? PyNumber_Multiply(col, x2) : NULL;
     Py_XDECREF(col);
     return r;
@@ -775,7 +771,7 @@ static PyObject *extreme(PyObject *x, PyObject *axis, bool keepdims, bool larges
 /* sum(|x|**ord)**(1/ord), with NumPy's special orders: inf (max |x|), -inf
  * (min), 0 (the count of non-zeros), 1 (no power), 2 (sqrt of squares). */
 static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double ord) {
-    PyObject *ax = mod_lib_call("abs", PyTuple_Pack(1, x), NULL), *r = NULL;
+    PyObject *ax = mod_kit_call("abs", PyTuple_Pack(1, x), NULL), *r = NULL;
     if (!ax) return NULL;
     PyObject *real = ((mod_array *)ax)->dtype; /* borrowed: ax holds it */
     if (isinf(ord)) {
@@ -790,11 +786,11 @@ static PyObject *vector_norm(PyObject *x, PyObject *axis, bool keepdims, double 
         r = mod_reduce_named("sum", ax, axis, NULL, keepdims);
     } else {
         PyObject *p = ord == 2 ? PyNumber_Multiply(ax, ax)
-                               : mod_lib_call("pow", Py_BuildValue("(Od)", ax, ord), NULL);
+                               : mod_kit_call("pow", Py_BuildValue("(Od)", ax, ord), NULL);
         PyObject *s = p ? mod_reduce_named("sum", p, axis, NULL, keepdims) : NULL;
         r = !s         ? NULL
-            : ord == 2 ? mod_lib_call("sqrt", PyTuple_Pack(1, s), NULL)
-                       : mod_lib_call("pow", Py_BuildValue("(Od)", s, 1.0 / ord), NULL);
+            : ord == 2 ? mod_kit_call("sqrt", PyTuple_Pack(1, s), NULL)
+                       : mod_kit_call("pow", Py_BuildValue("(Od)", s, 1.0 / ord), NULL);
         Py_XDECREF(p);
         Py_XDECREF(s);
     }
@@ -820,9 +816,9 @@ static PyObject *f_vector_norm(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OpO:vector_norm", kwlist, &x, &axis, &keepdims,
                                      &ord_o))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x, "linalg.vector_norm");
+    mod_array *a = mod_kit_array_arg(x, "linalg.vector_norm");
     if (!a) return NULL;
-    if (!is_floating(a)) return need_floating("linalg.vector_norm", a);
+    if (!mod_kit_is_inexact(a->dtype)) return need_floating("linalg.vector_norm", a);
     double ord = 2;
     if (ord_o && norm_order(ord_o, "vectors", &ord) < 0) return NULL;
     return vector_norm(x, axis, keepdims, ord);
@@ -834,9 +830,9 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
     int keepdims = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pO:matrix_norm", kwlist, &x, &keepdims, &ord_o))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x, "linalg.matrix_norm");
+    mod_array *a = mod_kit_array_arg(x, "linalg.matrix_norm");
     if (!a) return NULL;
-    if (!is_floating(a)) return need_floating("linalg.matrix_norm", a);
+    if (!mod_kit_is_inexact(a->dtype)) return need_floating("linalg.matrix_norm", a);
     if (a->nd < 2)
         return PyErr_Format(PyExc_ValueError,
                             "linalg.matrix_norm needs an array of two or more dimensions, not %d",
@@ -864,7 +860,7 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
                   : extreme(s, last, false, ord > 0);
         Py_XDECREF(s);
     } else { /* 1: the largest column sum; inf: the largest row sum; negative: smallest */
-        PyObject *ax = mod_lib_call("abs", PyTuple_Pack(1, x), NULL);
+        PyObject *ax = mod_kit_call("abs", PyTuple_Pack(1, x), NULL);
         PyObject *sumaxis = PyLong_FromLong(fabs(ord) == 1 ? -2 : -1);
         PyObject *s = ax && sumaxis ? mod_reduce_named("sum", ax, sumaxis, NULL, false) : NULL;
         r = s ? extreme(s, last, false, ord > 0) : NULL;
@@ -884,7 +880,7 @@ static PyObject *f_matrix_norm(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
     PyObject *x, *n_o;
     if (!PyArg_ParseTuple(args, "OO:matrix_power", &x, &n_o)) return NULL;
-    mod_array *a = mod_lib_array_arg(x, "linalg.matrix_power");
+    mod_array *a = mod_kit_array_arg(x, "linalg.matrix_power");
     if (!a) return NULL;
     if (!PyIndex_Check(n_o))
         return PyErr_Format(PyExc_TypeError,
@@ -893,15 +889,15 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
                             Py_TYPE(n_o)->tp_name);
     Py_ssize_t n = PyNumber_AsSsize_t(n_o, PyExc_OverflowError);
     if (n == -1 && PyErr_Occurred()) return NULL;
-    if (!is_floating(a)) return need_floating("linalg.matrix_power", a);
+    if (!mod_kit_is_inexact(a->dtype)) return need_floating("linalg.matrix_power", a);
     if (need_matrices(a, true) < 0) return NULL;
     if (n == 0) {
-        PyObject *eye = mod_lib_call("eye", Py_BuildValue("(n)", a->shape[a->nd - 1]),
+        PyObject *eye = mod_kit_call("eye", Py_BuildValue("(n)", a->shape[a->nd - 1]),
                                      Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
                                                    mod_device_new(mod_array_device(a))));
         PyObject *shape = eye ? mod_int_tuple(a->nd, a->shape) : NULL;
         PyObject *b =
-            shape ? mod_lib_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL) : NULL;
+            shape ? mod_kit_call("broadcast_to", Py_BuildValue("(ON)", eye, shape), NULL) : NULL;
         PyObject *r = b ? mod_ops_copy((mod_array *)b, NULL) : NULL;
         Py_XDECREF(eye);
         Py_XDECREF(b);
@@ -1005,7 +1001,7 @@ int mod_la_add_module(PyObject *module) {
         rc = f ? PyModule_AddObjectRef(m, shared[i], f) : -1;
         Py_XDECREF(f);
     }
-    if (rc == 0) rc = mod_lib_add_submodule(module, "linalg", m);
+    if (rc == 0) rc = mod_kit_add_submodule(module, "linalg", m);
     Py_XDECREF(modname);
     Py_DECREF(m);
     return rc;

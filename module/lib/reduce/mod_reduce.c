@@ -18,7 +18,7 @@
  * argmin/argmax keep the smallest index among equal values, the first NaN
  * winning; min/max propagate NaN. The forms, the dtype and NaN rules and
  * the measured reasons: docs/reductions.md */
-#include "mod_lib.h"
+#include "lib/reduce/mod_reduce.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -63,13 +63,7 @@ static bool is_logical(red_op op) { return op == RED_ANY || op == RED_ALL || op 
 
 /* ---- dtypes ---- */
 
-/* A canonical dtype's numpy.dtype.kind: 'b' 'i' 'u' 'f' 'c'. */
-static char kind_of(PyObject *dtype) {
-    const char *n = mod_dtype_name(dtype);
-    return n[0] == 'b' ? 'b' : n[0] == 'i' ? 'i' : n[0] == 'u' ? 'u' : n[0] == 'c' ? 'c' : 'f';
-}
-
-/* Floating or complex: NaN is a value, and a mean divides in its own kind. */
+/* Floating or complex (a kind): NaN is a value, and a mean divides in its own kind. */
 static bool inexact(char k) { return k == 'f' || k == 'c'; }
 
 /* What one reduction computes in; canonical dtypes (borrowed: they live for
@@ -82,7 +76,7 @@ typedef struct {
 
 /* sum/prod/mean with dtype=None: NumPy 2's result dtype for input `in`. */
 static PyObject *default_out(red_op op, PyObject *in) {
-    char k = kind_of(in);
+    char k = mod_kit_kind(in);
     if (op == RED_MEAN) return inexact(k) ? in : mod_dtype_find_borrowed('f', 8);
     if (op == RED_SUM || op == RED_PROD)
         return inexact(k) ? in : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
@@ -97,7 +91,7 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
              *u8 = mod_dtype_find_borrowed('u', 1);
     if (is_logical(op)) { /* flags (uint8: or/and) or counts (int64) of `x != 0` */
         t->acc = op == RED_COUNT ? mod_dtype_find_borrowed('i', 8) : u8;
-        t->cast = kind_of(in) == 'b' ? NULL : mod_dtype_find_borrowed('b', 1);
+        t->cast = mod_kit_kind(in) == 'b' ? NULL : mod_dtype_find_borrowed('b', 1);
         t->out = op == RED_COUNT ? t->acc : mod_dtype_find_borrowed('b', 1);
         return;
     }
@@ -105,7 +99,7 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
         /* bool and integers narrower than 32 bits in int32, exact: in uint8
          * and int8 accumulators PoCL 3.1's LLVM 15 never ended its code
          * generation (docs/reductions.md) */
-        char k = kind_of(in);
+        char k = mod_kit_kind(in);
         bool narrow = k == 'b' || ((k == 'i' || k == 'u') && mod_dtype_itemsize(in) < 4);
         t->acc = narrow ? mod_dtype_find_borrowed('i', 4) : in;
         t->cast = NULL;
@@ -116,8 +110,8 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
     PyObject *c128 = mod_dtype_find_borrowed('c', fp64 ? 16 : 8);
     PyObject *elem = want ? want : default_out(op, in);
     if (op == RED_MEAN && !want && !fp64) /* float32 there, as dpnp does */
-        elem = kind_of(in) == 'c' ? c128 : f64;
-    char k = kind_of(elem);
+        elem = mod_kit_kind(in) == 'c' ? c128 : f64;
+    char k = mod_kit_kind(elem);
     t->out = elem;
     t->acc = k == 'f' ? f64 : k == 'c' ? c128 : mod_dtype_find_borrowed(k == 'u' ? 'u' : 'i', 8);
     if (op == RED_MEAN && !inexact(k)) t->acc = f64; /* NumPy's mean divides in floating point */
@@ -125,14 +119,14 @@ static void types_for(red_op op, PyObject *in, PyObject *want, bool fp64, red_ty
      * (a sum of bools is a logical or) and from floating to integer
      * (truncation). Narrower integers wrap the same either way, and floats
      * are added in the wider accumulator. */
-    char ki = kind_of(in);
+    char ki = mod_kit_kind(in);
     t->cast = (k == 'b' && ki != 'b') || ((k == 'i' || k == 'u') && ki == 'f') ? elem : NULL;
     if (op == RED_MEAN) t->cast = NULL;
 }
 
 /* The identity of the accumulation as a NumPy scalar of the accumulator's dtype. */
 static PyObject *identity_scalar(red_op op, PyObject *acc) {
-    char k = kind_of(acc);
+    char k = mod_kit_kind(acc);
     int bits = 8 * (int)mod_dtype_itemsize(acc);
     bool low = op == RED_MAX || op == RED_ARGMAX; /* max starts from the lowest value */
     PyObject *v;
@@ -203,7 +197,7 @@ static int unroll_of(red_op op) { return is_arg(op) ? 4 : 16; }
  * throughout). */
 static PyObject *block_type(const red_key *key) {
     bool sum = key->op == RED_SUM || key->op == RED_MEAN;
-    return sum && inexact(kind_of(key->acc)) && !key->cast &&
+    return sum && inexact(mod_kit_kind(key->acc)) && !key->cast &&
                    !strcmp(mod_dtype_name(key->in), "float32") &&
                    !strcmp(mod_dtype_name(key->out), "float32")
                ? mod_dtype_find_borrowed('f', 4)
@@ -300,12 +294,6 @@ static void merge_dims(dims *d) {
         }
     }
     d->nd = n;
-}
-
-static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
-    Py_ssize_t n = 1;
-    for (int i = 0; i < nd; i++) n *= shape[i];
-    return n;
 }
 
 enum {
@@ -452,8 +440,8 @@ static int launch(const red_key *key, const red_plan *pl, const geometry *g,
                                   "OOii",
                                   arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], g->base,
                                   g->Q, g->sp, g->sq, g->n1, g->n2, g->t0, g->t1, g->t2, g->K,
-                                  pl->nsplit, pl->nk, kst, qst, ident, mod_lib_bool(final),
-                                  mod_lib_bool(fromp), op, key->acc, unroll_of(key->op), GROUP_MAX);
+                                  pl->nsplit, pl->nk, kst, qst, ident, mod_kit_bool(final),
+                                  mod_kit_bool(fromp), op, key->acc, unroll_of(key->op), GROUP_MAX);
     return mod_library_launch("reduce", "reduce_tree", &range,
                               "OOO"
                               "nnnnnnnnnnnnnn"
@@ -461,8 +449,8 @@ static int launch(const red_key *key, const red_plan *pl, const geometry *g,
                               "OOOOOii",
                               arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->n1,
                               g->n2, g->t0, g->t1, g->t2, g->K, pl->nsplit, pl->nk, kst, qst, ident,
-                              count, mod_lib_bool(final), op, key->acc, elem_of(key), key->out,
-                              mod_lib_bool(key->op == RED_MEAN), unroll_of(key->op), GROUP_MAX);
+                              count, mod_kit_bool(final), op, key->acc, elem_of(key), key->out,
+                              mod_kit_bool(key->op == RED_MEAN), unroll_of(key->op), GROUP_MAX);
 }
 
 /* Whether the CPU form serves: a CPU device, and each output's elements
@@ -502,7 +490,7 @@ static int launch_cpu(const red_key *key, const geometry *g, bool cols, Py_ssize
     Py_ssize_t groups = (cols ? (g->M + width - 1) / width : g->M) * S;
     bool final = S == 1 && (cols || lanes == 1); /* each output from one lane alone */
     mod_shape range = {.ndim = 1, .nd = true, .size = {groups * lanes}, .local = {lanes}};
-    PyObject *mean = mod_lib_bool(key->op == RED_MEAN);
+    PyObject *mean = mod_kit_bool(key->op == RED_MEAN);
     if (is_arg(key->op))
         return mod_library_launch("reduce", "argreduce_cpu", &range,
                                   "OOO"
@@ -518,16 +506,16 @@ static int launch_cpu(const red_key *key, const geometry *g, bool cols, Py_ssize
                                   "OnO"
                                   "OOOOOiiO",
                                   arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq,
-                                  g->K, g->t2, S, ident, count, mod_lib_bool(final), op, key->acc,
+                                  g->K, g->t2, S, ident, count, mod_kit_bool(final), op, key->acc,
                                   elem_of(key), key->out, mean, lanes, width,
-                                  mod_lib_bool(g->sq == 1));
+                                  mod_kit_bool(g->sq == 1));
     return mod_library_launch("reduce", "reduce_cpu", &range,
                               "OOO"
                               "nnnnnnn"
                               "OnO"
                               "OOOOOOiii",
                               arrays[0], arrays[1], arrays[2], g->base, g->Q, g->sp, g->sq, g->K,
-                              g->t2, S, ident, count, mod_lib_bool(final), op, key->acc,
+                              g->t2, S, ident, count, mod_kit_bool(final), op, key->acc,
                               elem_of(key), key->out, mean, block_type(key), lanes, CPU_LANES,
                               CPU_ROWS);
 }
@@ -691,13 +679,13 @@ static int parse_axes(PyObject *axis, int nd, bool tuples, bool red[MOD_MAXDIMS]
     if (axis == Py_None) return 0;
     if (!tuples || !PyTuple_Check(axis)) {
         int a;
-        if (mod_lib_axis(axis, nd, NULL, &a) < 0) return -1;
+        if (mod_kit_axis(axis, nd, NULL, &a) < 0) return -1;
         red[a] = true;
         return 0;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(axis); i++) {
         int a;
-        if (mod_lib_axis(PyTuple_GET_ITEM(axis, i), nd, NULL, &a) < 0) return -1;
+        if (mod_kit_axis(PyTuple_GET_ITEM(axis, i), nd, NULL, &a) < 0) return -1;
         if (red[a]) {
             PyErr_SetString(PyExc_ValueError, "duplicate value in 'axis'");
             return -1;
@@ -752,7 +740,7 @@ static PyObject *reduce(red_op op, PyObject *xo, PyObject *axis, PyObject *dtype
     }
     if (K == 0 && check_empty(op) < 0) return NULL;
     PyObject *out = mod_array_new_empty(dev, t.out, nd, shape);
-    if (out && size_of(nd, shape) > 0 && reduce_into(op, &t, x, red, (mod_array *)out) < 0)
+    if (out && mod_kit_size(nd, shape) > 0 && reduce_into(op, &t, x, red, (mod_array *)out) < 0)
         Py_CLEAR(out);
     return out;
 }

@@ -18,7 +18,8 @@
  * arrays are a TypeError (never float64 behind the user's back); complex
  * transforms take real floating-point input as NumPy does (float32 becomes
  * complex64); rfft, rfftn and ihfft take real input only. */
-#include "mod_lib.h"
+#include "lib/linalg/mod_linalg.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,7 +102,7 @@ static PyObject *resize(PyObject *x, int axis, Py_ssize_t m) {
         Py_ssize_t shape[MOD_MAXDIMS];
         memcpy(shape, a->shape, sizeof(Py_ssize_t) * a->nd);
         shape[axis] = m;
-        r = mod_lib_call("zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
+        r = mod_kit_call("zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
                          Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device",
                                        mod_device_new(mod_array_device(a))));
         if (r && PyObject_SetItem(r, key, x) < 0) Py_CLEAR(r);
@@ -132,7 +133,7 @@ static PyObject *nothing(PyObject *x, int kind, Py_ssize_t last_n) {
         shape[a->nd - 1] = last_n;
         dtype = a->itemsize == 8 ? "float32" : "float64";
     }
-    return mod_lib_call(
+    return mod_kit_call(
         "zeros", Py_BuildValue("(N)", mod_int_tuple(a->nd, shape)),
         Py_BuildValue("{s:s,s:N}", "dtype", dtype, "device", mod_device_new(mod_array_device(a))));
 }
@@ -144,13 +145,13 @@ static PyObject *vendor_over(PyObject *x, int k, const int *axes, int kind, bool
     for (int i = 0; i < k; i++) last[i] = nd - k + i;
     PyObject *src = int_tuple_of(k, axes), *dst = int_tuple_of(k, last);
     PyObject *moved =
-        src && dst ? mod_lib_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
+        src && dst ? mod_kit_call("moveaxis", PyTuple_Pack(3, x, src, dst), NULL) : NULL;
     /* mod_vendor_fft copies a view it cannot read in place (and what C2R consumes) */
     PyObject *t = !moved ? NULL
                   : elements(moved)
                       ? mod_la_vendor_fft((mod_array *)moved, k, kind, inverse, last_n)
                       : nothing(moved, kind, last_n);
-    PyObject *r = t ? mod_lib_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
+    PyObject *r = t ? mod_kit_call("moveaxis", PyTuple_Pack(3, t, dst, src), NULL) : NULL;
     Py_XDECREF(src);
     Py_XDECREF(dst);
     Py_XDECREF(moved);
@@ -213,12 +214,12 @@ static int make_plan(const fft_fn *f, const mod_array *a, PyObject *kw, fft_plan
     int rc = 0;
     if (!f->nd) {
         p->naxes = 1;
-        rc = ax_o ? mod_lib_axis(ax_o, a->nd, NULL, &p->axes[0]) : 0;
+        rc = ax_o ? mod_kit_axis(ax_o, a->nd, NULL, &p->axes[0]) : 0;
         if (!ax_o) p->axes[0] = a->nd - 1;
     } else if (ax_fast) {
         p->naxes = (int)PySequence_Fast_GET_SIZE(ax_fast);
         for (int i = 0; rc == 0 && i < p->naxes && i < MOD_MAXDIMS; i++)
-            rc = mod_lib_axis(PySequence_Fast_GET_ITEM(ax_fast, i), a->nd, NULL, &p->axes[i]);
+            rc = mod_kit_axis(PySequence_Fast_GET_ITEM(ax_fast, i), a->nd, NULL, &p->axes[i]);
     } else { /* all axes, or the last len(s) */
         p->naxes = s_fast ? (int)PySequence_Fast_GET_SIZE(s_fast) : a->nd;
         for (int i = 0; i < p->naxes; i++) p->axes[i] = a->nd - p->naxes + i;
@@ -279,10 +280,10 @@ static PyObject *vendor_fft(const fft_fn *f, mod_array *a, const fft_plan *p) {
         Py_XDECREF(dt);
     }
     if (x && f->hermitian && f->kind == 'i')
-        Py_SETREF(x, mod_lib_call("conj", PyTuple_Pack(1, x), NULL));
+        Py_SETREF(x, mod_kit_call("conj", PyTuple_Pack(1, x), NULL));
     PyObject *r = x ? vendor_transform(f, x, p) : NULL;
     if (r && f->hermitian && f->kind == 'r') {
-        PyObject *cr = mod_lib_call("conj", PyTuple_Pack(1, r), NULL);
+        PyObject *cr = mod_kit_call("conj", PyTuple_Pack(1, r), NULL);
         Py_SETREF(r, cr);
     }
     return r;
@@ -307,7 +308,7 @@ static PyObject *fft_dispatch(PyObject *self, PyObject *args, PyObject *kw) {
             return PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'",
                                 name, key);
     }
-    mod_array *a = mod_lib_array_arg(PyTuple_GET_ITEM(args, 0), fn);
+    mod_array *a = mod_kit_array_arg(PyTuple_GET_ITEM(args, 0), fn);
     if (!a) return NULL;
     const char *dt = mod_dtype_name(a->dtype);
     bool real = !strncmp(dt, "float", 5), complex = dt[0] == 'c';
@@ -365,11 +366,11 @@ static PyObject *freq(PyObject *args, PyObject *kw, bool real) {
     int nparts = real || n / 2 == 0 ? 1 : 2;
     for (int i = 0; device && i < nparts; i++)
         if (!(parts[i] =
-                  mod_lib_call("arange", Py_BuildValue("(nn)", bounds[i][0], bounds[i][1]),
+                  mod_kit_call("arange", Py_BuildValue("(nn)", bounds[i][0], bounds[i][1]),
                                Py_BuildValue("{s:O,s:O}", "dtype", dtype, "device", device))))
             goto out;
     k = nparts == 1 ? Py_NewRef(parts[0])
-                    : mod_lib_call("concat", Py_BuildValue("([OO])", parts[0], parts[1]), NULL);
+                    : mod_kit_call("concat", Py_BuildValue("([OO])", parts[0], parts[1]), NULL);
 out:
     Py_XDECREF(device);
     Py_XDECREF(parts[0]);
@@ -394,13 +395,13 @@ static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
                                      &x, &axes_o))
         return NULL;
     const char *fn = inverse ? "fft.ifftshift" : "fft.fftshift";
-    mod_array *a = mod_lib_array_arg(x, fn);
+    mod_array *a = mod_kit_array_arg(x, fn);
     if (!a) return NULL;
     int axes[MOD_MAXDIMS], n = 0;
     if (axes_o == Py_None) {
         for (n = 0; n < a->nd; n++) axes[n] = n;
     } else if (PyIndex_Check(axes_o)) {
-        if (mod_lib_axis(axes_o, a->nd, NULL, &axes[0]) < 0) return NULL;
+        if (mod_kit_axis(axes_o, a->nd, NULL, &axes[0]) < 0) return NULL;
         n = 1;
     } else {
         PyObject *fast = PySequence_Fast(axes_o, "fftshift: axes is an int or a sequence of ints");
@@ -409,7 +410,7 @@ static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
         int rc = n > MOD_MAXDIMS ? -1 : 0;
         if (rc) PyErr_SetString(PyExc_ValueError, "fftshift: too many axes");
         for (int i = 0; rc == 0 && i < n; i++)
-            rc = mod_lib_axis(PySequence_Fast_GET_ITEM(fast, i), a->nd, NULL, &axes[i]);
+            rc = mod_kit_axis(PySequence_Fast_GET_ITEM(fast, i), a->nd, NULL, &axes[i]);
         Py_DECREF(fast);
         if (rc < 0) return NULL;
     }
@@ -428,7 +429,7 @@ static PyObject *shift(PyObject *args, PyObject *kw, bool inverse) {
         Py_XDECREF(axt);
         return NULL;
     }
-    return mod_lib_call("roll", Py_BuildValue("(ON)", x, shifts),
+    return mod_kit_call("roll", Py_BuildValue("(ON)", x, shifts),
                         Py_BuildValue("{s:N}", "axis", axt));
 }
 
@@ -468,7 +469,7 @@ int mod_fft_add_module(PyObject *module) {
         Py_XDECREF(cap);
         Py_XDECREF(f);
     }
-    if (rc == 0) rc = mod_lib_add_submodule(module, "fft", m);
+    if (rc == 0) rc = mod_kit_add_submodule(module, "fft", m);
     Py_XDECREF(modname);
     Py_DECREF(m);
     return rc;

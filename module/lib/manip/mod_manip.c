@@ -18,7 +18,8 @@
  *
  * Inputs must be offload arrays on one device: NumPy arrays and lists raise
  * TypeError (no hidden copies), two devices ExecutionPlacementError. */
-#include "mod_lib.h"
+#include "lib/manip/mod_manip.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static PyObject *array_seq(PyObject *seq, const char *fn, mod_array ***items, Py
     *items = (mod_array **)PySequence_Fast_ITEMS(list);
     ofl_device *dev = NULL;
     for (Py_ssize_t i = 0; i < *n; i++) {
-        if (!mod_lib_array_arg(PyList_GET_ITEM(list, i), fn)) goto fail;
+        if (!mod_kit_array_arg(PyList_GET_ITEM(list, i), fn)) goto fail;
         ofl_device *d = mod_array_device((*items)[i]);
         if (!dev) dev = d;
         if (d != dev) {
@@ -63,7 +64,7 @@ static int axis_in(PyObject *o, int nd, int *out, const char *prefix) {
         PyErr_Format(PyExc_TypeError, "an axis must be an integer, not %s", Py_TYPE(o)->tp_name);
         return -1;
     }
-    return mod_lib_axis(o, nd, prefix, out);
+    return mod_kit_axis(o, nd, prefix, out);
 }
 
 static int one_axis(PyObject *o, int nd, int *out) { return axis_in(o, nd, out, NULL); }
@@ -94,20 +95,6 @@ static int axis_list(PyObject *o, int nd, int *axes, int *n, const char *dup, co
     Py_DECREF(seq);
     *n = (int)k;
     return rc;
-}
-
-static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
-    Py_ssize_t n = 1;
-    for (int i = 0; i < nd; i++) n *= shape[i];
-    return n;
-}
-
-static void c_strides(int nd, const Py_ssize_t *shape, Py_ssize_t itemsize, Py_ssize_t *strides) {
-    Py_ssize_t s = itemsize;
-    for (int i = nd - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= shape[i] > 0 ? shape[i] : 1;
-    }
 }
 
 static PyObject *view(mod_array *a, int nd, const Py_ssize_t *shape, const Py_ssize_t *strides) {
@@ -178,40 +165,32 @@ static PyObject *f_broadcast_to(PyObject *self, PyObject *args, PyObject *kw) {
     int nd;
     Py_ssize_t shape[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:broadcast_to", kwlist, &x, &shape_arg) ||
-        !mod_lib_array_arg(x, "broadcast_to") || mod_parse_shape(shape_arg, &nd, shape) < 0)
+        !mod_kit_array_arg(x, "broadcast_to") || mod_parse_shape(shape_arg, &nd, shape) < 0)
         return NULL;
     return broadcast_view((mod_array *)x, nd, shape);
 }
 
 /* NumPy's broadcast shape of n arrays, or its ValueError. */
 static int broadcast_shapes(mod_array **a, Py_ssize_t n, int *nd, Py_ssize_t *shape) {
-    *nd = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (a[i]->nd > *nd) *nd = a[i]->nd;
-    for (int d = 0; d < *nd; d++) shape[d] = 1;
-    for (Py_ssize_t i = 0; i < n; i++)
-        for (int d = 0; d < a[i]->nd; d++) {
-            Py_ssize_t *s = &shape[*nd - a[i]->nd + d], m = a[i]->shape[d];
-            if (m == *s || m == 1) continue;
-            if (*s == 1) {
-                *s = m;
-                continue;
-            }
-            Py_ssize_t j = 0;   /* the first array that set *s */
-            int back = *nd - d; /* this dimension counted from the last */
-            while (j < i && (a[j]->nd < back || a[j]->shape[a[j]->nd - back] != *s)) j++;
-            PyObject *sa = mod_int_tuple(a[j]->nd, a[j]->shape),
-                     *sb = mod_int_tuple(a[i]->nd, a[i]->shape);
-            if (sa && sb)
-                PyErr_Format(PyExc_ValueError,
-                             "shape mismatch: objects cannot be broadcast to a single shape.  "
-                             "Mismatch is between arg %zd with shape %R and arg %zd with shape %R.",
-                             j, sa, i, sb);
-            Py_XDECREF(sa);
-            Py_XDECREF(sb);
-            return -1;
-        }
-    return 0;
+    int bad = mod_kit_broadcast(a, (int)n, nd, shape);
+    if (!bad) return 0;
+    Py_ssize_t i = bad - 1, j = 0; /* j: the first array that set the dimension i misses */
+    int back = 0;                  /* that dimension counted from the last */
+    for (int d = 0; d < a[i]->nd && !back; d++) {
+        Py_ssize_t m = a[i]->shape[d], s = shape[*nd - a[i]->nd + d];
+        if (m != s && m != 1) back = a[i]->nd - d;
+    }
+    Py_ssize_t want = shape[*nd - back];
+    while (j < i && (a[j]->nd < back || a[j]->shape[a[j]->nd - back] != want)) j++;
+    PyObject *sa = mod_int_tuple(a[j]->nd, a[j]->shape), *sb = mod_int_tuple(a[i]->nd, a[i]->shape);
+    if (sa && sb)
+        PyErr_Format(PyExc_ValueError,
+                     "shape mismatch: objects cannot be broadcast to a single shape.  "
+                     "Mismatch is between arg %zd with shape %R and arg %zd with shape %R.",
+                     j, sa, i, sb);
+    Py_XDECREF(sa);
+    Py_XDECREF(sb);
+    return -1;
 }
 
 static PyObject *f_broadcast_arrays(PyObject *self, PyObject *args) {
@@ -260,7 +239,7 @@ static PyObject *f_expand_dims(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = NULL;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:expand_dims", kwlist, &x, &axis) ||
-        !mod_lib_array_arg(x, "expand_dims"))
+        !mod_kit_array_arg(x, "expand_dims"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (!axis) {
@@ -284,7 +263,7 @@ static PyObject *f_flip(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = Py_None;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:flip", kwlist, &x, &axis) ||
-        !mod_lib_array_arg(x, "flip"))
+        !mod_kit_array_arg(x, "flip"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis == Py_None)
@@ -325,7 +304,7 @@ static PyObject *f_permute_dims(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "axes", NULL};
     PyObject *x, *axes;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:permute_dims", kwlist, &x, &axes) ||
-        !mod_lib_array_arg(x, "permute_dims"))
+        !mod_kit_array_arg(x, "permute_dims"))
         return NULL;
     if (axes == Py_None) return PyErr_Format(PyExc_TypeError, "permute_dims: axes must be a tuple");
     return permute((mod_array *)x, axes);
@@ -335,7 +314,7 @@ static PyObject *f_transpose(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"a", "axes", NULL};
     PyObject *x, *axes = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:transpose", kwlist, &x, &axes) ||
-        !mod_lib_array_arg(x, "transpose"))
+        !mod_kit_array_arg(x, "transpose"))
         return NULL;
     return permute((mod_array *)x, axes);
 }
@@ -345,7 +324,7 @@ static PyObject *f_swapaxes(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *a1, *a2;
     int perm[MOD_MAXDIMS], i, j;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:swapaxes", kwlist, &x, &a1, &a2) ||
-        !mod_lib_array_arg(x, "swapaxes"))
+        !mod_kit_array_arg(x, "swapaxes"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis_in(a1, a->nd, &i, "axis1") < 0 || axis_in(a2, a->nd, &j, "axis2") < 0) return NULL;
@@ -359,7 +338,7 @@ static PyObject *f_moveaxis(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *src_arg, *dst_arg;
     int src[MOD_MAXDIMS], dst[MOD_MAXDIMS], ns, nd_;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:moveaxis", kwlist, &x, &src_arg, &dst_arg) ||
-        !mod_lib_array_arg(x, "moveaxis"))
+        !mod_kit_array_arg(x, "moveaxis"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (axis_list(src_arg, a->nd, src, &ns, "repeated axis in `source` argument", "source") < 0 ||
@@ -389,7 +368,7 @@ static PyObject *f_squeeze(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis = Py_None;
     int axes[MOD_MAXDIMS], k;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:squeeze", kwlist, &x, &axis) ||
-        !mod_lib_array_arg(x, "squeeze"))
+        !mod_kit_array_arg(x, "squeeze"))
         return NULL;
     mod_array *a = (mod_array *)x;
     bool drop[MOD_MAXDIMS] = {false};
@@ -416,7 +395,7 @@ static PyObject *f_unstack(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *axis_arg = NULL;
     int axis = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:unstack", kwlist, &x, &axis_arg) ||
-        !mod_lib_array_arg(x, "unstack"))
+        !mod_kit_array_arg(x, "unstack"))
         return NULL;
     mod_array *a = (mod_array *)x;
     if (a->nd == 0) return PyErr_Format(PyExc_ValueError, "Input array must be at least 1-d.");
@@ -469,7 +448,7 @@ static bool nocopy_strides(const mod_array *x, int nd, const Py_ssize_t *shape,
 /* A shape for x's size: one -1 is inferred; NumPy's errors. */
 static int reshape_shape(const mod_array *x, int nd, Py_ssize_t *shape) {
     int unknown = -1;
-    Py_ssize_t known = 1, size = size_of(x->nd, x->shape);
+    Py_ssize_t known = 1, size = mod_kit_size(x->nd, x->shape);
     for (int d = 0; d < nd; d++) {
         if (shape[d] == -1) {
             if (unknown >= 0) {
@@ -512,16 +491,16 @@ static int reshape_shape(const mod_array *x, int nd, Py_ssize_t *shape) {
 static PyObject *reshaped(mod_array *x, int nd, Py_ssize_t *shape, int copy) {
     Py_ssize_t strides[MOD_MAXDIMS];
     if (reshape_shape(x, nd, shape) < 0) return NULL;
-    bool empty = size_of(nd, shape) == 0;
+    bool empty = mod_kit_size(nd, shape) == 0;
     if (copy != 1 && (empty || nocopy_strides(x, nd, shape, strides))) {
-        if (empty) c_strides(nd, shape, x->itemsize, strides);
+        if (empty) mod_kit_c_strides(nd, shape, x->itemsize, strides);
         return view(x, nd, shape, strides);
     }
     if (copy == 0)
         return PyErr_Format(PyExc_ValueError, "Unable to avoid creating a copy while reshaping.");
     mod_array *c = (mod_array *)mod_ops_copy(x, NULL);
     if (!c) return NULL;
-    c_strides(nd, shape, x->itemsize, strides);
+    mod_kit_c_strides(nd, shape, x->itemsize, strides);
     PyObject *r = view(c, nd, shape, strides);
     Py_DECREF(c);
     return r;
@@ -534,7 +513,7 @@ static PyObject *f_reshape(PyObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t shape[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:reshape", kwlist, &x, &shape_arg,
                                      &copy_arg) ||
-        !mod_lib_array_arg(x, "reshape") || (copy = mod_parse_copy(copy_arg)) == -2 ||
+        !mod_kit_array_arg(x, "reshape") || (copy = mod_parse_copy(copy_arg)) == -2 ||
         mod_parse_shape(shape_arg, &nd, shape) < 0)
         return NULL;
     return reshaped((mod_array *)x, nd, shape, copy);
@@ -560,12 +539,12 @@ static PyObject *m_reshape(PyObject *x, PyObject *args, PyObject *kw) {
 
 /* x as 1-D: a view when x is C-contiguous, else a copy (NumPy's ravel). */
 static PyObject *flat(mod_array *x) {
-    Py_ssize_t n = size_of(x->nd, x->shape);
+    Py_ssize_t n = mod_kit_size(x->nd, x->shape);
     return reshaped(x, 1, &n, mod_array_is_c_contiguous(x) ? -1 : 1);
 }
 
 static PyObject *f_ravel(PyObject *self, PyObject *x) {
-    return mod_lib_array_arg(x, "ravel") ? flat((mod_array *)x) : NULL;
+    return mod_kit_array_arg(x, "ravel") ? flat((mod_array *)x) : NULL;
 }
 
 /* ---- copies ---- */
@@ -585,7 +564,7 @@ static PyObject *result_dtype(mod_array **a, Py_ssize_t n) {
 /* dst_base seen as (nd, shape, strides) at offset, filled from src. */
 static int copy_piece(mod_array *dst_base, int nd, const Py_ssize_t *shape,
                       const Py_ssize_t *strides, Py_ssize_t offset, PyObject *src) {
-    if (size_of(nd, shape) == 0) return 0;
+    if (mod_kit_size(nd, shape) == 0) return 0;
     PyObject *dst = mod_array_view(dst_base, nd, shape, strides, offset);
     int rc = dst ? mod_ops_copy_into((mod_array *)dst, src) : -1;
     Py_XDECREF(dst);
@@ -602,17 +581,17 @@ static PyObject *concat_arrays(mod_array **a, Py_ssize_t n, PyObject *axis_arg) 
     PyObject *r = NULL;
     if (axis_arg == Py_None) {
         Py_ssize_t total = 0, at = 0;
-        for (Py_ssize_t i = 0; i < n; i++) total += size_of(a[i]->nd, a[i]->shape);
+        for (Py_ssize_t i = 0; i < n; i++) total += mod_kit_size(a[i]->nd, a[i]->shape);
         if (!(r = mod_array_new_empty(dev, dtype, 1, &total))) goto done;
         for (Py_ssize_t i = 0; i < n; i++) {
             /* the piece's place in the result, seen in the piece's own shape */
-            c_strides(a[i]->nd, a[i]->shape, itemsize, strides);
+            mod_kit_c_strides(a[i]->nd, a[i]->shape, itemsize, strides);
             if (copy_piece((mod_array *)r, a[i]->nd, a[i]->shape, strides, at * itemsize,
                            (PyObject *)a[i]) < 0) {
                 Py_CLEAR(r);
                 goto done;
             }
-            at += size_of(a[i]->nd, a[i]->shape);
+            at += mod_kit_size(a[i]->nd, a[i]->shape);
         }
         goto done;
     }
@@ -731,7 +710,7 @@ static PyObject *f_roll(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "shift", "axis", NULL};
     PyObject *x, *shift_arg, *axis_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:roll", kwlist, &x, &shift_arg, &axis_arg) ||
-        !mod_lib_array_arg(x, "roll"))
+        !mod_kit_array_arg(x, "roll"))
         return NULL;
     mod_array *a = (mod_array *)x;
     /* the shifts, one per axis after broadcasting shift against axis */
@@ -800,7 +779,7 @@ static PyObject *f_roll(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (axis_arg == Py_None) { /* back to x's shape: the result is C-contiguous */
         Py_ssize_t strides[MOD_MAXDIMS];
-        c_strides(a->nd, a->shape, a->itemsize, strides);
+        mod_kit_c_strides(a->nd, a->shape, a->itemsize, strides);
         Py_SETREF(r, view(res, a->nd, a->shape, strides));
     }
 done:
@@ -815,7 +794,7 @@ static PyObject *f_tile(PyObject *self, PyObject *args, PyObject *kw) {
     int nr;
     Py_ssize_t reps[MOD_MAXDIMS];
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:tile", kwlist, &x, &reps_arg) ||
-        !mod_lib_array_arg(x, "tile") || mod_parse_shape(reps_arg, &nr, reps) < 0)
+        !mod_kit_array_arg(x, "tile") || mod_parse_shape(reps_arg, &nr, reps) < 0)
         return NULL;
     mod_array *a = (mod_array *)x;
     for (int i = 0; i < nr; i++)
@@ -961,7 +940,7 @@ static PyObject *f_repeat(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"", "", "axis", NULL};
     PyObject *x, *reps, *axis_arg = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:repeat", kwlist, &x, &reps, &axis_arg) ||
-        !mod_lib_array_arg(x, "repeat"))
+        !mod_kit_array_arg(x, "repeat"))
         return NULL;
     mod_array *a = (mod_array *)x;
     mod_array *r = NULL;
@@ -1067,12 +1046,12 @@ static PyObject *atleast(PyObject *args, int least, const char *fn) {
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     if (n == 1) {
         PyObject *x = PyTuple_GET_ITEM(args, 0);
-        return mod_lib_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL;
+        return mod_kit_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL;
     }
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t i = 0; t && i < n; i++) {
         PyObject *x = PyTuple_GET_ITEM(args, i);
-        tuple_put(&t, i, mod_lib_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL);
+        tuple_put(&t, i, mod_kit_array_arg(x, fn) ? at_least((mod_array *)x, least) : NULL);
     }
     return t;
 }

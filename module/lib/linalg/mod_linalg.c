@@ -3,7 +3,7 @@
  * vecdot. Each is a composition of the namespace's own operations (views,
  * matmul, multiply, sum), so it runs where its operands live with their
  * checks and errors. Added to the namespace by mod_lib_add_functions. */
-#include "mod_lib.h"
+#include "lib/linalg/mod_linalg.h"
 
 /* list.append(v): 0, or 1 with an exception */
 static int append_int(PyObject *list, Py_ssize_t v) {
@@ -13,10 +13,8 @@ static int append_int(PyObject *list, Py_ssize_t v) {
     return rc < 0;
 }
 
-static bool is_complex(const mod_array *a) { return mod_dtype_name(a->dtype)[0] == 'c'; }
-
 static PyObject *f_matrix_transpose(PyObject *self, PyObject *x) {
-    mod_array *a = mod_lib_array_arg(x, "matrix_transpose");
+    mod_array *a = mod_kit_array_arg(x, "matrix_transpose");
     if (!a) return NULL;
     if (a->nd < 2)
         return PyErr_Format(PyExc_ValueError,
@@ -33,7 +31,7 @@ static PyObject *f_vecdot(PyObject *self, PyObject *args, PyObject *kw) {
     int axis = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$i:vecdot", kwlist, &x1, &x2, &axis))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x1, "vecdot"), *b = a ? mod_lib_array_arg(x2, "vecdot") : NULL;
+    mod_array *a = mod_kit_array_arg(x1, "vecdot"), *b = a ? mod_kit_array_arg(x2, "vecdot") : NULL;
     if (!b) return NULL;
     int nd = a->nd > b->nd ? a->nd : b->nd;
     if (axis >= 0 || axis < -(a->nd < b->nd ? a->nd : b->nd))
@@ -46,15 +44,16 @@ static PyObject *f_vecdot(PyObject *self, PyObject *args, PyObject *kw) {
                             "vecdot: the contracted axis has size %zd in x1 and %zd in x2",
                             a->shape[a->nd + axis], b->shape[b->nd + axis]);
     (void)nd;
-    PyObject *left =
-        is_complex(a) ? mod_lib_call("conj", Py_BuildValue("(O)", x1), NULL) : Py_NewRef(x1);
-    PyObject *prod = left ? mod_lib_call("multiply", Py_BuildValue("(OO)", left, x2), NULL) : NULL;
+    PyObject *left = mod_kit_is_complex(a->dtype)
+                         ? mod_kit_call("conj", Py_BuildValue("(O)", x1), NULL)
+                         : Py_NewRef(x1);
+    PyObject *prod = left ? mod_kit_call("multiply", Py_BuildValue("(OO)", left, x2), NULL) : NULL;
     Py_XDECREF(left);
     if (!prod) return NULL;
     /* in the operands' promoted dtype, as the standard says (sum would widen integers) */
     PyObject *dtype = PyObject_GetAttrString(prod, "dtype");
     PyObject *kwargs = dtype ? Py_BuildValue("{s:i,s:N}", "axis", axis, "dtype", dtype) : NULL;
-    PyObject *r = kwargs ? mod_lib_call("sum", Py_BuildValue("(O)", prod), kwargs) : NULL;
+    PyObject *r = kwargs ? mod_kit_call("sum", Py_BuildValue("(O)", prod), kwargs) : NULL;
     Py_DECREF(prod);
     return r;
 }
@@ -115,8 +114,8 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x1, *x2, *axes = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:tensordot", kwlist, &x1, &x2, &axes))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x1, "tensordot"),
-              *b = a ? mod_lib_array_arg(x2, "tensordot") : NULL;
+    mod_array *a = mod_kit_array_arg(x1, "tensordot"),
+              *b = a ? mod_kit_array_arg(x2, "tensordot") : NULL;
     if (!b) return NULL;
     PyObject *two = axes ? NULL : PyLong_FromLong(2);
     if (!axes) axes = two;
@@ -158,17 +157,17 @@ static PyObject *f_tensordot(PyObject *self, PyObject *args, PyObject *kw) {
         PyObject *t = bad ? NULL : PyList_AsTuple(order);
         Py_XDECREF(order);
         perm[w] =
-            t ? mod_lib_call("permute_dims", Py_BuildValue("(ON)", (PyObject *)o, t), NULL) : NULL;
+            t ? mod_kit_call("permute_dims", Py_BuildValue("(ON)", (PyObject *)o, t), NULL) : NULL;
         if (!perm[w]) goto out;
         PyObject *shape =
             w == 0 ? Py_BuildValue("(nn)", freesize[0], k) : Py_BuildValue("(nn)", k, freesize[1]);
         mat[w] =
-            shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", perm[w], shape), NULL) : NULL;
+            shape ? mod_kit_call("reshape", Py_BuildValue("(ON)", perm[w], shape), NULL) : NULL;
         if (!mat[w]) goto out;
     }
-    PyObject *prod = mod_lib_call("matmul", Py_BuildValue("(OO)", mat[0], mat[1]), NULL);
+    PyObject *prod = mod_kit_call("matmul", Py_BuildValue("(OO)", mat[0], mat[1]), NULL);
     PyObject *shape = prod ? PyList_AsTuple(free_shape) : NULL;
-    r = shape ? mod_lib_call("reshape", Py_BuildValue("(ON)", prod, shape), NULL) : NULL;
+    r = shape ? mod_kit_call("reshape", Py_BuildValue("(ON)", prod, shape), NULL) : NULL;
     Py_XDECREF(prod);
 out:
     for (int w = 0; w < 2; w++) {

@@ -14,7 +14,8 @@
  * complex128 and float64 exist only on devices that compute in float64:
  * elsewhere default_dtypes() says float32 and complex64.
  * Called from mod_lib.c (mod_namespace_add_functions, the assign hook). */
-#include "mod_lib.h"
+#include "lib/namespace/mod_namespace.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <math.h>
 #include <string.h>
@@ -259,7 +260,7 @@ static PyObject *f_astype(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *x, *dtype, *copy = Py_True, *device = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$OO:astype", kwlist, &x, &dtype, &copy,
                                      &device) ||
-        !mod_lib_array_arg(x, "astype"))
+        !mod_kit_array_arg(x, "astype"))
         return NULL;
     PyObject *margs = PyTuple_Pack(1, dtype);
     PyObject *mkw = margs ? Py_BuildValue("{sOsO}", "copy", copy, "device", device) : NULL;
@@ -399,7 +400,7 @@ static PyObject *triangle(PyObject *args, PyObject *kw, bool lower) {
     const char *fn = lower ? "tril" : "triu";
     if (!PyArg_ParseTupleAndKeywords(args, kw, lower ? "O|O:tril" : "O|O:triu", kwlist, &x, &k_arg))
         return NULL;
-    mod_array *a = mod_lib_array_arg(x, fn);
+    mod_array *a = mod_kit_array_arg(x, fn);
     if (!a) return NULL;
     if (a->nd == 0)
         return PyErr_Format(PyExc_ValueError,
@@ -451,7 +452,7 @@ static PyObject *triangle(PyObject *args, PyObject *kw, bool lower) {
     mod_shape range = {.ndim = 3, .size = {shape[0], shape[1], shape[2]}};
     if (!out || (shape[0] * shape[1] * shape[2] > 0 &&
                  mod_library_launch("creation", "triangle", &range, "OOnOO", out, in, k,
-                                    lower ? Py_True : Py_False, a->dtype) < 0))
+                                    mod_kit_bool(lower), a->dtype) < 0))
         Py_CLEAR(r);
     Py_XDECREF(in);
     Py_XDECREF(out);
@@ -579,7 +580,7 @@ static PyObject *f_meshgrid(PyObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t shape[MOD_MAXDIMS];
     ofl_device *dev = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        mod_array *a = mod_lib_array_arg(PyTuple_GET_ITEM(args, i), "meshgrid");
+        mod_array *a = mod_kit_array_arg(PyTuple_GET_ITEM(args, i), "meshgrid");
         if (!a) goto done;
         if (dev && mod_array_device(a) != dev) {
             PyErr_Format(mod_ExecutionPlacementError,

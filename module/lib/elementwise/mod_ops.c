@@ -27,7 +27,7 @@
  * the JIT specialises it further per layout (contiguous or strided) and
  * device. Reached through ndarray's slots (mod_lib_array_kernels) and the
  * offload namespace. */
-#include "mod_lib.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -362,8 +362,6 @@ static int resolve_where(operand *in, PyObject **result) {
     return in[0].loop ? 0 : -1;
 }
 
-static bool is_complex(PyObject *dtype) { return !strncmp(mod_dtype_name(dtype), "complex", 7); }
-
 /* NumPy's ComplexWarning for a cast that drops imaginary parts; 0, or -1
  * when the warning is an error. */
 static int warn_complex_cast(void) {
@@ -435,28 +433,15 @@ static PyObject *shapes_str(const operand *in, int nin) {
 
 /* NumPy's broadcast of the array operands' shapes into l->shape. */
 static int broadcast(const operand *in, int nin, layout *l) {
-    l->nd = 0;
-    for (int i = 0; i < nin; i++)
-        if (in[i].arr && in[i].arr->nd > l->nd) l->nd = in[i].arr->nd;
-    for (int d = 0; d < l->nd; d++) l->shape[d] = 1;
-    for (int i = 0; i < nin; i++) {
-        mod_array *a = in[i].arr;
-        if (!a) continue;
-        for (int d = 0; d < a->nd; d++) {
-            Py_ssize_t *s = &l->shape[l->nd - a->nd + d], n = a->shape[d];
-            if (n == *s || n == 1) continue;
-            if (*s != 1) {
-                PyObject *shapes = shapes_str(in, nin);
-                if (shapes)
-                    PyErr_Format(PyExc_ValueError,
-                                 "operands could not be broadcast together with shapes %U", shapes);
-                Py_XDECREF(shapes);
-                return -1;
-            }
-            *s = n;
-        }
-    }
-    return 0;
+    mod_array *arrs[MAX_OPERANDS];
+    for (int i = 0; i < nin; i++) arrs[i] = in[i].arr;
+    if (!mod_kit_broadcast(arrs, nin, &l->nd, l->shape)) return 0;
+    PyObject *shapes = shapes_str(in, nin);
+    if (shapes)
+        PyErr_Format(PyExc_ValueError, "operands could not be broadcast together with shapes %U",
+                     shapes);
+    Py_XDECREF(shapes);
+    return -1;
 }
 
 /* Operand k's strides over l's shape: its own, 0 where it broadcasts. */
@@ -502,7 +487,7 @@ static void collapse(layout *l, int nops) {
  * per op and loop kind for the process. */
 static PyObject *loop_function(const op_def *op, PyObject *loop) {
     static PyObject *found[LIB_NOPS][4];
-    int kind = is_complex(loop) && (op->loops & LOOP_COMPLEX)                     ? 3
+    int kind = mod_kit_is_complex(loop) && (op->loops & LOOP_COMPLEX)             ? 3
                : !strcmp(mod_dtype_name(loop), "bool") && (op->loops & LOOP_BOOL) ? 1
                : integer_dtype(loop) && (op->loops & LOOP_INT)                    ? 2
                                                                                   : 0;
@@ -645,7 +630,7 @@ static PyObject *run(const op_def *op, PyObject *const *args, int nin, mod_array
         in[0].loop = Py_NewRef(in[0].arr ? from : result_dtype);
         rc = 0;
         /* complex into real (not bool, which is z != 0): the real part, warned */
-        if (in[0].arr && is_complex(from) && !is_complex(result_dtype) &&
+        if (in[0].arr && mod_kit_is_complex(from) && !mod_kit_is_complex(result_dtype) &&
             strcmp(mod_dtype_name(result_dtype), "bool") != 0) {
             op = &ops[LIB_COPY_REAL];
             rc = warn_complex_cast();
@@ -911,7 +896,7 @@ static PyObject *f_clip(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *f_copy(PyObject *self, PyObject *x) {
-    mod_array *a = mod_lib_array_arg(x, "copy");
+    mod_array *a = mod_kit_array_arg(x, "copy");
     return a ? mod_ops_copy(a, NULL) : NULL;
 }
 
@@ -961,16 +946,16 @@ static PyObject *part_view(mod_array *a, bool imag) {
 /* real(x): a view of a complex array's real parts; a real array itself, as
  * numpy.real's. */
 static PyObject *f_real(PyObject *self, PyObject *x) {
-    mod_array *a = mod_lib_array_arg(x, "real");
-    if (a && is_complex(a->dtype)) return part_view(a, false);
+    mod_array *a = mod_kit_array_arg(x, "real");
+    if (a && mod_kit_is_complex(a->dtype)) return part_view(a, false);
     return a ? Py_NewRef(x) : NULL;
 }
 
 /* imag(x): a view of a complex array's imaginary parts; for a real array,
  * zeros of its dtype and shape, on its device. */
 static PyObject *f_imag(PyObject *self, PyObject *x) {
-    mod_array *a = mod_lib_array_arg(x, "imag");
-    if (a && is_complex(a->dtype)) return part_view(a, true);
+    mod_array *a = mod_kit_array_arg(x, "imag");
+    if (a && mod_kit_is_complex(a->dtype)) return part_view(a, true);
     PyObject *r = a ? mod_array_new_empty(mod_array_device(a), a->dtype, a->nd, a->shape) : NULL;
     PyObject *zero = PyLong_FromLong(0);
     if (r && (!zero || mod_ops_copy_into((mod_array *)r, zero) < 0)) Py_CLEAR(r);
@@ -1063,11 +1048,11 @@ static int set_real(PyObject *x, PyObject *value, void *imag) {
                      imag ? "imaginary" : "real");
         return -1;
     }
-    if (imag && !is_complex(a->dtype)) {
+    if (imag && !mod_kit_is_complex(a->dtype)) {
         PyErr_SetString(PyExc_TypeError, "array does not have imaginary part to set");
         return -1;
     }
-    PyObject *v = is_complex(a->dtype) ? part_view(a, imag != NULL) : Py_NewRef(x);
+    PyObject *v = mod_kit_is_complex(a->dtype) ? part_view(a, imag != NULL) : Py_NewRef(x);
     int rc = v ? mod_ops_copy_into((mod_array *)v, value) : -1;
     Py_XDECREF(v);
     return rc;

@@ -9,7 +9,8 @@
  * Called by mod_matmul.c (matmul on CUDA devices), mod_la.c and mod_fft.c,
  * for arrays on a CUDA device, with the inputs the contract in mod_lib.h
  * describes. */
-#include "mod_lib.h"
+#include "lib/linalg/mod_linalg.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -298,7 +299,7 @@ PyObject *mod_vendor_inv(mod_array *a) {
         PyObject *device = PyObject_GetAttrString((PyObject *)a, "device");
         PyObject *kw =
             device ? Py_BuildValue("{s:O,s:N}", "dtype", a->dtype, "device", device) : NULL;
-        mod_array *eye = (mod_array *)mod_lib_call("eye", Py_BuildValue("(n)", n), kw);
+        mod_array *eye = (mod_array *)mod_kit_call("eye", Py_BuildValue("(n)", n), kw);
         if (eye) {
             /* one identity per matrix: a view that repeats it over a's batch */
             Py_ssize_t shape[MOD_MAXDIMS], strides[MOD_MAXDIMS] = {0};
@@ -443,7 +444,7 @@ PyObject *mod_vendor_cholesky(mod_array *a, bool upper) {
         Py_END_ALLOW_THREADS;
         int code = ran(st, &err) < 0 ? -1 : first_failure(j.info, j.count, "potrf", &which);
         if (code > 0) linalg_error("Matrix is not positive definite");
-        if (code == 0) r = mod_lib_call(upper ? "triu" : "tril", Py_BuildValue("(O)", j.w), NULL);
+        if (code == 0) r = mod_kit_call(upper ? "triu" : "tril", Py_BuildValue("(O)", j.w), NULL);
     }
     job_end(&j);
     return r;
@@ -550,7 +551,7 @@ PyObject *mod_vendor_qr(mod_array *a, bool complete) {
     Py_END_ALLOW_THREADS;
     if (ran(st, &err) < 0 || first_failure(j.info, j.count, "geqrf", &which)) goto done;
     if (!(f = transposed_copy(j.w)) || !(top = top_rows(f, complete ? m : k)) ||
-        !(rr = mod_lib_call("triu", Py_BuildValue("(O)", top), NULL)))
+        !(rr = mod_kit_call("triu", Py_BuildValue("(O)", top), NULL)))
         goto done;
     if (qcols <= n) {
         q = (mod_array *)Py_NewRef(j.w);

@@ -49,7 +49,8 @@
  * repeated indices NumPy keeps the last value; here which one lands is
  * unspecified (as the array API says), since the work-items store in
  * parallel. */
-#include "mod_lib.h"
+#include "lib/order/mod_order.h"
+#include "lib/elementwise/mod_elementwise.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -63,12 +64,6 @@
 /* ---- small helpers ---- */
 
 static PyObject *i64(void) { return mod_dtype_find_borrowed('i', 8); }
-
-static Py_ssize_t size_of(int nd, const Py_ssize_t *shape) {
-    Py_ssize_t n = 1;
-    for (int d = 0; d < nd; d++) n *= shape[d];
-    return n;
-}
 
 /* NumPy's way of writing a shape in its indexing messages: (2,3), (2,), (). */
 static void shape_str(char *buf, size_t len, int nd, const Py_ssize_t *shape) {
@@ -198,7 +193,7 @@ static int tally_marks(ofl_device *dev, PyObject *mv, Py_ssize_t n, int per, tal
 static PyObject *nonzero_rows(mod_array *a) {
     ofl_device *dev = mod_array_device(a);
     int k = a->nd > 0 ? a->nd : 1;
-    Py_ssize_t n = size_of(a->nd, a->shape), shape[2] = {k, 0};
+    Py_ssize_t n = mod_kit_size(a->nd, a->shape), shape[2] = {k, 0};
     if (n == 0) return mod_array_new_empty(dev, i64(), 2, shape);
     PyObject *m = mod_array_is_c_contiguous(a) ? Py_NewRef(a) : mod_ops_copy(a, NULL);
     PyObject *mv = NULL, *out = NULL, *shp = NULL, *ov = NULL;
@@ -241,7 +236,7 @@ static PyObject *row_of(mod_array *rows, int d) {
  * values themselves -- no coordinates written and gathered. */
 static PyObject *mask_values(mod_array *x, mod_array *mask) {
     ofl_device *dev = mod_array_device(x);
-    Py_ssize_t n = size_of(x->nd, x->shape), shape[1] = {0};
+    Py_ssize_t n = mod_kit_size(x->nd, x->shape), shape[1] = {0};
     if (n == 0) return mod_array_new_empty(dev, x->dtype, 1, shape);
     int per = x->itemsize > 8 ? 8 : 16; /* the group's values fit 32 KB of local memory */
     PyObject *mv = NULL, *xv = NULL, *out = NULL;
@@ -294,7 +289,7 @@ static void count_checks(plan *p, int *nchk, bool *wide) {
     for (int k = 0; k < p->K; k++)
         if (p->check[k]) {
             mod_array *ix = (mod_array *)p->idx[k];
-            *wide |= size_of(ix->nd, ix->shape) > INT32_MAX;
+            *wide |= mod_kit_size(ix->nd, ix->shape) > INT32_MAX;
             (*nchk)++;
         }
 }
@@ -338,7 +333,7 @@ static int check_bounds(mod_array *x, plan *p) {
     bool wide;
     count_checks(p, &nchk, &wide);
     if (nchk == 0) return 0;
-    PyObject *fl = mod_lib_call(
+    PyObject *fl = mod_kit_call(
         "full", Py_BuildValue("(iL)", nchk, wide ? (long long)INT64_MAX : (long long)INT32_MAX),
         Py_BuildValue("{s:s,s:N}", "dtype", wide ? "int64" : "int32", "device",
                       mod_device_new(mod_array_device(x))));
@@ -348,7 +343,7 @@ static int check_bounds(mod_array *x, plan *p) {
     for (int k = 0, c = 0; k < p->K && rc == 0; k++) {
         if (!p->check[k]) continue;
         mod_array *ix = (mod_array *)p->idx[k];
-        Py_ssize_t n = size_of(ix->nd, ix->shape), st[1] = {8};
+        Py_ssize_t n = mod_kit_size(ix->nd, ix->shape), st[1] = {8};
         mod_shape range = {.ndim = 1, .size = {n}};
         PyObject *v = n ? mod_array_view(ix, 1, &n, st, ix->offset) : NULL;
         if (n && (!v || mod_library_launch("index", "check", &range, "OnOiO", v, p->an[k], fl, c,
@@ -369,7 +364,7 @@ static int check_bounds(mod_array *x, plan *p) {
  * strides over p's dimensions (bytes, 0 where it broadcasts) are vs. */
 static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mod_array *varr,
                       const Py_ssize_t *vs) {
-    Py_ssize_t n = size_of(p->nd, p->shape);
+    Py_ssize_t n = mod_kit_size(p->nd, p->shape);
     if (n == 0) return 0;
     int mode = !out ? (varr ? 1 : 2) : 0;
     int nchk = 0;
@@ -440,7 +435,7 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
     if (!(idx = PyTuple_New(p->K)) || !(chk = PyTuple_New(p->K))) goto out;
     for (int k = 0, c = 0; k < p->K; k++) {
         mod_array *ix = (mod_array *)p->idx[k];
-        Py_ssize_t in = size_of(ix->nd, ix->shape), ist[1] = {8};
+        Py_ssize_t in = mod_kit_size(ix->nd, ix->shape), ist[1] = {8};
         PyObject *v = mod_array_view(ix, 1, &in, ist, ix->offset);
         PyObject *slot = PyLong_FromLong(fl && p->check[k] ? c++ : -1);
         if (!v || !slot) {
@@ -457,8 +452,8 @@ static int run_access(mod_array *x, plan *p, mod_array *out, PyObject *value, mo
                             mode == 0   ? xv
                             : mode == 1 ? vv
                                         : value,
-                            idx, mt, nd, xb, vb, fl ? fl : mt, mode, nd == 1 ? Py_True : Py_False,
-                            chk, mod_dtype_find_borrowed('i', fl && !wide ? 4 : 8));
+                            idx, mt, nd, xb, vb, fl ? fl : mt, mode, mod_kit_bool(nd == 1), chk,
+                            mod_dtype_find_borrowed('i', fl && !wide ? 4 : 8));
     if (fl) rc = rc == 0 ? report_flags(p, Py_NewRef(fl), nchk, wide) : -1;
 out:
     Py_XDECREF(fl);
@@ -614,36 +609,19 @@ static int add_index(plan *p, PyObject *idx, Py_ssize_t as, Py_ssize_t an, int a
 /* The broadcast shape of p's index arrays into (*nb, b); each array's
  * strides over it into p->is (before placement). */
 static int broadcast_indices(plan *p, int *nb, Py_ssize_t *b) {
-    *nb = 0;
-    for (int k = 0; k < p->K; k++) {
-        mod_array *ix = (mod_array *)p->idx[k];
-        if (ix->nd > *nb) *nb = ix->nd;
-    }
-    if (*nb > MOD_MAXDIMS) {
-        PyErr_Format(PyExc_IndexError, "arrays have at most %d dimensions", MOD_MAXDIMS);
-        return -1;
-    }
-    for (int d = 0; d < *nb; d++) b[d] = 1;
-    for (int k = 0; k < p->K; k++) {
-        mod_array *ix = (mod_array *)p->idx[k];
-        for (int d = 0; d < ix->nd; d++) {
-            Py_ssize_t *s = &b[*nb - ix->nd + d], n = ix->shape[d];
-            if (n == *s || n == 1) continue;
-            if (*s != 1) {
-                char msg[2048] = "shape mismatch: indexing arrays could not be broadcast "
-                                 "together with shapes ";
-                for (int j = 0; j < p->K; j++) {
-                    mod_array *jx = (mod_array *)p->idx[j];
-                    char one[256];
-                    shape_str(one, sizeof one, jx->nd, jx->shape);
-                    size_t u = strlen(msg);
-                    snprintf(msg + u, sizeof msg - u, "%s ", one);
-                }
-                PyErr_SetString(PyExc_IndexError, msg);
-                return -1;
-            }
-            *s = n;
+    mod_array *ixs[MAXK];
+    for (int k = 0; k < p->K; k++) ixs[k] = (mod_array *)p->idx[k];
+    if (mod_kit_broadcast(ixs, p->K, nb, b)) {
+        char msg[2048] = "shape mismatch: indexing arrays could not be broadcast "
+                         "together with shapes ";
+        for (int j = 0; j < p->K; j++) {
+            char one[256];
+            shape_str(one, sizeof one, ixs[j]->nd, ixs[j]->shape);
+            size_t u = strlen(msg);
+            snprintf(msg + u, sizeof msg - u, "%s ", one);
         }
+        PyErr_SetString(PyExc_IndexError, msg);
+        return -1;
     }
     for (int k = 0; k < p->K; k++) {
         mod_array *ix = (mod_array *)p->idx[k];
@@ -808,7 +786,7 @@ static int plan_key(mod_array *x, PyObject *key, plan *p) {
         p->nd++;
     }
     /* as NumPy: no bounds errors when the index arrays broadcast to nothing */
-    if (size_of(nb, b) == 0)
+    if (mod_kit_size(nb, b) == 0)
         for (int k = 0; k < p->K; k++) p->check[k] = false;
     rc = 0;
 out:
@@ -837,7 +815,8 @@ PyObject *mod_index_getitem(mod_array *x, PyObject *key) {
     plan p;
     if (plan_key(x, key, &p) < 0) return NULL;
     /* an empty result checks its indices all the same, as NumPy's */
-    PyObject *r = size_of(p.nd, p.shape) == 0 && check_bounds(x, &p) < 0 ? NULL : gather(x, &p);
+    PyObject *r =
+        mod_kit_size(p.nd, p.shape) == 0 && check_bounds(x, &p) < 0 ? NULL : gather(x, &p);
     plan_clear(&p);
     return r;
 }
@@ -896,7 +875,7 @@ static int scatter(mod_array *x, plan *p, PyObject *value) {
                      "shape mismatch: value array of shape %s could not be broadcast to indexing "
                      "result of shape %s",
                      a, b);
-    } else if (size_of(v->nd, v->shape) == 0) {
+    } else if (mod_kit_size(v->nd, v->shape) == 0) {
         rc = 0; /* nothing to write (the result is empty too) */
     } else {
         rc = run_access(x, p, NULL, NULL, v, vs);
@@ -958,7 +937,7 @@ static PyObject *f_take(PyObject *self, PyObject *args, PyObject *kw) {
     if (!idx) return NULL;
     if (axo == Py_None) {
         flat = PyObject_CallMethod(xo, "reshape", "(i)", -1); /* a view, or a copy if strided */
-    } else if (mod_lib_axis(axo, x->nd, NULL, &axis) == 0) {
+    } else if (mod_kit_axis(axo, x->nd, NULL, &axis) == 0) {
         flat = Py_NewRef(xo);
     }
     if (!flat) goto out;
@@ -1004,11 +983,11 @@ static PyObject *f_take_along_axis(PyObject *self, PyObject *args, PyObject *kw)
         }
         if (!axo) {
             if (x->nd == 0) {
-                mod_lib_axis_error(-1, 0, NULL);
+                mod_kit_axis_error(-1, 0, NULL);
                 return NULL;
             }
             axis = x->nd - 1;
-        } else if (mod_lib_axis(axo, x->nd, NULL, &axis) < 0) {
+        } else if (mod_kit_axis(axo, x->nd, NULL, &axis) < 0) {
             return NULL;
         }
     }
