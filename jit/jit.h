@@ -129,6 +129,13 @@ typedef struct {
     double ms; /* wall time of jit_compile */
 } jit_artifact;
 
+/* With the GIL, before jit_compile: loads the JIT's device library (complex
+ * arithmetic and math, jit/lib/complex.py) when an argument type is complex,
+ * once per process. The parser loads it itself for a kernel that names a
+ * complex value or type; a process whose kernels never meet complex numbers
+ * never parses it. 0, or -1 with err set. */
+int jit_lib_load_for(const jit_type *types, int ntypes, jit_error *err);
+
 /* NULL with err set (compile_error for the user's mistakes). Keeps no reference
  * to pyfunc (the caller owns it). Kernels take the work item first; device
  * functions return values. consts (a dict, or NULL): the values of the

@@ -13,27 +13,6 @@ jit_lib_file jit_lib_file_at(int i) {
                           jit_lib_texts[i].code_size};
 }
 
-static jit_func *funcs[64];
-static int nfuncs;
-
-int jit_lib_add(jit_func *f) {
-    if (nfuncs == (int)(sizeof funcs / sizeof *funcs)) return -1;
-    funcs[nfuncs++] = f;
-    return 0;
-}
-
-jit_func *jit_lib_find(const char *name) {
-    for (int i = 0; i < nfuncs; i++)
-        if (!strcmp(funcs[i]->name, name)) return funcs[i];
-    return NULL;
-}
-
-jit_func *jit_lib_find_origin(const void *origin) {
-    for (int i = 0; i < nfuncs; i++)
-        if (funcs[i]->origin == origin) return funcs[i];
-    return NULL;
-}
-
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock;
 
@@ -51,3 +30,34 @@ void jit_lib_lock(void) {
 }
 
 void jit_lib_unlock(void) { pthread_mutex_unlock(&lock); }
+
+/* Filled by the parser (with the GIL) while other threads may compile:
+ * reads and writes hold the lock. */
+static jit_func *funcs[64];
+static int nfuncs;
+
+int jit_lib_add(jit_func *f) {
+    jit_lib_lock();
+    int rc = nfuncs == (int)(sizeof funcs / sizeof *funcs) ? -1 : 0;
+    if (rc == 0) funcs[nfuncs++] = f;
+    jit_lib_unlock();
+    return rc;
+}
+
+jit_func *jit_lib_find(const char *name) {
+    jit_func *f = NULL;
+    jit_lib_lock();
+    for (int i = 0; i < nfuncs && !f; i++)
+        if (!strcmp(funcs[i]->name, name)) f = funcs[i];
+    jit_lib_unlock();
+    return f;
+}
+
+jit_func *jit_lib_find_origin(const void *origin) {
+    jit_func *f = NULL;
+    jit_lib_lock();
+    for (int i = 0; i < nfuncs && !f; i++)
+        if (funcs[i]->origin == origin) f = funcs[i];
+    jit_lib_unlock();
+    return f;
+}

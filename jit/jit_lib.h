@@ -5,7 +5,8 @@
  *
  * The build embeds the library's files (jit_lib_texts.h, made by
  * scripts/embed-kernels). jit_parse runs them and parses every function once
- * per process, before the first function it parses, and registers each here
+ * per process, at the first kernel that names a complex value or type or is
+ * launched with a complex argument (jit_lib_load_for), and registers each here
  * under its name; the code generator asks for them by name and generates
  * each one a kernel calls as it does a device function (jit_cg_devfn): once
  * per kernel and argument types, always inlined. So a library function is

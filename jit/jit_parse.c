@@ -414,6 +414,13 @@ static int call_cycle(parser *p, PyObject *at, const void *fn) {
                 cycle);
 }
 
+static int load_library(jit_error *err);
+
+/* A kernel that names a complex value or type needs the device library
+ * (loaded at the first such kernel of the process, so that a process whose
+ * kernels are real never parses it). 0, or -1 with the error set. */
+static int need_library(parser *p) { return load_library(p->err); }
+
 /* A NumPy complex64/complex128 scalar (a weak Python complex is PyComplex). */
 static bool is_numpy_complex(PyObject *obj) {
     if (PyComplex_CheckExact(obj) || PyObject_IsInstance(obj, numpy_generic) != 1) {
@@ -484,6 +491,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             internal_error(p->err, "reading a complex constant");
             return NULL;
         }
+        if (need_library(p) < 0) return NULL;
         snprintf(note, sizeof note, "%s=%s:%.17g%+.17gj", name,
                  jit_type_str(n->type, (char[64]){0}, 64), n->v.z[0], n->v.z[1]);
     } else if (PyObject_IsInstance(obj, numpy_generic) == 1) {
@@ -538,6 +546,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                      name);
                 return NULL;
             }
+            if (jit_dtype_is_complex((jit_dtype)d) && need_library(p) < 0) return NULL;
             n->v.ref.kind = REF_DTYPE;
             n->v.ref.id = (uint8_t)d;
             snprintf(note, sizeof note, "%s=dtype%d", name, d);
@@ -603,6 +612,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                      name, Py_TYPE(obj)->tp_name);
                 return NULL;
             }
+            if (jit_builtins[b].type == TY_WEAK_COMPLEX && need_library(p) < 0) return NULL;
             n->v.ref.kind = REF_BUILTIN;
             n->v.ref.id = (uint8_t)b;
             snprintf(note, sizeof note, "%s=builtin%d", name, b);
@@ -2211,9 +2221,11 @@ static int load_library_file(jit_lib_file lf, jit_error *err) {
     return rc;
 }
 
-/* The library, loaded before the first function is parsed: once per process
- * (a failure is kept and reported again). With the GIL; a thread that finds
- * another one loading (which may let the GIL go) waits for it. */
+/* The library, loaded at the first kernel of the process that needs it
+ * (need_library, jit_lib_load_for): once per process (a failure is kept and
+ * reported again); a library function parsed by this very load finds it
+ * under way. With the GIL; a thread that finds another one loading (which
+ * may let the GIL go) waits for it. */
 static int load_library(jit_error *err) {
     static int state; /* 0 not yet, 1 loading, 2 loaded, 3 failed */
     static unsigned long loader;
@@ -2235,6 +2247,16 @@ static int load_library(jit_error *err) {
     return rc;
 }
 
+int jit_lib_load_for(const jit_type *types, int ntypes, jit_error *err) {
+    memset(err, 0, sizeof *err);
+    for (int i = 0; i < ntypes; i++)
+        if ((types[i].kind == JT_SCALAR || types[i].kind == JT_ARRAY) &&
+            jit_dtype_is_complex((jit_dtype)types[i].dtype))
+            return init_known() < 0 ? internal_error(err, "cannot import math/numpy")
+                                    : load_library(err);
+    return 0;
+}
+
 jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, PyObject *arrays,
                          jit_error *err) {
     memset(err, 0, sizeof *err);
@@ -2242,7 +2264,6 @@ jit_func *jit_func_parse(PyObject *pyfunc, bool is_kernel, PyObject *consts, PyO
         internal_error(err, "cannot import math/numpy");
         return NULL;
     }
-    if (load_library(err) < 0) return NULL;
     return parse_function(pyfunc, is_kernel, consts, arrays, NULL, err);
 }
 
@@ -2253,7 +2274,6 @@ jit_func *jit_func_from_ast(PyObject *def, PyObject *globals, const char *filena
         internal_error(err, "cannot import math/numpy");
         return NULL;
     }
-    if (load_library(err) < 0) return NULL;
     jit_func *f = calloc(1, sizeof *f);
     if (!f) {
         internal_error(err, "out of memory");

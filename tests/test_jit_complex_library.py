@@ -82,3 +82,56 @@ def test_kernels_compile_the_library_on_threads(device):
         for k, expr in enumerate(exprs):
             want = eval(expr.replace("x[i]", "x"), {"np": np, "x": x})
             np.testing.assert_allclose(results[k], want, rtol=1e-12, atol=1e-300)
+
+
+# A process parses the library at its first kernel that needs it: one naming a complex
+# value or type, or launched with a complex argument. Each case runs in a process of its
+# own, where nothing complex came before, and compares with NumPy.
+FIRST_NEED = {
+    "complex arguments": ("out[i] = np.exp(x[i]) / y[i]", "c", "np.exp(x) / y"),
+    "a complex literal": ("out[i] = abs(np.sqrt(x[i] * 1j))", "f", "np.abs(np.sqrt(x * 1j))"),
+    "complex()": ("out[i] = abs(np.log(complex(x[i], y[i])))", "f",
+                  "np.abs(np.log(x + 1j * y))"),
+    "a complex dtype": ("out[i] = abs(np.exp(np.complex128(x[i])))", "f",
+                        "np.abs(np.exp(x.astype(np.complex128)))"),
+}
+
+FIRST_NEED_SCRIPT = r"""
+import sys, numpy as np
+sys.path.insert(0, PYDIR)
+import offload as ol
+@ol.kernel
+def k(item, out, x, y):
+    i = item.get_id(0)
+    BODY
+rng = np.random.default_rng(3)
+kind = KIND
+x = rng.uniform(0.5, 2, 100)
+y = rng.uniform(0.5, 2, 100)
+if kind == "c":
+    x, y = x + 1j * rng.uniform(-1, 1, 100), y - 1j * rng.uniform(-1, 1, 100)
+out = ol.asarray(np.full(100, np.nan, x.dtype if kind == "c" else np.float64), device=DEVICE)
+k[ol.Range(100)](out, ol.asarray(x, device=DEVICE), ol.asarray(y, device=DEVICE))
+np.testing.assert_allclose(ol.asnumpy(out), WANT, rtol=1e-12)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("case", list(FIRST_NEED))
+def test_library_loads_at_first_need(device, case, tmp_path):
+    import subprocess
+    import sys
+
+    from offload_fixtures import PYDIR
+
+    if not device.has_fp64:
+        pytest.skip(f"{device} has no float64")
+    body, kind, want = FIRST_NEED[case]
+    script = (FIRST_NEED_SCRIPT.replace("PYDIR", repr(str(PYDIR))).replace("BODY", body)
+              .replace("KIND", repr(kind)).replace("WANT", want)
+              .replace("DEVICE", repr(device.filter_string)))
+    path = tmp_path / "first_need.py"  # a file: kernels compile from their source
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -243,6 +243,7 @@ static int ensure_parsed(mod_kernel *k, variant *v) {
 static int compile_unlocked(mod_kernel *k, variant *v, const jit_type *types, int nargs,
                             int range_ndim, const jit_target *t, unsigned flags, jit_artifact *art,
                             jit_error *err) {
+    if (jit_lib_load_for(types, nargs, err) < 0) return -1; /* complex arguments */
     int rc;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&k->jit_lock);
