@@ -245,13 +245,16 @@ typedef struct {
     unsigned lanes;    /* JIT_LOOP_STRIDE nests: work-items per row, a power of two <= 32 */
 } jit_loop_form;
 
-/* The loop's kernel as an ast.FunctionDef named name: parameters the item,
+/* The loop's kernel as an ast.FunctionDef named name: the template of
+ * form->shape in jit/templates/loops.py, filled in around the loop's body by
+ * jit/templates/expand.py (docs/loops.md). Its parameters: the item,
  * params (a tuple of str), then per dimension start and step; for the
  * reduction shapes then per dimension the trip count, the iterations per run
  * (JIT_LOOP_LANES, JIT_LOOP_ACC) or the number of work-items (JIT_LOOP_STRIDE), the total
  * trip count, one partials array per reduction (a partial per work-item;
  * JIT_LOOP_STRIDE leaves its group's in its first work-item's) and the
- * initial values of min/max reductions. New reference, or NULL with a
+ * initial values of min/max reductions (the templates' signatures spell
+ * this order: PARAMS, STEPS, TRIPS, ...). New reference, or NULL with a
  * Python exception. */
 PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
                           const char *name);

@@ -4,14 +4,19 @@
  * is prepared (jit_loops_rewrite); its kernel's tree is built at its first
  * launch (jit_loop_kernel), when the values of the names it reads say which
  * are parameters (arrays, numbers) and which are compile-time references.
- * Everything here works on `ast` nodes through the C API; the kernel's tree
- * is then parsed by jit_parse like any @offload.kernel, so errors point at
- * the cell's own lines. */
+ * Finding and describing loops works on `ast` nodes through the C API; the
+ * kernel's tree is a template of jit/templates/loops.py filled in around the
+ * loop's body, then parsed by jit_parse like any @offload.kernel, so errors
+ * point at the cell's own lines. */
 #include <stdarg.h>
 #include <string.h>
 
 #include "jit_builtins.h"
 #include "jit_tree.h"
+
+#include <marshal.h> /* after Python.h, which jit.h includes */
+
+#include "jit_loop_files.h" /* loop_files[]: jit/templates/, made by scripts/embed-kernels */
 
 static PyObject *ast_mod; /* the ast module, imported once, never released */
 
@@ -630,406 +635,66 @@ void jit_loop_clear(jit_loop *loop) {
     Py_CLEAR(loop->direct);
 }
 
-/* ---- the loop's kernel ---- */
+/* ---- the loop's kernel ----
+ *
+ * The kernels are written in the kernel language, one template per shape, in
+ * jit/templates/loops.py; jit/templates/expand.py fills one in for a loop and
+ * form, on trees. Both are built in (scripts/embed-kernels), so the module
+ * needs no file beside it. The expansion is Python, as it is a walk over
+ * `ast` nodes that copies, renames and repeats them, which through the C API
+ * would be mostly reference counting. */
 
-typedef struct {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} text;
+static PyObject *expand_kernel; /* expand.py's kernel(), loaded once, never released */
 
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int k =
-            t->oom ? 0 : vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        if (t->oom || k < 0) {
-            t->oom = true;
-            return;
-        }
-        if (t->s && t->n + (size_t)k < t->cap) {
-            t->n += (size_t)k;
-            return;
-        }
-        size_t cap = (t->cap ? t->cap : 256) * 2 + (size_t)k;
-        char *grown = realloc(t->s, cap);
-        if (!grown) {
-            t->oom = true;
-            return;
-        }
-        t->s = grown;
-        t->cap = cap;
+/* expand.py run as a module of its own, given loops.py's text: its kernel
+ * function, a new reference, or NULL with a Python exception. */
+static PyObject *load_expander(void) {
+    size_t expand = 0, templates = 0, n = sizeof loop_files / sizeof *loop_files;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(loop_files[i].name, "expand")) expand = i;
+        if (!strcmp(loop_files[i].name, "loops")) templates = i;
     }
-}
-
-static const char *str_at(PyObject *tuple, Py_ssize_t i) {
-    return PyUnicode_AsUTF8(PyTuple_GET_ITEM(tuple, i));
-}
-
-/* The value of dimension d's variable for trip count expression k (text). */
-static void put_var(text *t, int ind, const jit_loop *loop, const jit_loop_form *form, int d,
-                    const char *k) {
-    put(t, "%*s%s = _ofl_s%d + %s", ind, "", str_at(loop->targets, d), d, k);
-    put(t, form->unit_steps >> d & 1 ? "\n" : " * _ofl_d%d\n", d);
-}
-
-/* The map shape: one work-item per iteration. A body that continues gets
- * one-trip loops to bind the variables, so that `continue` ends the
- * iteration; others plain assignments (Intel's vectoriser masked every load
- * and store of a one-trip loop). */
-static void map_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
-    int ind = 4;
-    for (int d = 0; d < loop->ndim; d++) {
-        const char *v = str_at(loop->targets, d);
-        char k[64];
-        snprintf(k, sizeof k, "_ofl_item.get_id(%d)", d);
-        if (!loop->continues) {
-            put_var(t, ind, loop, form, d, k);
-            continue;
-        }
-        if (form->unit_steps >> d & 1)
-            put(t, "%*sfor %s in range(_ofl_s%d + %s, _ofl_s%d + %s + 1):\n", ind, "", v, d, k, d,
-                k);
-        else
-            put(t, "%*sfor %s in range(_ofl_s%d + %s * _ofl_d%d, _ofl_s%d + %s * _ofl_d%d + 1):\n",
-                ind, "", v, d, k, d, d, k, d);
-        ind += 4;
-    }
-    put(t, "%*s_ofl_body\n", ind, "");
-}
-
-/* The row's iterations [_ofl_a, _ofl_b) of the last dimension (JIT_LOOP_LANES):
- * whole vectors, then the rest, so that every lane's loop has the same trip
- * count (Intel's vectoriser gathered where they differed). */
-static void lanes_row(text *t, int ind, const jit_loop *loop, const jit_loop_form *form) {
-    int last = loop->ndim - 1;
-    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", JIT_LOOP_LANES_WIDTH,
-        JIT_LOOP_LANES_WIDTH);
-    static const char *const spans[2][2] = {{"_ofl_a", "_ofl_e + _ofl_l"}, {"_ofl_e", "_ofl_b"}};
-    const char *v = str_at(loop->targets, last);
-    for (int part = 0; part < 2; part++) {
-        const char *from = spans[part][0], *to = spans[part][1];
-        if (form->unit_steps >> last & 1) {
-            put(t, "%*sfor %s in range(_ofl_s%d + %s + _ofl_l, _ofl_s%d + %s, %d):\n", ind, "", v,
-                last, from, last, to, JIT_LOOP_LANES_WIDTH);
-        } else {
-            put(t, "%*sfor _ofl_k in range(%s + _ofl_l, %s, %d):\n", ind, "", from, to,
-                JIT_LOOP_LANES_WIDTH);
-            put_var(t, ind + 4, loop, form, last, "_ofl_k");
-        }
-        put(t, "%*s_ofl_body\n", ind + 4, "");
-    }
-}
-
-/* The same for JIT_LOOP_ACC: copy u of the body (placeholder _ofl_body<u>)
- * takes iteration k + u, with its own accumulators; the rest one by one. */
-static void acc_row(text *t, int ind, const jit_loop *loop) {
-    int last = loop->ndim - 1, W = JIT_LOOP_LANES_WIDTH;
-    const char *v = str_at(loop->targets, last);
-    put(t, "%*s_ofl_e = _ofl_a + (_ofl_b - _ofl_a) // %d * %d\n", ind, "", W, W);
-    put(t, "%*sfor _ofl_k in range(_ofl_s%d + _ofl_a, _ofl_s%d + _ofl_e, %d):\n", ind, "", last,
-        last, W);
-    for (int u = 0; u < W; u++)
-        put(t, "%*s%s = _ofl_k + %d\n%*s_ofl_body%d\n", ind + 4, "", v, u, ind + 4, "", u);
-    put(t, "%*sfor %s in range(_ofl_s%d + _ofl_e, _ofl_s%d + _ofl_b):\n%*s_ofl_body\n", ind, "", v,
-        last, last, ind + 4, "");
-}
-
-/* An accumulator's first value: the operator's identity, or (min, max) the
- * reduction's initial value. */
-static void put_initial(text *t, int ind, const char *var, char op, const char *name) {
-    if (op == JIT_RED_ADD || op == JIT_RED_MUL)
-        put(t, "%*s%s = %d\n", ind, "", var, op == JIT_RED_MUL);
-    else
-        put(t, "%*s%s = _ofl_i_%s\n", ind, "", var, name);
-}
-
-/* acc = acc op other, as the reduction's own statement would. */
-static void put_fold(text *t, int ind, const char *acc, char op, const char *other) {
-    if (op == JIT_RED_ADD || op == JIT_RED_MUL)
-        put(t, "%*s%s %s= %s\n", ind, "", acc, op == JIT_RED_ADD ? "+" : "*", other);
-    else
-        put(t, "%*s%s = %s(%s, %s)\n", ind, "", acc, op == JIT_RED_MIN ? "min" : "max", acc, other);
-}
-
-/* The run shapes: run r takes the flat iterations [r * _ofl_c,
- * min(r * _ofl_c + _ofl_c, _ofl_total)), a row (of the last dimension) at a
- * time, so that the outer dimensions' variables are found by one division
- * per row; a row is lanes_row's or acc_row's. JIT_LOOP_LANES runs are
- * work-groups, JIT_LOOP_ACC runs work-items. */
-static void runs_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
-    int nd = loop->ndim, last = nd - 1, W = JIT_LOOP_LANES_WIDTH;
-    bool acc = form->shape == JIT_LOOP_ACC;
-    Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
-    if (acc) {
-        for (Py_ssize_t r = 0; r < nred; r++)
-            for (int u = 0; u < W; u++) {
-                char var[300];
-                snprintf(var, sizeof var, "_ofl_u%d_%s", u, str_at(loop->reductions, r));
-                put_initial(t, 4, var, loop->red_ops[r], str_at(loop->reductions, r));
-            }
-        put(t, "    _ofl_t = _ofl_item.get_id(0) * _ofl_c\n");
-    } else {
-        put(t, "    _ofl_l = _ofl_item.get_local_id(0)\n"
-               "    _ofl_t = _ofl_item.get_group().get_group_id(0) * _ofl_c\n");
-    }
-    put(t, "    _ofl_hi = min(_ofl_t + _ofl_c, _ofl_total)\n");
-    int ind = 4;
-    if (nd == 1) {
-        put(t, "    _ofl_a = _ofl_t\n    _ofl_b = _ofl_hi\n");
-    } else { /* a for, not a while: a short for has no cancel check on its back edge */
-        put(t,
-            "    for _ofl_row in range(_ofl_t // _ofl_n%d, (_ofl_hi + _ofl_n%d - 1) // _ofl_n%d):\n"
-            "        _ofl_a = max(_ofl_t - _ofl_row * _ofl_n%d, 0)\n"
-            "        _ofl_b = min(_ofl_hi - _ofl_row * _ofl_n%d, _ofl_n%d)\n",
-            last, last, last, last, last, last);
-        ind = 8;
-        if (nd == 3) {
-            put(t, "        _ofl_r0 = _ofl_row // _ofl_n1\n");
-            put_var(t, ind, loop, form, 0, "_ofl_r0");
-            put_var(t, ind, loop, form, 1, "(_ofl_row - _ofl_r0 * _ofl_n1)");
-        } else {
-            put_var(t, ind, loop, form, 0, "_ofl_row");
-        }
-    }
-    if (acc)
-        acc_row(t, ind, loop);
-    else
-        lanes_row(t, ind, loop, form);
-    /* the copies' accumulators pairwise, then into the reduction */
-    for (Py_ssize_t r = 0; acc && r < nred; r++) {
-        const char *s = str_at(loop->reductions, r);
-        char a[300], b[300];
-        for (int h = W / 2; h > 0; h /= 2)
-            for (int u = 0; u < h; u++) {
-                snprintf(a, sizeof a, "_ofl_u%d_%s", u, s);
-                snprintf(b, sizeof b, "_ofl_u%d_%s", u + h, s);
-                put_fold(t, 4, a, loop->red_ops[r], b);
-            }
-        snprintf(a, sizeof a, "_ofl_u0_%s", s);
-        put_fold(t, 4, s, loop->red_ops[r], a);
-    }
-}
-
-/* The stride shape (docs/loops.md). A flat loop: work-item w takes the
- * iterations w, w + _ofl_c, ... A nest: groups of form->lanes work-items
- * take rows (of the last dimension) grid-stride, each lane every lanes-th
- * iteration of the row, so that a row's loads are one coalesced walk; the
- * outer variables cost one division per row. Walking the flattened nest
- * instead (indices stepped with carries) made a 2-D sum of 2^26 float32 on
- * an H200 3x slower than the flat loop (253 us against 81); rows take 84. */
-static void stride_text(text *t, const jit_loop *loop, const jit_loop_form *form) {
-    int nd = loop->ndim, last = nd - 1;
-    unsigned L = form->lanes ? form->lanes : 1;
-    if (nd == 1) {
-        put(t, "    for _ofl_t in range(_ofl_item.get_global_id(0), _ofl_total, _ofl_c):\n");
-        put_var(t, 8, loop, form, 0, "_ofl_t");
-        put(t, "        _ofl_body\n");
-        return;
-    }
-    put(t,
-        "    _ofl_t = _ofl_item.get_global_id(0)\n"
-        "    for _ofl_row in range(_ofl_t // %u, %s, _ofl_c // %u):\n",
-        L, nd == 2 ? "_ofl_n0" : "_ofl_n0 * _ofl_n1", L);
-    if (nd == 3) {
-        put(t, "        _ofl_r0 = _ofl_row // _ofl_n1\n");
-        put_var(t, 8, loop, form, 0, "_ofl_r0");
-        put_var(t, 8, loop, form, 1, "(_ofl_row - _ofl_r0 * _ofl_n1)");
-    } else {
-        put_var(t, 8, loop, form, 0, "_ofl_row");
-    }
-    put(t, "        for _ofl_k in range(_ofl_t %% %u, _ofl_n%d, %u):\n", L, last, L);
-    put_var(t, 12, loop, form, last, "_ofl_k");
-    put(t, "            _ofl_body\n");
-}
-
-/* a = a (op) v as the work-group's combine does it: min and max keep a NaN,
- * as NumPy's minimum and maximum do (and reduce.py's). */
-static void put_step(text *t, int ind, char op, const char *a, const char *v) {
-    if (op == JIT_RED_ADD || op == JIT_RED_MUL)
-        put(t, "%*s%s = %s %c %s\n", ind, "", a, a, op == JIT_RED_ADD ? '+' : '*', v);
-    else
-        put(t, "%*s%s = %s if (%s %c %s) | (%s != %s) else %s\n", ind, "", a, v, v,
-            op == JIT_RED_MIN ? '<' : '>', a, v, v, a);
-}
-
-/* The stride shape's work-group combine: a tree through the partials array
- * (global memory: the accumulators' types are known only once the kernel is
- * typed), so that the device's second kernel reads one partial per group. */
-static void group_tree_text(text *t, const jit_loop *loop) {
-    Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
-    put(t, "    _ofl_g = _ofl_item.get_global_id(0)\n"
-           "    _ofl_l = _ofl_item.get_local_id(0)\n");
-    for (Py_ssize_t r = 0; r < nred; r++)
-        put(t, "    _ofl_p_%s[_ofl_g] = %s\n", str_at(loop->reductions, r),
-            str_at(loop->reductions, r));
-    for (int h = JIT_LOOP_GROUP / 2; h > 0; h /= 2) {
-        put(t, "    _ofl_ol.group_barrier(_ofl_item.get_group())\n    if _ofl_l < %d:\n", h);
-        for (Py_ssize_t r = 0; r < nred; r++) {
-            const char *s = str_at(loop->reductions, r);
-            char a[300], v[300];
-            snprintf(a, sizeof a, "_ofl_a_%s", s), snprintf(v, sizeof v, "_ofl_v_%s", s);
-            put(t, "        %s = _ofl_p_%s[_ofl_g]\n        %s = _ofl_p_%s[_ofl_g + %d]\n", a, s, v,
-                s, h);
-            put_step(t, 8, loop->red_ops[r], a, v);
-            put(t, "        _ofl_p_%s[_ofl_g] = %s\n", s, a);
-        }
-    }
-}
-
-/* The kernel's source around a placeholder statement `_ofl_body`, which the
- * loop's body replaces (its nodes keep the cell's places). */
-static void kernel_text(text *t, const jit_loop *loop, PyObject *params, const jit_loop_form *form,
-                        const char *name) {
-    int nd = loop->ndim;
-    Py_ssize_t nred = PyTuple_GET_SIZE(loop->reductions);
-    put(t, "def %s(_ofl_item", name);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(params); i++) put(t, ", %s", str_at(params, i));
-    for (int d = 0; d < nd; d++) put(t, ", _ofl_s%d, _ofl_d%d", d, d);
-    if (form->shape == JIT_LOOP_MAP) {
-        put(t, "):\n");
-        map_text(t, loop, form);
-        return;
-    }
-    for (int d = 0; d < nd; d++) put(t, ", _ofl_n%d", d);
-    put(t, ", _ofl_c, _ofl_total");
-    for (Py_ssize_t r = 0; r < nred; r++) put(t, ", _ofl_p_%s", str_at(loop->reductions, r));
-    for (Py_ssize_t r = 0; r < nred; r++)
-        if (loop->red_ops[r] == JIT_RED_MIN || loop->red_ops[r] == JIT_RED_MAX)
-            put(t, ", _ofl_i_%s", str_at(loop->reductions, r));
-    put(t, "):\n");
-    for (Py_ssize_t r = 0; r < nred; r++)
-        put_initial(t, 4, str_at(loop->reductions, r), loop->red_ops[r],
-                    str_at(loop->reductions, r));
-    if (form->shape == JIT_LOOP_STRIDE) {
-        stride_text(t, loop, form);
-        group_tree_text(t, loop);
-        return;
-    }
-    runs_text(t, loop, form);
-    const char *id =
-        form->shape == JIT_LOOP_LANES ? "_ofl_item.get_global_id(0)" : "_ofl_item.get_id(0)";
-    for (Py_ssize_t r = 0; r < nred; r++)
-        put(t, "    _ofl_p_%s[%s] = %s\n", str_at(loop->reductions, r), id,
-            str_at(loop->reductions, r));
-}
-
-/* Puts every node of the template at the loop's place. */
-static int place_template(PyObject *def, const jit_loop *loop) {
-    PyObject *nodes = walk(def);
-    if (!nodes) return -1;
-    PyObject *line = PyLong_FromLong(loop->line), *col = PyLong_FromLong(loop->col - 1);
-    int rc = line && col ? 0 : -1;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(nodes); i++) {
-        PyObject *n = PyList_GET_ITEM(nodes, i);
-        if (!PyObject_HasAttrString(n, "lineno")) continue;
-        rc = PyObject_SetAttrString(n, "lineno", line) ||
-                     PyObject_SetAttrString(n, "end_lineno", line) ||
-                     PyObject_SetAttrString(n, "col_offset", col) ||
-                     PyObject_SetAttrString(n, "end_col_offset", col)
-                 ? -1
-                 : 0;
-    }
-    Py_XDECREF(line);
-    Py_XDECREF(col);
-    Py_DECREF(nodes);
-    return rc;
-}
-
-/* Replaces every placeholder in stmts (and in the bodies of its loops):
- * _ofl_body by bodies[0], _ofl_body<u> by bodies[u + 1]. The number
- * replaced, or -1. Placeholders of one kind share their body's nodes, which
- * parsing only reads. */
-static int splice(PyObject *stmts, PyObject *const *bodies, int nbodies) {
-    int done = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(stmts); i++) {
-        PyObject *s = PyList_GET_ITEM(stmts, i);
-        if (is(s, "Expr")) {
-            PyObject *v = get(s, "value");
-            const char *id = v ? name_id(v) : NULL;
-            int which = -1;
-            if (id && !strncmp(id, "_ofl_body", 9))
-                which = id[9] ? (int)strtol(id + 9, NULL, 10) + 1 : 0;
-            Py_XDECREF(v);
-            if (which >= 0 && which < nbodies) {
-                if (PyList_SetSlice(stmts, i, i + 1, bodies[which]) < 0) return -1;
-                i += PyList_GET_SIZE(bodies[which]) - 1;
-                done++;
-            }
-        } else if (is(s, "For") || is(s, "While")) {
-            PyObject *sub = get(s, "body");
-            int r = sub ? splice(sub, bodies, nbodies) : -1;
-            Py_XDECREF(sub);
-            if (r < 0) return -1;
-            done += r;
-        }
-    }
-    return done;
-}
-
-/* A copy of the loop's body whose reductions accumulate into copy u's own
- * accumulators (JIT_LOOP_ACC). New list, or NULL. */
-static PyObject *renamed_body(const jit_loop *loop, int u) {
-    PyObject *copy_mod = PyImport_ImportModule("copy");
-    PyObject *body = copy_mod ? PyObject_CallMethod(copy_mod, "deepcopy", "O", loop->body) : NULL;
-    PyObject *nodes = body ? walk_list(body) : NULL;
-    Py_XDECREF(copy_mod);
-    for (Py_ssize_t i = 0; nodes && i < PyList_GET_SIZE(nodes); i++) {
-        PyObject *n = PyList_GET_ITEM(nodes, i);
-        const char *id = name_id(n);
-        bool red = false;
-        for (Py_ssize_t r = 0; id && r < PyTuple_GET_SIZE(loop->reductions); r++)
-            red |= PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(loop->reductions, r), id) == 0;
-        PyObject *to = red ? PyUnicode_FromFormat("_ofl_u%d_%s", u, id) : NULL;
-        if (red && (!to || PyObject_SetAttrString(n, "id", to) < 0)) Py_CLEAR(body);
-        Py_XDECREF(to);
-    }
-    if (!nodes) Py_CLEAR(body);
-    Py_XDECREF(nodes);
-    return body;
-}
-
-/* The one function definition of a template's text (t is freed): a new
- * reference, or NULL with a Python exception. */
-static PyObject *parsed_def(text *t) {
-    if (!ast_mod && !(ast_mod = PyImport_ImportModule("ast"))) {
-        free(t->s);
-        return NULL;
-    }
-    if (t->oom) {
-        free(t->s);
-        return PyErr_NoMemory();
-    }
-    PyObject *tree = PyObject_CallMethod(ast_mod, "parse", "s", t->s);
-    free(t->s);
-    PyObject *body = tree ? get(tree, "body") : NULL;
-    PyObject *def = body && PyList_GET_SIZE(body) == 1 ? Py_NewRef(PyList_GET_ITEM(body, 0)) : NULL;
-    Py_XDECREF(tree);
-    Py_XDECREF(body);
-    return def;
+    PyObject *ns = PyDict_New(), *code = NULL, *done = NULL, *fn = NULL;
+    PyObject *text = PyUnicode_FromString(loop_files[templates].text);
+    PyObject *modname = PyUnicode_FromString("offload.jit.templates.expand");
+    if (ns && text && modname && PyDict_SetItemString(ns, "__name__", modname) == 0 &&
+        PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        (code = PyMarshal_ReadObjectFromString((const char *)loop_files[expand].code,
+                                               (Py_ssize_t)loop_files[expand].code_size)))
+        done = PyEval_EvalCode(code, ns, ns);
+    if (done && PyDict_SetItemString(ns, "TEMPLATES", text) == 0 &&
+        !(fn = Py_XNewRef(PyDict_GetItemString(ns, "kernel"))))
+        PyErr_SetString(PyExc_SystemError, "offload: jit/templates/expand.py has no kernel()");
+    Py_XDECREF(ns);
+    Py_XDECREF(text);
+    Py_XDECREF(modname);
+    Py_XDECREF(code);
+    Py_XDECREF(done);
+    return fn;
 }
 
 PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop_form *form,
                           const char *name) {
-    text t = {0};
-    kernel_text(&t, loop, params, form, name);
-    PyObject *def = parsed_def(&t);
-    PyObject *stmts = def ? get(def, "body") : NULL;
-    PyObject *bodies[1 + JIT_LOOP_LANES_WIDTH] = {NULL};
-    int nbodies = form->shape == JIT_LOOP_ACC ? 1 + JIT_LOOP_LANES_WIDTH : 1;
-    bool made = (bodies[0] = PyList_GetSlice(loop->body, 0, PY_SSIZE_T_MAX)) != NULL;
-    for (int u = 1; made && u < nbodies; u++)
-        made = (bodies[u] = renamed_body(loop, u - 1)) != NULL;
-    if (!stmts || !made || place_template(def, loop) < 0 || splice(stmts, bodies, nbodies) < 1)
-        Py_CLEAR(def);
-    if (!def && !PyErr_Occurred())
-        PyErr_SetString(PyExc_SystemError, "offload: a prange loop's kernel template");
-    Py_XDECREF(stmts);
-    for (int u = 0; u < nbodies; u++) Py_XDECREF(bodies[u]);
-    return def;
+    static const char *const shapes[] = {
+        [JIT_LOOP_MAP] = "map",
+        [JIT_LOOP_LANES] = "lanes",
+        [JIT_LOOP_ACC] = "acc",
+        [JIT_LOOP_STRIDE] = "stride",
+    };
+    if (!expand_kernel) {
+        PyObject *fn = load_expander();
+        if (!fn) return NULL;
+        if (expand_kernel) /* loading ran Python: another thread may have been first */
+            Py_DECREF(fn);
+        else
+            expand_kernel = fn;
+    }
+    PyObject *ops = PyUnicode_FromStringAndSize(loop->red_ops, PyTuple_GET_SIZE(loop->reductions));
+    if (!ops) return NULL;
+    return PyObject_CallFunction(
+        expand_kernel, "ssOOONIIOOiiii", shapes[form->shape], name, params, loop->targets,
+        loop->reductions, ops, form->unit_steps, form->lanes, loop->continues ? Py_True : Py_False,
+        loop->body, loop->line, loop->col - 1, (int)JIT_LOOP_LANES_WIDTH, (int)JIT_LOOP_GROUP);
 }
 
 int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,

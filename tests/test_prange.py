@@ -7,6 +7,7 @@ line and column."""
 
 from __future__ import annotations
 
+import ast
 import math
 import textwrap
 
@@ -179,6 +180,33 @@ def test_private_variables_inner_loops_and_continue():
     skip_odd(a, out)
     np.testing.assert_array_equal(out[::2], a[::2])
     assert (out[1::2] == -1).all()
+
+
+@ol.jit
+def sum_and_shift(a, b):
+    s = 0.0
+    for i in prange(a.shape[0]):
+        b[i] = a[i] + 1
+        s += a[i]
+    return s
+
+
+def test_kernels_are_made_past_what_tracebacks_hang_on_nodes():
+    """IPython's tracebacks give every node they walk a `parent` -- the
+    contexts and operators, which every tree shares, included -- which a copy
+    of a template's nodes must not follow into other trees."""
+    tree = ast.parse("b[i] = a[i] + s")
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            child.parent = node
+    try:
+        a = rng().random(1000)
+        b = np.zeros(1000)
+        np.testing.assert_allclose(sum_and_shift(a, b), a.sum())
+        np.testing.assert_array_equal(b, a + 1)
+    finally:
+        for node in ast.walk(tree):
+            node.__dict__.pop("parent", None)
 
 
 def test_device_arrays_stay_on_the_device():
