@@ -85,7 +85,7 @@ static PyMethodDef module_methods[] = {
     {"_check_same_device", check_same_device, METH_VARARGS,
      "_check_same_device(*arrays) -> Device or None\n\nThe device all offload arrays among the "
      "arguments live on; ExecutionPlacementError naming both devices when they differ."},
-    {"synchronize", (PyCFunction)(void (*)(void))synchronize, METH_VARARGS | METH_KEYWORDS,
+    {"synchronize", MOD_KWFUNC(synchronize),
      "synchronize(device=None)\n\nWait for all work queued on the device (default: on every "
      "device used so far). Ctrl-C (the notebook's interrupt) stops the wait and the device's "
      "kernels, as KeyboardInterrupt."},

@@ -1058,14 +1058,14 @@ static PyMethodDef array_methods[] = {
     {"asnumpy", (PyCFunction)m_asnumpy, METH_NOARGS, "asnumpy() -> numpy.ndarray: a host copy"},
     {"copy", (PyCFunction)m_copy, METH_NOARGS,
      "copy() -> ndarray: a C-contiguous copy on the same device"},
-    {"to_device", (PyCFunction)(void (*)(void))m_to_device, METH_VARARGS | METH_KEYWORDS,
+    {"to_device", MOD_KWFUNC(m_to_device),
      "to_device(device, /, *, stream=None) -> ndarray\n\nThe array on another device (itself if "
      "already there)."},
     {"tolist", (PyCFunction)m_tolist, METH_NOARGS, "tolist() -> nested lists of Python scalars"},
     {"item", (PyCFunction)m_item, METH_VARARGS,
      "item(*index) -> a Python scalar: the array's one element, or the element at index (a "
      "flat index in C order, or one int per axis); reads that element from the device"},
-    {"astype", (PyCFunction)(void (*)(void))m_astype, METH_VARARGS | METH_KEYWORDS,
+    {"astype", MOD_KWFUNC(m_astype),
      "astype(dtype, /, copy=True, *, device=None) -> ndarray\n\nThe array converted to dtype "
      "on its device (then moved to device, if given); itself when nothing changes and copy is "
      "False."},
@@ -1073,7 +1073,7 @@ static PyMethodDef array_methods[] = {
      "fill(value) -> None: sets every element to the scalar value (cast as NumPy casts it)"},
     {"__complex__", (PyCFunction)m_complex, METH_NOARGS,
      "__complex__() -> complex: the element of a 0-d array"},
-    {"__array__", (PyCFunction)(void (*)(void))m_array, METH_VARARGS | METH_KEYWORDS,
+    {"__array__", MOD_KWFUNC(m_array),
      "__array__(dtype=None, copy=None) -> numpy.ndarray (always a copy)"},
     {NULL, NULL, 0, NULL},
 };

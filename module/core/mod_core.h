@@ -61,6 +61,10 @@ int mod_np_buffer(PyObject *arr, Py_buffer *view, bool writable);
 int mod_linecache_put(PyObject *filename, PyObject *lines);
 /* A new tuple of nd integers (shapes, strides). */
 PyObject *mod_int_tuple(int nd, const Py_ssize_t *v);
+/* A PyMethodDef's function and flags for f(self, args, kwargs): the cast
+ * every table of functions that take keywords needs. */
+#define MOD_KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+
 /* Calls def's function (no arguments) from Python's atexit: the module's
  * process-wide caches go before the interpreter does, so what they hold
  * frees its device memory and programs like everything else. */

@@ -243,21 +243,21 @@ static PyObject *f_full_like(PyObject *self, PyObject *args, PyObject *kw) {
     return like(args, kw, "OO|OO:full_like", FULL);
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef array_functions[] = {
-    {"asarray", KWFUNC(f_asarray),
+    {"asarray", MOD_KWFUNC(f_asarray),
      "asarray(obj, dtype=None, device=None, copy=None) -> ndarray\n\nobj (array-like, buffer, "
      "scalar or offload array) on a device (default: the default device, or obj's own)."},
-    {"empty", KWFUNC(f_empty), "empty(shape, dtype=None, device=None) -> uninitialised ndarray"},
-    {"zeros", KWFUNC(f_zeros), "zeros(shape, dtype=None, device=None) -> ndarray"},
-    {"ones", KWFUNC(f_ones), "ones(shape, dtype=None, device=None) -> ndarray"},
-    {"full", KWFUNC(f_full), "full(shape, fill_value, dtype=None, device=None) -> ndarray"},
-    {"arange", KWFUNC(f_arange),
+    {"empty", MOD_KWFUNC(f_empty),
+     "empty(shape, dtype=None, device=None) -> uninitialised ndarray"},
+    {"zeros", MOD_KWFUNC(f_zeros), "zeros(shape, dtype=None, device=None) -> ndarray"},
+    {"ones", MOD_KWFUNC(f_ones), "ones(shape, dtype=None, device=None) -> ndarray"},
+    {"full", MOD_KWFUNC(f_full), "full(shape, fill_value, dtype=None, device=None) -> ndarray"},
+    {"arange", MOD_KWFUNC(f_arange),
      "arange(start, /, stop=None, step=1, dtype=None, device=None) -> ndarray"},
-    {"empty_like", KWFUNC(f_empty_like), "empty_like(x, dtype=None, device=None) -> ndarray"},
-    {"zeros_like", KWFUNC(f_zeros_like), "zeros_like(x, dtype=None, device=None) -> ndarray"},
-    {"ones_like", KWFUNC(f_ones_like), "ones_like(x, dtype=None, device=None) -> ndarray"},
-    {"full_like", KWFUNC(f_full_like),
+    {"empty_like", MOD_KWFUNC(f_empty_like), "empty_like(x, dtype=None, device=None) -> ndarray"},
+    {"zeros_like", MOD_KWFUNC(f_zeros_like), "zeros_like(x, dtype=None, device=None) -> ndarray"},
+    {"ones_like", MOD_KWFUNC(f_ones_like), "ones_like(x, dtype=None, device=None) -> ndarray"},
+    {"full_like", MOD_KWFUNC(f_full_like),
      "full_like(x, fill_value, dtype=None, device=None) -> ndarray"},
     {"asnumpy", (PyCFunction)f_asnumpy, METH_O, "asnumpy(x) -> numpy.ndarray: a host copy of x"},
     {NULL, NULL, 0, NULL},

@@ -772,7 +772,7 @@ static PyObject *lsplatform_bundle(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 static PyMethodDef device_functions[] = {
-    {"get_devices", (PyCFunction)(void (*)(void))get_devices, METH_VARARGS | METH_KEYWORDS,
+    {"get_devices", MOD_KWFUNC(get_devices),
      "get_devices(backend=None, device_type=None) -> list of Device\n\nEvery device, GPUs first; "
      "backend 'opencl' or 'cuda', device_type 'gpu', 'cpu', 'accelerator' or 'custom' narrow it."},
     {"default_device", default_device, METH_NOARGS,
@@ -788,11 +788,10 @@ static PyMethodDef device_functions[] = {
     {"set_default_device", set_default_device, METH_O,
      "set_default_device(f)\n\nMake f (a filter string or Device) the default device; None "
      "restores the automatic choice."},
-    {"lsplatform", (PyCFunction)(void (*)(void))lsplatform, METH_VARARGS | METH_KEYWORDS,
+    {"lsplatform", MOD_KWFUNC(lsplatform),
      "lsplatform(verbosity=0)\n\nPrint the platforms and devices: 0 one line per device, 1 with "
      "key properties, 2 with every attribute."},
-    {"_lsplatform_bundle", (PyCFunction)(void (*)(void))lsplatform_bundle,
-     METH_VARARGS | METH_KEYWORDS,
+    {"_lsplatform_bundle", MOD_KWFUNC(lsplatform_bundle),
      "_lsplatform_bundle(verbosity=0) -> dict\n\nlsplatform as text/plain and text/html (for "
      "%lsplatform)."},
     {NULL, NULL, 0, NULL},

@@ -669,7 +669,7 @@ static PyObject *f_from_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyMethodDef dlpack_functions[] = {
-    {"from_dlpack", (PyCFunction)(void (*)(void))f_from_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"from_dlpack", MOD_KWFUNC(f_from_dlpack),
      "from_dlpack(x, /, *, device=None, copy=None) -> ndarray\n\n"
      "x (anything with __dlpack__ -- NumPy, CuPy, PyTorch -- or a DLPack capsule) as an "
      "offload array. CUDA memory on a GPU offload uses is shared, not copied (copy=True "
@@ -681,7 +681,7 @@ static PyMethodDef dlpack_functions[] = {
 /* ndarray's side of DLPack, given to the type here so that mod_array.c needs
  * nothing of this file. */
 static PyMethodDef array_methods[] = {
-    {"__dlpack__", (PyCFunction)(void (*)(void))dlpack_export, METH_VARARGS | METH_KEYWORDS,
+    {"__dlpack__", MOD_KWFUNC(dlpack_export),
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
      "CUDA arrays are shared; others are exported as a host copy, except that copy=False on a "
      "CPU device maps the array's own memory until the consumer lets it go (other devices "

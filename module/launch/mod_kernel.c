@@ -968,14 +968,14 @@ static PyObject *kernel_doc(mod_kernel *k, void *c) {
 }
 
 static PyMethodDef kernel_methods[] = {
-    {"inspect_llvm", (PyCFunction)(void (*)(void))inspect_llvm, METH_VARARGS | METH_KEYWORDS,
+    {"inspect_llvm", MOD_KWFUNC(inspect_llvm),
      "inspect_llvm(*args, range=None, boundscheck=None)\n\nThe optimised LLVM IR for these "
      "arguments on their "
      "device (boundscheck: with index checks; None: as the kernel launches)."},
-    {"inspect_spirv", (PyCFunction)(void (*)(void))inspect_spirv, METH_VARARGS | METH_KEYWORDS,
+    {"inspect_spirv", MOD_KWFUNC(inspect_spirv),
      "inspect_spirv(*args, range=None, boundscheck=None)\n\nThe SPIR-V disassembly for these "
      "arguments."},
-    {"inspect_ptx", (PyCFunction)(void (*)(void))inspect_ptx, METH_VARARGS | METH_KEYWORDS,
+    {"inspect_ptx", MOD_KWFUNC(inspect_ptx),
      "inspect_ptx(*args, range=None, sm=80, boundscheck=None)\n\nThe PTX for these arguments (no "
      "GPU needed)."},
     {0},

@@ -967,14 +967,14 @@ static PyObject *f_imag(PyObject *self, PyObject *x) {
 static PyMethodDef functions[] = {
     {"where", FASTCALL(f_where),
      "where(condition, x, y) -> ndarray: x where condition, else y (NumPy's dtype)"},
-    {"clip", (PyCFunction)(void (*)(void))f_clip, METH_VARARGS | METH_KEYWORDS,
+    {"clip", MOD_KWFUNC(f_clip),
      "clip(x, /, min=None, max=None)\n--\n\n"
      "x limited to [min, max], each bound a scalar or an array broadcast against x, None for "
      "none; NumPy's a_min= and a_max= too (NaN propagates, and the dtype is NumPy's)."},
-    {"round", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
+    {"round", MOD_KWFUNC(f_round),
      "round(x, /, decimals=0) -> ndarray: x rounded to decimals places, halves to even "
      "(numpy.round)"},
-    {"around", (PyCFunction)(void (*)(void))f_round, METH_VARARGS | METH_KEYWORDS,
+    {"around", MOD_KWFUNC(f_round),
      "around(x, /, decimals=0) -> ndarray: numpy.around, the same as round"},
     {"real", f_real, METH_O,
      "real(x, /) -> ndarray: the real part: a float view of a complex array's real parts, x "

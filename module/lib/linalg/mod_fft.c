@@ -35,10 +35,7 @@ typedef struct {
 
 static PyObject *fft_dispatch(PyObject *self, PyObject *args, PyObject *kw);
 #define FFT(name, sig, doc)                                                                        \
-    {                                                                                              \
-        name, (PyCFunction)(void (*)(void))fft_dispatch, METH_VARARGS | METH_KEYWORDS,             \
-            name sig "\n--\n\n" doc                                                                \
-    }
+    { name, MOD_KWFUNC(fft_dispatch), name sig "\n--\n\n" doc }
 #define ONE "(x, /, *, n=None, axis=-1, norm='backward')"
 #define ND "(x, /, *, s=None, axes=None, norm='backward')"
 
@@ -440,19 +437,18 @@ static PyObject *f_ifftshift(PyObject *self, PyObject *args, PyObject *kw) {
     return shift(args, kw, true);
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"fftfreq", KWFUNC(f_fftfreq),
+    {"fftfreq", MOD_KWFUNC(f_fftfreq),
      "fftfreq(n, /, *, d=1.0, dtype=None, device=None)\n--\n\n"
      "The sample frequencies of fft's result for n samples spaced d apart: [0, 1, ..., "
      "-(n // 2), ..., -1] / (d * n), on device in dtype (None: the device's default float)."},
-    {"rfftfreq", KWFUNC(f_rfftfreq),
+    {"rfftfreq", MOD_KWFUNC(f_rfftfreq),
      "rfftfreq(n, /, *, d=1.0, dtype=None, device=None)\n--\n\n"
      "The sample frequencies of rfft's result: [0, 1, ..., n // 2] / (d * n)."},
-    {"fftshift", KWFUNC(f_fftshift),
+    {"fftshift", MOD_KWFUNC(f_fftshift),
      "fftshift(x, /, *, axes=None)\n--\n\n"
      "x rolled so that the zero frequency is in the middle of each of axes (None: all)."},
-    {"ifftshift", KWFUNC(f_ifftshift),
+    {"ifftshift", MOD_KWFUNC(f_ifftshift),
      "ifftshift(x, /, *, axes=None)\n--\n\nThe inverse of fftshift."},
     {NULL},
 };

@@ -511,9 +511,8 @@ static PyObject *la_dispatch(PyObject *self, PyObject *args, PyObject *kw);
  * vendor path is vendor_<name> */
 #define LA(name, sig, narrays, kw, square, doc)                                                    \
     {                                                                                              \
-        {#name, (PyCFunction)(void (*)(void))la_dispatch, METH_VARARGS | METH_KEYWORDS,            \
-         #name sig "\n--\n\n" doc},                                                                \
-            narrays, {kw}, square, vendor_##name                                                   \
+        {#name, MOD_KWFUNC(la_dispatch), #name sig "\n--\n\n" doc}, narrays, {kw}, square,         \
+            vendor_##name                                                                          \
     }
 
 static la_fn LAPACK[] = {
@@ -921,24 +920,23 @@ static PyObject *f_matrix_power(PyObject *self, PyObject *args) {
     return r;
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"cross", KWFUNC(f_cross),
+    {"cross", MOD_KWFUNC(f_cross),
      "cross(x1, x2, /, *, axis=-1)\n--\n\n"
      "The cross product of the 3-element vectors along axis, x1 and x2 broadcast."},
-    {"diagonal", KWFUNC(f_diagonal),
+    {"diagonal", MOD_KWFUNC(f_diagonal),
      "diagonal(x, /, *, offset=0)\n--\n\n"
      "A view of the diagonal of each matrix of x (offset > 0: above the main one)."},
-    {"trace", KWFUNC(f_trace),
+    {"trace", MOD_KWFUNC(f_trace),
      "trace(x, /, *, offset=0, dtype=None)\n--\n\n"
      "The sum of the diagonal of each matrix of x, in dtype (None: sum's rule)."},
     {"outer", f_outer, METH_VARARGS,
      "outer(x1, x2, /)\n--\n\nThe outer product of two 1-D arrays."},
-    {"vector_norm", KWFUNC(f_vector_norm),
+    {"vector_norm", MOD_KWFUNC(f_vector_norm),
      "vector_norm(x, /, *, axis=None, keepdims=False, ord=2)\n--\n\n"
      "The vector norm over axis (None: all elements): sum(|x|**ord)**(1/ord), inf and -inf "
      "the largest and smallest |x|, 0 the count of non-zeros."},
-    {"matrix_norm", KWFUNC(f_matrix_norm),
+    {"matrix_norm", MOD_KWFUNC(f_matrix_norm),
      "matrix_norm(x, /, *, keepdims=False, ord='fro')\n--\n\n"
      "The norm of each matrix of x: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf (NumPy's)."},
     {"matrix_power", f_matrix_power, METH_VARARGS,

@@ -178,16 +178,15 @@ out:
     return r;
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
     {"matrix_transpose", f_matrix_transpose, METH_O,
      "matrix_transpose(x, /)\n--\n\n"
      "The array with its last two axes swapped (a view: x.mT); x has two or more dimensions."},
-    {"vecdot", KWFUNC(f_vecdot),
+    {"vecdot", MOD_KWFUNC(f_vecdot),
      "vecdot(x1, x2, /, *, axis=-1)\n--\n\n"
      "The dot product of vectors along axis: sum(conj(x1) * x2, axis) with x1 and x2 "
      "broadcast against each other (the axis itself must match); on their device."},
-    {"tensordot", KWFUNC(f_tensordot),
+    {"tensordot", MOD_KWFUNC(f_tensordot),
      "tensordot(x1, x2, /, *, axes=2)\n--\n\n"
      "The sum of products over axes: x1's last `axes` axes against x2's first (an int), or the "
      "axes given as a pair of sequences; the free axes of x1, then of x2, remain."},

@@ -527,7 +527,7 @@ static PyMethodDef functions[] = {
      "dtype (float32 @ float64 is float64); a 1-D operand is a vector, and vector @ vector is a "
      "0-d array. "
      "Computed asynchronously by a tiled kernel; the result is a new C-contiguous array."},
-    {"_matmul_plan", (PyCFunction)(void (*)(void))f_matmul_plan, METH_VARARGS | METH_KEYWORDS,
+    {"_matmul_plan", MOD_KWFUNC(f_matmul_plan),
      "_matmul_plan(dtype, device=None, a_by_col=False, b_by_col=False) -> (name, constexprs, "
      "(ty, tx)): the kernel of kernels/matmul.py that matmul launches for that result dtype on "
      "device ('ptx': as on a CUDA GPU), its compile-time arguments and its work-group. For tests "

@@ -1091,59 +1091,58 @@ done:
 static PyObject *f_hstack(PyObject *self, PyObject *tup) { return stack_hv(tup, false); }
 static PyObject *f_vstack(PyObject *self, PyObject *tup) { return stack_hv(tup, true); }
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
     {"broadcast_arrays", f_broadcast_arrays, METH_VARARGS,
      "broadcast_arrays(*arrays) -> list of ndarray\n\nViews of the arrays broadcast to one "
      "shape (NumPy's rules; writing through them writes the inputs)."},
-    {"broadcast_to", KW(f_broadcast_to),
+    {"broadcast_to", MOD_KWFUNC(f_broadcast_to),
      "broadcast_to(x, /, shape) -> ndarray\n\nA view of x broadcast to shape (stride 0 along "
      "the broadcast dimensions)."},
-    {"concat", KW(f_concat),
+    {"concat", MOD_KWFUNC(f_concat),
      "concat(arrays, /, *, axis=0) -> ndarray\n\nThe arrays joined along axis (axis=None: "
      "flattened first), in their result_type, on their device."},
-    {"concatenate", KW(f_concatenate),
+    {"concatenate", MOD_KWFUNC(f_concatenate),
      "concatenate(arrays, axis=0) -> ndarray\n\nNumPy's name for concat."},
-    {"expand_dims", KW(f_expand_dims),
+    {"expand_dims", MOD_KWFUNC(f_expand_dims),
      "expand_dims(x, /, *, axis=0) -> ndarray\n\nA view of x with a dimension of size 1 "
      "inserted at axis (an int, or a tuple as NumPy takes)."},
-    {"flip", KW(f_flip),
+    {"flip", MOD_KWFUNC(f_flip),
      "flip(x, /, *, axis=None) -> ndarray\n\nA view of x with the order of elements reversed "
      "along axis (an int or a tuple; None: all axes)."},
-    {"moveaxis", KW(f_moveaxis),
+    {"moveaxis", MOD_KWFUNC(f_moveaxis),
      "moveaxis(x, source, destination, /) -> ndarray\n\nA view of x with the axes source "
      "moved to destination (ints or tuples), the others in their order."},
-    {"permute_dims", KW(f_permute_dims),
+    {"permute_dims", MOD_KWFUNC(f_permute_dims),
      "permute_dims(x, /, axes) -> ndarray\n\nA view of x with its axes in the order axes."},
-    {"transpose", KW(f_transpose),
+    {"transpose", MOD_KWFUNC(f_transpose),
      "transpose(a, axes=None) -> ndarray\n\nNumPy's: a view with the axes permuted (reversed "
      "when axes is None)."},
-    {"swapaxes", KW(f_swapaxes),
+    {"swapaxes", MOD_KWFUNC(f_swapaxes),
      "swapaxes(a, axis1, axis2) -> ndarray\n\nA view of a with two axes interchanged."},
-    {"repeat", KW(f_repeat),
+    {"repeat", MOD_KWFUNC(f_repeat),
      "repeat(x, repeats, /, *, axis=None) -> ndarray\n\nEach element of x repeated: repeats is "
      "an int or a 1-D integer offload array with one count per element along axis (None: x "
      "flattened first). Computed on x's device."},
-    {"reshape", KW(f_reshape),
+    {"reshape", MOD_KWFUNC(f_reshape),
      "reshape(x, /, shape, *, copy=None) -> ndarray\n\nx in a new shape (one dimension may be "
      "-1): a view where x's layout allows, else a copy. copy=True always copies; copy=False "
      "raises ValueError where a copy would be needed."},
     {"ravel", f_ravel, METH_O,
      "ravel(x) -> ndarray\n\nx as 1-D: a view when x is C-contiguous, else a copy."},
-    {"roll", KW(f_roll),
+    {"roll", MOD_KWFUNC(f_roll),
      "roll(x, /, shift, *, axis=None) -> ndarray\n\nx's elements shifted along axis (ints or "
      "tuples; None: x flattened, then shaped back), those past the end coming back at the "
      "start."},
-    {"squeeze", KW(f_squeeze),
+    {"squeeze", MOD_KWFUNC(f_squeeze),
      "squeeze(x, /, axis=None) -> ndarray\n\nA view of x without the size-1 axes named "
      "(ValueError for an axis that is not 1; None: all of them)."},
-    {"stack", KW(f_stack),
+    {"stack", MOD_KWFUNC(f_stack),
      "stack(arrays, /, *, axis=0) -> ndarray\n\nArrays of one shape joined along a new axis, "
      "in their result_type."},
-    {"tile", KW(f_tile),
+    {"tile", MOD_KWFUNC(f_tile),
      "tile(x, repetitions, /) -> ndarray\n\nx repeated repetitions[i] times along each "
      "dimension (NumPy's rules for unequal lengths)."},
-    {"unstack", KW(f_unstack),
+    {"unstack", MOD_KWFUNC(f_unstack),
      "unstack(x, /, *, axis=0) -> tuple of ndarray\n\nViews of x's slices along axis."},
     {"atleast_1d", f_atleast_1d, METH_VARARGS,
      "atleast_1d(*arys) -> ndarray or tuple\n\nViews with at least one dimension."},
@@ -1160,7 +1159,7 @@ static PyMethodDef functions[] = {
 };
 
 static PyMethodDef array_methods[] = {
-    {"reshape", KW(m_reshape),
+    {"reshape", MOD_KWFUNC(m_reshape),
      "reshape(*shape, copy=None) -> ndarray\n\nNumPy's method: a view where the layout allows, "
      "else a copy (x.reshape(2, 3) or x.reshape((2, 3)))."},
     {NULL},

@@ -129,7 +129,7 @@ static PyObject *array_function(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"__array_ufunc__", (PyCFunction)(void (*)(void))array_ufunc, METH_VARARGS | METH_KEYWORDS,
+    {"__array_ufunc__", MOD_KWFUNC(array_ufunc),
      "__array_ufunc__(ufunc, method, *inputs, **kwargs)\n--\n\n"
      "NumPy's ufuncs on offload arrays: np.sqrt(x) is offload.sqrt(x), on x's device; "
      "out= takes an offload array (the result is copied into it); ufunc.reduce is the "

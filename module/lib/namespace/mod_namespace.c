@@ -196,13 +196,12 @@ static PyMethodDef info_methods[] = {
      "capabilities() -> dict: 'boolean indexing', 'data-dependent shapes', 'max dimensions'"},
     {"default_device", info_default_device, METH_NOARGS,
      "default_device() -> Device: where arrays go when no device is named"},
-    {"default_dtypes", (PyCFunction)(void (*)(void))info_default_dtypes,
-     METH_VARARGS | METH_KEYWORDS,
+    {"default_dtypes", MOD_KWFUNC(info_default_dtypes),
      "default_dtypes(*, device=None) -> dict: 'real floating' (float64, or float32 on a device "
      "without float64), 'complex floating' (complex128, or complex64 there), 'integral' and "
      "'indexing' (int64)"},
     {"devices", info_devices, METH_NOARGS, "devices() -> list of every Device offload sees"},
-    {"dtypes", (PyCFunction)(void (*)(void))info_dtypes, METH_VARARGS | METH_KEYWORDS,
+    {"dtypes", MOD_KWFUNC(info_dtypes),
      "dtypes(*, device=None, kind=None) -> dict name -> dtype of the dtypes arrays on device "
      "hold (float64 and complex128 only where the device computes in float64); kind as "
      "isdtype's"},
@@ -241,8 +240,7 @@ static PyObject *m_array_namespace(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 static PyMethodDef array_methods[] = {
-    {"__array_namespace__", (PyCFunction)(void (*)(void))m_array_namespace,
-     METH_VARARGS | METH_KEYWORDS,
+    {"__array_namespace__", MOD_KWFUNC(m_array_namespace),
      "__array_namespace__(*, api_version=None) -> the offload module, an array API 2024.12 "
      "namespace"},
     {NULL},
@@ -619,12 +617,11 @@ done:
     return r;
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
     {"__array_namespace_info__", f_info, METH_NOARGS,
      "__array_namespace_info__() -> ArrayNamespaceInfo: capabilities(), default_device(), "
      "default_dtypes(), devices(), dtypes()"},
-    {"astype", KWFUNC(f_astype),
+    {"astype", MOD_KWFUNC(f_astype),
      "astype(x, dtype, /, *, copy=True, device=None) -> ndarray\n\nx converted to dtype on its "
      "device (then moved to device, if given); x itself when nothing changes and copy is False."},
     {"can_cast", f_can_cast, METH_VARARGS,
@@ -644,20 +641,20 @@ static PyMethodDef functions[] = {
     {"result_type", f_result_type, METH_VARARGS,
      "result_type(*arrays_and_dtypes) -> dtype: NumPy 2's promotion (Python scalars are weak); "
      "TypeError where that is a dtype arrays do not hold"},
-    {"eye", KWFUNC(f_eye),
+    {"eye", MOD_KWFUNC(f_eye),
      "eye(n_rows, n_cols=None, /, k=0, dtype=None, *, device=None) -> ndarray\n\nOnes on the "
      "k-th diagonal, zeros elsewhere; computed on the device."},
-    {"linspace", KWFUNC(f_linspace),
+    {"linspace", MOD_KWFUNC(f_linspace),
      "linspace(start, stop, /, num=50, endpoint=True, *, dtype=None, device=None) -> ndarray\n\n"
      "num evenly spaced numbers from start to stop (stop left out unless endpoint): NumPy's "
      "values, computed on the device."},
-    {"meshgrid", KWFUNC(f_meshgrid),
+    {"meshgrid", MOD_KWFUNC(f_meshgrid),
      "meshgrid(*arrays, indexing='xy') -> list of ndarray\n\nCoordinate arrays from 1-D arrays: "
      "'xy' Cartesian (the first two axes swapped), 'ij' matrix indexing; copies, as NumPy's."},
-    {"tril", KWFUNC(f_tril),
+    {"tril", MOD_KWFUNC(f_tril),
      "tril(x, /, k=0) -> ndarray: x (..., M, N) with the elements above the k-th diagonal "
      "zeroed"},
-    {"triu", KWFUNC(f_triu),
+    {"triu", MOD_KWFUNC(f_triu),
      "triu(x, /, k=0) -> ndarray: x (..., M, N) with the elements below the k-th diagonal "
      "zeroed"},
     {NULL},

@@ -1055,15 +1055,14 @@ static PyObject *f_nonzero(PyObject *self, PyObject *xo) {
     return r;
 }
 
-#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"take", KW(f_take),
+    {"take", MOD_KWFUNC(f_take),
      "take(x, indices, /, *, axis=None) -> ndarray\n\n"
      "The elements of x at indices along axis (x flattened when axis is None), as\n"
      "numpy.take: indices an integer offload array on x's device, negative ones\n"
      "counting from the end. An index out of range raises IndexError at this call\n"
      "(checked on the device and read back)."},
-    {"take_along_axis", KW(f_take_along_axis),
+    {"take_along_axis", MOD_KWFUNC(f_take_along_axis),
      "take_along_axis(x, indices, /, *, axis=-1) -> ndarray\n\n"
      "x[..., indices, ...] pairing each index with its position along the other\n"
      "axes, as numpy.take_along_axis (x and indices broadcast there); indices an\n"

@@ -1031,19 +1031,18 @@ static PyObject *f_unique_all(PyObject *m, PyObject *x) { return f_unique(U_ALL,
 
 /* ---- the namespace ---- */
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"sort", KWFUNC(f_sort),
+    {"sort", MOD_KWFUNC(f_sort),
      "sort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> ndarray\n\n"
      "A sorted copy of x along axis (None: the flattened array), on x's device. Always stable; "
      "NaNs last (first when descending: the ascending order reversed, ties kept in order). "
      "Complex numbers in NumPy's order (real, then imag; NaN parts last). kind= is accepted for "
      "NumPy's sake; order= must be None."},
-    {"argsort", KWFUNC(f_argsort),
+    {"argsort", MOD_KWFUNC(f_argsort),
      "argsort(x, /, axis=-1, kind=None, order=None, *, descending=False, stable=None) -> int64 "
      "ndarray\n\nThe indices that sort x along axis, as sort orders it: equal elements keep "
      "their order, also when descending."},
-    {"searchsorted", KWFUNC(f_searchsorted),
+    {"searchsorted", MOD_KWFUNC(f_searchsorted),
      "searchsorted(x1, x2, /, side='left', sorter=None) -> int64 ndarray\n\nWhere to insert "
      "each element of x2 in the sorted 1-D x1 (or x1[sorter]) to keep it sorted: the first "
      "place (side='left') or the last ('right'). Compares in NumPy's common dtype, NaN last. "
@@ -1064,10 +1063,10 @@ static PyMethodDef functions[] = {
 };
 
 static PyMethodDef methods[] = {
-    {"sort", KWFUNC(m_sort),
+    {"sort", MOD_KWFUNC(m_sort),
      "sort(axis=-1, kind=None, order=None, *, descending=False, stable=None) -> None\n\nSorts "
      "the array in place along axis, as offload.sort."},
-    {"argsort", KWFUNC(m_argsort),
+    {"argsort", MOD_KWFUNC(m_argsort),
      "argsort(axis=-1, kind=None, order=None, *, descending=False, stable=None) -> int64 "
      "ndarray: offload.argsort(self, ...)"},
     {NULL, NULL, 0, NULL},

@@ -807,40 +807,39 @@ PyObject *mod_reduce_named(const char *name, PyObject *x, PyObject *axis, PyObje
     return PyErr_Format(PyExc_SystemError, "offload: no reduction named %s", name);
 }
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"sum", KWFUNC(f_sum),
+    {"sum", MOD_KWFUNC(f_sum),
      "sum(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nSum of the elements "
      "over all axes or "
      "the given ones, on a's device (0-d for a full sum). NumPy's dtypes: bool and integers sum to "
      "int64 "
      "(unsigned: uint64). out= must be None."},
-    {"prod", KWFUNC(f_prod),
+    {"prod", MOD_KWFUNC(f_prod),
      "prod(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray: product, as sum"},
-    {"min", KWFUNC(f_min),
+    {"min", MOD_KWFUNC(f_min),
      "min(a, axis=None, out=None, keepdims=False) -> ndarray\n\nMinimum, in a's dtype; NaN "
      "propagates; "
      "ValueError for an empty reduction."},
-    {"max", KWFUNC(f_max),
+    {"max", MOD_KWFUNC(f_max),
      "max(a, axis=None, out=None, keepdims=False) -> ndarray: maximum, as min"},
-    {"mean", KWFUNC(f_mean),
+    {"mean", MOD_KWFUNC(f_mean),
      "mean(a, axis=None, dtype=None, out=None, keepdims=False) -> ndarray\n\nArithmetic mean; "
      "float64 for "
      "integer inputs; NaN (with a RuntimeWarning) for an empty reduction."},
-    {"argmin", KWFUNC(f_argmin),
+    {"argmin", MOD_KWFUNC(f_argmin),
      "argmin(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray\n\nIndex of the first "
      "minimum (in C "
      "order for axis=None); the first NaN if there is one."},
-    {"argmax", KWFUNC(f_argmax),
+    {"argmax", MOD_KWFUNC(f_argmax),
      "argmax(a, axis=None, out=None, *, keepdims=False) -> int64 ndarray: index of the first "
      "maximum, as argmin"},
-    {"any", KWFUNC(f_any),
+    {"any", MOD_KWFUNC(f_any),
      "any(a, axis=None, out=None, keepdims=False) -> bool ndarray\n\nWhether any element over "
      "all axes or the given ones is nonzero (NaN counts); False for an empty reduction."},
-    {"all", KWFUNC(f_all),
+    {"all", MOD_KWFUNC(f_all),
      "all(a, axis=None, out=None, keepdims=False) -> bool ndarray\n\nWhether every element over "
      "all axes or the given ones is nonzero (NaN counts); True for an empty reduction."},
-    {"count_nonzero", KWFUNC(f_count_nonzero),
+    {"count_nonzero", MOD_KWFUNC(f_count_nonzero),
      "count_nonzero(a, axis=None, *, keepdims=False) -> int64 ndarray\n\nThe number of nonzero "
      "elements (NaN counts) over all axes or the given ones; a 0-d array for axis=None."},
     {NULL, NULL, 0, NULL},
@@ -848,23 +847,23 @@ static PyMethodDef functions[] = {
 
 /* ndarray's methods: NumPy's, with self as a */
 PyMethodDef mod_reduce_methods[] = {
-    {"sum", KWFUNC(m_sum),
+    {"sum", MOD_KWFUNC(m_sum),
      "sum(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.sum(self, ...)"},
-    {"prod", KWFUNC(m_prod),
+    {"prod", MOD_KWFUNC(m_prod),
      "prod(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.prod(self, ...)"},
-    {"min", KWFUNC(m_min),
+    {"min", MOD_KWFUNC(m_min),
      "min(axis=None, out=None, keepdims=False) -> ndarray: offload.min(self, ...)"},
-    {"max", KWFUNC(m_max),
+    {"max", MOD_KWFUNC(m_max),
      "max(axis=None, out=None, keepdims=False) -> ndarray: offload.max(self, ...)"},
-    {"mean", KWFUNC(m_mean),
+    {"mean", MOD_KWFUNC(m_mean),
      "mean(axis=None, dtype=None, out=None, keepdims=False) -> ndarray: offload.mean(self, ...)"},
-    {"argmin", KWFUNC(m_argmin),
+    {"argmin", MOD_KWFUNC(m_argmin),
      "argmin(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmin(self, ...)"},
-    {"argmax", KWFUNC(m_argmax),
+    {"argmax", MOD_KWFUNC(m_argmax),
      "argmax(axis=None, out=None, *, keepdims=False) -> int64 ndarray: offload.argmax(self, ...)"},
-    {"any", KWFUNC(m_any),
+    {"any", MOD_KWFUNC(m_any),
      "any(axis=None, out=None, keepdims=False) -> bool ndarray: offload.any(self, ...)"},
-    {"all", KWFUNC(m_all),
+    {"all", MOD_KWFUNC(m_all),
      "all(axis=None, out=None, keepdims=False) -> bool ndarray: offload.all(self, ...)"},
     {NULL, NULL, 0, NULL},
 };

@@ -558,32 +558,31 @@ out:
 
 /* ---- tables ---- */
 
-#define KWFUNC(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 static PyMethodDef functions[] = {
-    {"var", KWFUNC(f_var),
+    {"var", MOD_KWFUNC(f_var),
      "var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=0.0) -> "
      "ndarray\n\nVariance over all axes or the given ones, sum((x - mean)**2) / (N - correction), "
      "in two passes as NumPy; ddof= is NumPy's name for correction=. Float inputs keep their "
      "dtype, integers and bool give float64. N - correction <= 0 gives inf or nan. out= must be "
      "None."},
-    {"std", KWFUNC(f_std),
+    {"std", MOD_KWFUNC(f_std),
      "std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=0.0) -> "
      "ndarray\n\nStandard deviation: sqrt(var(x, ...))."},
-    {"cumulative_sum", KWFUNC(f_cumulative_sum),
+    {"cumulative_sum", MOD_KWFUNC(f_cumulative_sum),
      "cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False) -> ndarray\n\n"
      "Cumulative sum along axis (required for more than one dimension), with a leading 0 when "
      "include_initial. Bool and integers accumulate in int64 (unsigned: uint64) unless dtype= "
      "says otherwise; floats in their own dtype. A parallel scan on x's device."},
-    {"cumulative_prod", KWFUNC(f_cumulative_prod),
+    {"cumulative_prod", MOD_KWFUNC(f_cumulative_prod),
      "cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False) -> ndarray\n\n"
      "Cumulative product, as cumulative_sum (the initial value is 1)."},
-    {"cumsum", KWFUNC(f_cumsum),
+    {"cumsum", MOD_KWFUNC(f_cumsum),
      "cumsum(a, axis=None, dtype=None, out=None) -> ndarray\n\nNumPy's cumulative sum: "
      "axis=None scans the flattened array (C order). out= must be None."},
-    {"cumprod", KWFUNC(f_cumprod),
+    {"cumprod", MOD_KWFUNC(f_cumprod),
      "cumprod(a, axis=None, dtype=None, out=None) -> ndarray\n\nNumPy's cumulative product, "
      "as cumsum."},
-    {"diff", KWFUNC(f_diff),
+    {"diff", MOD_KWFUNC(f_diff),
      "diff(a, /, n=1, axis=-1, prepend=None, append=None) -> ndarray\n\nThe n-th discrete "
      "difference along axis, a[1:] - a[:-1] (bool: a[1:] != a[:-1]) n times; prepend/append "
      "(offload arrays, or scalars broadcast along axis) are joined to a first, in NumPy's "
@@ -592,15 +591,15 @@ static PyMethodDef functions[] = {
 };
 
 static PyMethodDef methods[] = {
-    {"var", KWFUNC(m_var),
+    {"var", MOD_KWFUNC(m_var),
      "var(axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=0.0) -> "
      "ndarray: offload.var(self, ...)"},
-    {"std", KWFUNC(m_std),
+    {"std", MOD_KWFUNC(m_std),
      "std(axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=0.0) -> "
      "ndarray: offload.std(self, ...)"},
-    {"cumsum", KWFUNC(m_cumsum),
+    {"cumsum", MOD_KWFUNC(m_cumsum),
      "cumsum(axis=None, dtype=None, out=None) -> ndarray: offload.cumsum(self, ...)"},
-    {"cumprod", KWFUNC(m_cumprod),
+    {"cumprod", MOD_KWFUNC(m_cumprod),
      "cumprod(axis=None, dtype=None, out=None) -> ndarray: offload.cumprod(self, ...)"},
     {NULL, NULL, 0, NULL},
 };
