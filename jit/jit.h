@@ -207,7 +207,7 @@ typedef struct {
      * v's range is, which the module checks before a launch */
     PyObject *direct;
     bool continues;  /* the body has a `continue` of the prange loop itself */
-    bool unrollable; /* small, and no `continue`: JIT_LOOP_ACC may copy it */
+    bool unrollable; /* small, and no `continue`: JIT_LOOP_ACC and JIT_LOOP_STRIDE may copy it */
 } jit_loop;
 
 /* Called once per loop found; returns the loop's ID (>= 0), or -1 with a

@@ -691,10 +691,11 @@ PyObject *jit_loop_kernel(const jit_loop *loop, PyObject *params, const jit_loop
     }
     PyObject *ops = PyUnicode_FromStringAndSize(loop->red_ops, PyTuple_GET_SIZE(loop->reductions));
     if (!ops) return NULL;
-    return PyObject_CallFunction(
-        expand_kernel, "ssOOONIIOOiiii", shapes[form->shape], name, params, loop->targets,
-        loop->reductions, ops, form->unit_steps, form->lanes, loop->continues ? Py_True : Py_False,
-        loop->body, loop->line, loop->col - 1, (int)JIT_LOOP_LANES_WIDTH, (int)JIT_LOOP_GROUP);
+    return PyObject_CallFunction(expand_kernel, "ssOOONIIOOOiiii", shapes[form->shape], name,
+                                 params, loop->targets, loop->reductions, ops, form->unit_steps,
+                                 form->lanes, loop->continues ? Py_True : Py_False,
+                                 loop->unrollable ? Py_True : Py_False, loop->body, loop->line,
+                                 loop->col - 1, (int)JIT_LOOP_LANES_WIDTH, (int)JIT_LOOP_GROUP);
 }
 
 int jit_var_type(jit_func *f, const jit_type *args, int nargs, int range_ndim, bool nd,

@@ -125,6 +125,15 @@ def test_four_reductions_at_once_1d(dtype, n, lo, step):
     assert mn == part.min() and mx == part.max()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_four_reductions_over_more_tiles_than_groups(dtype):
+    """A GPU's flat loop walks tiles of 16 x 256 iterations grid-stride over at most
+    2048 work-items a compute unit: 2^23 iterations give a group two tiles or more.
+    (Not float32: its product of 2^23 factors drifts past any tolerance that says
+    something.)"""
+    test_four_reductions_at_once_1d(dtype, (1 << 23) + 4097, 2, 1)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_four_reductions_with_a_negative_step(dtype):
     x = rng().standard_normal(9001).astype(dtype)

@@ -175,8 +175,8 @@ class _Expansion:
                                decorator_list=[], returns=None, type_comment=None, **self.place)
 
 
-def kernel(shape, name, params, targets, reductions, ops, unit_steps, lanes, continues, body,
-           line, col, width, group):
+def kernel(shape, name, params, targets, reductions, ops, unit_steps, lanes, continues,
+           unrollable, body, line, col, width, group):
     """The ast.FunctionDef named name of a loop's kernel (jit_loop_kernel in
     jit/jit.h): shape is jit_loop_form's ('map', 'lanes', 'acc',
     'stride'); ops a jit_reduction character per reduction; line and col
@@ -188,9 +188,9 @@ def kernel(shape, name, params, targets, reductions, ops, unit_steps, lanes, con
     reds = [(r, _OPS[o]) for r, o in zip(reductions, ops)]
     env = {
         "NDIM": nd, "L": nd - 1, "IL": targets[-1], "UNIT_LAST": bool(unit_steps >> (nd - 1) & 1),
-        "WIDTH": width, "LANES": lanes or 1, "REDUCTIONS": reds, "COPIES": range(width),
+        "UNROLLED": unrollable, "WIDTH": width, "LANES": lanes or 1, "REDUCTIONS": reds, "COPIES": range(width),
         "COPY_TREE": [(u, u + h) for h in _halves(width) for u in range(h)],
-        "GROUP_HALVES": _halves(group),
+        "GROUP": group, "GROUP_HALVES": _halves(group),
     }
     env.update({f"I{d}": t for d, t in enumerate(targets)})
     runs = {  # what a placeholder in a signature stands for
