@@ -13,7 +13,8 @@ bench/bench_warm_start.py breaks offload's own warm start down further (SPIR-V c
 against binary cache, helper processes started). Peers in the same run where they are
 installed: numba-cuda (--gpu, with cache=True for
 its warm runs), numba-dpex (its own venv: --dpex-python PATH, see
-../shared/tools/peer-numba-dpex.sh). Median of --runs processes per row.
+../shared/tools/peer-numba-dpex.sh; 0.23 keeps no kernel on disk, so its warm rows
+have only the system's caches). Median of --runs processes per row.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ import time
 t0 = time.perf_counter()
 import numpy as np, dpnp, numba_dpex as dpex
 from numba_dpex import kernel_api as kapi
-@dpex.kernel(cache=True)
+@dpex.kernel
 def saxpy(item: kapi.Item, a, x, y):
     i = item.get_id(0)
     y[i] = a * x[i] + y[i]
@@ -138,7 +139,21 @@ def main():
         rows("numba-cuda (cache=True)", sys.executable, NUMBA_CUDA.replace("CACHE", "True"), a.runs, {})
     if a.dpex_python:
         rows("numba-dpex opencl:cpu", a.dpex_python, NUMBA_DPEX.replace("DEVICE", repr("opencl:cpu")),
-             a.runs, {})
+             a.runs, dpex_env(a.dpex_python))
+
+
+def dpex_env(python):
+    """The environment peer-numba-dpex.sh's venv needs: Intel's runtime from the venv as the
+    only OpenCL platform, and its lib/ on the loader's path (the dpctl wheel's RPATH is
+    broken)."""
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    env = {}
+    if os.path.isdir(os.path.join(venv, "opencl-vendors-intel")):
+        env["OCL_ICD_VENDORS"] = os.path.join(venv, "opencl-vendors-intel")
+    if os.path.isdir(os.path.join(venv, "lib")):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (os.path.join(venv, "lib"), os.environ.get("LD_LIBRARY_PATH")) if p)
+    return env
 
 
 if __name__ == "__main__":

@@ -172,6 +172,33 @@ def test_dot_written_as_a_loop(dtype):
     close(dot(x, y), x.astype(np.float64) @ y.astype(np.float64), x.astype(np.float64) * y, dtype)
 
 
+@ol.jit
+def min_max_from_first(x, scale):
+    lo = x[0]
+    hi = x[0]
+    t = x[0]
+    for i in prange(1, x.shape[0]):
+        lo = min(lo, x[i])
+        hi = max(hi, x[i])
+        t += x[i] * scale
+    return lo, hi, t
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_zero_d_arrays_stand_for_their_element(on_each_device, dtype):
+    """x[0] of an offload array is a 0-D array (as CuPy's is); as a reduction's first
+    value, or a value the body reads, it stands for its element, as NumPy's x[0] does."""
+    h = (rng().standard_normal(5000) * 100).astype(dtype)
+    x = ol.asarray(h, device=on_each_device)
+    lo, hi, t = min_max_from_first(x, ol.asarray(np.array(2, dtype), device=on_each_device))
+    assert lo == h.min() and hi == h.max()
+    assert type(lo) is np.dtype(dtype).type, type(lo)
+    close(t, h[0] + 2 * h[1:].astype(np.float64).sum(), 2 * h, dtype)
+    lo, hi, t = min_max_from_first(h, np.array(3, dtype))  # NumPy's 0-D arrays too
+    assert lo == h.min() and hi == h.max()
+    close(t, h[0] + 3 * h[1:].astype(np.float64).sum(), 3 * h, dtype)
+
+
 def test_negative_indices_still_wrap():
     x = rng().standard_normal(500)
     np.testing.assert_allclose(sum_from(x, -3, 500), x.sum() + x[-3:].sum(), rtol=1e-12)

@@ -803,7 +803,7 @@ static PyObject *user_ranges(const Py_ssize_t *start, const Py_ssize_t *stop,
 typedef struct {
     mod_loopctx *c;
     mod_loop *l;
-    PyObject *values; /* borrowed: the loop's reads, then its reductions' values */
+    PyObject *values; /* owned: the loop's reads, then its reductions' values (elements_of_0d) */
     Py_ssize_t nreads, nred;
     Py_ssize_t start[3], stop[3], step[3], total; /* as the user's ranges say */
     jit_loop_form form;                           /* of the kernel for this run */
@@ -1151,6 +1151,35 @@ static PyObject *run_results(const loop_run_state *r) {
     return result;
 }
 
+/* A 0-D array among a loop's values (`m = x[0]` of an offload array, as of
+ * CuPy's) stands for its element, as NumPy's x[0] would: kernels take arrays
+ * of 1 to 3 dimensions. values itself, or a new tuple with each such array
+ * read back as a NumPy scalar of its dtype. New reference. */
+static PyObject *elements_of_0d(PyObject *values) {
+    PyObject *out = Py_NewRef(values), *none = PyTuple_New(0);
+    for (Py_ssize_t i = 0; out && none && i < PyTuple_GET_SIZE(values); i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i), *host = NULL;
+        if (mod_array_check(v) && ((mod_array *)v)->nd == 0)
+            host = mod_array_asnumpy((mod_array *)v);
+        else if (mod_is_numpy_array(v) && PyObject_Length(v) < 0) /* only 0-D has no len() */
+            PyErr_Clear(), host = Py_NewRef(v);
+        else
+            continue;
+        PyObject *elem = host ? PyObject_GetItem(host, none) : NULL;
+        Py_XDECREF(host);
+        if (out == values)
+            Py_SETREF(out, elem ? PyTuple_GetSlice(values, 0, PY_SSIZE_T_MAX) : NULL);
+        if (!elem || !out) {
+            Py_XDECREF(elem);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_SETREF(PyTuple_GET_ITEM(out, i), elem); /* out is a new tuple of ours */
+    }
+    Py_XDECREF(none);
+    return out;
+}
+
 /* offload._loop(id, ranges, values): runs prange loop id over ranges (start,
  * stop, step per dimension) with values (its reads, then its reductions);
  * returns the reductions' new values. */
@@ -1163,24 +1192,23 @@ static PyObject *loop_run(PyObject *self, PyObject *const *args, Py_ssize_t n) {
         return PyErr_Format(PyExc_ValueError, "no prange loop %ld%s", id,
                             registry ? "" : " (the process is exiting)");
     mod_loop *l = (mod_loop *)PyList_GET_ITEM(registry, id);
-    loop_run_state r = {.l = l,
-                        .values = args[2],
-                        .nreads = PyTuple_GET_SIZE(l->info.reads),
-                        .nred = PyTuple_GET_SIZE(l->info.reductions)};
-    if (PyTuple_GET_SIZE(r.values) != r.nreads + r.nred ||
-        PyTuple_GET_SIZE(args[1]) != 3 * l->info.ndim)
+    Py_ssize_t nreads = PyTuple_GET_SIZE(l->info.reads),
+               nred = PyTuple_GET_SIZE(l->info.reductions);
+    if (PyTuple_GET_SIZE(args[2]) != nreads + nred || PyTuple_GET_SIZE(args[1]) != 3 * l->info.ndim)
         return PyErr_Format(PyExc_TypeError, "offload._loop: loop %ld takes %zd values", id,
-                            r.nreads + r.nred);
+                            nreads + nred);
+    loop_run_state r = {.l = l, .values = elements_of_0d(args[2]), .nreads = nreads, .nred = nred};
     mod_loopctx *temp =
         NULL; /* a loop run outside any cell or @offload.jit call: a context of its own */
-    if (!(r.c = current) && !(r.c = temp = ctx_make(&LoopCtxType, NULL, false))) return NULL;
     PyObject *result = NULL;
-    if ((r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 &&
+    if (r.values && ((r.c = current) || (r.c = temp = ctx_make(&LoopCtxType, NULL, false))) &&
+        (r.argv = PyList_New(0)) && run_ranges(&r, args[1]) == 0 && run_place(&r) == 0 &&
         run_params(&r) == 0 && (!r.nred || run_partials(&r) == 0) &&
         (r.total == 0 || run_launch(&r) == 0))
         result = run_results(&r);
     Py_XDECREF(r.argv);
     Py_XDECREF(r.outs);
+    Py_XDECREF(r.values);
     if (temp) { /* a failed loop wrote nothing worth copying back */
         if (result && finish(temp) < 0) Py_CLEAR(result);
         Py_DECREF(temp);
