@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+import offload as ol
+
 INF = math.inf
 NAN = -math.nan  # C's 0.0 / 0.0 and x86's default NaN: the sign bit set
 HALF_PI = 1.5707963267948966
@@ -447,26 +449,10 @@ def _ipow(p, qr):
     sq = p * p
     acc = one
     pw = p
-    m = acc * pw
-    acc = m if n & 1 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 2 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 4 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 8 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 16 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 32 else acc
-    pw = pw * pw
-    m = acc * pw
-    acc = m if n & 64 else acc
+    for b in ol.static_range(7):  # the squaring after the last bit is dead code
+        m = acc * pw
+        acc = m if n & (1 << b) else acc
+        pw = pw * pw
     p3 = p * sq
     r = acc
     r = p3 if n == 3 else r
