@@ -172,8 +172,10 @@ LLVMValueRef jit_cg_call(cg *c, jit_node *n);
 LLVMValueRef jit_cg_no_value(cg *c);
 LLVMValueRef jit_cg_emit_print(cg *c, jit_node *n);
 LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n);
-/* A call of the device library's function name (jit_lib.h) on the numbers
- * v[nargs] (at most 8) of types at; *ret its result's type. Errors at n. */
+/* A call of the device library's function name (jit_lib.h) on arguments of
+ * types at[nargs]: a number is one value of v, an array its parameters' values
+ * (jit_cg_param_count: base, offset, shapes, strides); 16 values at most.
+ * *ret its result's type. Errors at n. */
 LLVMValueRef jit_cg_call_lib(cg *c, const jit_node *n, const char *name, const jit_type *at,
                              LLVMValueRef *v, int nargs, jit_type *ret);
 

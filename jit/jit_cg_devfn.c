@@ -136,12 +136,13 @@ LLVMValueRef jit_cg_call_lib(cg *c, const jit_node *n, const char *name, const j
     int dfi = devfn_for(c, n, f, at, nargs);
     jit_lib_unlock();
     if (dfi < 0) return NULL;
-    LLVMValueRef args[8 + 2];
+    LLVMValueRef args[16 + 2];
     int na = 0;
-    for (int i = 0; i < nargs && i < 8; i++)
-        args[na++] = at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL
-                         ? LLVMBuildZExt(m->b, v[i], m->i8, "")
-                         : v[i];
+    for (int i = 0, vi = 0; i < nargs; i++) /* an array is its parameters' values, in v */
+        for (int k = 0; k < jit_cg_param_count(at[i]) && na < 16; k++, vi++)
+            args[na++] = at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL
+                             ? LLVMBuildZExt(m->b, v[vi], m->i8, "")
+                             : v[vi];
     if (m->bc) args[na++] = c->record;
     if (m->cancel) args[na++] = c->cancel_flag;
     cg_devfn *df = &m->devfns[dfi];
