@@ -79,7 +79,9 @@ static int print_value(cg *c, print_buf *pb, jit_node *k) {
                           jit_cg_i64c(c, 6),
                           jit_cg_i64c(c, 8)};
     jit_type ret;
-    if (!jit_cg_call_lib(c, k, "float_repr", at, lv, 4, &ret)) return -1;
+    /* called, not inlined: printing is a slow path, and the function is
+     * large; each kernel that prints then only links it */
+    if (!jit_cg_call_lib(c, k, "float_repr", at, lv, 4, false, &ret)) return -1;
     LLVMValueRef got[6];
     for (int i = 0; i < 6; i++) {
         LLVMValueRef ix[2] = {jit_cg_i64c(c, 0), jit_cg_i64c(c, i)};

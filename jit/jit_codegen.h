@@ -34,6 +34,9 @@ typedef struct {
 } jit_tgt;
 
 void jit_target_setup(jit_tgt *t); /* triple, data layout, module metadata */
+/* Triple and data layout only: for a module that kernel modules link (the
+ * device library's), whose metadata would be added to theirs a second time. */
+void jit_target_layout(jit_tgt *t);
 /* Also the launch bounds, on PTX (0: none). */
 void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn, int max_threads, int min_blocks);
 void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function */
