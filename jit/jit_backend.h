@@ -47,6 +47,16 @@ void jit_blob_free(jit_blob *b);
  * and each function's blocks are put in reverse post-order (SPIR-V wants every
  * block after its dominators). */
 int jit_optimize(LLVMModuleRef m, char *err, size_t errlen);
+/* A function's string attribute: already optimised (a device library
+ * function that kernels call rather than inline); jit_optimize's pipeline
+ * leaves its body alone. */
+#define JIT_OPTIMIZED "ofl-optimized"
+/* For a module of device functions that kernel modules link (the device
+ * library's, jit_lib.h): a light function pipeline instead of O3 (the kernel's
+ * pipeline or the device's compiler does the rest), the same clean-ups, and
+ * every function that is not internal stays, as the module's product. sm:
+ * the PTX target's compute capability (ignored for spir64). */
+int jit_optimize_part(LLVMModuleRef m, int sm, char *err, size_t errlen);
 
 /* ---- SPIR-V (jit_spirv.cpp, jit_spirv_tools.c) ---- */
 

@@ -103,6 +103,9 @@ typedef struct {
 } range_trips;
 
 /* ---- jit_codegen.c: the driver, and what every function being generated needs ---- */
+/* m's module (named name, in ctx: no triple yet), builder and types, for
+ * m->target. */
+void jit_cg_module_init(cg_module *m, LLVMContextRef ctx, const char *name);
 int jit_cg_fail(cg *c, const jit_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 LLVMValueRef jit_cg_entry_alloca(cg *c, LLVMTypeRef t, const char *name);
@@ -172,10 +175,14 @@ LLVMValueRef jit_cg_call(cg *c, jit_node *n);
 LLVMValueRef jit_cg_no_value(cg *c);
 LLVMValueRef jit_cg_emit_print(cg *c, jit_node *n);
 LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n);
-/* A call of the device library's function name (jit_lib.h) on the numbers
- * v[nargs] (at most 8) of types at; *ret its result's type. Errors at n. */
+/* A call of the device library's function name (jit_lib.h) on arguments of
+ * types at[nargs]: a number is one value of v, an array its parameters' values
+ * (jit_cg_param_count: base, offset, shapes, strides); 16 values at most.
+ * inlined: the kernel's pipeline inlines it (arithmetic); else it stays a
+ * call, and the kernel's pipeline leaves its body alone (a slow path such
+ * as print's). *ret its result's type. Errors at n. */
 LLVMValueRef jit_cg_call_lib(cg *c, const jit_node *n, const char *name, const jit_type *at,
-                             LLVMValueRef *v, int nargs, jit_type *ret);
+                             LLVMValueRef *v, int nargs, bool inlined, jit_type *ret);
 
 /* ---- jit_cg_stmt.c, jit_cg_loop.c, jit_cg_hoist.c: statements (-1: the error is set) ---- */
 int jit_cg_stmts(cg *c, jit_node **body, int n);

@@ -89,7 +89,7 @@ static LLVMValueRef cx_times(cx *x, LLVMValueRef p, LLVMValueRef q) {
 /* The device library's fn on the complex values v[n] of x's dtype. */
 static LLVMValueRef cx_lib(cx *x, const jit_node *at, const char *fn, LLVMValueRef *v, int n) {
     jit_type t[2] = {jit_scalar(x->d), jit_scalar(x->d)}, ret;
-    LLVMValueRef r = jit_cg_call_lib(x->c, at, fn, t, v, n, &ret);
+    LLVMValueRef r = jit_cg_call_lib(x->c, at, fn, t, v, n, true, &ret);
     return r ? jit_cg_conv(x->c, r, ret, t[0]) : NULL;
 }
 

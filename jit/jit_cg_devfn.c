@@ -2,10 +2,15 @@
  * function per (function, argument types), generated at its first call with
  * a builder of its own, and the calls to it: the kernel's own (called by
  * jit_cg_call) and the JIT's device library's (jit_lib.h; called by
- * jit_cg_complex). */
+ * jit_cg_complex and jit_cg_print), compiled once per process and target and
+ * linked into the kernel's module. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Linker.h>
 
 #include "jit_cg.h"
 #include "jit_lib.h"
@@ -127,26 +132,129 @@ LLVMValueRef jit_cg_call_devfn(cg *c, jit_node *n) {
     return r;
 }
 
+/* ---- the device library's functions, compiled once per target ----
+ * A library function is generated into a module of its own, in a context of
+ * its own, and optimised there (jit_optimize_part): its helpers inlined, its
+ * variables and private arrays in registers. The bitcode is kept for the
+ * process (jit_lib_code), keyed by the function, its argument types and
+ * whatever of the target and flags changes its code; each kernel that calls
+ * it links a copy into its own module, to inline it (complex arithmetic) or
+ * to call it (print's float_repr, whose body the kernel's pipeline then skips).
+ * Generated afresh in every kernel, float_repr alone cost each printing
+ * kernel's O3 about 80 ms; compiled here, it costs one process 30 ms.
+ * They are compiled without bounds checks, even for a bounds-checked kernel:
+ * their indices are the JIT's own, not the user's, and checking them would
+ * give every kernel a compile of its own (the sites are numbered per kernel). */
+
+/* The key of f for argument types at[nargs] in m: the name, what of the
+ * target the code depends on (triple and data layout, float64 as the weak
+ * float, the sm the pipeline tunes for), the cancel checks, the types. */
+static void lib_key(const cg_module *m, const jit_func *f, const jit_type *at, int nargs, char *key,
+                    size_t len) {
+    const jit_target *t = m->target;
+    size_t n = (size_t)snprintf(key, len, "%s|form %d sm %d fp64 %d cancel %d %d|", f->name,
+                                (int)t->form, t->form == JIT_PTX ? t->sm : 0, (int)t->fp64,
+                                (int)m->cancel, (int)m->cancel_checks);
+    for (int i = 0; i < nargs && n + 12 < len; i++)
+        n += (size_t)snprintf(key + n, len - n, "%02x%02x%02x%02x%02x ", at[i].kind, at[i].dtype,
+                              at[i].ndim, at[i].layout, at[i].space);
+}
+
+/* Generates and optimises f for at[nargs] in a module of its own, and
+ * stores its bitcode under key. NULL with the error set (at n). Under
+ * jit_lib_lock. */
+static const jit_lib_code *lib_compile(cg *c, const jit_node *n, jit_func *f, const jit_type *at,
+                                       int nargs, const char *key) {
+    cg_module *m = c->m;
+    cg_module lm = {.target = m->target,
+                    .err = m->err,
+                    .cancel = m->cancel,
+                    .cancel_checks = m->cancel_checks,
+                    .depth = m->depth};
+    LLVMContextRef ctx = LLVMContextCreate();
+    jit_cg_module_init(&lm, ctx, f->name);
+    jit_target_layout(&lm.tg);
+    cg lc = {.m = &lm, .f = c->f};
+    const jit_lib_code *code = NULL;
+    int dfi = devfn_for(&lc, n, f, at, nargs);
+    if (dfi >= 0 && lm.local_bytes) /* its arrays would be no kernel's to count */
+        dfi = jit_cg_fail(c, n, "internal: the device library's %s uses local memory", f->name);
+    if (dfi >= 0) {
+        char sym[96], msg[3000];
+        snprintf(sym, sizeof sym, "ofl_lib_%s_%d", f->name, jit_lib_code_count());
+        jit_symbol_sanitize(sym);
+        LLVMValueRef fn = lm.devfns[dfi].fn;
+        LLVMSetValueName2(fn, sym, strlen(sym));
+        LLVMSetLinkage(fn, LLVMExternalLinkage);
+        if (jit_optimize_part(lm.tg.mod, m->target->sm, msg, sizeof msg) < 0) {
+            jit_cg_fail(c, n, "internal: the device library's %s: %s", f->name, msg);
+        } else {
+            LLVMMemoryBufferRef buf = LLVMWriteBitcodeToMemoryBuffer(lm.tg.mod);
+            code = jit_lib_code_add(key, sym, lm.devfns[dfi].ret, LLVMGetBufferStart(buf),
+                                    LLVMGetBufferSize(buf));
+            LLVMDisposeMemoryBuffer(buf);
+            if (!code) jit_cg_fail(c, n, "out of memory");
+        }
+    }
+    free(lm.devfns);
+    LLVMDisposeBuilder(lm.b);
+    LLVMDisposeModule(lm.tg.mod);
+    LLVMContextDispose(ctx);
+    return code;
+}
+
+/* code's function in m's module: linked in at its first call there, to be
+ * inlined or (inlined false) called. NULL with the error set (at n). */
+static LLVMValueRef lib_link(cg *c, const jit_node *n, const jit_lib_code *code, bool inlined) {
+    cg_module *m = c->m;
+    LLVMValueRef fn = LLVMGetNamedFunction(m->tg.mod, code->sym);
+    if (fn) return fn;
+    LLVMMemoryBufferRef buf =
+        LLVMCreateMemoryBufferWithMemoryRange(code->code, code->size, code->sym, 0);
+    LLVMModuleRef lib = NULL;
+    bool bad = LLVMParseBitcodeInContext2(m->tg.ctx, buf, &lib) != 0;
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad || LLVMLinkModules2(m->tg.mod, lib)) /* lib is gone either way */
+        return jit_cg_fail(c, n, "internal: cannot link the device library's %s", code->sym), NULL;
+    fn = LLVMGetNamedFunction(m->tg.mod, code->sym);
+    if (!fn) return NULL;
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    if (!inlined) { /* a call, to a body the kernel's pipeline leaves as it is */
+        unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        unsigned never = LLVMGetEnumAttributeKindForName("noinline", 8);
+        LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, always);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(m->tg.ctx, never, 0));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(m->tg.ctx, JIT_OPTIMIZED,
+                                                          (unsigned)strlen(JIT_OPTIMIZED), "", 0));
+    }
+    return fn;
+}
+
 LLVMValueRef jit_cg_call_lib(cg *c, const jit_node *n, const char *name, const jit_type *at,
-                             LLVMValueRef *v, int nargs, jit_type *ret) {
+                             LLVMValueRef *v, int nargs, bool inlined, jit_type *ret) {
     cg_module *m = c->m;
     jit_func *f = jit_lib_find(name);
     if (!f) return jit_cg_fail(c, n, "internal: no %s in the JIT's device library", name), NULL;
+    char key[512];
+    lib_key(m, f, at, nargs, key, sizeof key);
     jit_lib_lock(); /* its tree is typed in place, and shared with other compiles */
-    int dfi = devfn_for(c, n, f, at, nargs);
+    const jit_lib_code *code = jit_lib_code_find(key);
+    if (!code) code = lib_compile(c, n, f, at, nargs, key);
     jit_lib_unlock();
-    if (dfi < 0) return NULL;
-    LLVMValueRef args[8 + 2];
+    LLVMValueRef fn = code ? lib_link(c, n, code, inlined) : NULL;
+    if (!fn) return NULL;
+    LLVMValueRef args[16 + 2];
     int na = 0;
-    for (int i = 0; i < nargs && i < 8; i++)
-        args[na++] = at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL
-                         ? LLVMBuildZExt(m->b, v[i], m->i8, "")
-                         : v[i];
-    if (m->bc) args[na++] = c->record;
+    for (int i = 0, vi = 0; i < nargs; i++) /* an array is its parameters' values, in v */
+        for (int k = 0; k < jit_cg_param_count(at[i]) && na < 16; k++, vi++)
+            args[na++] = at[i].kind == JT_SCALAR && at[i].dtype == JIT_BOOL
+                             ? LLVMBuildZExt(m->b, v[vi], m->i8, "")
+                             : v[vi];
     if (m->cancel) args[na++] = c->cancel_flag;
-    cg_devfn *df = &m->devfns[dfi];
-    LLVMValueRef r = LLVMBuildCall2(m->b, df->fty, df->fn, args, (unsigned)na, "");
+    LLVMValueRef r = LLVMBuildCall2(m->b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)na, "");
     jit_target_mark_call(&m->tg, r);
-    *ret = df->ret;
+    *ret = code->ret;
     return r;
 }

@@ -65,7 +65,30 @@ static int print_value(cg *c, print_buf *pb, jit_node *k) {
     }
     bool f32 = d == JIT_F32;
     if (f32) v = LLVMBuildFPExt(b, v, c->m->f64, "");
-    jit_print_float(&c->m->tg, v, f32, pb->args + pb->nargs);
+    /* float_repr(x, bits, single, out): the digits and the form (jit_print.c
+     * says what stays in C) */
+    LLVMValueRef parts = jit_cg_entry_alloca(c, LLVMArrayType(c->m->i64, 6), "print.parts");
+    jit_type at[4] = {jit_scalar(JIT_F64), jit_scalar(JIT_I64), jit_scalar(JIT_I64),
+                      jit_array(JIT_I64, 1, JIT_LAYOUT_C)};
+    at[3].space = JIT_PRIVATE;
+    LLVMValueRef lv[7] = {v,
+                          jit_print_float_bits(&c->m->tg, v, f32),
+                          jit_cg_i64c(c, f32),
+                          parts,
+                          jit_cg_i64c(c, 0),
+                          jit_cg_i64c(c, 6),
+                          jit_cg_i64c(c, 8)};
+    jit_type ret;
+    /* called, not inlined: printing is a slow path, and the function is
+     * large; each kernel that prints then only links it */
+    if (!jit_cg_call_lib(c, k, "float_repr", at, lv, 4, false, &ret)) return -1;
+    LLVMValueRef got[6];
+    for (int i = 0; i < 6; i++) {
+        LLVMValueRef ix[2] = {jit_cg_i64c(c, 0), jit_cg_i64c(c, i)};
+        got[i] = LLVMBuildLoad2(
+            b, c->m->i64, LLVMBuildGEP2(b, LLVMArrayType(c->m->i64, 6), parts, ix, 2, ""), "");
+    }
+    jit_print_float_parts(&c->m->tg, got, pb->args + pb->nargs);
     pb->nargs += 6;
     snprintf(conv, sizeof conv, "%%s%%.0%sd%%s%%.0%sd%%s%%.0%sd", l64, l64, l64);
     return fmt_add(pb, conv, false);

@@ -135,6 +135,21 @@ void jit_symbol_sanitize(char *s) {
             *s = '_';
 }
 
+void jit_cg_module_init(cg_module *m, LLVMContextRef ctx, const char *name) {
+    m->tg.ctx = ctx;
+    m->tg.ptx = m->target->form == JIT_PTX;
+    m->tg.mod = LLVMModuleCreateWithNameInContext(name, ctx);
+    m->b = m->tg.b = LLVMCreateBuilderInContext(ctx);
+    m->i1 = LLVMInt1TypeInContext(ctx);
+    m->i8 = LLVMInt8TypeInContext(ctx);
+    m->i32 = LLVMInt32TypeInContext(ctx);
+    m->i64 = LLVMInt64TypeInContext(ctx);
+    m->f32 = LLVMFloatTypeInContext(ctx);
+    m->f64 = LLVMDoubleTypeInContext(ctx);
+    m->gptr = LLVMPointerTypeInContext(ctx, 1);
+    m->voidt = LLVMVoidTypeInContext(ctx);
+}
+
 int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, const jit_target *t,
                 unsigned flags, LLVMContextRef ctx, const char *entry, LLVMModuleRef *out,
                 char **bounds_sites, jit_error *err) {
@@ -152,18 +167,7 @@ int jit_codegen(jit_func *f, const jit_type *args, int nargs, int range_ndim, co
         for (int i = 0; i < f->nbody && m.cancel_checks; i++)
             m.cancel_checks = !jit_cg_count_nodes(f->body[i], jit_cg_is_barrier, 0);
     }
-    m.tg.ctx = ctx;
-    m.tg.ptx = t->form == JIT_PTX;
-    m.tg.mod = LLVMModuleCreateWithNameInContext(f->name, ctx);
-    m.b = m.tg.b = LLVMCreateBuilderInContext(ctx);
-    m.i1 = LLVMInt1TypeInContext(ctx);
-    m.i8 = LLVMInt8TypeInContext(ctx);
-    m.i32 = LLVMInt32TypeInContext(ctx);
-    m.i64 = LLVMInt64TypeInContext(ctx);
-    m.f32 = LLVMFloatTypeInContext(ctx);
-    m.f64 = LLVMDoubleTypeInContext(ctx);
-    m.gptr = LLVMPointerTypeInContext(ctx, 1);
-    m.voidt = LLVMVoidTypeInContext(ctx);
+    jit_cg_module_init(&m, ctx, f->name);
     jit_target_setup(&m.tg);
 
     cg c = {.m = &m, .f = f};

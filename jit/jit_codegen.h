@@ -30,10 +30,13 @@ typedef struct {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     bool ptx;
-    LLVMValueRef print_words, repr[2]; /* jit_print.c's, made at first use */
+    LLVMValueRef print_words; /* jit_print.c's, made at first use */
 } jit_tgt;
 
 void jit_target_setup(jit_tgt *t); /* triple, data layout, module metadata */
+/* Triple and data layout only: for a module that kernel modules link (the
+ * device library's), whose metadata would be added to theirs a second time. */
+void jit_target_layout(jit_tgt *t);
 /* Also the launch bounds, on PTX (0: none). */
 void jit_target_mark_kernel(jit_tgt *t, LLVMValueRef fn, int max_threads, int min_blocks);
 void jit_target_mark_function(jit_tgt *t, LLVMValueRef fn); /* a device function */
@@ -64,8 +67,11 @@ LLVMValueRef jit_target_math(jit_tgt *t, const char *name, bool f64, LLVMValueRe
 /* ---- jit_print.c: print()'s bools and floats ---- */
 /* A pointer to "True" or "False" (bool v) for a %s. */
 LLVMValueRef jit_print_bool(jit_tgt *t, LLVMValueRef v);
-/* The six arguments of "%s%.0ld%s%.0ld%s%.0ld" that show x (a double; f32:
- * holding a float32, shown as one) as Python does. */
-void jit_print_float(jit_tgt *t, LLVMValueRef x, bool f32, LLVMValueRef out[6]);
+/* x's bits as an i64, of its own width (x a double; f32: holding a float32),
+ * for the device library's float_repr (jit/lib/print.py). */
+LLVMValueRef jit_print_float_bits(jit_tgt *t, LLVMValueRef x, bool f32);
+/* The six arguments of "%s%.0ld%s%.0ld%s%.0ld" from float_repr's six parts
+ * (i64; the words and the point slot as indices). */
+void jit_print_float_parts(jit_tgt *t, LLVMValueRef parts[6], LLVMValueRef out[6]);
 
 #endif

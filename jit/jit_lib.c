@@ -2,6 +2,8 @@
 #include "jit_lib.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jit_lib_texts.h"
@@ -31,8 +33,8 @@ void jit_lib_lock(void) {
 
 void jit_lib_unlock(void) { pthread_mutex_unlock(&lock); }
 
-/* Filled by the parser (with the GIL) while other threads may compile:
- * reads and writes hold the lock. */
+/* Filled by the parser (with the GIL), a file at a time, while other threads
+ * may compile: reads and writes hold the lock. */
 static jit_func *funcs[64];
 static int nfuncs;
 
@@ -61,3 +63,43 @@ jit_func *jit_lib_find_origin(const void *origin) {
     jit_lib_unlock();
     return f;
 }
+
+/* The compiled functions, newest first: a handful per process (one per
+ * library function, argument types and target a kernel used). */
+typedef struct code_entry {
+    struct code_entry *next;
+    char *key;
+    jit_lib_code code;
+} code_entry;
+static code_entry *codes;
+static int ncodes;
+
+const jit_lib_code *jit_lib_code_find(const char *key) {
+    for (code_entry *e = codes; e; e = e->next)
+        if (!strcmp(e->key, key)) return &e->code;
+    return NULL;
+}
+
+const jit_lib_code *jit_lib_code_add(const char *key, const char *sym, jit_type ret,
+                                     const void *code, size_t size) {
+    code_entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->key = strdup(key);
+    e->code.code = malloc(size ? size : 1);
+    if (!e->key || !e->code.code) {
+        free(e->key);
+        free(e->code.code);
+        free(e);
+        return NULL;
+    }
+    snprintf(e->code.sym, sizeof e->code.sym, "%s", sym);
+    e->code.ret = ret;
+    memcpy(e->code.code, code, size);
+    e->code.size = size;
+    e->next = codes;
+    codes = e;
+    ncodes++;
+    return &e->code;
+}
+
+int jit_lib_code_count(void) { return ncodes; }

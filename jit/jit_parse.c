@@ -414,12 +414,14 @@ static int call_cycle(parser *p, PyObject *at, const void *fn) {
                 cycle);
 }
 
-static int load_library(jit_error *err);
+static int load_library(const char *name, jit_error *err);
 
-/* A kernel that names a complex value or type needs the device library
- * (loaded at the first such kernel of the process, so that a process whose
- * kernels are real never parses it). 0, or -1 with the error set. */
-static int need_library(parser *p) { return load_library(p->err); }
+/* A kernel that names a complex value or type needs the device library's
+ * complex.py, one that prints needs print.py (its floats' digits): each
+ * file is loaded at the first such kernel of the process, so that a process
+ * whose kernels are real, or never print, does not parse it. 0, or -1 with
+ * the error set. */
+static int need_library(parser *p, const char *name) { return load_library(name, p->err); }
 
 /* A NumPy complex64/complex128 scalar (a weak Python complex is PyComplex). */
 static bool is_numpy_complex(PyObject *obj) {
@@ -491,7 +493,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
             internal_error(p->err, "reading a complex constant");
             return NULL;
         }
-        if (need_library(p) < 0) return NULL;
+        if (need_library(p, "complex") < 0) return NULL;
         snprintf(note, sizeof note, "%s=%s:%.17g%+.17gj", name,
                  jit_type_str(n->type, (char[64]){0}, 64), n->v.z[0], n->v.z[1]);
     } else if (PyObject_IsInstance(obj, numpy_generic) == 1) {
@@ -546,7 +548,7 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                      name);
                 return NULL;
             }
-            if (jit_dtype_is_complex((jit_dtype)d) && need_library(p) < 0) return NULL;
+            if (jit_dtype_is_complex((jit_dtype)d) && need_library(p, "complex") < 0) return NULL;
             n->v.ref.kind = REF_DTYPE;
             n->v.ref.id = (uint8_t)d;
             snprintf(note, sizeof note, "%s=dtype%d", name, d);
@@ -612,7 +614,9 @@ static jit_node *from_object(parser *p, PyObject *at, const char *name, PyObject
                      name, Py_TYPE(obj)->tp_name);
                 return NULL;
             }
-            if (jit_builtins[b].type == TY_WEAK_COMPLEX && need_library(p) < 0) return NULL;
+            if (jit_builtins[b].type == TY_WEAK_COMPLEX && need_library(p, "complex") < 0)
+                return NULL;
+            if (jit_builtins[b].type == TY_PRINT && need_library(p, "print") < 0) return NULL;
             n->v.ref.kind = REF_BUILTIN;
             n->v.ref.id = (uint8_t)b;
             snprintf(note, sizeof note, "%s=builtin%d", name, b);
@@ -2221,29 +2225,32 @@ static int load_library_file(jit_lib_file lf, jit_error *err) {
     return rc;
 }
 
-/* The library, loaded at the first kernel of the process that needs it
- * (need_library, jit_lib_load_for): once per process (a failure is kept and
- * reported again); a library function parsed by this very load finds it
- * under way. With the GIL; a thread that finds another one loading (which
- * may let the GIL go) waits for it. */
-static int load_library(jit_error *err) {
-    static int state; /* 0 not yet, 1 loading, 2 loaded, 3 failed */
-    static unsigned long loader;
-    static jit_error failure;
-    while (state == 1 && loader != PyThread_get_thread_ident()) {
+/* The library file name ("complex", "print"), loaded at the first kernel
+ * of the process that needs it (need_library, jit_lib_load_for): once per
+ * process (a failure is kept and reported again); a library function parsed
+ * by this very load finds it under way. With the GIL; a thread that finds
+ * another one loading (which may let the GIL go) waits for it. */
+static int load_library(const char *name, jit_error *err) {
+    enum { MAX_FILES = 8 };
+    static int state[MAX_FILES]; /* 0 not yet, 1 loading, 2 loaded, 3 failed */
+    static unsigned long loader[MAX_FILES];
+    static jit_error failure[MAX_FILES];
+    int i = 0;
+    while (i < jit_lib_nfiles() && strcmp(jit_lib_file_at(i).name, name)) i++;
+    if (i == jit_lib_nfiles() || i >= MAX_FILES)
+        return internal_error(err, "the JIT's device library has no such file");
+    while (state[i] == 1 && loader[i] != PyThread_get_thread_ident()) {
         Py_BEGIN_ALLOW_THREADS
         usleep(1000);
         Py_END_ALLOW_THREADS
     }
-    if (state == 3) *err = failure;
-    if (state) return state == 3 ? -1 : 0;
-    state = 1;
-    loader = PyThread_get_thread_ident();
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < jit_lib_nfiles(); i++)
-        rc = load_library_file(jit_lib_file_at(i), err);
-    if (rc < 0) failure = *err;
-    state = rc < 0 ? 3 : 2;
+    if (state[i] == 3) *err = failure[i];
+    if (state[i]) return state[i] == 3 ? -1 : 0;
+    state[i] = 1;
+    loader[i] = PyThread_get_thread_ident();
+    int rc = load_library_file(jit_lib_file_at(i), err);
+    if (rc < 0) failure[i] = *err;
+    state[i] = rc < 0 ? 3 : 2;
     return rc;
 }
 
@@ -2253,7 +2260,7 @@ int jit_lib_load_for(const jit_type *types, int ntypes, jit_error *err) {
         if ((types[i].kind == JT_SCALAR || types[i].kind == JT_ARRAY) &&
             jit_dtype_is_complex((jit_dtype)types[i].dtype))
             return init_known() < 0 ? internal_error(err, "cannot import math/numpy")
-                                    : load_library(err);
+                                    : load_library("complex", err);
     return 0;
 }
 

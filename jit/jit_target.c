@@ -9,7 +9,7 @@
 #define SPIR_CALLCONV_FUNC 75   /* LLVMSPIRFUNCCallConv */
 #define PTX_CALLCONV_KERNEL 71  /* LLVMPTXKernelCallConv */
 
-void jit_target_setup(jit_tgt *t) {
+void jit_target_layout(jit_tgt *t) {
     if (t->ptx) {
         LLVMSetTarget(t->mod, "nvptx64-nvidia-cuda");
         LLVMSetDataLayout(t->mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
@@ -18,6 +18,11 @@ void jit_target_setup(jit_tgt *t) {
     LLVMSetTarget(t->mod, "spir64-unknown-unknown");
     LLVMSetDataLayout(t->mod, "e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-"
                               "v512:512-v1024:1024-n8:16:32:64");
+}
+
+void jit_target_setup(jit_tgt *t) {
+    jit_target_layout(t);
+    if (t->ptx) return;
     /* OpenCL C 1.2 / SPIR 1.2: what the translator records and PoCL expects */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(t->ctx);
     LLVMMetadataRef ver[2] = {LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0)),

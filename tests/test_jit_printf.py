@@ -199,6 +199,17 @@ def test_spirv_has_the_printf_instruction(ol):
     assert re.search(r"UniformConstant", spirv)
 
 
+def test_floats_call_one_compiled_formatter(ol):
+    """The device library's float_repr is linked into a printing kernel once and
+    called for each float (float32 widened), not inlined: the kernel's own pipeline
+    never optimises it again (docs/float-printing.md)."""
+    llvm = ol.kernel(k_show).inspect_llvm(*ARGS_SHOW, range=ol.Range(4))
+    defined = re.findall(r"^define .*@(\w+)\(", llvm, re.M)
+    assert len(defined) == 2 and any(d.startswith("ofl_lib_float_repr") for d in defined), defined
+    repr_fn = next(d for d in defined if d.startswith("ofl_lib_float_repr"))
+    assert len(re.findall(rf"call .*@{repr_fn}\(", llvm)) == 2, llvm[:3000]
+
+
 def test_spirv_of_strings_and_keywords(ol):
     k = ol.kernel(k_sep_end)
     spirv = k.inspect_spirv(np.zeros(4), range=ol.Range(4))
