@@ -105,19 +105,15 @@ def _mul_d(t, d, out):
     out[1] = c - (s - p)
 
 
-def _ipow10(w):
-    """10^w (0 <= w <= 18), by w's binary digits."""
+def _upow(b, w):
+    """b^w for 0 <= w < 32, by w's binary digits: b, b^2, b^4, ... multiply in
+    where w has a 1 (the caller keeps b^w within int64)."""
     v = 1
-    g = v * 10
-    v = g if (w & 1) != 0 else v
-    g = v * 100
-    v = g if (w & 2) != 0 else v
-    g = v * 10000
-    v = g if (w & 4) != 0 else v
-    g = v * 100000000
-    v = g if (w & 8) != 0 else v
-    g = v * 10000000000000000
-    v = g if (w & 16) != 0 else v
+    for k in ol.static_range(5):
+        if k > 0:
+            b = b * b
+        g = v * b
+        v = g if (w & (1 << k)) != 0 else v
     return v
 
 
@@ -148,17 +144,7 @@ def _reads_back(mc, dc, hu, hd, q, even, vu, eu, vd, ed):
     ev = eu if above else ed
     small = (q >= 0) & (q <= 23)
     qq = q if small else 0
-    f5 = 1
-    g = f5 * 5
-    f5 = g if (qq & 1) != 0 else f5
-    g = f5 * 25
-    f5 = g if (qq & 2) != 0 else f5
-    g = f5 * 625
-    f5 = g if (qq & 4) != 0 else f5
-    g = f5 * 390625
-    f5 = g if (qq & 8) != 0 else f5
-    g = f5 * 152587890625
-    f5 = g if (qq & 16) != 0 else f5
+    f5 = _upow(5, qq)
     t = ev - q
     shift = (t >= 0) & (t <= 62)
     ts = t if shift else 0
@@ -298,7 +284,7 @@ def float_repr(x, bits, single, out):
     w = n - big_e - 1
     whole = w <= 0
     nw = -w
-    pw = _ipow10(nw if whole else w)
+    pw = _upow(10, nw if whole else w)
     up_a = sm * pw
     div_a = _udiv(sm, pw)
     big_a = up_a if whole else div_a
@@ -310,7 +296,7 @@ def float_repr(x, bits, single, out):
     small_pfx = W_MZERO if sign else W_ZERO
     small_point = -big_e
     # scientific: a digit, the others after a point, then the exponent
-    pe = _ipow10(n - 1)
+    pe = _upow(10, n - 1)
     sci_a = _udiv(sm, pe)
     sci_b = _urem(sm, pe)
     several = n > 1
